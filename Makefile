@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine with only Python 3.11+ and pip:
+#   make demo   the local multi-cloud federation (or, for now, an analysis of a bundled example)
+#   make test   lint and the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/fedbroker analyze tests/fixtures/patients_original.csv --qi Age,Gender --sensitive Disease
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/analyze.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,222 @@
+"""The ``fedbroker`` command line: ``fedbroker analyze DATA ...``.
+
+Errors a user can make print one line on stderr and exit with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from broker.datasets import DatasetError, read_path
+from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
+from broker.metrics.report import AnalysisReport, analyze
+from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
+
+USAGE_ERROR = 2
+LARGE_INPUT_ROWS = 100_000
+
+
+class CommandError(Exception):
+    """A user error: its message is printed as one line and the command exits with status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (CommandError, DatasetError, ValueError) as error:
+        print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fedbroker", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    analyze_cmd = commands.add_parser(
+        "analyze",
+        help="measure how well a dataset is anonymized",
+        description="Measure Mmaq, QIR risk, k-anonymity, l-diversity and t-closeness of a "
+        "CSV, JSON or Parquet dataset.",
+    )
+    analyze_cmd.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    analyze_cmd.add_argument(
+        "--qi", type=_column_list, default=[], metavar="A,B,C", help="declared quasi-identifiers"
+    )
+    analyze_cmd.add_argument(
+        "--sensitive",
+        type=_column_list,
+        default=[],
+        metavar="D,E",
+        help="declared sensitive attributes (needs --qi)",
+    )
+    analyze_cmd.add_argument(
+        "--combinations",
+        type=int,
+        default=DEFAULT_MAX_SIZE,
+        metavar="N",
+        help=f"largest attribute combination to search, 0 to skip (default {DEFAULT_MAX_SIZE})",
+    )
+    analyze_cmd.add_argument(
+        "--unique-threshold",
+        type=float,
+        default=DEFAULT_UNIQUE_THRESHOLD,
+        metavar="SHARE",
+        help="share of unique rows from which a combination "
+        f"counts as identifying (default {DEFAULT_UNIQUE_THRESHOLD})",
+    )
+    analyze_cmd.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"QIR threshold for 'sensitive', percent (default {DEFAULT_ALPHA})",
+    )
+    analyze_cmd.add_argument(
+        "--beta",
+        type=float,
+        default=DEFAULT_BETA,
+        help=f"QIR threshold for 'quasi_identifier', percent (default {DEFAULT_BETA})",
+    )
+    analyze_cmd.add_argument("--format", choices=("table", "json"), default="table")
+    analyze_cmd.set_defaults(handler=_analyze)
+    return parser
+
+
+def _column_list(text: str) -> list[str]:
+    columns = [part.strip() for part in text.split(",")]
+    if any(not column for column in columns):
+        raise argparse.ArgumentTypeError(f"empty column name in {text!r}")
+    return columns
+
+
+def _progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    thresholds = QirThresholds(args.alpha, args.beta)
+    frame = read_path(args.data)
+    large = len(frame) >= LARGE_INPUT_ROWS
+    if large:
+        _progress(f"read {len(frame):,} rows x {len(frame.columns)} columns from {args.data}")
+    report = analyze(
+        frame,
+        args.qi,
+        args.sensitive,
+        args.combinations,
+        thresholds,
+        args.unique_threshold,
+        progress=_progress if large else None,
+    )
+    if args.format == "json":
+        json.dump(report.as_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_table(report, args.data))
+    return 0
+
+
+_CLASS_MARK = {
+    "identifier": "IDENTIFIER !",
+    "quasi_identifier": "quasi-identifier",
+    "anonymous": "anonymous",
+}
+
+
+def render_table(report: AnalysisReport, source: str) -> str:
+    """The report for people: aligned columns, identifying classes marked."""
+    lines = [f"{source}: {report.rows:,} rows, {len(report.attributes)} attributes", ""]
+    header = (
+        "attribute",
+        "categories",
+        "Hn",
+        "log10 Mmaq",
+        "Mmaq",
+        "index",
+        "class",
+        "QIR %",
+        "QIR class",
+    )
+    rows = [
+        (
+            a.name,
+            f"{a.measure.categories:,}",
+            f"{a.measure.shannon_normalized:.4f}",
+            f"{a.measure.log10_mmaq:.4f}",
+            a.measure.mmaq,
+            f"{a.measure.mmaq_index:.4f}",
+            _CLASS_MARK[a.measure.attribute_class],
+            f"{a.qir_risk_percent:.4g}",
+            a.qir_class,
+        )
+        for a in report.attributes
+    ]
+    lines += _aligned(header, rows)
+
+    lines += ["", "Identifying combinations"]
+    if report.combinations:
+        rows = [
+            (
+                " + ".join(c.attributes),
+                f"{c.unique_share:.1%}",
+                c.measure.mmaq,
+                _CLASS_MARK[c.measure.attribute_class],
+            )
+            for c in report.combinations
+        ]
+        lines += _aligned(("attributes", "unique rows", "Mmaq", "class"), rows)
+    else:
+        lines.append("  none found")
+
+    qi = report.quasi_identifiers
+    if qi:
+        risk = qi.anonymity.prosecutor_risk
+        histogram = ", ".join(
+            f"{size}:{count}" for size, count in qi.anonymity.class_size_histogram.items()
+        )
+        lines += [
+            "",
+            f"Quasi-identifiers {' + '.join(qi.attributes)}",
+            f"  k = {qi.anonymity.k}   equivalence classes = "
+            f"{qi.anonymity.equivalence_classes:,}   class sizes (size:count) = {histogram}",
+            f"  prosecutor risk: max {risk.max:.4f}, average {risk.average:.4f}, "
+            f"unique rows {risk.unique_share:.1%}",
+            f"  combined: Mmaq {qi.measure.mmaq}, index {qi.measure.mmaq_index:.4f}, "
+            f"{_CLASS_MARK[qi.measure.attribute_class]}",
+        ]
+    if report.sensitive:
+        rows = [
+            (
+                s.name,
+                str(s.l_diversity),
+                f"{s.entropy_l_diversity:.3f}",
+                f"{s.t_closeness:.4f}",
+                s.t_closeness_method,
+            )
+            for s in report.sensitive
+        ]
+        lines += ["", "Sensitive attributes"]
+        lines += _aligned(("attribute", "l (distinct)", "l (entropy)", "t", "t method"), rows)
+    return "\n".join(lines) + "\n"
+
+
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return (
+            "  " + "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        )
+
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

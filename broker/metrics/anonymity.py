@@ -1,0 +1,236 @@
+"""k-anonymity, prosecutor risk, l-diversity and t-closeness over declared quasi-identifiers.
+
+Naming: an *equivalence class* is a set of rows sharing all quasi-identifier values.
+
+- k-anonymity (Sweeney 2002): the size of the smallest equivalence class.
+- Prosecutor risk of a row: 1 / the size of its class. ``max`` = 1/k, ``average`` = the mean over
+  rows = classes / N, ``unique_share`` = share of rows alone in their class. (pycanon's
+  ``average_rir`` averages over classes instead.)
+- Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
+  Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats.
+- t-closeness (Li et al. 2007): the largest distance over classes between the class's distribution
+  of the sensitive attribute and the whole table's. Categorical: total variation (EMD with equal
+  ground distance, ``0.5 sum |p - q|``). Ordered (every present value is a number): the ordered
+  EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
+  missing values then rank after every number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from broker.metrics.encoding import EncodedTable, Grouping, check_columns
+
+CATEGORICAL = "categorical"
+ORDERED = "ordered"
+
+
+@dataclass(frozen=True)
+class ProsecutorRisk:
+    max: float
+    average: float
+    unique_share: float
+
+
+@dataclass(frozen=True)
+class KAnonymity:
+    """How the rows fall into equivalence classes on the quasi-identifiers."""
+
+    k: int
+    equivalence_classes: int
+    class_size_histogram: dict[int, int]
+    prosecutor_risk: ProsecutorRisk
+
+
+@dataclass(frozen=True)
+class SensitiveMeasure:
+    """How well one sensitive attribute is protected inside the equivalence classes."""
+
+    name: str
+    l_diversity: int
+    entropy_l_diversity: float
+    t_closeness: float
+    t_closeness_method: str
+
+
+def k_anonymity_of(classes: Grouping) -> KAnonymity:
+    """Class sizes, k and prosecutor risk of a grouping of rows into equivalence classes."""
+    sizes = classes.counts()
+    rows = int(sizes.sum())
+    if rows == 0:
+        raise ValueError("The dataset has no rows: k-anonymity is not defined")
+    size_values, size_counts = np.unique(sizes, return_counts=True)
+    k = int(size_values[0])
+    return KAnonymity(
+        k=k,
+        equivalence_classes=classes.categories,
+        class_size_histogram={
+            int(s): int(c) for s, c in zip(size_values, size_counts, strict=True)
+        },
+        prosecutor_risk=ProsecutorRisk(
+            max=1.0 / k,
+            average=classes.categories / rows,
+            unique_share=float(size_counts[0]) / rows if k == 1 else 0.0,
+        ),
+    )
+
+
+def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> KAnonymity:
+    """k, the class-size histogram and prosecutor risk of ``frame`` on ``quasi_identifiers``.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"age": ["20-30"] * 3 + ["30-40"] * 2, "sex": ["F, M"] * 5})
+    >>> result = k_anonymity(frame, ["age", "sex"])
+    >>> result.k, result.equivalence_classes, result.class_size_histogram
+    (2, 2, {2: 1, 3: 1})
+    """
+    _require_columns(frame, quasi_identifiers, "Quasi-identifier")
+    return k_anonymity_of(EncodedTable(frame, quasi_identifiers).grouping(quasi_identifiers))
+
+
+def sensitive_measure(
+    frame: pd.DataFrame, quasi_identifiers: Sequence[str], sensitive: str
+) -> SensitiveMeasure:
+    """l-diversity (distinct and entropy) and t-closeness of ``sensitive`` within the classes.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"age": ["20-30"] * 4, "disease": ["flu", "flu", "hiv", "flu"]})
+    >>> m = sensitive_measure(frame, ["age"], "disease")
+    >>> m.l_diversity, m.t_closeness
+    (2, 0.0)
+    """
+    _require_columns(frame, quasi_identifiers, "Quasi-identifier")
+    _require_columns(frame, [sensitive], "Sensitive attribute")
+    table = EncodedTable(frame, [*quasi_identifiers, sensitive])
+    return sensitive_measure_of(table, table.grouping(quasi_identifiers), sensitive)
+
+
+def sensitive_measure_of(
+    table: EncodedTable, classes: Grouping, sensitive: str
+) -> SensitiveMeasure:
+    """As :func:`sensitive_measure`, from an encoded table and its equivalence classes."""
+    values = table.grouping([sensitive])
+    # One entry per (class, value) pair present, with its row count.
+    pair_codes = classes.codes * values.categories + values.codes
+    pairs, pair_counts = np.unique(pair_codes, return_counts=True)
+    pair_class = pairs // values.categories
+    pair_value = pairs % values.categories
+    class_sizes = classes.counts()
+
+    distinct = np.bincount(pair_class, minlength=classes.categories)
+    # H_class = ln n_c - sum_v n_cv ln n_cv / n_c
+    n_log_n = np.bincount(
+        pair_class, weights=pair_counts * np.log(pair_counts), minlength=classes.categories
+    )
+    entropy = np.log(class_sizes) - n_log_n / class_sizes
+
+    table_share = values.counts() / table.rows
+    ordering = _numeric_order(table.frame[sensitive], values)
+    if ordering is None:
+        t = _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share)
+        method = CATEGORICAL
+    else:
+        t = _ordered_emd(
+            pair_class,
+            ordering[pair_value],
+            pair_counts,
+            class_sizes,
+            table_share[np.argsort(ordering)],
+        )
+        method = ORDERED
+    return SensitiveMeasure(
+        name=sensitive,
+        l_diversity=int(distinct.min()),
+        entropy_l_diversity=float(np.exp(entropy.min())),
+        t_closeness=float(max(t, 0.0)),
+        t_closeness_method=method,
+    )
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> None:
+    if len(columns) == 0:
+        raise ValueError(f"No {role.lower()} given")
+    check_columns(frame, columns, role)
+    if len(frame) == 0:
+        raise ValueError("The dataset has no rows")
+
+
+def _numeric_order(column: pd.Series, values: Grouping) -> np.ndarray | None:
+    """Rank of each category code in numeric order, or None when a present value is not a number.
+
+    Only the distinct values are parsed, so this costs nothing on large tables.
+    """
+    some_row = np.empty(values.categories, dtype=np.int64)
+    some_row[values.codes] = np.arange(len(values.codes))
+    uniques = column.iloc[some_row].reset_index(drop=True)
+    if uniques.dtype == bool or isinstance(uniques.dtype, pd.BooleanDtype):
+        return None
+    missing = uniques.isna().to_numpy()
+    numbers = pd.to_numeric(uniques, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    if np.isnan(numbers[~missing]).any() or (~missing).sum() < 2:
+        return None
+    # Missing values rank after every number; ties cannot happen between distinct written values
+    # except "1" and "1.0", which keep a stable order.
+    keys = np.where(missing, np.inf, numbers)
+    order = np.argsort(keys, kind="stable")
+    ranks = np.empty_like(order)
+    ranks[order] = np.arange(order.size)
+    return ranks
+
+
+def _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share) -> float:
+    """max over classes of 0.5 * sum_v |p_cv - q_v| over all values v (absent ones count q_v)."""
+    p = pair_counts / class_sizes[pair_class]
+    q = table_share[pair_value]
+    # sum_v |p - q| = sum_present (|p - q| - q) + sum_all q = sum_present(...) + 1
+    per_class = np.bincount(pair_class, weights=np.abs(p - q) - q, minlength=class_sizes.size)
+    return float(np.max(0.5 * (per_class + 1.0)))
+
+
+def _ordered_emd(pair_class, pair_rank, pair_counts, class_sizes, table_share_by_rank) -> float:
+    """max over classes of the ordered EMD, in O(pairs log m) without a classes x m matrix.
+
+    Between two consecutive values present in a class, the class's cumulative share P is constant,
+    so ``sum_i |P - Q_i|`` over that run of ranks follows from prefix sums of the table's cumulative
+    shares Q (non-decreasing) split at the rank where Q crosses P.
+    """
+    m = table_share_by_rank.size
+    if m < 2:
+        return 0.0
+    cumulative_q = np.cumsum(table_share_by_rank)
+    prefix_q = np.concatenate(([0.0], np.cumsum(cumulative_q)))
+
+    order = np.lexsort((pair_rank, pair_class))
+    cls, rank = pair_class[order], pair_rank[order]
+    cumulative_p = _cumsum_within(cls, pair_counts[order]) / class_sizes[cls]
+    next_rank = np.append(rank[1:], m)
+    last_of_class = np.append(cls[1:] != cls[:-1], True)
+    next_rank[last_of_class] = m
+
+    # Runs [rank, next_rank) at level cumulative_p, plus the run [0, first rank) at level 0.
+    first_of_class = np.insert(cls[1:] != cls[:-1], 0, True)
+    starts = np.concatenate((np.zeros(first_of_class.sum(), dtype=np.int64), rank))
+    stops = np.concatenate((rank[first_of_class], next_rank))
+    levels = np.concatenate((np.zeros(first_of_class.sum()), cumulative_p))
+    owners = np.concatenate((cls[first_of_class], cls))
+
+    split = np.clip(np.searchsorted(cumulative_q, levels, side="right"), starts, stops)
+    below = levels * (split - starts) - (prefix_q[split] - prefix_q[starts])
+    above = (prefix_q[stops] - prefix_q[split]) - levels * (stops - split)
+    per_class = np.bincount(owners, weights=below + above, minlength=class_sizes.size)
+    return float(per_class.max() / (m - 1))
+
+
+def _cumsum_within(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running sum of ``values`` restarting where ``groups`` (sorted) changes."""
+    total = np.cumsum(values)
+    group_start = np.insert(groups[1:] != groups[:-1], 0, True)
+    offset = np.where(group_start, total - values, 0)
+    offset = np.maximum.accumulate(np.where(group_start, offset, -1))
+    return total - offset

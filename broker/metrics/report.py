@@ -1,0 +1,172 @@
+"""The full measurement report of a dataset: every attribute, combinations, QI set, sensitive.
+
+This is the one place that decides the report's shape; the CLI's JSON and the broker's API both
+serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from broker.metrics.anonymity import (
+    KAnonymity,
+    SensitiveMeasure,
+    k_anonymity_of,
+    sensitive_measure_of,
+)
+from broker.metrics.combinations import (
+    DEFAULT_MAX_SIZE,
+    DEFAULT_UNIQUE_THRESHOLD,
+    IdentifyingCombination,
+    identifying_combinations,
+)
+from broker.metrics.encoding import EncodedTable, check_columns
+from broker.metrics.mmaq import MmaqMeasure, mmaq_of
+from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
+
+
+@dataclass(frozen=True)
+class AttributeReport:
+    name: str
+    measure: MmaqMeasure
+    qir_risk_percent: float
+    qir_class: str
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            **self.measure.as_dict(),
+            "qir_risk_percent": self.qir_risk_percent,
+            "qir_class": self.qir_class,
+        }
+
+
+@dataclass(frozen=True)
+class QuasiIdentifierReport:
+    attributes: tuple[str, ...]
+    anonymity: KAnonymity
+    measure: MmaqMeasure
+
+    def as_dict(self) -> dict:
+        risk = self.anonymity.prosecutor_risk
+        return {
+            "attributes": list(self.attributes),
+            "k": self.anonymity.k,
+            "equivalence_classes": self.anonymity.equivalence_classes,
+            "class_size_histogram": {
+                str(size): count for size, count in self.anonymity.class_size_histogram.items()
+            },
+            "prosecutor_risk": {
+                "max": risk.max,
+                "average": risk.average,
+                "unique_share": risk.unique_share,
+            },
+            **self.measure.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class AnalysisReport:
+    rows: int
+    attributes: list[AttributeReport]
+    combinations: list[IdentifyingCombination]
+    quasi_identifiers: QuasiIdentifierReport | None
+    sensitive: list[SensitiveMeasure]
+
+    def attribute(self, name: str) -> AttributeReport:
+        return next(a for a in self.attributes if a.name == name)
+
+    def as_dict(self) -> dict:
+        return {
+            "rows": self.rows,
+            "attributes": [a.as_dict() for a in self.attributes],
+            "combinations": [c.as_dict() for c in self.combinations],
+            "quasi_identifiers": self.quasi_identifiers.as_dict()
+            if self.quasi_identifiers
+            else None,
+            "sensitive": [
+                {
+                    "name": s.name,
+                    "l_diversity": s.l_diversity,
+                    "entropy_l_diversity": s.entropy_l_diversity,
+                    "t_closeness": s.t_closeness,
+                    "t_closeness_method": s.t_closeness_method,
+                }
+                for s in self.sensitive
+            ],
+        }
+
+
+def analyze(
+    frame: pd.DataFrame,
+    quasi_identifiers: Sequence[str] = (),
+    sensitive: Sequence[str] = (),
+    max_combination_size: int = DEFAULT_MAX_SIZE,
+    thresholds: QirThresholds = DEFAULT_THRESHOLDS,
+    unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
+    progress: Callable[[str], None] | None = None,
+) -> AnalysisReport:
+    """Measure every column of ``frame``, its identifying combinations, QI set and sensitive ones.
+
+    ``max_combination_size = 0`` skips the combination search. Sensitive attributes need
+    quasi-identifiers: l and t are measured inside their equivalence classes.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"age": ["20-30"] * 3 + ["30-40"] * 3, "sex": list("FMFMFM"),
+    ...                       "disease": ["flu", "hiv", "flu", "flu", "flu", "hiv"]})
+    >>> report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    >>> report.quasi_identifiers.anonymity.k, report.sensitive[0].l_diversity
+    (3, 2)
+    """
+    if len(frame) == 0:
+        raise ValueError("The dataset has no rows: there is nothing to measure")
+    duplicated = frame.columns[frame.columns.duplicated()].tolist()
+    if duplicated:
+        raise ValueError(f"Column {duplicated[0]!r} appears more than once")
+    quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
+    check_columns(frame, quasi_identifiers, "Quasi-identifier")
+    check_columns(frame, sensitive, "Sensitive attribute")
+    if sensitive and not quasi_identifiers:
+        raise ValueError(
+            "Sensitive attributes are measured within quasi-identifier classes: "
+            "declare the quasi-identifiers too"
+        )
+    overlap = set(quasi_identifiers) & set(sensitive)
+    if overlap:
+        raise ValueError(
+            f"Column {sorted(overlap)[0]!r} is declared both quasi-identifier and sensitive"
+        )
+    if max_combination_size < 0:
+        raise ValueError(f"The combination size cannot be negative, got {max_combination_size}")
+
+    say = progress or (lambda _message: None)
+    say(f"encoding {len(frame.columns)} columns of {len(frame)} rows")
+    table = EncodedTable(frame)
+    say("measuring attributes")
+    attributes = []
+    for name in table.columns:
+        measure = mmaq_of(table, [name])
+        risk = qir_risk_percent(measure.categories, measure.rows)
+        attributes.append(AttributeReport(name, measure, risk, qir_class(risk, thresholds)))
+
+    qi_report, sensitive_reports = None, []
+    if quasi_identifiers:
+        say("measuring quasi-identifiers")
+        classes = table.grouping(quasi_identifiers)
+        qi_report = QuasiIdentifierReport(
+            tuple(quasi_identifiers),
+            k_anonymity_of(classes),
+            mmaq_of(table, quasi_identifiers),
+        )
+        sensitive_reports = [sensitive_measure_of(table, classes, s) for s in sensitive]
+
+    found = []
+    if max_combination_size > 0:
+        found = identifying_combinations(
+            table, table.columns, max_combination_size, unique_threshold, say
+        )
+    return AnalysisReport(len(frame), attributes, found, qi_report, sensitive_reports)

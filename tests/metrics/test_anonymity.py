@@ -1,0 +1,133 @@
+"""k, l, t against the paper's Table 1, hand-computed values, brute force, and pycanon."""
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pycanon import anonymity as pycanon
+
+from broker.metrics.anonymity import CATEGORICAL, ORDERED, k_anonymity, sensitive_measure
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def read_fixture(name: str) -> pd.DataFrame:
+    return pd.read_csv(FIXTURES / name, dtype=str, keep_default_na=False)
+
+
+def test_paper_table1_anonymized_is_3_anonymous():
+    result = k_anonymity(read_fixture("patients_anonymized.csv"), ["Age", "Gender"])
+    assert (result.k, result.equivalence_classes) == (3, 3)
+    assert result.class_size_histogram == {3: 3}
+    assert result.prosecutor_risk.max == pytest.approx(1 / 3)
+    assert result.prosecutor_risk.unique_share == 0.0
+
+
+def test_paper_table1_original_is_1_anonymous():
+    result = k_anonymity(read_fixture("patients_original.csv"), ["Age", "Gender"])
+    assert (result.k, result.equivalence_classes) == (1, 9)
+    assert result.prosecutor_risk.unique_share == 1.0
+
+
+def test_prosecutor_risk_average_is_over_rows():
+    frame = pd.DataFrame({"q": ["a", "a", "a", "b"]})
+    risk = k_anonymity(frame, ["q"]).prosecutor_risk
+    assert (risk.max, risk.average, risk.unique_share) == (1.0, 0.5, 0.25)
+
+
+def test_hand_computed_l_and_t_categorical():
+    # class A: flu, flu, hiv ; class B: flu, cold. Table: flu 3/5, hiv 1/5, cold 1/5.
+    frame = pd.DataFrame({"q": list("AAABB"), "s": ["flu", "flu", "hiv", "flu", "cold"]})
+    m = sensitive_measure(frame, ["q"], "s")
+    assert m.l_diversity == 2
+    # entropy l: class A H = -(2/3 ln 2/3 + 1/3 ln 1/3); class B: ln 2
+    h_a = -(2 / 3 * np.log(2 / 3) + 1 / 3 * np.log(1 / 3))
+    assert m.entropy_l_diversity == pytest.approx(np.exp(min(h_a, np.log(2))))
+    # TV A: .5(|2/3-3/5| + |1/3-1/5| + |0-1/5|) = .5(1/15+2/15+3/15) = 0.2
+    # TV B: .5(|1/2-3/5| + |0-1/5| + |1/2-1/5|) = .5(.1+.2+.3) = 0.3
+    assert m.t_closeness == pytest.approx(0.3)
+    assert m.t_closeness_method == CATEGORICAL
+
+
+def brute_ordered_emd(frame, qi, sensitive) -> Fraction:
+    """Li et al.'s ordered EMD with exact fractions, one class at a time."""
+    values = sorted(frame[sensitive].astype(float).unique())
+    n = len(frame)
+    whole = [Fraction(int((frame[sensitive].astype(float) == v).sum()), n) for v in values]
+    worst = Fraction(0)
+    for _, group in frame.groupby(qi, dropna=False):
+        size = len(group)
+        part = [Fraction(int((group[sensitive].astype(float) == v).sum()), size) for v in values]
+        running, total = Fraction(0), Fraction(0)
+        for p, q in zip(part, whole, strict=True):
+            running += p - q
+            total += abs(running)
+        worst = max(worst, total / (len(values) - 1))
+    return worst
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ABCD"), st.integers(0, 9)), min_size=2, max_size=80))
+def test_ordered_emd_matches_exact_brute_force(rows):
+    frame = pd.DataFrame(rows, columns=["q", "s"]).astype(str)
+    if frame["s"].nunique() < 2:
+        return
+    m = sensitive_measure(frame, ["q"], "s")
+    assert m.t_closeness_method == ORDERED
+    assert m.t_closeness == pytest.approx(float(brute_ordered_emd(frame, ["q"], "s")), abs=1e-12)
+
+
+def test_numbers_order_numerically_not_as_text():
+    # As text "10" < "9"; numerically 9 < 10. Class X holds the low values, Y the high ones.
+    frame = pd.DataFrame({"q": ["X", "X", "Y", "Y"], "s": ["9", "8", "10", "11"]})
+    m = sensitive_measure(frame, ["q"], "s")
+    assert m.t_closeness_method == ORDERED
+    assert m.t_closeness == pytest.approx(float(brute_ordered_emd(frame, ["q"], "s")))
+
+
+def test_one_non_number_makes_the_attribute_categorical():
+    frame = pd.DataFrame({"q": ["X", "X", "Y", "Y"], "s": ["1", "2", "3", "n/a"]})
+    assert sensitive_measure(frame, ["q"], "s").t_closeness_method == CATEGORICAL
+
+
+def test_errors_name_the_column():
+    frame = pd.DataFrame({"q": ["a"], "s": ["b"]})
+    with pytest.raises(ValueError, match="Quasi-identifier 'zip'"):
+        k_anonymity(frame, ["zip"])
+    with pytest.raises(ValueError, match="Sensitive attribute 'x'"):
+        sensitive_measure(frame, ["q"], "x")
+    with pytest.raises(ValueError, match="no rows"):
+        k_anonymity(frame.iloc[:0], ["q"])
+
+
+def generated_frame(seed: int, rows: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(20, 24, rows).astype(str),
+            "sex": rng.choice(["F", "M"], rows),
+            "zip": rng.choice(["570", "571", "572"], rows),
+            "disease": rng.choice(["flu", "hiv", "cold", "measles"], rows, p=[0.5, 0.1, 0.3, 0.1]),
+            "income": rng.integers(1, 8, rows),
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_agrees_with_pycanon_on_generated_data(seed):
+    frame = generated_frame(seed, 300)
+    qi = ["age", "sex", "zip"] if seed % 2 else ["age", "sex"]
+    assert k_anonymity(frame, qi).k == pycanon.k_anonymity(frame, qi)
+    disease = sensitive_measure(frame, qi, "disease")
+    assert disease.l_diversity == pycanon.l_diversity(frame, qi, ["disease"])
+    assert disease.t_closeness == pytest.approx(pycanon.t_closeness(frame, qi, ["disease"]))
+    # pycanon truncates entropy l to an integer
+    truncated = pycanon.entropy_l_diversity(frame, qi, ["disease"])
+    assert truncated - 1e-9 <= disease.entropy_l_diversity < truncated + 1 + 1e-9
+    income = sensitive_measure(frame, qi, "income")
+    assert income.t_closeness_method == ORDERED
+    assert income.t_closeness == pytest.approx(pycanon.t_closeness(frame, qi, ["income"]))

@@ -1,0 +1,108 @@
+"""The report's contract and the search for identifying combinations."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from broker.metrics.report import analyze
+from broker.metrics.risk import QirThresholds, qir_class
+
+ATTRIBUTE_KEYS = {
+    "name",
+    "rows",
+    "categories",
+    "shannon",
+    "shannon_normalized",
+    "log10_stabilizer",
+    "log10_mmaq",
+    "mmaq",
+    "mmaq_index",
+    "class",
+    "qir_risk_percent",
+    "qir_class",
+}
+
+
+def harmless_alone_identifying_together(rows: int = 64) -> pd.DataFrame:
+    """Each of a, b, c has 4 equal values; together (a, b, c) tell 64 rows apart."""
+    index = np.arange(rows)
+    return pd.DataFrame(
+        {"a": index % 4, "b": (index // 4) % 4, "c": (index // 16) % 4, "constant": ["x"] * rows}
+    )
+
+
+def test_report_keys_are_the_documented_contract():
+    frame = harmless_alone_identifying_together()
+    frame["s"] = ["flu", "hiv"] * 32
+    report = analyze(frame, ["a", "b"], ["s"]).as_dict()
+    assert set(report) == {"rows", "attributes", "combinations", "quasi_identifiers", "sensitive"}
+    assert all(set(a) == ATTRIBUTE_KEYS for a in report["attributes"])
+    qi = report["quasi_identifiers"]
+    assert {
+        "attributes",
+        "k",
+        "equivalence_classes",
+        "class_size_histogram",
+        "prosecutor_risk",
+    } <= set(qi)
+    assert set(qi["prosecutor_risk"]) == {"max", "average", "unique_share"}
+    assert {"log10_mmaq", "mmaq", "mmaq_index", "class"} <= set(qi)
+    assert set(report["sensitive"][0]) >= {
+        "name",
+        "l_diversity",
+        "entropy_l_diversity",
+        "t_closeness",
+    }
+    assert qi["k"] == 4 and qi["equivalence_classes"] == 16
+
+
+def test_combinations_name_attributes_identifying_only_together():
+    report = analyze(harmless_alone_identifying_together(), max_combination_size=3)
+    found = [c.attributes for c in report.combinations]
+    assert found == [("a", "b", "c")]
+    assert report.combinations[0].measure.attribute_class == "identifier"
+
+
+def test_combination_search_reports_only_minimal_sets():
+    frame = harmless_alone_identifying_together()
+    frame["id"] = range(len(frame))
+    found = [c.attributes for c in analyze(frame, max_combination_size=3).combinations]
+    assert ("id",) in found
+    assert not any("id" in combo and len(combo) > 1 for combo in found)
+
+
+def test_unique_share_threshold_flags_partial_identification():
+    frame = pd.DataFrame({"a": ["x"] * 8 + ["u1", "u2"]})
+    assert analyze(frame, unique_threshold=0.2).combinations[0].unique_share == 0.2
+    assert analyze(frame, unique_threshold=0.25).combinations == []
+
+
+def test_combinations_can_be_skipped():
+    assert analyze(harmless_alone_identifying_together(), max_combination_size=0).combinations == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"quasi_identifiers": ["zip"]}, "Quasi-identifier 'zip'"),
+        ({"quasi_identifiers": ["a"], "sensitive": ["zip"]}, "Sensitive attribute 'zip'"),
+        ({"sensitive": ["a"]}, "declare the quasi-identifiers"),
+        ({"quasi_identifiers": ["a"], "sensitive": ["a"]}, "both quasi-identifier and sensitive"),
+        ({"max_combination_size": -1}, "cannot be negative"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        analyze(harmless_alone_identifying_together(), **kwargs)
+
+
+def test_qir_classification_and_thresholds():
+    report = analyze(
+        pd.DataFrame({"x": list(range(10)) + [0] * 990}),
+        thresholds=QirThresholds(alpha=2, beta=0.5),
+    )
+    assert report.attributes[0].qir_risk_percent == 1.0
+    assert report.attributes[0].qir_class == "quasi_identifier"
+    assert qir_class(0.2) == "quasi_identifier"  # the boundary belongs to the middle class
+    with pytest.raises(ValueError, match="beta < alpha"):
+        QirThresholds(alpha=0.01, beta=0.2)

@@ -1,0 +1,85 @@
+"""``fedbroker analyze`` as a user runs it: a real process, real files, exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_json_report_of_the_papers_table1():
+    result = run(
+        "analyze",
+        str(FIXTURES / "patients_anonymized.csv"),
+        "--qi",
+        "Age,Gender",
+        "--sensitive",
+        "Disease",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["rows"] == 9
+    assert report["quasi_identifiers"]["k"] == 3
+    assert report["sensitive"][0]["l_diversity"] == 3
+    names = {a["name"]: a for a in report["attributes"]}
+    assert names["Name"]["class"] == "anonymous" and names["Name"]["mmaq"] == "1.000e+00"
+
+
+def test_table_marks_identifiers():
+    result = run("analyze", str(FIXTURES / "patients_original.csv"), "--qi", "Age,Gender")
+    assert result.returncode == 0
+    nin_line = next(line for line in result.stdout.splitlines() if line.strip().startswith("NIN"))
+    assert "IDENTIFIER" in nin_line
+    assert "k = 1" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["analyze", "missing.csv"], "no such file"),
+        (
+            ["analyze", str(FIXTURES / "patients_original.csv"), "--qi", "Zip"],
+            "Quasi-identifier 'Zip' is not a column",
+        ),
+        (["analyze", str(FIXTURES / "patients_original.csv"), "--alpha", "0.001"], "beta < alpha"),
+    ],
+)
+def test_user_errors_are_one_line_with_status_2(args, message):
+    result = run(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_malformed_file_is_status_2(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("a,b\n1,2\n3\n")
+    result = run("analyze", str(path))
+    assert result.returncode == 2
+    assert "ragged rows" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_large_input_reports_progress_on_stderr(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "large.parquet"
+    pd.DataFrame(
+        {"age": rng.integers(18, 90, 120_000), "sex": rng.choice(["F", "M"], 120_000)}
+    ).to_parquet(path)
+    result = run("analyze", str(path), "--qi", "age,sex", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert "read 120,000 rows" in result.stderr
+    assert json.loads(result.stdout)["rows"] == 120_000
