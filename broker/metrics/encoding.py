@@ -26,8 +26,18 @@ class Grouping:
     categories: int
 
     def counts(self) -> np.ndarray:
-        """Category sizes n_1..n_S (all positive)."""
-        return np.bincount(self.codes, minlength=self.categories)
+        """Category sizes n_1..n_S (all positive), computed once and read-only.
+
+        Several measures of one report need the sizes of the same grouping (k-anonymity, Mmaq and
+        every sensitive attribute use the quasi-identifier classes); a 1M-row ``bincount`` is worth
+        not repeating.
+        """
+        cached = self.__dict__.get("_counts")
+        if cached is None:
+            cached = np.bincount(self.codes, minlength=self.categories)
+            cached.flags.writeable = False
+            object.__setattr__(self, "_counts", cached)
+        return cached
 
 
 def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
@@ -44,8 +54,39 @@ def encode_column(values: pd.Series) -> Grouping:
         # Unused categories and the -1 of missing values must not leave holes in the codes.
         codes, uniques = pd.factorize(codes)
         return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+    if values.dtype == object:
+        return _encode_objects(values.to_numpy())
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+
+
+def _encode_objects(values: np.ndarray) -> Grouping:
+    """Factorize an object column by object identity first, then by value.
+
+    Hashing a million Python strings is the dominant cost of the whole report (pandas' object
+    factorize also scans for missing values and infers the type first), yet real columns hold few
+    distinct *objects*: pandas' and pyarrow's readers store each distinct string once and repeat
+    the reference. So the column's object pointers, read as integers, are factorized with the fast
+    integer hash table, and only one object per distinct pointer is factorized by value.
+
+    The result is the same as ``pd.factorize(values, use_na_sentinel=False)``: rows holding the
+    same object hold equal values, and the representatives appear in the order of their first row,
+    so every value gets the code it would get directly (codes number values by first appearance),
+    with pandas' own rules for equality and missing values.
+    """
+    values = np.ascontiguousarray(values)
+    try:
+        # The raw bytes of an object array are its PyObject pointers; nothing is dereferenced.
+        pointers = np.frombuffer(values, dtype=np.intp)
+    except (TypeError, ValueError, BufferError):  # a numpy that refuses: the direct way
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+    object_codes, distinct_objects = pd.factorize(pointers)
+    some_row = np.empty(len(distinct_objects), dtype=np.int64)
+    some_row[object_codes] = np.arange(len(values))
+    value_codes, uniques = pd.factorize(values[some_row], use_na_sentinel=False)
+    codes = value_codes.astype(np.int64, copy=False)[object_codes]
+    return Grouping(codes, len(uniques))
 
 
 def combine(groupings: Sequence[Grouping]) -> Grouping:
