@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.metrics.encoding import EncodedTable, Grouping, check_columns
+from broker.metrics.encoding import DENSE_LIMIT, EncodedTable, Grouping, check_columns
 
 CATEGORICAL = "categorical"
 ORDERED = "ordered"
@@ -116,9 +116,7 @@ def sensitive_measure_of(
 ) -> SensitiveMeasure:
     """As :func:`sensitive_measure`, from an encoded table and its equivalence classes."""
     values = table.grouping([sensitive])
-    # One entry per (class, value) pair present, with its row count.
-    pair_codes = classes.codes * values.categories + values.codes
-    pairs, pair_counts = np.unique(pair_codes, return_counts=True)
+    pairs, pair_counts = _pairs_present(classes, values)
     pair_class = pairs // values.categories
     pair_value = pairs % values.categories
     class_sizes = classes.counts()
@@ -151,6 +149,22 @@ def sensitive_measure_of(
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
     )
+
+
+def _pairs_present(classes: Grouping, values: Grouping) -> tuple[np.ndarray, np.ndarray]:
+    """Each (class, value) pair present as ``class * values + value``, ascending, with its rows.
+
+    Equal to ``np.unique(pair_codes, return_counts=True)``, but when the pair space is not much
+    larger than the table a ``bincount`` gives it without sorting a million codes (the sort was a
+    third of the time of a 1M-row report).
+    """
+    pair_codes = classes.codes * values.categories + values.codes
+    space = classes.categories * values.categories
+    if space > max(DENSE_LIMIT, 4 * pair_codes.size):
+        return np.unique(pair_codes, return_counts=True)
+    counts = np.bincount(pair_codes, minlength=space)
+    pairs = np.flatnonzero(counts)
+    return pairs, counts[pairs]
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> None:

@@ -24,7 +24,7 @@ from broker.metrics.combinations import (
     identifying_combinations,
 )
 from broker.metrics.encoding import EncodedTable, check_columns
-from broker.metrics.mmaq import MmaqMeasure, mmaq_of
+from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts, mmaq_of
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
 
 
@@ -156,11 +156,12 @@ def analyze(
     qi_report, sensitive_reports = None, []
     if quasi_identifiers:
         say("measuring quasi-identifiers")
+        # One grouping (and one count of its classes) serves k, the combined Mmaq, l and t.
         classes = table.grouping(quasi_identifiers)
         qi_report = QuasiIdentifierReport(
             tuple(quasi_identifiers),
             k_anonymity_of(classes),
-            mmaq_of(table, quasi_identifiers),
+            mmaq_from_counts(classes.counts()),
         )
         sensitive_reports = [sensitive_measure_of(table, classes, s) for s in sensitive]
 

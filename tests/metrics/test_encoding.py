@@ -2,10 +2,13 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.metrics.encoding import combine, encode_column
+from broker.metrics import encoding
+from broker.metrics.anonymity import _pairs_present
+from broker.metrics.encoding import EncodedTable, Grouping, combine, encode_column
 
 # Equal strings built separately are distinct objects; None, NaN and pd.NA are all missing.
 ATOMS = st.sampled_from(
@@ -20,7 +23,9 @@ def plain_codes(values: pd.Series) -> np.ndarray:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(ATOMS, min_size=1, max_size=60))
 def test_object_columns_encode_as_pandas_factorize(items):
-    column = pd.Series(np.array(items + [None], dtype=object)[:-1])
+    values = np.empty(len(items), dtype=object)
+    values[:] = items
+    column = pd.Series(values)
     grouping = encode_column(column)
     expected = plain_codes(column)
     assert np.array_equal(grouping.codes, expected)
@@ -64,3 +69,32 @@ def test_combinations_group_rows_by_their_tuples(rows):
     assert grouping.categories == by_tuple.max() + 1
     # The same partition of the rows (numbered differently is fine).
     assert np.array_equal(pd.factorize(grouping.codes)[0], by_tuple)
+
+
+def test_threaded_encoding_gives_the_serial_codes(monkeypatch):
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "n": rng.integers(0, 50, 500),
+            "s": rng.choice(np.array(["a", "b", None], dtype=object), 500),
+            "f": rng.choice([0.5, np.nan], 500),
+        }
+    )
+    serial = EncodedTable(frame)
+    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
+    threaded = EncodedTable(frame)
+    for name in frame.columns:
+        assert np.array_equal(serial.grouping([name]).codes, threaded.grouping([name]).codes)
+        assert serial.grouping([name]).categories == threaded.grouping([name]).categories
+
+
+@pytest.mark.parametrize(("classes", "values"), [(7, 3), (400, 9)])
+def test_class_value_pairs_equal_np_unique(classes, values):
+    # 100 rows: 7 x 3 pairs are counted with bincount, 400 x 9 with np.unique's sort.
+    rng = np.random.default_rng(classes)
+    by_class = Grouping(rng.integers(0, classes, 100), classes)
+    by_value = Grouping(rng.integers(0, values, 100), values)
+    pairs, counts = _pairs_present(by_class, by_value)
+    expected = np.unique(by_class.codes * values + by_value.codes, return_counts=True)
+    assert np.array_equal(pairs, expected[0]) and np.array_equal(counts, expected[1])
