@@ -1,0 +1,55 @@
+"""Anonymization: suppression, generalization, Mondrian, partition, information loss, planning.
+
+Pure pandas/numpy code like :mod:`broker.metrics` (no web or database imports). Every function
+returns new data and leaves its input untouched; results are frozen dataclasses.
+"""
+
+from broker.anonymize.generalization import (
+    generalize_date,
+    generalize_hierarchy,
+    generalize_prefix,
+    generalize_quantiles,
+    generalize_range,
+)
+from broker.anonymize.loss import InformationLoss, information_loss
+from broker.anonymize.mondrian import AnonymizationError, MondrianResult, mondrian
+from broker.anonymize.partition import Link, PartitionResult, partition
+from broker.anonymize.planner import (
+    Anonymized,
+    Check,
+    Remedy,
+    Step,
+    Target,
+    apply_steps,
+    plan_remedy,
+)
+from broker.anonymize.qid import QidDimension, QidLevel, qid_dimension
+from broker.anonymize.suppression import drop_columns, mask
+
+__all__ = [
+    "AnonymizationError",
+    "Anonymized",
+    "Check",
+    "InformationLoss",
+    "Link",
+    "MondrianResult",
+    "PartitionResult",
+    "QidDimension",
+    "QidLevel",
+    "Remedy",
+    "Step",
+    "Target",
+    "apply_steps",
+    "drop_columns",
+    "generalize_date",
+    "generalize_hierarchy",
+    "generalize_prefix",
+    "generalize_quantiles",
+    "generalize_range",
+    "information_loss",
+    "mask",
+    "mondrian",
+    "partition",
+    "plan_remedy",
+    "qid_dimension",
+]

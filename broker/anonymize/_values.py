@@ -1,0 +1,123 @@
+"""Shared helpers: column checks, missing values, numbers as written in CSV, labels.
+
+A value is *missing* when pandas says so (None, NaN, NaT, pd.NA) or when it is a string that is
+empty after stripping blanks (how a CSV read with ``dtype=str, keep_default_na=False`` writes a
+missing field). Every helper works on the distinct values of a column (``pd.factorize``) and maps
+the answer back to the rows with integer codes, so the cost per row is a few array operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+SUPPRESSED = "*"
+MISSING_LABEL = "NA"
+
+
+def require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
+    """Raise ``ValueError`` naming the first of ``columns`` that ``frame`` lacks."""
+    for column in columns:
+        if column not in frame.columns:
+            raise ValueError(f"{role} {column!r} is not a column of the dataset")
+
+
+def factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray, np.ndarray]:
+    """Codes per row, the distinct values, and which distinct values are missing.
+
+    A missing value (NA or a blank string) gets code -1.
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    blank = _blank(uniques)
+    if blank.any():
+        remap = np.where(blank, -1, np.cumsum(~blank) - 1)
+        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+        uniques = uniques[~blank]
+    return codes.astype(np.int64, copy=False), uniques, blank
+
+
+def _blank(uniques) -> np.ndarray:
+    as_series = pd.Series(np.asarray(uniques, dtype=object))
+    is_string = as_series.map(type).eq(str).to_numpy()
+    if not is_string.any():
+        return np.zeros(len(as_series), dtype=bool)
+    blank = np.zeros(len(as_series), dtype=bool)
+    blank[is_string] = as_series[is_string].str.strip().eq("").to_numpy()
+    return blank
+
+
+def is_missing(values: pd.Series) -> np.ndarray:
+    """Boolean array: which rows hold a missing value (NA or blank string)."""
+    codes, _uniques, _blank_uniques = factorize(values)
+    return codes < 0
+
+
+def parse_numbers(uniques, column: str, *, strict: bool = True) -> np.ndarray | None:
+    """The distinct present values of ``column`` as floats.
+
+    With ``strict`` a value that is not a finite number raises ``ValueError`` naming the column and
+    the value; without, the answer is None.
+    """
+    values = pd.Series(np.asarray(uniques, dtype=object))
+    if values.map(type).eq(bool).any():
+        if strict:
+            raise ValueError(f"Column {column!r} holds booleans, not numbers")
+        return None
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        if strict:
+            raise ValueError(
+                f"Column {column!r} is not numeric: value {values[bad].iloc[0]!r} is not a number"
+            )
+        return None
+    return numbers
+
+
+def numeric_column(values: pd.Series) -> bool:
+    """Whether every present value of ``values`` parses as a finite number (and one is present)."""
+    _codes, uniques, _blank = factorize(values)
+    return len(uniques) > 0 and parse_numbers(uniques, "", strict=False) is not None
+
+
+def format_number(value: float) -> str:
+    """Shortest plain writing of a number: ``28.0 -> '28'``, ``0.5 -> '0.5'``.
+
+    Examples
+    --------
+    >>> format_number(28.0), format_number(-0.25), format_number(1e6)
+    ('28', '-0.25', '1000000')
+    """
+    if value == 0:
+        return "0"
+    return np.format_float_positional(float(value), trim="-")
+
+
+def range_label(low: float, high: float) -> str:
+    """``"lo-hi"``, or the single number when ``low == high``.
+
+    Examples
+    --------
+    >>> range_label(20, 30), range_label(5, 5)
+    ('20-30', '5')
+    """
+    if low == high:
+        return format_number(low)
+    return f"{format_number(low)}-{format_number(high)}"
+
+
+def labels_to_rows(
+    labels: np.ndarray, codes: np.ndarray, original: pd.Series, keep_missing: bool = True
+) -> pd.Series:
+    """Rows' labels from per-code labels; code -1 (missing) keeps the original value."""
+    labels = np.asarray(labels, dtype=object)
+    if labels.size == 0:
+        labels = np.array([None], dtype=object)
+    out = labels[np.maximum(codes, 0)]
+    if keep_missing and (codes < 0).any():
+        out = out.copy()
+        missing = codes < 0
+        out[missing] = original.to_numpy(dtype=object)[missing]
+    return pd.Series(out, index=original.index, name=original.name, dtype=object)
