@@ -14,7 +14,7 @@ from itertools import combinations as subsets
 
 import numpy as np
 
-from broker.metrics.encoding import EncodedTable
+from broker.metrics.encoding import EncodedTable, combined_counts, map_in_threads
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure, mmaq_from_counts
 
 DEFAULT_MAX_SIZE = 3
@@ -52,13 +52,41 @@ def identifying_combinations(
     for size in range(1, min(max_size, len(columns)) + 1):
         if progress:
             progress(f"combinations of {size} attributes")
-        for combo in subsets(columns, size):
-            if any(known <= frozenset(combo) for known in identifying):
-                continue
-            counts = table.grouping(combo).counts()
+        # A set can only contain a smaller identifying set, so one level's candidates are known
+        # before any of them is measured, and can be measured in any order (or in parallel).
+        candidates = [
+            combo
+            for combo in subsets(columns, size)
+            if not any(known <= frozenset(combo) for known in identifying)
+        ]
+        for combo, counts in _category_sizes(table, candidates):
             unique_share = float(np.count_nonzero(counts == 1)) / table.rows
             measure = mmaq_from_counts(counts)
             if measure.attribute_class == IDENTIFIER or unique_share >= unique_threshold:
                 identifying.append(frozenset(combo))
                 found.append(IdentifyingCombination(combo, unique_share, measure))
     return found
+
+
+def _category_sizes(
+    table: EncodedTable, candidates: list[tuple[str, ...]]
+) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """Category sizes of each candidate combination, in the candidates' order.
+
+    Candidates sharing all but their last attribute (``subsets`` yields them one after the
+    other) share the grouping of that prefix, so each candidate costs one mixing and one count
+    over the rows; the prefixes are spread over the available cores.
+    """
+    by_prefix: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for combo in candidates:
+        by_prefix.setdefault(combo[:-1], []).append(combo)
+
+    def measure(prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        combos = by_prefix[prefix]
+        if not prefix:
+            return [(combo, table.grouping(combo).counts()) for combo in combos]
+        shared = table.grouping(prefix)
+        return [(c, combined_counts(shared, table.grouping(c[-1:]))) for c in combos]
+
+    work = table.rows * (len(candidates) + len(by_prefix))
+    return [pair for part in map_in_threads(measure, list(by_prefix), work) for pair in part]

@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 
 from broker.metrics import encoding
 from broker.metrics.anonymity import _pairs_present
-from broker.metrics.encoding import EncodedTable, Grouping, combine, encode_column
+from broker.metrics.encoding import (
+    EncodedTable,
+    Grouping,
+    combine,
+    combined_counts,
+    encode_column,
+)
+from broker.metrics.report import analyze
 
 # Equal strings built separately are distinct objects; None, NaN and pd.NA are all missing.
 ATOMS = st.sampled_from(
@@ -98,3 +105,24 @@ def test_class_value_pairs_equal_np_unique(classes, values):
     pairs, counts = _pairs_present(by_class, by_value)
     expected = np.unique(by_class.codes * values + by_value.codes, return_counts=True)
     assert np.array_equal(pairs, expected[0]) and np.array_equal(counts, expected[1])
+
+
+@pytest.mark.parametrize("dense_limit", [encoding.DENSE_LIMIT, 4])
+def test_combined_counts_are_the_combination_sizes(monkeypatch, dense_limit):
+    monkeypatch.setattr(encoding, "DENSE_LIMIT", dense_limit)  # 4: the hash-table path
+    rng = np.random.default_rng(dense_limit)
+    prefix = Grouping(rng.integers(0, 6, 200), 6)
+    last = Grouping(rng.integers(0, 5, 200), 5)
+    expected = combine([prefix, last]).counts()
+    assert sorted(combined_counts(prefix, last)) == sorted(expected)
+    assert combined_counts(prefix, last).sum() == 200
+
+
+def test_threaded_combination_search_matches_serial(monkeypatch):
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame({name: rng.integers(0, 6, 300) for name in "abcde"})
+    serial = analyze(frame, max_combination_size=3).as_dict()["combinations"]
+    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
+    assert analyze(frame, max_combination_size=3).as_dict()["combinations"] == serial
+    assert serial  # the case is not vacuous
