@@ -86,6 +86,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     analyze_cmd.add_argument("--format", choices=("table", "json"), default="table")
     analyze_cmd.set_defaults(handler=_analyze)
+
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="run the federal broker (configured by BROKER_* variables)",
+        description="Run the broker with uvicorn. Settings come from BROKER_* environment "
+        "variables; --host and --port override BROKER_HOST and BROKER_PORT.",
+    )
+    serve_cmd.add_argument("--host", help="address to listen on")
+    serve_cmd.add_argument("--port", type=int, help="port to listen on")
+    serve_cmd.set_defaults(handler=_serve)
+
+    db_cmd = commands.add_parser("db", help="database maintenance")
+    db_actions = db_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
+    upgrade_cmd = db_actions.add_parser(
+        "upgrade", help="apply the migrations up to the newest (BROKER_DATABASE_URL)"
+    )
+    upgrade_cmd.set_defaults(handler=_db_upgrade)
     return parser
 
 
@@ -120,6 +137,52 @@ def _analyze(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_table(report, args.data))
+    return 0
+
+
+def _settings(**overrides):
+    from pydantic import ValidationError
+
+    from broker.config import Settings
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = "BROKER_" + "_".join(str(p) for p in first["loc"]).upper()
+        raise CommandError(f"{field}: {first['msg']}") from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from broker.main import create_app
+    from broker.policies.seed import load_records
+
+    settings = _settings(host=args.host, port=args.port)
+    if settings.admin_token is None:
+        raise CommandError(
+            "BROKER_ADMIN_TOKEN is not set: give the broker an admin token of "
+            "at least 16 characters"
+        )
+    load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import OperationalError
+
+    from broker.db import make_engine, upgrade
+
+    settings = _settings()
+    try:
+        upgrade(make_engine(settings.database_url))
+    except OperationalError as error:
+        raise CommandError(
+            f"cannot reach the database: {str(error.orig).splitlines()[0]}"
+        ) from None
+    print(f"database schema is at the newest migration ({settings.database_url.split('@')[-1]})")
     return 0
 
 

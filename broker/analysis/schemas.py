@@ -1,0 +1,62 @@
+"""The measurement report as API schemas: the same fields as ``fedbroker analyze --format json``."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MmaqFields(BaseModel):
+    rows: int
+    categories: int
+    shannon: float = Field(description="Shannon index H in nats")
+    shannon_normalized: float = Field(description="H / ln N, in [0, 1]")
+    log10_stabilizer: float = Field(description="log10 of the product of relative frequencies")
+    log10_mmaq: float
+    mmaq: str = Field(
+        description="Mmaq in scientific notation (it underflows float64)", examples=["6.223e-461"]
+    )
+    mmaq_index: float = Field(description="log10 Mmaq / (-N log10 N): 0 anonymous, 1 identifier")
+    class_: str = Field(alias="class", description="identifier, quasi_identifier or anonymous")
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class AttributeMeasure(MmaqFields):
+    name: str
+    qir_risk_percent: float = Field(description="100 * distinct values / rows")
+    qir_class: str = Field(description="sensitive, quasi_identifier or non_sensitive")
+
+
+class CombinationMeasure(MmaqFields):
+    attributes: list[str]
+    unique_share: float = Field(description="Share of rows unique on these attributes")
+
+
+class ProsecutorRisk(BaseModel):
+    max: float = Field(description="1 / k")
+    average: float = Field(description="Mean over rows: classes / N")
+    unique_share: float = Field(description="Share of rows alone in their class")
+
+
+class QuasiIdentifierMeasure(MmaqFields):
+    attributes: list[str]
+    k: int
+    equivalence_classes: int
+    class_size_histogram: dict[str, int] = Field(description="class size -> number of classes")
+    prosecutor_risk: ProsecutorRisk
+
+
+class SensitiveMeasure(BaseModel):
+    name: str
+    l_diversity: int
+    entropy_l_diversity: float
+    t_closeness: float
+    t_closeness_method: str = Field(description="ordered (numbers) or categorical")
+
+
+class Report(BaseModel):
+    rows: int
+    attributes: list[AttributeMeasure]
+    combinations: list[CombinationMeasure] = Field(
+        description="Smallest attribute combinations that identify rows"
+    )
+    quasi_identifiers: QuasiIdentifierMeasure | None
+    sensitive: list[SensitiveMeasure]

@@ -1,0 +1,29 @@
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AuditEntryRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    created_at: datetime
+    actor: str = Field(description="`admin`, a member id, `seed` or `broker`")
+    action: str = Field(examples=["transfer.decided"])
+    subject: str = Field(description="What the entry is about: a transfer id, a jurisdiction")
+    details: dict[str, Any]
+    previous_hash: str
+    hash: str
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEntryRead]
+    next_after: int | None = Field(description="Pass as `after` to read the next page")
+
+
+class AuditVerification(BaseModel):
+    valid: bool
+    entries_checked: int
+    first_invalid_id: int | None = None
+    reason: str | None = None

@@ -1,0 +1,118 @@
+"""The append-only, hash-chained audit log.
+
+Each entry's hash is SHA-256 over the previous entry's hash and the entry's own canonical JSON
+(id, UTC timestamp, actor, action, subject, details). Changing, deleting or reordering any row
+breaks every hash after it, which :func:`verify` finds. Entries are written by the service that
+makes the change, inside its transaction, so a decision and its audit entry commit together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from broker.audit import repository
+from broker.audit.models import AuditEntry
+
+GENESIS = "0" * 64
+
+
+def _timestamp(moment: datetime) -> str:
+    if moment.tzinfo is None:  # SQLite gives back naive datetimes; they were written in UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def entry_hash(
+    previous_hash: str,
+    entry_id: int,
+    created_at: datetime,
+    actor: str,
+    action: str,
+    subject: str,
+    details: dict[str, Any],
+) -> str:
+    body = json.dumps(
+        {
+            "id": entry_id,
+            "created_at": _timestamp(created_at),
+            "actor": actor,
+            "action": action,
+            "subject": subject,
+            "details": details,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256((previous_hash + body).encode()).hexdigest()
+
+
+def record(
+    session: Session, actor: str, action: str, subject: str, details: dict[str, Any]
+) -> AuditEntry:
+    """Append an entry in the caller's transaction (the caller commits)."""
+    repository.lock_for_append(session)
+    previous = repository.last(session)
+    entry_id = previous.id + 1 if previous else 1
+    previous_hash = previous.hash if previous else GENESIS
+    now = datetime.now(UTC)
+    details = json.loads(json.dumps(details))  # exactly what the JSON column will give back
+    entry = AuditEntry(
+        id=entry_id,
+        created_at=now,
+        actor=actor,
+        action=action,
+        subject=subject,
+        details=details,
+        previous_hash=previous_hash,
+        hash=entry_hash(previous_hash, entry_id, now, actor, action, subject, details),
+    )
+    repository.add(session, entry)
+    return entry
+
+
+@dataclass(frozen=True)
+class Verification:
+    valid: bool
+    entries_checked: int
+    first_invalid_id: int | None = None
+    reason: str | None = None
+
+
+def verify(session: Session) -> Verification:
+    """Walk the chain from the first entry and report the first one that does not fit."""
+    expected_previous, expected_id, checked = GENESIS, 1, 0
+    for entry in repository.stream(session):
+        if entry.id != expected_id:
+            return Verification(
+                False, checked, entry.id, f"entry {expected_id} is missing before entry {entry.id}"
+            )
+        if entry.previous_hash != expected_previous:
+            return Verification(
+                False, checked, entry.id, "its previous_hash does not match the entry before it"
+            )
+        recomputed = entry_hash(
+            entry.previous_hash,
+            entry.id,
+            entry.created_at,
+            entry.actor,
+            entry.action,
+            entry.subject,
+            entry.details,
+        )
+        if recomputed != entry.hash:
+            return Verification(
+                False, checked, entry.id, "its content does not match its hash: the row was altered"
+            )
+        expected_previous, expected_id, checked = entry.hash, entry.id + 1, checked + 1
+    return Verification(True, checked)
+
+
+def entries(session: Session, after_id: int, limit: int) -> list[AuditEntry]:
+    return repository.page(session, after_id, limit)

@@ -1,0 +1,42 @@
+"""Broker settings, read from the environment (prefix ``BROKER_``) by pydantic-settings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator can set; tests build their own instance and pass it to create_app."""
+
+    model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
+
+    database_url: str = Field(
+        "sqlite:///data/broker.db",
+        description="SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user@host/db",
+    )
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    admin_token: SecretStr | None = Field(
+        None,
+        min_length=16,
+        description="Bearer token of the federation's administrators (required to serve)",
+    )
+    max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
+    apply_migrations: bool = Field(True, description="Upgrade the schema at start")
+    delivery_enabled: bool = Field(True, description="Run the delivery worker in this process")
+    delivery_max_attempts: int = Field(8, ge=1)
+    delivery_backoff_seconds: float = Field(1.0, gt=0, description="First retry delay")
+    delivery_backoff_max_seconds: float = Field(60.0, gt=0)
+    delivery_lease_seconds: float = Field(30.0, gt=0)
+    delivery_poll_seconds: float = Field(0.5, gt=0)
+    delivery_timeout_seconds: float = Field(30.0, gt=0)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,93 @@
+"""Request dependencies: the database session, the settings, and who is calling."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from broker.config import Settings
+from broker.db import session_scope
+from broker.errors import Forbidden, NotAuthenticated
+from broker.members import service as members
+
+ADMIN = "admin"
+MEMBER = "member"
+
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="BearerToken",
+    description="The federation's admin token, or a member cloud's API key",
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: str
+    member_id: str | None = None
+    jurisdiction: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.kind == ADMIN
+
+    @property
+    def name(self) -> str:
+        return self.member_id or ADMIN
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    yield from session_scope(request.app.state.sessionmaker)
+
+
+def get_app_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+
+
+def current_caller(
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Caller:
+    if credentials is None:
+        raise NotAuthenticated(
+            "Send 'Authorization: Bearer <token>' with the admin token or a member's API key"
+        )
+    token = credentials.credentials.encode()
+    admin_token = settings.admin_token.get_secret_value().encode()  # checked at start
+    if hmac.compare_digest(token, admin_token):
+        return Caller(ADMIN)
+    member = members.authenticate(session, credentials.credentials)
+    if member is None:
+        raise NotAuthenticated("The bearer token is neither the admin token nor a member's key")
+    if member.status != "active":
+        raise Forbidden(f"Member {member.id!r} is suspended")
+    return Caller(MEMBER, member.id, member.jurisdiction)
+
+
+CurrentCaller = Annotated[Caller, Depends(current_caller)]
+
+
+def admin_only(caller: CurrentCaller) -> Caller:
+    if not caller.is_admin:
+        raise Forbidden("This route is for the federation's administrators")
+    return caller
+
+
+def member_only(caller: CurrentCaller) -> Caller:
+    if caller.is_admin:
+        raise Forbidden("Only member clouds send transfers: use a member's API key")
+    return caller
+
+
+AdminOnly = Annotated[Caller, Depends(admin_only)]
+CurrentMember = Annotated[Caller, Depends(member_only)]

@@ -1,0 +1,93 @@
+"""The broker's FastAPI application: ``create_app(settings)``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
+from sqlalchemy import Connection
+from sqlalchemy.orm import sessionmaker
+
+from broker.analysis.router import router as analysis_router
+from broker.audit.router import router as audit_router
+from broker.config import Settings, get_settings
+from broker.db import make_engine, make_sessionmaker, upgrade
+from broker.errors import install_handlers
+from broker.health import router as health_router
+from broker.members.router import router as members_router
+from broker.policies import service as policies
+from broker.policies.router import router as policies_router
+from broker.policies.seed import load_records
+from broker.transfers.router import router as transfers_router
+
+log = logging.getLogger("broker")
+
+DESCRIPTION = """
+The federal broker of a federation of clouds. Member clouds send datasets to each other through
+it; it measures how well each dataset is anonymized (Mmaq, k-anonymity, l-diversity,
+t-closeness), checks the source's export rules and the destination's import rules (F-SLA records),
+and approves, rejects or requires anonymization.
+
+**Authorize** with the admin token or a member's API key (`Authorization: Bearer ...`).
+Errors are RFC 9457 `application/problem+json`.
+"""
+
+
+def create_app(settings: Settings | None = None, *, bind: Connection | None = None) -> FastAPI:
+    """The broker app. ``bind``: run every session on this connection, in savepoints (tests
+    roll the connection's transaction back afterwards); the schema must already be migrated."""
+    settings = settings or get_settings()
+    if settings.admin_token is None:
+        raise ValueError(
+            "BROKER_ADMIN_TOKEN is not set: the broker needs an admin token "
+            "(at least 16 characters)"
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        records = load_records(settings.policy_dir)  # an invalid file stops the start
+        if bind is None:
+            engine = make_engine(settings.database_url)
+            if settings.apply_migrations:
+                upgrade(engine)
+            app.state.sessionmaker = make_sessionmaker(engine)
+        else:
+            engine = bind.engine
+            app.state.sessionmaker = sessionmaker(
+                bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
+            )
+        app.state.engine = engine
+        with app.state.sessionmaker() as session:
+            created = policies.seed(session, records)
+        if created:
+            log.info("seeded F-SLA records: %s", ", ".join(created))
+        try:
+            yield
+        finally:
+            if bind is None:
+                engine.dispose()
+
+    app = FastAPIOffline(
+        title="fedbroker",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        max_body_size=settings.max_upload_bytes,
+        redoc_url=None,
+        swagger_ui_parameters={"persistAuthorization": True, "tryItOutEnabled": True},
+    )
+    app.state.settings = settings
+    install_handlers(app)
+    for router in (
+        health_router,
+        policies_router,
+        members_router,
+        transfers_router,
+        analysis_router,
+        audit_router,
+    ):
+        app.include_router(router)
+    return app

@@ -1,0 +1,23 @@
+"""Member clouds of the federation, with the hash of their API key (never the key)."""
+
+from datetime import UTC, datetime
+
+from sqlalchemy import String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broker.db import Base, UTCDateTime
+
+ACTIVE = "active"
+SUSPENDED = "suspended"
+
+
+class Member(Base):
+    __tablename__ = "members"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    jurisdiction: Mapped[str] = mapped_column(String(16))
+    inbox_url: Mapped[str] = mapped_column(String(2000))
+    api_key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    status: Mapped[str] = mapped_column(String(16), default=ACTIVE)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=lambda: datetime.now(UTC))

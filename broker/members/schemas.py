@@ -1,0 +1,38 @@
+from datetime import datetime
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
+
+from broker.policy.models import JURISDICTION_PATTERN
+
+
+class MemberCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{1,62}$",
+        examples=["sn-hospital"],
+        description="Lower-case letters, digits and dashes",
+    )
+    name: str = Field(min_length=1, max_length=200, examples=["Hôpital Principal de Dakar"])
+    jurisdiction: str = Field(
+        pattern=JURISDICTION_PATTERN, examples=["SN"], description="Must have an F-SLA record"
+    )
+    inbox_url: AnyHttpUrl = Field(
+        examples=["http://127.0.0.1:8101/inbox"],
+        description="Where the broker delivers approved transfers",
+    )
+
+
+class MemberRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    name: str
+    jurisdiction: str
+    inbox_url: str
+    status: str = Field(description="`active` or `suspended`")
+    created_at: datetime
+
+
+class MemberCreated(MemberRead):
+    api_key: str = Field(description="Shown once: the broker keeps only its hash")

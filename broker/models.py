@@ -1,0 +1,8 @@
+"""Every ORM model, imported once so that Alembic sees the whole schema."""
+
+from broker.audit.models import AuditEntry
+from broker.members.models import Member
+from broker.policies.models import PolicyVersion
+from broker.transfers.models import Delivery, Transfer
+
+__all__ = ["AuditEntry", "Delivery", "Member", "PolicyVersion", "Transfer"]

@@ -1,0 +1,398 @@
+"""Decide a transfer from its measurement report and the F-SLA records that apply.
+
+Pure function of its inputs: ``evaluate(report, context, source_policy, destination_policy)``.
+
+Which rule sets apply: a domestic transfer (same jurisdiction) follows the record's
+``domestic_export``; a cross-border one follows the source's ``cross_border_export`` *and* the
+destination's ``import_rules``. Every rule of every set that applies must pass, so the stricter
+rule wins; each result names its scope and jurisdiction. Declared sensitive attributes are judged
+by l and t, not by Mmaq. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
+k, l, t) make the decision ``anonymization_required``; rules it cannot fix (destination or
+purpose not allowed) make it ``rejected``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.metrics.mmaq import IDENTIFIER
+from broker.metrics.report import AnalysisReport
+from broker.policy.models import FSLARecord, RuleSet
+
+APPROVED = "approved"
+ANONYMIZATION_REQUIRED = "anonymization_required"
+REJECTED = "rejected"
+EXPORT = "export"
+IMPORT = "import"
+
+
+@dataclass(frozen=True)
+class TransferContext:
+    source_jurisdiction: str
+    destination_jurisdiction: str
+    purpose: str
+    quasi_identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+
+    @property
+    def cross_border(self) -> bool:
+        return self.source_jurisdiction != self.destination_jurisdiction
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    scope: str
+    jurisdiction: str
+    passed: bool
+    detail: str
+    attribute: str | None = None
+    measured: float | int | str | None = None
+    threshold: float | int | str | None = None
+    fixable: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "scope": self.scope,
+            "jurisdiction": self.jurisdiction,
+            "attribute": self.attribute,
+            "passed": self.passed,
+            "measured": self.measured,
+            "threshold": self.threshold,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """The strictest combination of every rule set that applies: what the data must meet."""
+
+    identifiers_allowed: bool = True
+    min_log10_mmaq: float | None = None
+    max_mmaq_index: float | None = None
+    qi_max_mmaq_index: float | None = None
+    min_k: int | None = None
+    min_l: int | None = None
+    max_t: float | None = None
+    forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
+    auto_anonymize: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str
+    rules: tuple[RuleResult, ...]
+    requirements: Requirements
+
+    @property
+    def failed(self) -> tuple[RuleResult, ...]:
+        return tuple(rule for rule in self.rules if not rule.passed)
+
+
+def applicable_rule_sets(
+    context: TransferContext, source: FSLARecord, destination: FSLARecord
+) -> list[tuple[str, str, RuleSet]]:
+    """(scope, jurisdiction, rule set) for every rule set the transfer must satisfy."""
+    if not context.cross_border:
+        return [(EXPORT, source.jurisdiction, source.domestic_export)]
+    return [
+        (EXPORT, source.jurisdiction, source.cross_border_export),
+        (IMPORT, destination.jurisdiction, destination.import_rules),
+    ]
+
+
+def combine(rule_sets: list[RuleSet]) -> Requirements:
+    """Stricter wins: the highest minimum, the lowest maximum, every prohibition."""
+
+    def highest(values):
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    def lowest(values):
+        present = [v for v in values if v is not None]
+        return min(present) if present else None
+
+    return Requirements(
+        identifiers_allowed=all(r.identifiers_allowed for r in rule_sets),
+        min_log10_mmaq=highest(r.min_log10_mmaq for r in rule_sets),
+        max_mmaq_index=lowest(r.max_mmaq_index for r in rule_sets),
+        qi_max_mmaq_index=lowest(r.qi_max_mmaq_index for r in rule_sets),
+        min_k=highest(r.min_k for r in rule_sets),
+        min_l=highest(r.min_l for r in rule_sets),
+        max_t=lowest(r.max_t for r in rule_sets),
+        forbidden_attributes=frozenset(
+            a.casefold() for r in rule_sets for a in r.forbidden_attributes
+        ),
+        auto_anonymize=all(r.auto_anonymize for r in rule_sets),
+    )
+
+
+def evaluate(
+    report: AnalysisReport,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+) -> Decision:
+    """Check every rule that applies to the transfer and decide.
+
+    Without declared quasi-identifiers the whole table is one equivalence class (k = N, l = the
+    number of distinct sensitive values, t = 0); callers that want a stricter reading infer the
+    quasi-identifiers before measuring.
+    """
+    rules: list[RuleResult] = []
+    rules += _gate_rules(context, source, destination)
+    rule_sets = applicable_rule_sets(context, source, destination)
+    for scope, jurisdiction, rule_set in rule_sets:
+        rules += _data_rules(report, context, scope, jurisdiction, rule_set)
+
+    if any(not r.passed and not r.fixable for r in rules):
+        status = REJECTED
+    elif any(not r.passed for r in rules):
+        status = ANONYMIZATION_REQUIRED
+    else:
+        status = APPROVED
+    return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))
+
+
+def _gate_rules(
+    context: TransferContext, source: FSLARecord, destination: FSLARecord
+) -> list[RuleResult]:
+    to = context.destination_jurisdiction
+    rules = [
+        RuleResult(
+            "destination_allowed",
+            EXPORT,
+            source.jurisdiction,
+            passed=source.allows_destination(to),
+            measured=to,
+            threshold=", ".join(source.allowed_destinations) or "domestic only",
+            detail=(
+                f"{source.jurisdiction} allows transfers to {to}"
+                if source.allows_destination(to)
+                else f"{source.jurisdiction} does not allow personal data to go to {to}"
+            ),
+            fixable=False,
+        )
+    ]
+    checks = [(EXPORT, source)] + ([(IMPORT, destination)] if context.cross_border else [])
+    for scope, record in checks:
+        allowed = record.allows_purpose(context.purpose)
+        rules.append(
+            RuleResult(
+                "purpose_allowed",
+                scope,
+                record.jurisdiction,
+                passed=allowed,
+                measured=context.purpose,
+                threshold=", ".join(record.allowed_purposes),
+                detail=(
+                    f"{record.jurisdiction} allows the purpose {context.purpose!r}"
+                    if allowed
+                    else f"{record.jurisdiction} does not allow the purpose {context.purpose!r}"
+                ),
+                fixable=False,
+            )
+        )
+    return rules
+
+
+def _data_rules(
+    report: AnalysisReport, context: TransferContext, scope: str, jurisdiction: str, rules_: RuleSet
+) -> list[RuleResult]:
+    where = f"{jurisdiction} ({scope})"
+    sensitive = set(context.sensitive)
+    judged_by_mmaq = [a for a in report.attributes if a.name not in sensitive]
+    results: list[RuleResult] = []
+
+    def per_attribute(rule: str, failing: list, describe, threshold, summary: str) -> None:
+        for attribute, measured in failing:
+            results.append(
+                RuleResult(
+                    rule,
+                    scope,
+                    jurisdiction,
+                    False,
+                    describe(attribute),
+                    attribute.name,
+                    measured,
+                    threshold,
+                )
+            )
+        if not failing:
+            results.append(
+                RuleResult(rule, scope, jurisdiction, True, summary, threshold=threshold)
+            )
+
+    if rules_.forbidden_attributes:
+        forbidden = {a.casefold() for a in rules_.forbidden_attributes}
+        per_attribute(
+            "forbidden_attribute",
+            [(a, a.name) for a in report.attributes if a.name.casefold() in forbidden],
+            lambda a: f"{where} forbids the attribute {a.name!r} from passing: drop it",
+            ", ".join(rules_.forbidden_attributes),
+            f"no attribute forbidden by {where} is present",
+        )
+
+    if not rules_.identifiers_allowed:
+        per_attribute(
+            "no_identifiers",
+            [(a, IDENTIFIER) for a in judged_by_mmaq if a.measure.attribute_class == IDENTIFIER],
+            lambda a: (
+                f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
+                f"distinct) and {where} forbids identifiers: drop or generalize it"
+            ),
+            "no identifier",
+            f"no attribute is an identifier ({where} forbids them)",
+        )
+
+    if rules_.min_log10_mmaq is not None:
+        floor = rules_.min_log10_mmaq
+        per_attribute(
+            "min_log10_mmaq",
+            [
+                (a, round(a.measure.log10_mmaq, 6))
+                for a in judged_by_mmaq
+                if a.measure.log10_mmaq < floor
+            ],
+            lambda a: (
+                f"{a.name!r} has log10 Mmaq {a.measure.log10_mmaq:.4g}, below the "
+                f"{floor:g} that {where} requires: generalize or suppress it"
+            ),
+            floor,
+            f"every attribute has log10 Mmaq >= {floor:g}",
+        )
+
+    if rules_.max_mmaq_index is not None:
+        ceiling = rules_.max_mmaq_index
+        per_attribute(
+            "max_mmaq_index",
+            [
+                (a, round(a.measure.mmaq_index, 6))
+                for a in judged_by_mmaq
+                if a.measure.mmaq_index > ceiling
+            ],
+            lambda a: (
+                f"{a.name!r} has Mmaq index {a.measure.mmaq_index:.4f}, above the "
+                f"{ceiling:g} that {where} allows: generalize or suppress it"
+            ),
+            ceiling,
+            f"every attribute has Mmaq index <= {ceiling:g}",
+        )
+
+    qi = report.quasi_identifiers
+    qi_names = ", ".join(context.quasi_identifiers) or "(none)"
+    if rules_.qi_max_mmaq_index is not None:
+        measured = qi.measure.mmaq_index if qi else 0.0
+        results.append(
+            RuleResult(
+                "qi_max_mmaq_index",
+                scope,
+                jurisdiction,
+                measured <= rules_.qi_max_mmaq_index,
+                f"the quasi-identifiers {qi_names} together have Mmaq index {measured:.4f}; "
+                f"{where} allows at most {rules_.qi_max_mmaq_index:g}",
+                qi_names,
+                round(measured, 6),
+                rules_.qi_max_mmaq_index,
+            )
+        )
+
+    if rules_.min_k is not None:
+        k = qi.anonymity.k if qi else report.rows
+        results.append(
+            RuleResult(
+                "min_k",
+                scope,
+                jurisdiction,
+                k >= rules_.min_k,
+                f"the quasi-identifiers {qi_names} give k = {k}; {where} requires k >= "
+                f"{rules_.min_k}" + ("" if k >= rules_.min_k else ": k-anonymize them"),
+                qi_names,
+                k,
+                rules_.min_k,
+            )
+        )
+
+    measured_sensitive = {s.name: s for s in report.sensitive}
+    for name in context.sensitive:
+        if rules_.min_l is None and rules_.max_t is None:
+            break
+        if name in measured_sensitive:
+            l_value = measured_sensitive[name].l_diversity
+            t_value = measured_sensitive[name].t_closeness
+        else:  # no quasi-identifiers: one class holding every row
+            l_value, t_value = report.attribute(name).measure.categories, 0.0
+        if rules_.min_l is not None:
+            results.append(
+                RuleResult(
+                    "min_l",
+                    scope,
+                    jurisdiction,
+                    l_value >= rules_.min_l,
+                    f"{name!r} has l = {l_value} distinct values in its poorest class; {where} "
+                    f"requires l >= {rules_.min_l}",
+                    name,
+                    l_value,
+                    rules_.min_l,
+                )
+            )
+        if rules_.max_t is not None:
+            results.append(
+                RuleResult(
+                    "max_t",
+                    scope,
+                    jurisdiction,
+                    t_value <= rules_.max_t,
+                    f"{name!r} has t = {t_value:.4f}; {where} allows t <= {rules_.max_t:g}",
+                    name,
+                    round(t_value, 6),
+                    rules_.max_t,
+                )
+            )
+    return results
+
+
+def remedy_hints(decision: Decision, context: TransferContext) -> list[dict[str, Any]]:
+    """What would fix each failing fixable rule, before any verification."""
+    steps: list[dict[str, Any]] = []
+    seen: set[tuple] = set()
+    for rule in decision.failed:
+        if not rule.fixable:
+            continue
+        if rule.rule != "forbidden_attribute" and rule.attribute in context.quasi_identifiers:
+            rule = RuleResult("min_k", rule.scope, rule.jurisdiction, False, rule.detail)
+        if rule.rule in ("forbidden_attribute", "no_identifiers"):
+            key = ("drop", rule.attribute)
+            step = {
+                "column": rule.attribute,
+                "method": "drop",
+                "parameters": {},
+                "reason": rule.detail,
+            }
+        elif rule.rule in ("min_log10_mmaq", "max_mmaq_index"):
+            key = ("generalize", rule.attribute)
+            step = {
+                "column": rule.attribute,
+                "method": "generalize",
+                "parameters": {rule.rule: rule.threshold},
+                "reason": rule.detail,
+            }
+        else:
+            key = ("k_anonymize",)
+            req = decision.requirements
+            step = {
+                "column": ", ".join(context.quasi_identifiers),
+                "method": "mondrian",
+                "parameters": {
+                    "k": req.min_k or 2,
+                    **({"l": req.min_l} if req.min_l else {}),
+                    **({"t": req.max_t} if req.max_t is not None else {}),
+                },
+                "reason": rule.detail,
+            }
+        if key not in seen:
+            seen.add(key)
+            steps.append(step)
+    return steps

@@ -1,0 +1,172 @@
+"""The F-SLA record: one jurisdiction's rules for data leaving it and data coming in.
+
+Pure pydantic models (no web or database code). The same model validates the seed YAML files,
+the API's request bodies and the documents stored for each version, so an error always names the
+field and the reason in the same way.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
+ANY_DESTINATION = "*"
+
+
+class RuleSet(BaseModel):
+    """Thresholds one transfer must meet; a field left empty sets no rule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    identifiers_allowed: bool = Field(
+        False,
+        description="May an attribute whose Mmaq class is `identifier` (every value distinct) "
+        "pass? Declared sensitive attributes are judged by l and t instead.",
+        examples=[False],
+    )
+    min_log10_mmaq: float | None = Field(
+        None,
+        le=0,
+        description="Lowest log10 Mmaq allowed for any single non-sensitive attribute "
+        "(0 = anonymous; a 200-row identifier scores -460.2).",
+        examples=[-20.0],
+    )
+    max_mmaq_index: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Highest Mmaq index (0 anonymous, 1 identifier) allowed for any single "
+        "non-sensitive attribute; scale-free, close to the average prosecutor risk 1/k.",
+        examples=[0.5],
+    )
+    qi_max_mmaq_index: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Highest Mmaq index allowed for the combination of the quasi-identifiers.",
+        examples=[0.34],
+    )
+    min_k: int | None = Field(
+        None,
+        ge=1,
+        description="Smallest equivalence class allowed on the quasi-identifiers (k-anonymity).",
+        examples=[3],
+    )
+    min_l: int | None = Field(
+        None,
+        ge=1,
+        description="Fewest distinct sensitive values allowed in an equivalence class "
+        "(distinct l-diversity), for every declared sensitive attribute.",
+        examples=[2],
+    )
+    max_t: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Largest distance allowed between a class's and the table's distribution "
+        "of each declared sensitive attribute (t-closeness).",
+        examples=[0.7],
+    )
+    forbidden_attributes: list[str] = Field(
+        default_factory=list,
+        description="Attribute names that may never pass (compared without regard to case).",
+        examples=[["NIN", "passport_number"]],
+    )
+    auto_anonymize: bool = Field(
+        False,
+        description="May the broker anonymize the data itself when the request asks for "
+        "`anonymize=auto`?",
+        examples=[True],
+    )
+
+    @field_validator("forbidden_attributes")
+    @classmethod
+    def _no_blank_names(cls, names: list[str]) -> list[str]:
+        cleaned = [name.strip() for name in names]
+        if any(not name for name in cleaned):
+            raise ValueError("attribute names cannot be blank")
+        return cleaned
+
+
+class FSLARecord(BaseModel):
+    """A jurisdiction's federal service level agreement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jurisdiction: str = Field(
+        pattern=JURISDICTION_PATTERN,
+        description="ISO 3166-1 alpha-2 code (SN, FR) or a bloc (EU, ECOWAS).",
+        examples=["SN"],
+    )
+    name: str = Field(
+        min_length=1, max_length=200, description="Display name.", examples=["Senegal"]
+    )
+    legal_basis: str = Field(
+        min_length=1,
+        description="The law the rules come from.",
+        examples=["Law No. 2008-12 on the Protection of Personal Data"],
+    )
+    authority: str = Field(
+        min_length=1,
+        description="The supervising authority.",
+        examples=["Commission de Protection des Données Personnelles (CDP)"],
+    )
+    allowed_destinations: list[str] = Field(
+        default_factory=list,
+        description="Jurisdictions data may be sent to, besides its own; `*` allows any.",
+        examples=[["FR", "NG"]],
+    )
+    allowed_purposes: list[str] = Field(
+        min_length=1,
+        description="Purposes for which data may leave or enter (compared without regard to case).",
+        examples=[["research", "public_health"]],
+    )
+    domestic_export: RuleSet = Field(
+        default_factory=RuleSet,
+        description="Rules for data sent to a member in the same jurisdiction.",
+    )
+    cross_border_export: RuleSet = Field(
+        default_factory=RuleSet,
+        description="Rules for data sent to a member in another jurisdiction.",
+    )
+    import_rules: RuleSet = Field(
+        default_factory=RuleSet,
+        description="Rules for data arriving from a member in another jurisdiction.",
+    )
+
+    @field_validator("allowed_destinations")
+    @classmethod
+    def _destinations_are_codes(cls, codes: list[str]) -> list[str]:
+        import re
+
+        for code in codes:
+            if code != ANY_DESTINATION and not re.fullmatch(JURISDICTION_PATTERN, code):
+                raise ValueError(f"{code!r} is not a jurisdiction code (e.g. FR, EU) or '*'")
+        return codes
+
+    @field_validator("allowed_purposes")
+    @classmethod
+    def _purposes_not_blank(cls, purposes: list[str]) -> list[str]:
+        cleaned = [p.strip() for p in purposes]
+        if any(not p for p in cleaned):
+            raise ValueError("purposes cannot be blank")
+        return cleaned
+
+    @model_validator(mode="after")
+    def _not_sending_to_itself(self) -> FSLARecord:
+        if self.jurisdiction in self.allowed_destinations:
+            raise ValueError(
+                f"allowed_destinations lists the record's own jurisdiction {self.jurisdiction}: "
+                "domestic transfers are always allowed and follow domestic_export"
+            )
+        return self
+
+    def allows_destination(self, jurisdiction: str) -> bool:
+        return (
+            jurisdiction == self.jurisdiction
+            or ANY_DESTINATION in self.allowed_destinations
+            or jurisdiction in self.allowed_destinations
+        )
+
+    def allows_purpose(self, purpose: str) -> bool:
+        return purpose.strip().casefold() in {p.casefold() for p in self.allowed_purposes}

@@ -1,0 +1,119 @@
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, File, Form, Header, Path, Query, Response, UploadFile
+
+from broker.deps import CurrentCaller, CurrentMember, SessionDep
+from broker.errors import responses
+from broker.transfers import service
+from broker.transfers.models import Transfer
+from broker.transfers.schemas import TransferPage, TransferRead
+
+router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
+
+
+def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
+    return TransferRead(
+        id=None if dry_run else transfer.id,
+        status=transfer.status,
+        dry_run=dry_run,
+        source=transfer.source_id,
+        destination=transfer.destination_id,
+        purpose=transfer.purpose,
+        anonymize=transfer.anonymize,
+        created_at=transfer.created_at,
+        quasi_identifiers=transfer.quasi_identifiers,
+        quasi_identifiers_inferred=transfer.quasi_identifiers_inferred,
+        sensitive=transfer.sensitive,
+        report=transfer.report,
+        rules=transfer.rules,
+        remedy=transfer.remedy,
+        policy_versions=transfer.policy_versions,
+        dataset=transfer.dataset,
+        delivery=service.delivery_view(transfer),
+    )
+
+
+@router.post(
+    "",
+    response_model=TransferRead,
+    responses=responses(400, 401, 403, 404, 409, 413, 422),
+    summary="Ask the broker to send a dataset to another member (member only)",
+    description="The broker measures the dataset, checks the source's export rules and the "
+    "destination's import rules, and answers with its decision: `approved` (the data is "
+    "delivered to the destination's inbox), `anonymization_required` (with the failing rules "
+    "and a remedy) or `rejected`. A policy that says no is a 200 answer, not an error. "
+    "`Idempotency-Key`: the same key with the same request replays the first answer; with "
+    "another request it is refused (409).",
+)
+def create_transfer(
+    session: SessionDep,
+    caller: CurrentMember,
+    response: Response,
+    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+    destination: Annotated[
+        str, Form(description="Destination member id", examples=["fr-research"], max_length=64)
+    ],
+    purpose: Annotated[
+        str,
+        Form(
+            description="Purpose of the transfer",
+            examples=["research"],
+            min_length=1,
+            max_length=200,
+        ),
+    ],
+    quasi_identifiers: Annotated[
+        str | None,
+        Form(description="Comma-separated column names; when empty the broker infers them"),
+    ] = None,
+    sensitive: Annotated[str | None, Form(description="Comma-separated column names")] = None,
+    anonymize: Annotated[
+        Literal["none", "auto"],
+        Form(
+            description="`auto`: where both policies allow it, the broker anonymizes the data "
+            "itself and forwards only the compliant result"
+        ),
+    ] = "none",
+    dry_run: Annotated[bool, Form(description="Evaluate only: store and forward nothing")] = False,
+    idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+) -> TransferRead:
+    upload = service.Upload(file.file.read(), file.filename, file.content_type)
+    request = service.TransferRequest(
+        destination=destination.strip(),
+        purpose=purpose.strip(),
+        quasi_identifiers=service.parse_columns(quasi_identifiers),
+        sensitive=service.parse_columns(sensitive),
+        anonymize=anonymize,
+        dry_run=dry_run,
+        idempotency_key=idempotency_key,
+    )
+    transfer, replayed = service.submit(session, caller, upload, request)
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return to_read(transfer, dry_run=dry_run)
+
+
+@router.get(
+    "",
+    response_model=TransferPage,
+    responses=responses(401, 403, 422),
+    summary="Transfers the caller sent or received (admins: all), newest first",
+)
+def list_transfers(
+    session: SessionDep,
+    caller: CurrentCaller,
+    status: Annotated[
+        Literal["approved", "anonymization_required", "rejected"] | None, Query()
+    ] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> TransferPage:
+    rows, total = service.list_visible(session, caller, status, offset, limit)
+    return TransferPage(items=[to_read(t) for t in rows], total=total, offset=offset, limit=limit)
+
+
+@router.get("/{transfer_id}", response_model=TransferRead, responses=responses(401, 403, 404, 422))
+def get_transfer(
+    transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
+) -> TransferRead:
+    return to_read(service.get_visible(session, caller, transfer_id))

@@ -1,0 +1,81 @@
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from broker.analysis.schemas import Report
+
+
+class RuleRead(BaseModel):
+    rule: str = Field(examples=["min_k"])
+    scope: str = Field(description="export (source's rules) or import (destination's rules)")
+    jurisdiction: str
+    attribute: str | None = Field(description="The attribute or attributes concerned")
+    passed: bool
+    measured: float | int | str | None
+    threshold: float | int | str | None
+    detail: str
+
+
+class RemedyStep(BaseModel):
+    column: str | None = Field(description="Column (or comma-separated columns) concerned")
+    method: str = Field(examples=["drop", "generalize", "mondrian"])
+    parameters: dict[str, Any]
+    reason: str | None = None
+
+
+class RemedyRead(BaseModel):
+    verified: bool = Field(
+        description="True when the broker applied the steps to the data and "
+        "measured that the result passes every rule"
+    )
+    steps: list[RemedyStep]
+    note: str | None = None
+
+
+class DatasetRead(BaseModel):
+    sha256: str
+    size_bytes: int
+    rows: int
+    columns: int
+    format: str
+    filename: str | None
+
+
+class DeliveryRead(BaseModel):
+    status: str = Field(description="not_applicable, pending, delivered or failed")
+    attempts: int = 0
+    last_error: str | None = None
+    delivered_at: datetime | None = None
+
+
+class TransferRead(BaseModel):
+    id: str | None = Field(description="None for a dry run: nothing was stored")
+    status: str = Field(description="approved, anonymization_required or rejected")
+    dry_run: bool = False
+    source: str
+    destination: str
+    purpose: str
+    anonymize: str
+    created_at: datetime
+    quasi_identifiers: list[str]
+    quasi_identifiers_inferred: bool = Field(
+        description="True when none were declared and the broker took every non-sensitive "
+        "attribute whose Mmaq class is quasi_identifier"
+    )
+    sensitive: list[str]
+    report: Report | None = Field(
+        description="None when the transfer was rejected before the data could be measured"
+    )
+    rules: list[RuleRead]
+    remedy: RemedyRead | None
+    policy_versions: dict[str, int] = Field(description="jurisdiction -> F-SLA version used")
+    dataset: DatasetRead
+    delivery: DeliveryRead
+
+
+class TransferPage(BaseModel):
+    items: list[TransferRead]
+    total: int
+    offset: int
+    limit: int

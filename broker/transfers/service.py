@@ -1,0 +1,337 @@
+"""One use case: a member asks to send a dataset to another member; the broker decides.
+
+Parse the upload, measure it, evaluate the source's export rules and the destination's import
+rules, and record the decision, its outbox row (approved transfers only) and its audit entry in
+one transaction. A malformed dataset is an error and stores nothing; a policy that says no is a
+normal, recorded decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broker.audit import service as audit
+from broker.datasets import DatasetError, detect_format, read_dataset
+from broker.deps import Caller
+from broker.errors import IdempotencyKeyReused, InvalidDataset, NotFound, UnknownColumn
+from broker.members import repository as members
+from broker.members.models import ACTIVE, Member
+from broker.metrics.mmaq import QUASI_IDENTIFIER
+from broker.metrics.report import AnalysisReport, analyze
+from broker.policies import service as policies
+from broker.policy.evaluate import (
+    APPROVED,
+    REJECTED,
+    RuleResult,
+    TransferContext,
+    evaluate,
+    remedy_hints,
+)
+from broker.transfers import repository
+from broker.transfers.models import Delivery, Transfer
+
+FEDERATION = "federation"
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Upload:
+    data: bytes
+    filename: str | None
+    content_type: str | None
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    destination: str
+    purpose: str
+    quasi_identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    anonymize: str = "none"
+    dry_run: bool = False
+    idempotency_key: str | None = None
+
+
+def parse_columns(text: str | None) -> tuple[str, ...]:
+    """``"a, b"`` -> ``("a", "b")``; blanks are dropped."""
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def read_upload(upload: Upload) -> pd.DataFrame:
+    try:
+        return read_dataset(upload.data, upload.filename)
+    except DatasetError as error:
+        raise InvalidDataset(str(error)) from None
+
+
+def check_columns(frame: pd.DataFrame, quasi_identifiers, sensitive) -> None:
+    for role, names in (
+        ("Quasi-identifier", quasi_identifiers),
+        ("Sensitive attribute", sensitive),
+    ):
+        for name in names:
+            if name not in frame.columns:
+                raise UnknownColumn(f"{role} {name!r} is not a column of the uploaded dataset")
+    both = sorted(set(quasi_identifiers) & set(sensitive))
+    if both:
+        raise UnknownColumn(f"Column {both[0]!r} is declared both quasi-identifier and sensitive")
+
+
+def measure(
+    frame: pd.DataFrame, quasi_identifiers: tuple[str, ...], sensitive: tuple[str, ...]
+) -> tuple[AnalysisReport, tuple[str, ...], bool]:
+    """The report, the quasi-identifiers it used, and whether the broker inferred them.
+
+    Without declared quasi-identifiers the broker takes every non-sensitive attribute whose Mmaq
+    class is ``quasi_identifier``: identifiers are judged by their own rule, anonymous attributes
+    separate no one, and nothing escapes the k, l and t rules by not being declared.
+    """
+    inferred = not quasi_identifiers
+    if inferred:
+        first = analyze(frame, max_combination_size=0)
+        quasi_identifiers = tuple(
+            a.name
+            for a in first.attributes
+            if a.measure.attribute_class == QUASI_IDENTIFIER and a.name not in sensitive
+        )
+    if sensitive and not quasi_identifiers:
+        report = analyze(frame, max_combination_size=3)
+    else:
+        report = analyze(frame, quasi_identifiers, sensitive)
+    return report, quasi_identifiers, inferred
+
+
+def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
+    body = {
+        "destination": request.destination,
+        "purpose": request.purpose,
+        "quasi_identifiers": list(request.quasi_identifiers),
+        "sensitive": list(request.sensitive),
+        "anonymize": request.anonymize,
+        "dataset_sha256": dataset_sha256,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def submit(
+    session: Session, caller: Caller, upload: Upload, request: TransferRequest
+) -> tuple[Transfer, bool]:
+    """Decide a transfer; returns it and whether it replays an earlier identical request."""
+    dataset_sha256 = hashlib.sha256(upload.data).hexdigest()
+    request_fingerprint = fingerprint(request, dataset_sha256)
+    if request.idempotency_key and not request.dry_run:
+        earlier = repository.by_idempotency_key(session, caller.member_id, request.idempotency_key)
+        if earlier is not None:
+            return _replay(earlier, request_fingerprint), True
+
+    frame = read_upload(upload)
+    check_columns(frame, request.quasi_identifiers, request.sensitive)
+    source = members.get(session, caller.member_id)
+    destination = members.get(session, request.destination)
+    report, quasi_identifiers, inferred = measure(
+        frame, request.quasi_identifiers, request.sensitive
+    )
+    status, rules, remedy, versions = _decide(
+        session, source, destination, request, quasi_identifiers, report
+    )
+    transfer = Transfer(
+        id=str(uuid.uuid4()),
+        source_id=source.id,
+        destination_id=request.destination,
+        purpose=request.purpose,
+        status=status,
+        anonymize=request.anonymize,
+        quasi_identifiers=list(quasi_identifiers),
+        quasi_identifiers_inferred=inferred,
+        sensitive=list(request.sensitive),
+        report=report.as_dict(),
+        rules=[r.as_dict() for r in rules],
+        remedy=remedy,
+        policy_versions=versions,
+        dataset={
+            "sha256": dataset_sha256,
+            "size_bytes": len(upload.data),
+            "rows": len(frame),
+            "columns": len(frame.columns),
+            "filename": upload.filename,
+            "format": detect_format(upload.filename, upload.data[:16]),
+        },
+        idempotency_key=None if request.dry_run else request.idempotency_key,
+        request_fingerprint=request_fingerprint,
+        created_at=datetime.now(UTC),
+    )
+    if request.dry_run:
+        return transfer, False
+
+    delivery = None
+    if status == APPROVED:
+        delivery = Delivery(
+            transfer_id=transfer.id,
+            status=PENDING,
+            attempts=0,
+            next_attempt_at=transfer.created_at,
+            payload=upload.data,
+            payload_type=upload.content_type or "application/octet-stream",
+        )
+    try:
+        repository.add(session, transfer, delivery)
+        audit.record(
+            session,
+            source.id,
+            "transfer.decided",
+            transfer.id,
+            {
+                "status": status,
+                "source": source.id,
+                "destination": request.destination,
+                "purpose": request.purpose,
+                "policy_versions": versions,
+                "dataset_sha256": dataset_sha256,
+                "failed_rules": [
+                    f"{r.rule}:{r.attribute}" if r.attribute else r.rule
+                    for r in rules
+                    if not r.passed
+                ],
+            },
+        )
+        session.commit()
+    except IntegrityError:
+        # The same idempotency key raced us: answer as the winner did.
+        session.rollback()
+        earlier = repository.by_idempotency_key(session, source.id, request.idempotency_key or "")
+        if earlier is None:
+            raise
+        return _replay(earlier, request_fingerprint), True
+    session.refresh(transfer)
+    return transfer, False
+
+
+def _replay(earlier: Transfer, request_fingerprint: str) -> Transfer:
+    if earlier.request_fingerprint != request_fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency key {earlier.idempotency_key!r} was used for another request "
+            f"(transfer {earlier.id}); use a new key for a new request"
+        )
+    return earlier
+
+
+def _decide(
+    session: Session,
+    source: Member,
+    destination: Member | None,
+    request: TransferRequest,
+    quasi_identifiers: tuple[str, ...],
+    report: AnalysisReport,
+) -> tuple[str, list[RuleResult], dict | None, dict[str, int]]:
+    source_row = policies.current(session, source.jurisdiction)
+    versions = {source_row.jurisdiction: source_row.version}
+    federation_rules = _federation_rules(source, destination, request)
+    if any(not rule.passed for rule in federation_rules):
+        return REJECTED, federation_rules, None, versions
+
+    destination_row = policies.current(session, destination.jurisdiction)
+    versions[destination_row.jurisdiction] = destination_row.version
+    context = TransferContext(
+        source.jurisdiction,
+        destination.jurisdiction,
+        request.purpose,
+        quasi_identifiers,
+        request.sensitive,
+    )
+    decision = evaluate(
+        report, context, policies.record_of(source_row), policies.record_of(destination_row)
+    )
+    rules = federation_rules + list(decision.rules)
+    remedy = None
+    if decision.status != APPROVED and decision.status != REJECTED:
+        remedy = {
+            "verified": False,
+            "steps": remedy_hints(decision, context),
+            "note": "Steps derived from the failing rules; apply them and send again.",
+        }
+    return decision.status, rules, remedy, versions
+
+
+def _federation_rules(
+    source: Member, destination: Member | None, request: TransferRequest
+) -> list[RuleResult]:
+    known = destination is not None
+    rules = [
+        RuleResult(
+            "destination_known",
+            FEDERATION,
+            source.jurisdiction,
+            known,
+            f"member cloud {request.destination!r} is "
+            + ("registered" if known else "not registered in the federation"),
+            measured=request.destination,
+            fixable=False,
+        )
+    ]
+    if known:
+        active = destination.status == ACTIVE
+        rules.append(
+            RuleResult(
+                "destination_active",
+                FEDERATION,
+                destination.jurisdiction,
+                active,
+                f"member cloud {destination.id!r} is {destination.status}",
+                measured=destination.status,
+                threshold=ACTIVE,
+                fixable=False,
+            )
+        )
+        distinct = destination.id != source.id
+        rules.append(
+            RuleResult(
+                "destination_not_source",
+                FEDERATION,
+                source.jurisdiction,
+                distinct,
+                "the destination is another member"
+                if distinct
+                else "a member cannot send a transfer to itself",
+                fixable=False,
+            )
+        )
+    return rules
+
+
+def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
+    """The transfer, if the caller sent or received it (or is an admin); else 404."""
+    transfer = repository.get(session, transfer_id)
+    if transfer is None or not (
+        caller.is_admin or caller.member_id in (transfer.source_id, transfer.destination_id)
+    ):
+        raise NotFound(f"No transfer {transfer_id!r}")
+    return transfer
+
+
+def list_visible(
+    session: Session, caller: Caller, status: str | None, offset: int, limit: int
+) -> tuple[list[Transfer], int]:
+    return repository.page(
+        session, None if caller.is_admin else caller.member_id, status, offset, limit
+    )
+
+
+def delivery_view(transfer: Transfer) -> dict[str, Any]:
+    delivery = transfer.delivery
+    if delivery is None:
+        return {"status": "not_applicable", "attempts": 0}
+    return {
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_error": delivery.last_error,
+        "delivered_at": delivery.delivered_at,
+    }

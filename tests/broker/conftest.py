@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from broker.config import Settings
+from broker.main import create_app
+from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+UPLOAD_LIMIT = 200_000
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings(
+        database_url="sqlite://",
+        admin_token=ADMIN_TOKEN,
+        policy_dir=POLICIES,
+        delivery_enabled=False,
+        max_upload_bytes=UPLOAD_LIMIT,
+    )
+
+
+@pytest.fixture
+def client(connection, settings):
+    with TestClient(create_app(settings, bind=connection)) as client:
+        yield client
+
+
+class Federation:
+    """A broker with three members (SN, FR, NG) registered through the API."""
+
+    def __init__(self, client: TestClient):
+        self.client = client
+        self.keys = {}
+        for member_id, jurisdiction in (
+            ("sn-hospital", "SN"),
+            ("fr-research", "FR"),
+            ("ng-health", "NG"),
+            ("sn-lab", "SN"),
+        ):
+            answer = client.post(
+                "/v1/members",
+                headers=ADMIN,
+                json={
+                    "id": member_id,
+                    "name": member_id,
+                    "jurisdiction": jurisdiction,
+                    "inbox_url": f"http://127.0.0.1:9/{member_id}/inbox",
+                },
+            )
+            assert answer.status_code == 201, answer.text
+            self.keys[member_id] = answer.json()["api_key"]
+
+    def send(
+        self,
+        source: str,
+        fixture: str | bytes,
+        filename: str = "data.csv",
+        headers: dict | None = None,
+        **form,
+    ):
+        data = (FIXTURES / fixture).read_bytes() if isinstance(fixture, str) else fixture
+        form.setdefault("purpose", "research")
+        return self.client.post(
+            "/v1/transfers",
+            headers={**bearer(self.keys[source]), **(headers or {})},
+            files={"file": (filename, data, "text/csv")},
+            data=form,
+        )
+
+
+@pytest.fixture
+def federation(client) -> Federation:
+    return Federation(client)

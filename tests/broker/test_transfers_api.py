@@ -1,0 +1,299 @@
+"""Transfer decisions through the API: the three outcomes, their evidence, and every error."""
+
+import io
+
+import pandas as pd
+import pytest
+
+from tests.broker.conftest import ADMIN, UPLOAD_LIMIT, bearer
+from tests.conftest import FIXTURES
+
+QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
+
+
+def failed(answer) -> set[tuple[str, str, str | None]]:
+    return {(r["rule"], r["scope"], r["attribute"]) for r in answer["rules"] if not r["passed"]}
+
+
+def test_published_table_is_approved_and_queued_for_delivery(federation):
+    answer = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "approved" and failed(body) == set()
+    assert body["policy_versions"] == {"SN": 1, "FR": 1}
+    assert body["delivery"]["status"] == "pending"
+    assert body["report"]["quasi_identifiers"]["k"] == 3
+    assert body["dataset"]["rows"] == 9 and len(body["dataset"]["sha256"]) == 64
+    assert body["remedy"] is None
+
+
+def test_original_table_requires_anonymization_with_evidence(federation):
+    body = federation.send(
+        "sn-hospital", "patients_original.csv", destination="fr-research", **QI
+    ).json()
+    assert body["status"] == "anonymization_required"
+    failures = failed(body)
+    assert ("forbidden_attribute", "export", "NIN") in failures
+    assert ("no_identifiers", "export", "Name") in failures
+    assert ("min_k", "export", "Age, Gender") in failures
+    assert ("min_k", "import", "Age, Gender") in failures  # FR's import rules count too
+    assert ("max_t", "import", "Disease") in failures
+    # Disease is declared sensitive: judged by l and t, never by Mmaq.
+    assert not any(
+        r["attribute"] == "Disease" and r["rule"] in ("no_identifiers", "max_mmaq_index")
+        for r in body["rules"]
+    )
+    k_rule = next(r for r in body["rules"] if r["rule"] == "min_k" and r["scope"] == "export")
+    assert (k_rule["measured"], k_rule["threshold"]) == (1, 3)
+    steps = body["remedy"]["steps"]
+    assert {"column": "NIN", "method": "drop"}.items() <= steps[0].items()
+    assert any(s["method"] == "mondrian" and s["parameters"]["k"] == 3 for s in steps)
+    assert body["delivery"]["status"] == "not_applicable"
+
+
+@pytest.mark.parametrize(
+    ("source", "destination", "purpose", "rule"),
+    [
+        ("sn-hospital", "ng-health", "marketing", "purpose_allowed"),
+        ("fr-research", "sn-hospital", "treatment", "purpose_allowed"),  # FR exports no treatment
+        ("sn-hospital", "nobody", "research", "destination_known"),
+        ("sn-hospital", "sn-hospital", "research", "destination_not_source"),
+    ],
+)
+def test_rules_anonymization_cannot_fix_reject(federation, source, destination, purpose, rule):
+    body = federation.send(
+        source, "patients_published.csv", destination=destination, purpose=purpose, **QI
+    ).json()
+    assert body["status"] == "rejected", body
+    assert rule in {r[0] for r in failed(body)}
+
+
+def test_destination_not_allowed_by_source_is_rejected(federation):
+    federation.client.post(
+        "/v1/members",
+        headers=ADMIN,
+        json={
+            "id": "ke-lab",
+            "name": "KE",
+            "jurisdiction": "KE",
+            "inbox_url": "http://127.0.0.1:9/ke",
+        },
+    )
+    body = federation.send(
+        "sn-hospital", "patients_published.csv", destination="ke-lab", **QI
+    ).json()
+    assert body["status"] == "rejected"
+    assert ("destination_allowed", "export", None) in failed(body)
+
+
+def test_suspended_destination_is_rejected(federation):
+    federation.client.post("/v1/members/fr-research/suspend", headers=ADMIN)
+    body = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+    ).json()
+    assert body["status"] == "rejected"
+    assert ("destination_active", "federation", None) in failed(body)
+
+
+def test_domestic_transfer_follows_domestic_rules(federation):
+    body = federation.send(
+        "sn-hospital", "patients_original.csv", destination="sn-lab", **QI
+    ).json()
+    assert body["status"] == "approved"  # SN allows identifiers at home
+    assert body["policy_versions"] == {"SN": 1}
+
+
+def test_decision_names_the_policy_version_it_used(federation):
+    client = federation.client
+    record = client.get("/v1/policies/FR", headers=ADMIN).json()["record"]
+    record["import_rules"]["min_k"] = 4
+    client.put("/v1/policies/FR", headers=ADMIN, json=record)
+    body = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+    ).json()
+    assert body["policy_versions"] == {"SN": 1, "FR": 2}
+    assert body["status"] == "anonymization_required"
+    assert ("min_k", "import", "Age, Gender") in failed(body)  # the stricter rule wins
+
+
+def test_quasi_identifiers_are_inferred_when_not_declared(federation):
+    body = federation.send(
+        "sn-hospital", "patients_original.csv", destination="fr-research", sensitive="Disease"
+    ).json()
+    assert body["quasi_identifiers_inferred"] is True
+    assert body["quasi_identifiers"] == ["Gender"]  # the only quasi_identifier-class attribute
+
+
+def test_dry_run_stores_nothing(federation):
+    body = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", dry_run="true", **QI
+    ).json()
+    assert body["id"] is None and body["dry_run"] is True and body["status"] == "approved"
+    listed = federation.client.get("/v1/transfers", headers=ADMIN).json()
+    assert listed["total"] == 0
+
+
+def test_idempotency_key_replays_and_refuses_reuse(federation):
+    key = {"Idempotency-Key": "order-42"}
+    first = federation.send(
+        "sn-hospital", "patients_published.csv", headers=key, destination="fr-research", **QI
+    )
+    again = federation.send(
+        "sn-hospital", "patients_published.csv", headers=key, destination="fr-research", **QI
+    )
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["idempotent-replayed"] == "true"
+    other = federation.send(
+        "sn-hospital", "patients_original.csv", headers=key, destination="fr-research", **QI
+    )
+    assert other.status_code == 409
+    assert other.json()["type"] == "urn:fedbroker:problem:idempotency-key-reused"
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "form", "message"),
+    [
+        (b"a,b\n1,2\n3\n", "x.csv", {}, "ragged rows"),
+        (b"", "x.csv", {}, "empty"),
+        (b"Age,Gender\n", "x.csv", {}, "no data rows"),
+        (b"\x00garbage", "x.parquet", {}, "not a Parquet file"),
+        (b"Age,Gender\n30,F\n", "x.csv", {"quasi_identifiers": "Age,Zip"}, "'Zip'"),
+        (
+            b"Age,Gender\n30,F\n",
+            "x.csv",
+            {"quasi_identifiers": "Age", "sensitive": "Age"},
+            "both quasi-identifier and sensitive",
+        ),
+    ],
+)
+def test_malformed_upload_is_422_and_stores_nothing(federation, data, filename, form, message):
+    answer = federation.send(
+        "sn-hospital", data, filename=filename, destination="fr-research", **form
+    )
+    assert answer.status_code == 422
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert message in answer.json()["detail"]
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
+    assert federation.client.get("/v1/audit/verify", headers=ADMIN).json()["valid"]
+
+
+def test_missing_form_fields_and_bad_anonymize_are_422(federation):
+    answer = federation.send(
+        "sn-hospital", "patients_published.csv", anonymize="maybe", destination="fr-research"
+    )
+    assert answer.status_code == 422 and answer.json()["errors"][0]["field"].endswith("anonymize")
+    answer = federation.client.post(
+        "/v1/transfers",
+        data={"destination": "fr-research"},
+        headers=bearer(federation.keys["sn-hospital"]),
+    )
+    assert answer.status_code == 422
+
+
+def test_parquet_and_json_uploads(federation):
+    frame = pd.read_csv(io.StringIO((FIXTURES / "patients_published.csv").read_text()), dtype=str)
+    parquet = io.BytesIO()
+    frame.to_parquet(parquet)
+    for data, name in (
+        (parquet.getvalue(), "t.parquet"),
+        (frame.to_json(orient="records").encode(), "t.json"),
+    ):
+        body = federation.send(
+            "sn-hospital", data, filename=name, destination="fr-research", **QI
+        ).json()
+        assert body["status"] == "approved", body
+        assert body["dataset"]["format"] == name.split(".")[1]
+
+
+def test_admin_cannot_send_and_members_see_only_their_transfers(federation):
+    client = federation.client
+    assert (
+        federation.send(
+            "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+        ).status_code
+        == 200
+    )
+    admin_send = client.post(
+        "/v1/transfers",
+        headers=ADMIN,
+        data={"destination": "x", "purpose": "research"},
+        files={"file": ("a.csv", b"a\n1\n")},
+    )
+    assert admin_send.status_code == 403
+    transfer_id = client.get("/v1/transfers", headers=ADMIN).json()["items"][0]["id"]
+    for owner in ("sn-hospital", "fr-research"):
+        assert (
+            client.get(
+                f"/v1/transfers/{transfer_id}", headers=bearer(federation.keys[owner])
+            ).status_code
+            == 200
+        )
+    outsider = client.get(
+        f"/v1/transfers/{transfer_id}", headers=bearer(federation.keys["ng-health"])
+    )
+    assert outsider.status_code == 404
+    assert (
+        client.get("/v1/transfers", headers=bearer(federation.keys["ng-health"])).json()["total"]
+        == 0
+    )
+    assert client.get("/v1/transfers/nope", headers=ADMIN).status_code == 404
+
+
+def test_paging_and_status_filter(federation):
+    for fixture in ("patients_published.csv", "patients_original.csv", "patients_published.csv"):
+        federation.send("sn-hospital", fixture, destination="fr-research", **QI)
+    client = federation.client
+    page = client.get("/v1/transfers?limit=2", headers=ADMIN).json()
+    assert page["total"] == 3 and len(page["items"]) == 2
+    rest = client.get("/v1/transfers?limit=2&offset=2", headers=ADMIN).json()
+    assert len(rest["items"]) == 1
+    ids = {t["id"] for t in page["items"]} | {t["id"] for t in rest["items"]}
+    assert len(ids) == 3
+    approved = client.get("/v1/transfers?status=approved", headers=ADMIN).json()
+    assert approved["total"] == 2
+    assert client.get("/v1/transfers?limit=0", headers=ADMIN).status_code == 422
+
+
+def test_upload_over_the_limit_is_413_with_or_without_content_length(federation):
+    big = b"a,b\n" + b"1,2\n" * (UPLOAD_LIMIT // 4 + 10)
+    answer = federation.send("sn-hospital", big, destination="fr-research")
+    assert answer.status_code == 413
+    assert answer.headers["content-type"] == "application/problem+json"
+
+    def chunks():
+        yield b"x" * (UPLOAD_LIMIT // 2)
+        yield b"x" * (UPLOAD_LIMIT // 2 + 100)
+
+    streamed = federation.client.post(
+        "/v1/transfers",
+        content=chunks(),
+        headers={
+            **bearer(federation.keys["sn-hospital"]),
+            "Content-Type": "multipart/form-data; boundary=zzz",
+        },
+    )
+    assert streamed.status_code == 413
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
+
+
+def test_analyze_endpoint_gives_the_report_alone(federation):
+    answer = federation.client.post(
+        "/v1/analyze",
+        headers=bearer(federation.keys["ng-health"]),
+        files={"file": ("t.csv", (FIXTURES / "patients_original.csv").read_bytes())},
+        data={"quasi_identifiers": "Age,Gender", "sensitive": "Disease"},
+    )
+    assert answer.status_code == 200, answer.text
+    report = answer.json()
+    assert report["quasi_identifiers"]["k"] == 1
+    assert {a["name"]: a["class"] for a in report["attributes"]}["NIN"] == "identifier"
+    bad = federation.client.post(
+        "/v1/analyze",
+        headers=ADMIN,
+        files={"file": ("t.csv", b"a\n1\n")},
+        data={"quasi_identifiers": "zip"},
+    )
+    assert bad.status_code == 422 and "'zip'" in bad.json()["detail"]

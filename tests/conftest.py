@@ -1,0 +1,76 @@
+"""Shared fixtures: a migrated database (SQLite and PostgreSQL) and broker apps on it."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+
+from broker.db import make_engine, upgrade
+
+REPO = Path(__file__).parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+POLICIES = REPO / "policies"
+ADMIN_TOKEN = "test-admin-token-0123456789"
+POSTGRES_SERVER = os.environ.get(
+    "FEDBROKER_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def postgres_database():
+    """Create a throwaway database on the local server; skip (visibly) when none answers."""
+    server = create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT")
+    try:
+        with server.connect() as connection:
+            name = f"fedbroker_test_{uuid.uuid4().hex[:10]}"
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except OperationalError as error:
+        server.dispose()
+        pytest.skip(
+            f"no PostgreSQL server answers at {POSTGRES_SERVER.split('@')[-1]}: "
+            f"{str(error.orig).splitlines()[0]}"
+        )
+    url = POSTGRES_SERVER.rsplit("/", 1)[0] + f"/{name}"
+
+    def drop():
+        with server.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        server.dispose()
+
+    return url, drop
+
+
+@pytest.fixture(
+    scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def database_url(request, tmp_path_factory):
+    """A migrated, empty database; every test using it runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'broker.db'}"
+        return
+    url, drop = postgres_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture(scope="session")
+def engine(database_url):
+    engine = make_engine(database_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def connection(engine):
+    """A connection whose transaction is rolled back after the test: nothing leaks."""
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        yield connection
+        transaction.rollback()

@@ -1,0 +1,130 @@
+"""The decision as a pure function: rule sets that apply, stricter wins, what is fixable."""
+
+import pandas as pd
+import pytest
+
+from broker.metrics.report import analyze
+from broker.policy.evaluate import (
+    ANONYMIZATION_REQUIRED,
+    APPROVED,
+    REJECTED,
+    TransferContext,
+    combine,
+    evaluate,
+)
+from broker.policy.models import FSLARecord, RuleSet
+
+
+def record(code: str, **rules) -> FSLARecord:
+    return FSLARecord(
+        jurisdiction=code,
+        name=code,
+        legal_basis="law",
+        authority="authority",
+        allowed_destinations=["*"],
+        allowed_purposes=["research"],
+        cross_border_export=RuleSet(**rules.get("export", {})),
+        import_rules=RuleSet(**rules.get("incoming", {})),
+        domestic_export=RuleSet(**rules.get("domestic", {})),
+    )
+
+
+FRAME = pd.DataFrame(
+    {
+        "age": ["20-30"] * 4 + ["30-40"] * 4,
+        "sex": ["F, M"] * 8,
+        "disease": ["flu", "hiv", "flu", "cold"] * 2,
+        "id": [str(i) for i in range(8)],
+    }
+)
+
+
+def decide(
+    source, destination, qi=("age", "sex"), sensitive=("disease",), purpose="research", frame=FRAME
+):
+    # As the transfer service does: without quasi-identifiers nothing is measured per class.
+    report = analyze(frame, list(qi), list(sensitive) if qi else [], max_combination_size=0)
+    context = TransferContext(source.jurisdiction, destination.jurisdiction, purpose, qi, sensitive)
+    return evaluate(report, context, source, destination)
+
+
+def test_stricter_of_export_and_import_wins():
+    source = record("SN", export={"identifiers_allowed": True, "min_k": 2})
+    destination = record("FR", incoming={"identifiers_allowed": True, "min_k": 5})
+    decision = decide(source, destination)
+    assert decision.status == ANONYMIZATION_REQUIRED
+    [failing] = decision.failed
+    assert (failing.rule, failing.scope, failing.jurisdiction) == ("min_k", "import", "FR")
+    assert combine([source.cross_border_export, destination.import_rules]).min_k == 5
+
+
+def test_domestic_transfer_uses_domestic_rules_only():
+    source = record("SN", domestic={"identifiers_allowed": True}, export={"min_k": 100})
+    decision = decide(source, source)
+    assert decision.status == APPROVED
+    assert {r.scope for r in decision.rules} == {"export"}
+
+
+def test_identifier_attribute_fails_unless_allowed_and_sensitive_is_exempt():
+    frame = FRAME.assign(disease=[f"d{i}" for i in range(8)])  # sensitive, all distinct
+    decision = decide(record("SN"), record("FR"), frame=frame)
+    failing = {(r.rule, r.attribute) for r in decision.failed}
+    assert ("no_identifiers", "id") in failing
+    assert ("no_identifiers", "disease") not in failing
+
+
+def test_unfixable_rules_reject():
+    decision = decide(
+        record("SN", export={"identifiers_allowed": True}),
+        record("FR", incoming={"identifiers_allowed": True}),
+        purpose="marketing",
+    )
+    assert decision.status == REJECTED
+    assert {r.rule for r in decision.failed} == {"purpose_allowed"}
+
+
+def test_l_and_t_thresholds():
+    source = record("SN", export={"identifiers_allowed": True, "min_l": 3, "max_t": 0.1})
+    decision = decide(source, record("FR", incoming={"identifiers_allowed": True}))
+    by_rule = {r.rule: r for r in decision.rules}
+    assert by_rule["min_l"].passed and by_rule["min_l"].measured == 3
+    assert by_rule["max_t"].passed and by_rule["max_t"].measured == 0.0
+
+
+def test_without_quasi_identifiers_the_table_is_one_class():
+    source = record("SN", export={"identifiers_allowed": True, "min_k": 8, "min_l": 3})
+    decision = decide(source, record("FR", incoming={"identifiers_allowed": True}), qi=())
+    assert decision.status == APPROVED
+    assert {r.rule: r.measured for r in decision.rules}["min_k"] == 8
+
+
+def test_forbidden_attributes_compare_without_case():
+    source = record("SN", export={"identifiers_allowed": True, "forbidden_attributes": ["ID"]})
+    decision = decide(source, record("FR", incoming={"identifiers_allowed": True}))
+    assert [(r.rule, r.attribute) for r in decision.failed] == [("forbidden_attribute", "id")]
+
+
+def test_mmaq_index_threshold_per_attribute():
+    source = record("SN", export={"identifiers_allowed": True, "max_mmaq_index": 0.2})
+    decision = decide(source, record("FR", incoming={"identifiers_allowed": True}))
+    assert [(r.rule, r.attribute) for r in decision.failed] == [("max_mmaq_index", "id")]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("min_k", 0), ("max_t", 2), ("max_mmaq_index", -1), ("min_log10_mmaq", 1)]
+)
+def test_rule_set_bounds(field, value):
+    with pytest.raises(ValueError, match=field):
+        RuleSet(**{field: value})
+
+
+def test_record_refuses_its_own_jurisdiction_as_destination():
+    with pytest.raises(ValueError, match="own jurisdiction"):
+        FSLARecord(
+            jurisdiction="SN",
+            name="x",
+            legal_basis="x",
+            authority="x",
+            allowed_destinations=["SN"],
+            allowed_purposes=["research"],
+        )
