@@ -119,10 +119,8 @@ def information_loss(
         raise ValueError("The original dataset's row labels repeat: rows cannot be matched")
     positions = original.index.get_indexer(anonymized.index)
     if (positions < 0).any():
-        raise ValueError(
-            f"Row {anonymized.index[positions < 0][0]!r} of the anonymized data is not in the "
-            "original"
-        )
+        unknown = anonymized.index[positions < 0].tolist()[0]
+        raise ValueError(f"Row {unknown!r} of the anonymized data is not in the original")
     kept = np.zeros(rows, dtype=bool)
     kept[positions] = True
     suppressed = rows - int(kept.sum())

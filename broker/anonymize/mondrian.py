@@ -463,7 +463,7 @@ def _range_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
     high = np.maximum.reduceat(np.where(missing, -1, codes), starts)
     numbers = high >= 0
     # Write only the numbers that end a range, once each.
-    written = np.empty(missing_code + 1, dtype=object)
+    written = np.full(missing_code + 1, "", dtype=object)
     used = np.unique(np.concatenate((low[numbers], high[numbers])))
     written[used] = [format_number(value) for value in dimension.values[used]]
     low_text = written[np.where(numbers, low, missing_code)]

@@ -105,6 +105,7 @@ def _row_selection(frame: pd.DataFrame, column: str, rows) -> np.ndarray:
     positions = frame.index.get_indexer(pd.Index(array))
     if (positions < 0).any():
         unknown = array[positions < 0][0]
+        unknown = unknown.item() if isinstance(unknown, np.generic) else unknown
         raise ValueError(f"Row {unknown!r} to mask in column {column!r} is not in the dataset")
     selected = np.zeros(len(frame), dtype=bool)
     selected[positions] = True
