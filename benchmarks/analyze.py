@@ -23,12 +23,14 @@ combines several sensitive attributes).
 
 Memory of ours is measured in separate, untimed runs, two ways: the ``tracemalloc`` peak (Python
 and numpy allocations; pandas' C hash tables are not traced) and the growth of the resident set's
-high-water mark (``VmHWM`` after resetting it through ``/proc/self/clear_refs``), which sees all.
+high-water mark (``VmHWM`` after ``malloc_trim`` and a reset through ``/proc/self/clear_refs``),
+which sees every allocation.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import pickle
@@ -264,7 +266,15 @@ def _status_kib(field: str) -> int | None:
 
 
 def rss_peak_growth(function) -> float | None:
-    """MiB the resident set's high-water mark rose above the RSS at the start of ``function``."""
+    """MiB the resident set's high-water mark rose above the RSS at the start of ``function``.
+
+    Memory freed by earlier runs stays resident in malloc's arenas and would be reused without
+    raising the mark, so it is handed back to the system first (glibc ``malloc_trim``).
+    """
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return None
     try:
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
     except OSError:
@@ -313,13 +323,17 @@ def pycanon_worker(path: str) -> None:
 
 def run_pycanon(frame: pd.DataFrame, budget: float) -> PycanonRun:
     """pycanon's k + l + t in a child process, killed after ``budget`` seconds of computing."""
-    with tempfile.TemporaryDirectory() as directory:
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        open(os.path.join(directory, "stderr"), "w+") as errors,
+    ):
         path = os.path.join(directory, "frame.pkl")
         frame.to_pickle(path, protocol=pickle.HIGHEST_PROTOCOL)
+        # stderr goes to a file: a stream of warnings must not fill a pipe and stall the child.
         child = subprocess.Popen(
             [sys.executable, __file__, "--pycanon-worker", path],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
             text=True,
         )
         lines: queue.Queue = queue.Queue()
@@ -334,7 +348,8 @@ def run_pycanon(frame: pd.DataFrame, budget: float) -> PycanonRun:
                 event = json.loads(lines.get(timeout=max(deadline - now, 0.01)))
             except queue.Empty:
                 if child.poll() is not None and lines.empty():
-                    error = child.stderr.read().strip().splitlines()
+                    errors.seek(0)
+                    error = errors.read().strip().splitlines()
                     return PycanonRun(spent, False, values, error[-1] if error else "child died")
                 if time.monotonic() < deadline:
                     continue
@@ -398,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     budget_left = args.pycanon_budget or (20.0 if args.quick else 300.0)
     print(
         f"python {sys.version.split()[0]}, numpy {np.__version__}, pandas {pd.__version__}, "
-        f"{os.cpu_count()} CPUs; QI {QUASI_IDENTIFIERS}, sensitive {SENSITIVE}"
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (other processes "
+        f"compete for the cores); QI {QUASI_IDENTIFIERS}, sensitive {SENSITIVE}"
     )
     print(f"ours: best and median of {repeats} runs; pycanon: one run, budget {budget_left:g} s")
 
