@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Connection
@@ -15,6 +16,7 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.config import Settings, get_settings
 from broker.db import make_engine, make_sessionmaker, upgrade
+from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.health import router as health_router
 from broker.members.router import router as members_router
@@ -64,9 +66,17 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             created = policies.seed(session, records)
         if created:
             log.info("seeded F-SLA records: %s", ", ".join(created))
+        client = httpx.Client(timeout=settings.delivery_timeout_seconds)
+        worker = DeliveryWorker(app.state.sessionmaker, client, settings)
+        app.state.delivery_worker = worker
+        if settings.delivery_enabled:
+            worker.start()
         try:
             yield
         finally:
+            if settings.delivery_enabled:
+                worker.stop()
+            client.close()
             if bind is None:
                 engine.dispose()
 

@@ -1,6 +1,6 @@
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, File, Form, Header, Path, Query, Response, UploadFile
+from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
 
 from broker.deps import CurrentCaller, CurrentMember, SessionDep
 from broker.errors import responses
@@ -49,6 +49,7 @@ def create_transfer(
     session: SessionDep,
     caller: CurrentMember,
     response: Response,
+    http_request: Request,
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
     destination: Annotated[
         str, Form(description="Destination member id", examples=["fr-research"], max_length=64)
@@ -88,6 +89,8 @@ def create_transfer(
         idempotency_key=idempotency_key,
     )
     transfer, replayed = service.submit(session, caller, upload, request)
+    if transfer.status == "approved" and not dry_run:
+        http_request.app.state.delivery_worker.wake()
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return to_read(transfer, dry_run=dry_run)

@@ -1,0 +1,60 @@
+"""Outbox queries. Claims are conditional updates, so two broker processes never hold one row."""
+
+from datetime import datetime
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from broker.transfers.models import Delivery
+
+PENDING = "pending"
+DELIVERED = "delivered"
+FAILED = "failed"
+
+
+def due(session: Session, now: datetime, limit: int) -> list[str]:
+    query = (
+        select(Delivery.transfer_id)
+        .where(
+            Delivery.status == PENDING,
+            Delivery.next_attempt_at <= now,
+            or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
+        )
+        .order_by(Delivery.next_attempt_at)
+        .limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def take_lease(
+    session: Session, transfer_id: str, owner: str, now: datetime, until: datetime
+) -> bool:
+    """Lease the row unless someone else holds an unexpired lease; True when we got it."""
+    result = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.transfer_id == transfer_id,
+            Delivery.status == PENDING,
+            or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
+        )
+        .values(lease_owner=owner, lease_expires_at=until)
+    )
+    return result.rowcount == 1
+
+
+def get(session: Session, transfer_id: str) -> Delivery | None:
+    return session.get(Delivery, transfer_id)
+
+
+def settle(session: Session, transfer_id: str, owner: str, **values) -> bool:
+    """Write an attempt's outcome if we still hold the lease; True when written."""
+    result = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.transfer_id == transfer_id,
+            Delivery.lease_owner == owner,
+            Delivery.status == PENDING,
+        )
+        .values(lease_owner=None, lease_expires_at=None, **values)
+    )
+    return result.rowcount == 1

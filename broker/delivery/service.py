@@ -1,0 +1,169 @@
+"""Deliver approved transfers to the destination's registered inbox, exactly once in effect.
+
+The decision and its outbox row commit together (see transfers.service). Here a worker leases due
+rows, POSTs the payload to the inbox URL from the member registry (never one from a request) with
+the transfer id as idempotency key, and records the outcome:
+
+- 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
+- 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
+  ``Retry-After``) until ``delivery_max_attempts``, then ``failed`` with the reason.
+- any other 4xx, or a destination suspended meanwhile: ``failed`` at once.
+
+A broker killed mid-attempt leaves a lease that expires; the row is then retried, and the member
+stores a repeated transfer id once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+from broker.audit import service as audit
+from broker.config import Settings
+from broker.delivery import repository
+from broker.delivery.repository import DELIVERED, FAILED
+from broker.delivery.signing import signature
+from broker.members import repository as members
+from broker.members.models import ACTIVE
+from broker.transfers import repository as transfers
+
+RETRYABLE = {408, 429}
+ACTOR = "broker"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one POST to an inbox gave: delivered, retry later, or give up."""
+
+    delivered: bool
+    retryable: bool
+    reason: str | None = None
+    retry_after: float | None = None
+
+
+def backoff(settings: Settings, attempts: int, retry_after: float | None) -> float:
+    """Seconds before the next attempt: base * 2^(attempts-1), capped; Retry-After if longer."""
+    delay = min(
+        settings.delivery_backoff_seconds * 2 ** (attempts - 1),
+        settings.delivery_backoff_max_seconds,
+    )
+    if retry_after is not None:
+        delay = min(max(delay, retry_after), settings.delivery_backoff_max_seconds)
+    return delay
+
+
+def claim(
+    factory: sessionmaker[Session], owner: str, settings: Settings, limit: int = 10
+) -> list[str]:
+    """Lease up to ``limit`` due deliveries for ``owner``."""
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=settings.delivery_lease_seconds)
+    claimed = []
+    with factory() as session:
+        for transfer_id in repository.due(session, now, limit):
+            if repository.take_lease(session, transfer_id, owner, now, until):
+                claimed.append(transfer_id)
+        session.commit()
+    return claimed
+
+
+def deliver(
+    factory: sessionmaker[Session],
+    client: httpx.Client,
+    owner: str,
+    settings: Settings,
+    transfer_id: str,
+) -> str:
+    """Make one attempt at a leased delivery and record its outcome; returns the new status."""
+    with factory() as session:
+        delivery = repository.get(session, transfer_id)
+        transfer = transfers.get(session, transfer_id)
+        destination = members.get(session, transfer.destination_id)
+        payload, payload_type = delivery.payload or b"", delivery.payload_type
+        attempts = delivery.attempts + 1
+        if destination is None or destination.status != ACTIVE:
+            outcome = Attempt(
+                False,
+                False,
+                f"destination {transfer.destination_id!r} is "
+                f"{destination.status if destination else 'gone'}",
+            )
+        else:
+            inbox_url, key_hash = destination.inbox_url, destination.api_key_hash
+            headers = _headers(transfer, payload, payload_type, key_hash)
+            session.rollback()  # hold no transaction (or SQLite lock) during the HTTP call
+            outcome = _post(client, inbox_url, payload, headers)
+
+    now = datetime.now(UTC)
+    with factory() as session:
+        if outcome.delivered:
+            status = DELIVERED
+            values = dict(
+                status=DELIVERED, attempts=attempts, delivered_at=now, payload=None, last_error=None
+            )
+        elif outcome.retryable and attempts < settings.delivery_max_attempts:
+            status = repository.PENDING
+            delay = backoff(settings, attempts, outcome.retry_after)
+            values = dict(
+                attempts=attempts,
+                last_error=outcome.reason,
+                next_attempt_at=now + timedelta(seconds=delay),
+            )
+        else:
+            status = FAILED
+            values = dict(status=FAILED, attempts=attempts, payload=None, last_error=outcome.reason)
+        if not repository.settle(session, transfer_id, owner, **values):
+            session.rollback()  # our lease expired and another worker took over
+            return "lease_lost"
+        if status != repository.PENDING:
+            audit.record(
+                session,
+                ACTOR,
+                f"transfer.{status}",
+                transfer_id,
+                {"attempts": attempts, "reason": outcome.reason},
+            )
+        session.commit()
+    return status
+
+
+def _headers(transfer, payload: bytes, payload_type: str, key_hash: str) -> dict[str, str]:
+    timestamp = int(time.time())
+    dataset = transfer.dataset
+    return {
+        "Content-Type": payload_type,
+        "Idempotency-Key": transfer.id,
+        "X-Fedbroker-Transfer": transfer.id,
+        "X-Fedbroker-Source": transfer.source_id,
+        "X-Fedbroker-Purpose": transfer.purpose,
+        "X-Fedbroker-Decision": transfer.status,
+        "X-Fedbroker-Filename": dataset.get("delivered_filename") or dataset.get("filename") or "",
+        "X-Fedbroker-Sha256": hashlib.sha256(payload).hexdigest(),
+        "X-Fedbroker-Anonymized": "true" if dataset.get("anonymized") else "false",
+        "X-Fedbroker-Timestamp": str(timestamp),
+        "X-Fedbroker-Signature": signature(key_hash, timestamp, transfer.id, payload),
+    }
+
+
+def _post(client: httpx.Client, url: str, payload: bytes, headers: dict[str, str]) -> Attempt:
+    try:
+        response = client.post(url, content=payload, headers=headers)
+    except httpx.TimeoutException:
+        return Attempt(False, True, f"timed out posting to {url}")
+    except httpx.TransportError as error:
+        return Attempt(False, True, f"could not reach {url}: {type(error).__name__}: {error}")
+    if response.is_success:
+        return Attempt(True, False)
+    reason = f"HTTP {response.status_code} from {url}: {response.text[:300]}"
+    retryable = response.status_code >= 500 or response.status_code in RETRYABLE
+    return Attempt(False, retryable, reason, _retry_after(response))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.isdigit() else None

@@ -1,0 +1,186 @@
+"""Delivery of approved transfers to real inbox servers: success, retries, final failures."""
+
+import hashlib
+import hmac
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from broker.main import create_app
+from tests.broker.conftest import ADMIN, Federation, bearer
+from tests.conftest import FIXTURES
+from tests.servers import RecordingInbox, ServerThread, free_port
+
+QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
+
+
+@pytest.fixture
+def inbox():
+    recorder = RecordingInbox()
+    server = ServerThread(recorder.app()).start()
+    recorder.url = server.url + "/inbox"
+    yield recorder
+    server.stop()
+
+
+@pytest.fixture
+def broker(connection, settings, inbox):
+    settings = settings.model_copy(
+        update={"delivery_backoff_seconds": 0.01, "delivery_max_attempts": 3}
+    )
+    app = create_app(settings, bind=connection)
+    with TestClient(app) as client:
+        federation = Federation(client)
+        client.post(
+            "/v1/members",
+            headers=ADMIN,
+            json={"id": "fr-lab", "name": "FR lab", "jurisdiction": "FR", "inbox_url": inbox.url},
+        )
+        federation.keys["fr-lab"] = None
+        federation.worker = app.state.delivery_worker
+        yield federation
+
+
+def approved(broker, destination="fr-lab") -> str:
+    answer = broker.send("sn-hospital", "patients_published.csv", destination=destination, **QI)
+    assert answer.json()["status"] == "approved", answer.text
+    return answer.json()["id"]
+
+
+def delivery(broker, transfer_id):
+    return broker.client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["delivery"]
+
+
+def drain(broker, rounds=20):
+    for _ in range(rounds):
+        broker.worker.run_once()
+        time.sleep(0.02)
+
+
+def test_approved_transfer_arrives_once_byte_for_byte_and_signed(broker, inbox):
+    transfer_id = approved(broker)
+    drain(broker)
+    assert len(inbox.received) == 1
+    headers, body = inbox.received[0]
+    assert body == (FIXTURES / "patients_published.csv").read_bytes()
+    assert headers["idempotency-key"] == transfer_id
+    assert headers["x-fedbroker-source"] == "sn-hospital"
+    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("delivered", 1)
+
+
+def test_signature_verifies_with_the_destinations_key(broker, inbox):
+    created = broker.client.post(
+        "/v1/members",
+        headers=ADMIN,
+        json={"id": "ng-lab", "name": "NG lab", "jurisdiction": "NG", "inbox_url": inbox.url},
+    )
+    key = created.json()["api_key"]
+    transfer_id = broker.send(
+        "sn-hospital", "patients_published.csv", destination="ng-lab", purpose="public_health", **QI
+    ).json()["id"]
+    drain(broker)
+    headers, body = inbox.received[0]
+    message = f"{headers['x-fedbroker-timestamp']}.{transfer_id}.".encode() + body
+    expected = hmac.new(hashlib.sha256(key.encode()).digest(), message, "sha256").hexdigest()
+    assert headers["x-fedbroker-signature"] == f"v1={expected}"
+
+
+def test_server_errors_are_retried_with_the_same_idempotency_key(broker, inbox):
+    inbox.answers = [503, 500]
+    transfer_id = approved(broker)
+    drain(broker)
+    assert [h["idempotency-key"] for h, _ in inbox.received] == [transfer_id] * 3
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("delivered", 3)
+
+
+def test_retries_stop_at_the_bound_and_fail_with_the_reason(broker, inbox):
+    inbox.answers = [500, 429, 502, 500]
+    transfer_id = approved(broker)
+    drain(broker)
+    assert len(inbox.received) == 3  # delivery_max_attempts
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("failed", 3)
+    assert "HTTP 502" in state["last_error"]
+
+
+def test_client_error_is_final(broker, inbox):
+    inbox.answers = [400]
+    transfer_id = approved(broker)
+    drain(broker)
+    assert len(inbox.received) == 1
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("failed", 1)
+    assert state["last_error"].startswith("HTTP 400")
+    actions = [
+        e["action"] for e in broker.client.get("/v1/audit?limit=500", headers=ADMIN).json()["items"]
+    ]
+    assert actions[-1] == "transfer.failed"
+
+
+def test_destination_down_then_up(broker, inbox):
+    port = free_port()
+    broker.client.post(
+        "/v1/members",
+        headers=ADMIN,
+        json={
+            "id": "fr-late",
+            "name": "late",
+            "jurisdiction": "FR",
+            "inbox_url": f"http://127.0.0.1:{port}/inbox",
+        },
+    )
+    transfer_id = approved(broker, "fr-late")
+    broker.worker.run_once()
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("pending", 1)
+    assert "could not reach" in state["last_error"]
+    late = RecordingInbox()
+    server = ServerThread(late.app(), port=port).start()
+    try:
+        drain(broker)
+    finally:
+        server.stop()
+    assert len(late.received) == 1
+    assert delivery(broker, transfer_id)["status"] == "delivered"
+
+
+def test_payload_is_deleted_once_terminal(broker, inbox, connection):
+    from sqlalchemy import text
+
+    transfer_id = approved(broker)
+    drain(broker)
+    payload = connection.execute(
+        text("SELECT payload FROM deliveries WHERE transfer_id = :t"), {"t": transfer_id}
+    ).scalar_one()
+    assert payload is None
+    body = broker.client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()
+    assert len(body["dataset"]["sha256"]) == 64
+
+
+def test_rejected_and_dry_run_transfers_are_never_delivered(broker, inbox):
+    broker.send("sn-hospital", "patients_original.csv", destination="fr-lab", **QI)
+    broker.send("sn-hospital", "patients_published.csv", destination="fr-lab", dry_run="true", **QI)
+    drain(broker, rounds=3)
+    assert inbox.received == []
+
+
+def test_suspended_destination_gets_nothing(broker, inbox):
+    transfer_id = approved(broker)
+    broker.client.post("/v1/members/fr-lab/suspend", headers=ADMIN)
+    drain(broker, rounds=3)
+    assert inbox.received == []
+    assert delivery(broker, transfer_id)["status"] == "failed"
+
+
+def test_member_view_shows_delivery(broker, inbox):
+    transfer_id = approved(broker)
+    drain(broker)
+    mine = broker.client.get(
+        f"/v1/transfers/{transfer_id}", headers=bearer(broker.keys["sn-hospital"])
+    ).json()
+    assert mine["delivery"]["status"] == "delivered"
+    assert mine["delivery"]["delivered_at"] is not None
