@@ -32,8 +32,8 @@ if their share is within ``max_suppression``; otherwise :class:`AnonymizationErr
 
 Speed. Each quasi-identifier is integer-coded once. The partitions of one depth are processed
 together: rows of a partition are contiguous in a permutation array, ranges come from
-``minimum.reduceat``, medians from one sort of ``partition * C + code`` keys, and a cut is a stable
-in-place reordering computed with cumulative sums. There is no Python loop per row or per partition,
+``minimum.reduceat``, medians from one counting sort (or sort) of ``partition * C + code`` keys,
+and a cut is a stable in-place reordering computed with cumulative sums. There is no Python loop per row or per partition,
 only per depth (about ``log2(N / k)``) and per quasi-identifier.
 """
 
@@ -375,10 +375,20 @@ def _try_cuts(codes, order, part, sizes, pending, dims, k, diverse, l, radix):
     sub_starts = _starts(sub_sizes)
     values = codes[dims[old], rows]
 
-    keys = np.sort(local * radix + values)
-    median = keys[sub_starts + (sub_sizes - 1) // 2]
-    below = np.searchsorted(keys, median, side="left") - sub_starts
-    up_to = np.searchsorted(keys, median, side="right") - sub_starts
+    keys = local * radix + values
+    rank = sub_starts + (sub_sizes - 1) // 2  # of each partition's median among the sorted keys
+    space = which.size * radix
+    if space <= 4 * keys.size + (1 << 16):
+        # Counting sort: cumulative[j] = number of keys <= j, non-decreasing over all partitions.
+        cumulative = np.cumsum(np.bincount(keys, minlength=space))
+        median = np.searchsorted(cumulative, rank, side="right")
+        below = np.where(median > 0, cumulative[median - 1], 0) - sub_starts
+        up_to = cumulative[median] - sub_starts
+    else:
+        keys = np.sort(keys)
+        median = keys[rank]
+        below = np.searchsorted(keys, median, side="left") - sub_starts
+        up_to = np.searchsorted(keys, median, side="right") - sub_starts
     median_code = median - np.arange(which.size) * radix
 
     below_ok = (below >= k) & (sub_sizes - below >= k)
