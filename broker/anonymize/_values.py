@@ -8,6 +8,7 @@ the answer back to the rows with integer codes, so the cost per row is a few arr
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +16,9 @@ import pandas as pd
 
 SUPPRESSED = "*"
 MISSING_LABEL = "NA"
+
+_DATE_TYPES = (pd.Timestamp, datetime.datetime, datetime.date, np.datetime64)
+_TIME_TYPES = (*_DATE_TYPES, pd.Timedelta, datetime.timedelta, np.timedelta64)
 
 
 def require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
@@ -61,9 +65,11 @@ def parse_numbers(uniques, column: str, *, strict: bool = True) -> np.ndarray | 
     the value; without, the answer is None.
     """
     values = pd.Series(np.asarray(uniques, dtype=object))
-    if values.map(type).eq(bool).any():
+    kinds = values.map(type)
+    if kinds.eq(bool).any() or kinds.map(lambda kind: issubclass(kind, _TIME_TYPES)).any():
         if strict:
-            raise ValueError(f"Column {column!r} holds booleans, not numbers")
+            what = "booleans" if kinds.eq(bool).any() else "dates or durations"
+            raise ValueError(f"Column {column!r} holds {what}, not numbers")
         return None
     numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     bad = ~np.isfinite(numbers)
@@ -74,6 +80,37 @@ def parse_numbers(uniques, column: str, *, strict: bool = True) -> np.ndarray | 
             )
         return None
     return numbers
+
+
+def parse_dates(uniques) -> tuple[np.ndarray, np.ndarray] | None:
+    """Distinct present values as (int64 nanoseconds, text as written), or None if not all dates.
+
+    Dates are datetime objects, or strings in ISO 8601 with a ``-`` (``"2024-03-17"``,
+    ``"2024-03"``; a bare ``"2024"`` is a number, not a date). Text of a datetime object is
+    ``YYYY-MM-DD`` when every value falls at midnight, else its ISO form.
+    """
+    values = pd.Series(np.asarray(uniques, dtype=object))
+    if values.empty:
+        return None
+    kinds = values.map(type)
+    try:
+        if kinds.map(lambda kind: issubclass(kind, _DATE_TYPES)).all():
+            stamps = pd.to_datetime(values)
+            midnight = (stamps == stamps.dt.normalize()).all()
+            text = (
+                stamps.dt.strftime("%Y-%m-%d") if midnight else stamps.map(pd.Timestamp.isoformat)
+            )
+        elif kinds.eq(str).all() and values.str.contains("-").all():
+            stamps = pd.to_datetime(values, format="ISO8601", errors="coerce")
+            text = values
+        else:
+            return None
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if stamps.isna().any() or stamps.dt.tz is not None:
+        return None
+    nanoseconds = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    return nanoseconds, text.to_numpy(dtype=object)
 
 
 def numeric_column(values: pd.Series) -> bool:

@@ -7,8 +7,8 @@ Strict multidimensional partitioning, as in the paper's Figure 4:
 
 1. Start with the whole table as one partition.
 2. For a partition, rank the quasi-identifiers by their *normalized range* there: for a numeric
-   one ``(max - min) / (max - min over the whole table)``; for a categorical one the same on the
-   rank of its values in sorted order. Take the widest.
+   or date one ``(max - min) / (max - min over the whole table)``; for a categorical one the same
+   on the rank of its values in sorted order. Take the widest (the first given on a tie).
 3. Cut at the median of that quasi-identifier: rows ``<= median`` left, the others right (or
    ``< median`` left when that is more balanced: with many ties at the median one of the two is
    allowed when the other is not). A cut is *allowed* when both halves keep at least ``k`` rows
@@ -19,8 +19,11 @@ Strict multidimensional partitioning, as in the paper's Figure 4:
 
 A quasi-identifier is *numeric* when every present value parses as a finite number (``"28"`` as
 written in a CSV file counts). A class then shows ``"lo-hi"`` (``"20-30"``), or the single value
-(``"28"``); numbers are written in their shortest form. Otherwise it is *categorical*, ordered by
-the values as text, and a class shows the sorted set of its values joined by ``", "`` (``"F, M"``).
+(``"28"``); numbers are written in their shortest form. It is a *date* when it has a datetime dtype
+or every present value is an ISO 8601 date string with a ``-`` (``"2024-03-17"``, ``"2024-03"``):
+ordered in time, a class shows ``"first/last"`` (ISO 8601 interval notation) with the values as
+written. Otherwise it is *categorical*, ordered by the values as text, and a class shows the sorted
+set of its values joined by ``", "`` (``"F, M"``).
 Missing values (NA or a blank string) order after every other value and are written ``"NA"`` in a
 label (``"25-30, NA"``; a class holding only missing values shows ``"NA"``).
 
@@ -33,8 +36,8 @@ if their share is within ``max_suppression``; otherwise :class:`AnonymizationErr
 Speed. Each quasi-identifier is integer-coded once. The partitions of one depth are processed
 together: rows of a partition are contiguous in a permutation array, ranges come from
 ``minimum.reduceat``, medians from one counting sort (or sort) of ``partition * C + code`` keys,
-and a cut is a stable in-place reordering computed with cumulative sums. There is no Python loop per row or per partition,
-only per depth (about ``log2(N / k)``) and per quasi-identifier.
+and a cut is a stable in-place reordering computed with cumulative sums. There is no Python loop
+per row or per partition, only per depth (about ``log2(N / k)``) and per quasi-identifier.
 """
 
 from __future__ import annotations
@@ -49,10 +52,15 @@ from broker.anonymize._values import (
     MISSING_LABEL,
     factorize,
     format_number,
+    parse_dates,
     parse_numbers,
     require_columns,
 )
 from broker.metrics.encoding import encode_column
+
+NUMERIC = "numeric"
+DATE = "date"
+CATEGORICAL = "categorical"
 
 # Categorical label sets are found with per-class bitmasks up to this many categories.
 _BITMASK_CATEGORIES = 256
@@ -98,8 +106,8 @@ class _Dimension:
 
     name: str
     codes: np.ndarray
-    numeric: bool
-    values: np.ndarray  # per non-missing code: float (numeric) or str (categorical)
+    kind: str  # NUMERIC, DATE or CATEGORICAL
+    values: np.ndarray  # per non-missing code: float (numeric) or text as written (date, category)
     has_missing: bool
     position: np.ndarray  # per code, for the normalized range
 
@@ -249,24 +257,31 @@ def _check_suppression(suppressed, rows, max_suppression, k, sensitive, l) -> No
 def _encode_dimension(values: pd.Series, name: str) -> _Dimension:
     codes, uniques, _blank = factorize(values)
     numbers = parse_numbers(uniques, name, strict=False) if len(uniques) else None
+    dates = None if numbers is not None else parse_dates(uniques)
     if numbers is not None:
+        kind = NUMERIC
         distinct, which = np.unique(numbers, return_inverse=True)
+        position = distinct.astype(float)
+    elif dates is not None:
+        kind = DATE
+        nanoseconds, text = dates
+        distinct_ns, first, which = np.unique(nanoseconds, return_index=True, return_inverse=True)
+        distinct = text[first]
+        position = distinct_ns.astype(float)
     else:
+        kind = CATEGORICAL
         text = pd.Series(np.asarray(uniques, dtype=object)).astype(str).to_numpy(dtype=object)
         distinct, which = np.unique(text, return_inverse=True)
         distinct = distinct.astype(object)
+        position = np.arange(len(distinct), dtype=float)
     has_missing = bool((codes < 0).any())
     m = len(distinct)
     which = np.asarray(which, dtype=np.int64).reshape(-1)
     coded = np.where(codes >= 0, which[np.maximum(codes, 0)] if m else 0, m).astype(np.int64)
-    if numbers is not None:
-        position = distinct.astype(float)
-        if has_missing:
-            step = (position[-1] - position[0]) / m if m > 1 else 1.0
-            position = np.append(position, position[-1] + (step or 1.0))
-    else:
-        position = np.arange(m + int(has_missing), dtype=float)
-    return _Dimension(name, coded, numbers is not None, distinct, has_missing, position)
+    if has_missing:
+        step = (position[-1] - position[0]) / (m - 1) if m > 1 else 1.0
+        position = np.append(position, (position[-1] if m else 0.0) + (step or 1.0))
+    return _Dimension(name, coded, kind, distinct, has_missing, position)
 
 
 def mondrian_classes(
@@ -461,7 +476,7 @@ def _apply_cuts(codes, order, part, sizes, split, cut_dim, cut_at):
 
 def _class_labels(dimension: _Dimension, codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Label of every class from its rows' codes (rows grouped by class, classes from starts)."""
-    if dimension.numeric:
+    if dimension.kind != CATEGORICAL:
         return _range_labels(dimension, codes, starts)
     return _set_labels(dimension, codes, starts)
 
@@ -475,10 +490,14 @@ def _range_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
     # Write only the numbers that end a range, once each.
     written = np.full(missing_code + 1, "", dtype=object)
     used = np.unique(np.concatenate((low[numbers], high[numbers])))
-    written[used] = [format_number(value) for value in dimension.values[used]]
+    if dimension.kind == NUMERIC:
+        written[used] = [format_number(value) for value in dimension.values[used]]
+    else:
+        written[used] = dimension.values[used]
     low_text = written[np.where(numbers, low, missing_code)]
     high_text = written[np.maximum(high, 0)]
-    labels = np.where(low == high, low_text, low_text + "-" + high_text)
+    separator = "-" if dimension.kind == NUMERIC else "/"
+    labels = np.where(low == high, low_text, low_text + separator + high_text)
     labels = np.where(numbers, labels, "")
     if dimension.has_missing:
         has_missing = np.maximum.reduceat(missing, starts)

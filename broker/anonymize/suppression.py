@@ -102,6 +102,11 @@ def _row_selection(frame: pd.DataFrame, column: str, rows) -> np.ndarray:
                 f"The row mask for column {column!r} has {array.size} entries for {len(frame)} rows"
             )
         return array
+    if not frame.index.is_unique:
+        raise ValueError(
+            f"The dataset's row labels repeat: give the rows to mask in column {column!r} as a "
+            "boolean mask"
+        )
     positions = frame.index.get_indexer(pd.Index(array))
     if (positions < 0).any():
         unknown = array[positions < 0][0]

@@ -39,6 +39,8 @@ def test_mask_given_rows_by_label_and_by_boolean_mask():
         mask(frame, "a", rows=[40])
     with pytest.raises(ValueError, match="column 'a' has 2 entries for 3 rows"):
         mask(frame, "a", rows=np.array([True, False]))
+    with pytest.raises(ValueError, match="row labels repeat"):
+        mask(frame.set_axis([1, 1, 2]), "a", rows=[1])
 
 
 def test_unknown_columns_are_named():
@@ -84,6 +86,8 @@ def test_numeric_generalization_refuses_booleans_and_infinity():
         generalize_range(pd.DataFrame({"flag": [True, False]}), "flag", 1)
     with pytest.raises(ValueError, match="'x' is not numeric: value 'inf'"):
         generalize_range(pd.DataFrame({"x": ["1", "inf"]}), "x", 1)
+    with pytest.raises(ValueError, match="'d' holds dates or durations, not numbers"):
+        generalize_range(pd.DataFrame({"d": pd.to_datetime(["2024-01-01"])}), "d", 1)
 
 
 def test_bad_parameters():

@@ -87,6 +87,35 @@ def test_integer_and_categorical_dtypes():
     assert set(out["age"]) == {"30-32", "33-35"}
 
 
+def test_dates_become_iso_intervals_as_written():
+    frame = pd.DataFrame(
+        {
+            "admitted": ["2024-03-17", "2024-03-02", "2023-12-31", "2024-01-15", "", "2024-02"],
+            "stamp": pd.to_datetime(
+                ["2024-01-01", "2024-01-02", "2024-02-01", None, "2024-03-01", "2024-03-05"]
+            ),
+        }
+    )
+    out = mondrian(frame, ["admitted"], k=3).frame
+    # In time, not as text: 2023-12-31 < 2024-01-15 < 2024-02 (February 1st), then 2024-03-02 <
+    # 2024-03-17 < missing.
+    assert out["admitted"].tolist() == [
+        "2024-03-02/2024-03-17, NA",
+        "2024-03-02/2024-03-17, NA",
+        "2023-12-31/2024-02",
+        "2023-12-31/2024-02",
+        "2024-03-02/2024-03-17, NA",
+        "2023-12-31/2024-02",
+    ]
+    out = mondrian(frame, ["stamp"], k=2).frame
+    assert sorted(set(out["stamp"])) == ["2024-01-01/2024-02-01", "2024-03-01/2024-03-05, NA"]
+
+
+def test_booleans_are_categories_not_numbers():
+    frame = pd.DataFrame({"flag": [True, False, True, False]})
+    assert set(mondrian(frame, ["flag"], k=4).frame["flag"]) == {"False, True"}
+
+
 def test_fewer_rows_than_k_fails_within_the_suppression_limit():
     frame = read_fixture("patients_original.csv")
     with pytest.raises(AnonymizationError, match="k = 10 needs at least 10 rows"):
