@@ -15,7 +15,8 @@ Strategy (each step recorded as a :class:`Step`, replayable with :func:`apply_st
 
    - a hierarchy given in ``target.hierarchies``: 1, 2, ... levels up (unknown values -> ``"*"``);
    - codes (digit strings of one length, at least 3, such as zip codes): shorter prefixes;
-   - numbers: quantile bins, 1024, 512, ..., 2 of them;
+   - numbers: quantile bins, the largest power of two below the number of distinct values, then
+     half as many, ..., down to 2;
    - ISO 8601 dates: month, then year;
    - code-like text (no blanks, at most 32 characters): shorter prefixes;
    - last resort, always enough: mask the whole column with ``"*"``.
@@ -296,8 +297,9 @@ def plan_remedy(frame: pd.DataFrame, target: Target, method: str = MONDRIAN) -> 
     ------
     ValueError
         A malformed target: a quasi-identifier, sensitive attribute or hierarchy column missing
-        from ``frame`` (named), k or l below 1, t or max_suppression outside [0, 1], a column both
-        quasi-identifier and sensitive, an empty frame, or an unknown method.
+        from ``frame`` (named), k or l below 1, t or max_suppression outside [0, 1], l or t without
+        sensitive attributes, a column both quasi-identifier and sensitive; an empty frame or one
+        whose row labels repeat; an unknown method.
 
     Examples
     --------
@@ -357,6 +359,7 @@ def plan_remedy(frame: pd.DataFrame, target: Target, method: str = MONDRIAN) -> 
 
     k = max(target.k or 1, target.l or 1, 2 if target.t is not None else 1)
     rows = len(work)
+    diverse = target.l is not None and bool(sensitive)
     while True:
         step = Step(
             None,
@@ -364,8 +367,8 @@ def plan_remedy(frame: pd.DataFrame, target: Target, method: str = MONDRIAN) -> 
             {
                 "quasi_identifiers": list(qis),
                 "k": k,
-                "sensitive": list(sensitive) if target.l is not None else [],
-                "l": target.l,
+                "sensitive": list(sensitive) if diverse else [],
+                "l": target.l if diverse else None,
                 "max_suppression": target.max_suppression,
             },
         )
@@ -375,7 +378,7 @@ def plan_remedy(frame: pd.DataFrame, target: Target, method: str = MONDRIAN) -> 
                 qis,
                 k,
                 sensitive=step.parameters["sensitive"],
-                l=target.l,
+                l=step.parameters["l"],
                 max_suppression=target.max_suppression,
             )
         except AnonymizationError as error:
@@ -471,6 +474,10 @@ def _check_target(frame: pd.DataFrame, target: Target, method: str) -> None:
     overlap = [n for n in target.quasi_identifiers if n in target.sensitive]
     if overlap:
         raise ValueError(f"Column {overlap[0]!r} is declared both quasi-identifier and sensitive")
+    if not frame.index.is_unique:
+        raise ValueError(
+            "The dataset's row labels repeat: reset its index (rows are matched by label)"
+        )
     for name, value in (("k", target.k), ("l", target.l)):
         if value is not None and (not isinstance(value, int | np.integer) or value < 1):
             raise ValueError(f"Target {name} must be an integer >= 1, got {value!r}")
@@ -481,6 +488,8 @@ def _check_target(frame: pd.DataFrame, target: Target, method: str) -> None:
     for name, bound in target.max_mmaq_index.items():
         if not (isinstance(bound, int | float) and 0.0 <= bound <= 1.0):
             raise ValueError(f"The mmaq_index bound of column {name!r} must be in [0, 1]")
+    if (target.l is not None or target.t is not None) and not target.sensitive:
+        raise ValueError("Target l and t apply to sensitive attributes, and none is declared")
 
 
 def _generalize_until(work, name, bound, hierarchy):

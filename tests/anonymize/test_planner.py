@@ -243,11 +243,25 @@ def test_dropped_columns_absent_from_the_frame_are_fine():
         (Target(t=1.5), "Target t must be in"),
         (Target(max_suppression=-0.1), "max_suppression"),
         (Target(max_mmaq_index={"age": 2}), "bound of column 'age'"),
+        (Target(quasi_identifiers=("age",), l=2), "l and t apply to sensitive attributes"),
     ],
 )
 def test_malformed_targets(target, message):
     with pytest.raises(ValueError, match=message):
         plan_remedy(generated(20), target)
+
+
+def test_repeated_row_labels_are_refused():
+    frame = generated(20).set_axis([0] * 20)
+    with pytest.raises(ValueError, match="row labels repeat"):
+        plan_remedy(frame, Target(quasi_identifiers=("age",), k=2))
+
+
+def test_a_fine_bound_keeps_fine_bins():
+    frame = pd.DataFrame({"v": [str(i) for i in range(1000)]})
+    remedy = plan_remedy(frame, Target(max_mmaq_index={"v": 0.5}))
+    assert remedy.satisfied
+    assert remedy.steps == (Step("v", "quantile", {"bins": 512}),)
 
 
 def test_unknown_method_and_step():
