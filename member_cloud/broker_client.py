@@ -1,0 +1,309 @@
+"""A typed client of the federal broker's REST API (``/v1``), on ``httpx.Client``.
+
+It is the only module of the member cloud that talks to the broker, and the client your own
+scripts can import::
+
+    from member_cloud.broker_client import BrokerClient, BrokerError
+
+    with BrokerClient("http://127.0.0.1:8000", token="<member API key>") as broker:
+        with open("patients.csv", "rb") as f:
+            decision = broker.send_transfer(
+                f.read(), "patients.csv", destination="fr-research", purpose="research",
+                quasi_identifiers=["Age", "Gender"], sensitive=["Disease"],
+            )
+        print(decision["status"])          # approved, anonymization_required or rejected
+        try:
+            broker.get_transfer("no-such-id")
+        except BrokerError as error:
+            print(error.status, error.detail)   # 404 and the broker's explanation
+
+Answers are the broker's JSON as plain ``dict`` and ``list`` values (see the broker's OpenAPI
+document at ``/openapi.json`` for their fields). A policy that says no is an answer, not an error.
+
+Exception tree::
+
+    BrokerClientError
+    ├── BrokerError          the broker answered with an error status; carries its problem+json
+    └── BrokerUnavailable    no answer: connection refused, DNS failure, timeout, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import IO, Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+USER_AGENT = "fedbroker-member-cloud/0.1"
+
+
+class BrokerClientError(Exception):
+    """Base of every error this client raises."""
+
+
+class BrokerError(BrokerClientError):
+    """The broker answered with an error status (4xx, 5xx).
+
+    ``problem`` is the RFC 9457 body the broker sent (or one built from a non-JSON answer);
+    its fields are also attributes: ``status``, ``type``, ``title``, ``detail``, ``instance``,
+    ``errors``.
+    """
+
+    def __init__(self, status: int, problem: dict[str, Any]):
+        self.status = status
+        self.problem = problem
+        super().__init__(f"{status} {self.title}: {self.detail}")
+
+    @property
+    def type(self) -> str:
+        return str(self.problem.get("type", "about:blank"))
+
+    @property
+    def title(self) -> str:
+        return str(self.problem.get("title", ""))
+
+    @property
+    def detail(self) -> str:
+        return str(self.problem.get("detail", ""))
+
+    @property
+    def instance(self) -> str | None:
+        return self.problem.get("instance")
+
+    @property
+    def errors(self) -> list[dict[str, Any]] | None:
+        return self.problem.get("errors")
+
+
+class BrokerUnavailable(BrokerClientError):
+    """The broker gave no answer: it is down, unreachable, or did not answer in time."""
+
+    def __init__(self, base_url: str, reason: str, *, timed_out: bool = False):
+        self.base_url = base_url
+        self.reason = reason
+        self.timed_out = timed_out
+        super().__init__(f"the broker at {base_url} does not answer: {reason}")
+
+
+def _columns(names: Iterable[str] | None) -> str | None:
+    if names is None:
+        return None
+    if isinstance(names, str):
+        return names
+    return ",".join(names)
+
+
+class BrokerClient:
+    """Calls the broker with a bearer token: a member's API key, or the admin token.
+
+    ``transport`` replaces the network (``httpx.MockTransport`` in tests). Use it as a context
+    manager, or call ``close()``::
+
+        with BrokerClient("http://127.0.0.1:8000", token=admin_token) as broker:
+            member = broker.register_member(
+                "sn-hospital", "Hôpital Principal", "SN", "http://127.0.0.1:8101/inbox"
+            )
+            api_key = member["api_key"]    # shown once
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        timeout: float = 30,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __enter__(self) -> BrokerClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- members ---------------------------------------------------------------------------
+
+    def register_member(
+        self, id: str, name: str, jurisdiction: str, inbox_url: str
+    ) -> dict[str, Any]:
+        """Register a member cloud (admin token). The answer holds ``api_key``, shown once.
+
+        An existing id raises ``BrokerError`` with status 409.
+        """
+        body = {"id": id, "name": name, "jurisdiction": jurisdiction, "inbox_url": inbox_url}
+        return self._request("POST", "/v1/members", json=body)
+
+    def list_members(self) -> list[dict[str, Any]]:
+        """Service discovery: every member cloud, with its jurisdiction and inbox URL."""
+        return self._request("GET", "/v1/members")
+
+    def get_member(self, member_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/v1/members/{_segment(member_id)}")
+
+    # --- F-SLA policies --------------------------------------------------------------------
+
+    def list_policies(self) -> list[dict[str, Any]]:
+        """The current version of every jurisdiction's F-SLA record."""
+        return self._request("GET", "/v1/policies")
+
+    def get_policy(self, jurisdiction: str, version: int | None = None) -> dict[str, Any]:
+        """The current F-SLA record of a jurisdiction, or one of its versions."""
+        path = f"/v1/policies/{_segment(jurisdiction)}"
+        if version is not None:
+            path += f"/versions/{int(version)}"
+        return self._request("GET", path)
+
+    # --- transfers -------------------------------------------------------------------------
+
+    def send_transfer(
+        self,
+        data: bytes | IO[bytes],
+        filename: str,
+        destination: str,
+        purpose: str,
+        quasi_identifiers: Sequence[str] | None = None,
+        sensitive: Sequence[str] | None = None,
+        anonymize: Literal["none", "auto"] = "none",
+        dry_run: bool = False,
+        idempotency_key: str | None = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the broker to send a dataset to another member (member API key); its decision.
+
+        ``quasi_identifiers=None`` lets the broker infer them. With ``idempotency_key`` a retry
+        of the same request replays the first decision instead of making a second transfer.
+
+        ::
+
+            decision = broker.send_transfer(
+                csv_bytes, "patients.csv", "fr-research", "research",
+                quasi_identifiers=["Age", "Gender"], sensitive=["Disease"], anonymize="auto",
+            )
+            decision["status"], decision["rules"], decision["remedy"]
+        """
+        form: dict[str, str] = {
+            "destination": destination,
+            "purpose": purpose,
+            "anonymize": anonymize,
+            "dry_run": "true" if dry_run else "false",
+        }
+        if (qi := _columns(quasi_identifiers)) is not None:
+            form["quasi_identifiers"] = qi
+        if (sens := _columns(sensitive)) is not None:
+            form["sensitive"] = sens
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        file = (filename, data, content_type or "application/octet-stream")
+        return self._request(
+            "POST", "/v1/transfers", data=form, files={"file": file}, headers=headers
+        )
+
+    def get_transfer(self, transfer_id: str) -> dict[str, Any]:
+        """One transfer the caller sent or received: decision, rules, delivery state."""
+        return self._request("GET", f"/v1/transfers/{_segment(transfer_id)}")
+
+    def list_transfers(
+        self,
+        status: Literal["approved", "anonymization_required", "rejected"] | None = None,
+        offset: int = 0,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """A page of the caller's transfers, newest first: ``items``, ``total``, ``offset``,
+        ``limit``."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if status is not None:
+            params["status"] = status
+        return self._request("GET", "/v1/transfers", params=params)
+
+    # --- measurement -----------------------------------------------------------------------
+
+    def analyze(
+        self,
+        data: bytes | IO[bytes],
+        filename: str,
+        quasi_identifiers: Sequence[str] | None = None,
+        sensitive: Sequence[str] | None = None,
+        combinations: int = 3,
+        alpha: float | None = None,
+        beta: float | None = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Measure a dataset (Mmaq, k, l, t, risk) without any policy; nothing is stored."""
+        form: dict[str, str] = {"combinations": str(combinations)}
+        if (qi := _columns(quasi_identifiers)) is not None:
+            form["quasi_identifiers"] = qi
+        if (sens := _columns(sensitive)) is not None:
+            form["sensitive"] = sens
+        if alpha is not None:
+            form["alpha"] = str(alpha)
+        if beta is not None:
+            form["beta"] = str(beta)
+        file = (filename, data, content_type or "application/octet-stream")
+        return self._request("POST", "/v1/analyze", data=form, files={"file": file})
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as error:
+            raise BrokerUnavailable(
+                self.base_url,
+                f"no answer within the timeout ({type(error).__name__})",
+                timed_out=True,
+            ) from error
+        except httpx.TransportError as error:
+            raise BrokerUnavailable(
+                self.base_url, f"{type(error).__name__}: {error}".rstrip(": ")
+            ) from error
+        if response.is_error:
+            raise BrokerError(response.status_code, _problem_of(response))
+        try:
+            return response.json()
+        except ValueError as error:
+            raise BrokerError(
+                502,
+                {
+                    "type": "about:blank",
+                    "title": "Unreadable answer",
+                    "status": 502,
+                    "detail": f"the broker answered {method} {path} with "
+                    f"{response.status_code} but no JSON body",
+                },
+            ) from error
+
+
+def _segment(value: str) -> str:
+    """Quote one path segment so an id can never change the path."""
+    return quote(value, safe="")
+
+
+def _problem_of(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        body.setdefault("status", response.status_code)
+        return body
+    return {
+        "type": "about:blank",
+        "title": response.reason_phrase or "Error",
+        "status": response.status_code,
+        "detail": response.text[:500],
+    }
