@@ -1,0 +1,47 @@
+"""``python -m member_cloud``: start one member cloud, configured by ``MEMBER_*`` variables.
+
+A bad or missing variable prints one line and exits with status 2; a start that fails (the
+broker refuses the registration, or does not answer) logs one line and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+from pydantic import ValidationError
+
+
+def main() -> int:
+    from member_cloud.config import MemberSettings, describe_error
+
+    try:
+        settings = MemberSettings()
+    except ValidationError as error:
+        print(f"member_cloud: {describe_error(error)}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
+    from member_cloud.main import create_app
+
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config["loggers"]["member_cloud"] = {
+        "handlers": ["default"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    config = uvicorn.Config(
+        create_app(settings), host=settings.host, port=settings.port, log_config=log_config
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits this way when the start fails; it logged why
+        return 1
+    return 0 if server.started else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Member cloud settings, read from the environment (prefix ``MEMBER_``) by pydantic-settings.
+
+Credentials at the broker, in the order they are looked for:
+
+1. ``MEMBER_API_KEY``: the key the broker issued for this member; used as is.
+2. The key file (``MEMBER_API_KEY_FILE``, default ``<data_dir>/broker_api_key``) written when the
+   member registered itself on an earlier start.
+3. ``MEMBER_ADMIN_TOKEN``: the member registers itself at start and writes the key file, so a
+   restart needs neither the admin token nor a new registration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "MEMBER_"
+KEY_FILE_NAME = "broker_api_key"
+
+
+class MemberSettings(BaseSettings):
+    """Everything an operator can set; tests build their own instance and pass it to create_app."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", env_ignore_empty=True)
+
+    id: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{1,62}$",
+        description="Member id at the broker: lower-case letters, digits and dashes",
+        examples=["sn-hospital"],
+    )
+    name: str | None = Field(
+        None, min_length=1, max_length=200, description="Display name (default: the id)"
+    )
+    jurisdiction: str = Field(
+        pattern=r"^[A-Z][A-Z0-9]{1,9}$",
+        description="Jurisdiction code with an F-SLA record at the broker",
+        examples=["SN"],
+    )
+    host: str = Field("127.0.0.1", description="Address to listen on")
+    port: int = Field(8100, ge=1, le=65535)
+    public_url: AnyHttpUrl | None = Field(
+        None,
+        description="Where the broker reaches this member (default http://{host}:{port}); "
+        "the inbox URL registered with the broker is public_url + '/inbox'",
+    )
+    broker_url: AnyHttpUrl = Field(AnyHttpUrl("http://127.0.0.1:8000"))
+    api_key: SecretStr | None = Field(None, min_length=1, description="Key issued by the broker")
+    admin_token: SecretStr | None = Field(
+        None, min_length=1, description="Federation admin token, to register at start"
+    )
+    data_dir: Path | None = Field(None, description="Default: data/member-<id>")
+    api_key_file: Path | None = Field(
+        None,
+        description=f"Where a self-registered key is kept (default <data_dir>/{KEY_FILE_NAME})",
+    )
+    max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    signature_tolerance_seconds: int = Field(
+        300, gt=0, description="Largest clock difference accepted on a delivery's timestamp"
+    )
+    broker_timeout_seconds: float = Field(30.0, gt=0)
+    start_attempts: int = Field(
+        5, ge=1, description="Tries to reach the broker at start before giving up"
+    )
+    start_backoff_seconds: float = Field(
+        0.5, ge=0, description="First wait between tries; doubles each time"
+    )
+
+    @model_validator(mode="after")
+    def _defaults_and_credentials(self) -> MemberSettings:
+        if self.name is None:
+            self.name = self.id
+        if self.data_dir is None:
+            self.data_dir = Path("data") / f"member-{self.id}"
+        if self.api_key_file is None:
+            self.api_key_file = self.data_dir / KEY_FILE_NAME
+        if self.api_key is None and self.admin_token is None and not self.api_key_file.exists():
+            raise ValueError(
+                "set MEMBER_API_KEY (the key the broker issued for this member) or "
+                "MEMBER_ADMIN_TOKEN (to register this member at start)"
+            )
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """This member's public address, without a trailing slash."""
+        if self.public_url is not None:
+            return str(self.public_url).rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def inbox_url(self) -> str:
+        """The URL registered with the broker, where it delivers approved transfers."""
+        return f"{self.base_url}/inbox"
+
+    @property
+    def broker_base_url(self) -> str:
+        return str(self.broker_url).rstrip("/")
+
+
+def describe_error(error: ValidationError) -> str:
+    """One line naming each bad or missing variable, for ``python -m member_cloud``."""
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"])
+        if not field:
+            parts.append(str(item.get("ctx", {}).get("error", item["msg"])))
+        elif item["type"] == "missing":
+            parts.append(f"{ENV_PREFIX}{field.upper()} is not set")
+        else:
+            parts.append(f"{ENV_PREFIX}{field.upper()}: {item['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,145 @@
+"""Accept a delivery from the broker: check that the broker signed it, then store it once.
+
+The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with these headers:
+
+===========================  ===============================================================
+``X-Fedbroker-Transfer``     transfer id (also ``Idempotency-Key``)
+``X-Fedbroker-Source``       source member id
+``X-Fedbroker-Purpose``      purpose of the transfer
+``X-Fedbroker-Decision``     the decision's status, e.g. ``approved``
+``X-Fedbroker-Filename``     original or anonymized file name, may be empty
+``X-Fedbroker-Sha256``       hex SHA-256 of the body
+``X-Fedbroker-Anonymized``   ``true`` or ``false``
+``X-Fedbroker-Timestamp``    unix seconds when the broker signed
+``X-Fedbroker-Signature``    ``v1=<hex>``
+===========================  ===============================================================
+
+The signature is HMAC-SHA256 over ``f"{timestamp}.{transfer_id}.".encode() + body``, keyed with
+the SHA-256 digest of this member's API key (the broker keeps only that digest). A missing or
+wrong signature, or a timestamp further than the tolerance from our clock, is 401; a body that
+does not match its checksum is 400. Several comma-separated ``v1=`` values are accepted (any one
+matching suffices), so the broker could sign with two keys while one is being rotated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import time
+
+from pydantic import BaseModel, Field
+
+from member_cloud.errors import BadRequest, ChecksumMismatch, NotAuthenticated
+from member_cloud.storage import Delivery, Inbox, check_name
+
+SCHEME = "v1"
+
+
+class DeliveryHeaders(BaseModel):
+    """The headers of a delivery, as FastAPI reads them (``x_fedbroker_source`` is
+    ``X-Fedbroker-Source``). All are optional here so that the checks run in a fixed order."""
+
+    content_type: str | None = Field(None, description="The payload's media type")
+    idempotency_key: str | None = Field(None, description="Equal to the transfer id")
+    x_fedbroker_transfer: str | None = Field(None, description="Transfer id (required)")
+    x_fedbroker_source: str | None = Field(None, description="Source member id (required)")
+    x_fedbroker_purpose: str | None = Field(None, description="Purpose (required)")
+    x_fedbroker_decision: str | None = Field(None, description="e.g. approved (required)")
+    x_fedbroker_filename: str | None = Field(None, description="File name, may be empty")
+    x_fedbroker_sha256: str | None = Field(None, description="Hex SHA-256 of the body (required)")
+    x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
+    x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
+    x_fedbroker_signature: str | None = Field(None, description="v1=<hex> (required)")
+
+
+def key_digest(api_key: str) -> bytes:
+    """The HMAC key: SHA-256 digest of the member's API key (UTF-8)."""
+    return hashlib.sha256(api_key.encode()).digest()
+
+
+def sign(digest: bytes, timestamp: int, transfer_id: str, body: bytes) -> str:
+    """The ``X-Fedbroker-Signature`` value the broker sends for this delivery."""
+    message = f"{timestamp}.{transfer_id}.".encode() + body
+    return f"{SCHEME}={hmac.new(digest, message, hashlib.sha256).hexdigest()}"
+
+
+def verify_signature(
+    digest: bytes,
+    headers: DeliveryHeaders,
+    body: bytes,
+    tolerance_seconds: int,
+    now: float | None = None,
+) -> str:
+    """Check the signature and the timestamp; returns the transfer id."""
+    if not headers.x_fedbroker_signature or not headers.x_fedbroker_timestamp:
+        raise NotAuthenticated(
+            "A delivery must carry X-Fedbroker-Timestamp and X-Fedbroker-Signature: "
+            "only the broker may post to this inbox"
+        )
+    transfer_id = headers.x_fedbroker_transfer
+    if not transfer_id:
+        raise BadRequest("X-Fedbroker-Transfer is missing")
+    if not re.fullmatch(r"[0-9]{1,12}", headers.x_fedbroker_timestamp):
+        raise NotAuthenticated("X-Fedbroker-Timestamp is not a whole number of seconds")
+    timestamp = int(headers.x_fedbroker_timestamp)
+    skew = abs((time.time() if now is None else now) - timestamp)
+    if skew > tolerance_seconds:
+        raise NotAuthenticated(
+            f"X-Fedbroker-Timestamp is {skew:.0f} s away from this member's clock "
+            f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
+        )
+    expected = sign(digest, timestamp, transfer_id, body)
+    offered = [part.strip() for part in headers.x_fedbroker_signature.split(",")]
+    # compare against every offered value, so the time taken does not depend on which matched
+    matched = [hmac.compare_digest(expected.encode(), value.encode()) for value in offered]
+    if not any(matched):
+        raise NotAuthenticated(
+            "X-Fedbroker-Signature does not match: the delivery is not signed with this "
+            "member's key"
+        )
+    return transfer_id
+
+
+def accept(
+    inbox: Inbox,
+    digest: bytes,
+    headers: DeliveryHeaders,
+    body: bytes,
+    tolerance_seconds: int,
+    now: float | None = None,
+) -> tuple[str, bool]:
+    """Verify and store one delivery; returns (transfer id, stored now)."""
+    transfer_id = verify_signature(digest, headers, body, tolerance_seconds, now)
+    check_name(transfer_id, "Transfer id")
+    if headers.idempotency_key and headers.idempotency_key != transfer_id:
+        raise BadRequest("Idempotency-Key differs from X-Fedbroker-Transfer")
+    required = {
+        "X-Fedbroker-Source": headers.x_fedbroker_source,
+        "X-Fedbroker-Purpose": headers.x_fedbroker_purpose,
+        "X-Fedbroker-Decision": headers.x_fedbroker_decision,
+        "X-Fedbroker-Sha256": headers.x_fedbroker_sha256,
+        "X-Fedbroker-Anonymized": headers.x_fedbroker_anonymized,
+    }
+    if missing := [name for name, value in required.items() if not value]:
+        raise BadRequest(f"Missing header(s): {', '.join(missing)}")
+    anonymized = (headers.x_fedbroker_anonymized or "").lower()
+    if anonymized not in ("true", "false"):
+        raise BadRequest("X-Fedbroker-Anonymized must be 'true' or 'false'")
+    declared = (headers.x_fedbroker_sha256 or "").lower()
+    actual = hashlib.sha256(body).hexdigest()
+    if not hmac.compare_digest(declared.encode(), actual.encode()):
+        raise ChecksumMismatch(
+            f"X-Fedbroker-Sha256 says {declared} but the {len(body):,}-byte body hashes to {actual}"
+        )
+    delivery = Delivery(
+        transfer_id=transfer_id,
+        source=headers.x_fedbroker_source or "",
+        purpose=headers.x_fedbroker_purpose or "",
+        decision=headers.x_fedbroker_decision or "",
+        filename=headers.x_fedbroker_filename or "",
+        sha256=actual,
+        anonymized=anonymized == "true",
+        content_type=headers.content_type or "application/octet-stream",
+    )
+    return transfer_id, inbox.store(delivery, body)

@@ -1,0 +1,112 @@
+"""The member cloud's FastAPI application: ``create_app(settings)``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from anyio import to_thread
+from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from member_cloud.broker_client import BrokerClient
+from member_cloud.config import MemberSettings
+from member_cloud.credentials import StartupError, resolve_api_key
+from member_cloud.delivery import key_digest
+from member_cloud.errors import DeclaredOversizeAsProblem, install_handlers
+from member_cloud.routes import datasets, health, inbox, transfers
+from member_cloud.storage import DatasetStore, Inbox
+
+log = logging.getLogger("member_cloud")
+
+DESCRIPTION = """
+A simulated member cloud of a fedbroker federation: it keeps local datasets, asks the federal
+broker to send one to another member (the broker answers with its decision), and receives
+approved transfers from the broker in its inbox (signed deliveries, each stored once).
+
+Errors are RFC 9457 `application/problem+json`; problems the broker answers are passed through.
+"""
+
+
+class OneLineStartupFailure:
+    """Report a ``StartupError`` from the lifespan as its one-line message, not a traceback
+    (the server logs the message it receives with ``lifespan.startup.failed``)."""
+
+    def __init__(self, app: ASGIApp, fastapi_app: FastAPI):
+        self.app = app
+        self.fastapi_app = fastapi_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_message(message: Message) -> None:
+            error = getattr(self.fastapi_app.state, "startup_error", None)
+            if message["type"] == "lifespan.startup.failed" and error is not None:
+                message = {**message, "message": f"member cloud cannot start: {error}"}
+            await send(message)
+
+        await self.app(scope, receive, send_message)
+
+
+def _start(app: FastAPI, settings: MemberSettings) -> str:
+    """Create the data folders, then find or obtain the key at the broker."""
+    try:
+        app.state.datasets.prepare()
+        app.state.inbox.prepare()
+    except OSError as error:
+        raise StartupError(f"cannot create the data folder {settings.data_dir}: {error}") from None
+    return resolve_api_key(settings)
+
+
+def create_app(settings: MemberSettings) -> FastAPI:
+    """The member cloud app. Its lifespan finds or obtains the key at the broker
+    (``member_cloud.credentials``) before the first request is served."""
+    assert settings.data_dir is not None  # filled in by MemberSettings
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            api_key = await to_thread.run_sync(_start, app, settings)
+        except StartupError as error:
+            app.state.startup_error = error
+            raise
+        app.state.key_digest = key_digest(api_key)
+        app.state.broker = BrokerClient(
+            settings.broker_base_url, api_key, timeout=settings.broker_timeout_seconds
+        )
+        log.info(
+            "member %s (%s) ready: inbox %s, broker %s, data in %s",
+            settings.id,
+            settings.jurisdiction,
+            settings.inbox_url,
+            settings.broker_base_url,
+            settings.data_dir,
+        )
+        try:
+            yield
+        finally:
+            app.state.broker.close()
+
+    app = FastAPIOffline(
+        title=f"fedbroker member cloud {settings.id}",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        max_body_size=settings.max_upload_bytes,
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.datasets = DatasetStore(settings.data_dir / "datasets")
+    app.state.inbox = Inbox(settings.data_dir / "inbox")
+    install_handlers(app)
+    build_stack = app.build_middleware_stack
+    app.build_middleware_stack = lambda: OneLineStartupFailure(  # type: ignore[method-assign]
+        DeclaredOversizeAsProblem(build_stack(), settings.max_upload_bytes), app
+    )
+    for router in (health, datasets, transfers, inbox):
+        app.include_router(router)
+    return app

@@ -1,0 +1,255 @@
+"""The member cloud's routes: its datasets, its requests to the broker, and its inbox."""
+
+from __future__ import annotations
+
+import mimetypes
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
+from fastapi.responses import FileResponse, JSONResponse
+
+from member_cloud import delivery
+from member_cloud.broker_client import BrokerClient, BrokerError, BrokerUnavailable
+from member_cloud.config import MemberSettings
+from member_cloud.delivery import DeliveryHeaders
+from member_cloud.errors import PROBLEM_MEDIA_TYPE, BrokerUnreachable, InvalidName, responses
+from member_cloud.schemas import (
+    DatasetRead,
+    DeliveryReceipt,
+    InboxEntry,
+    MemberInfo,
+    TransferCreate,
+)
+from member_cloud.storage import NAME_RULE, DatasetInfo, DatasetStore, Inbox
+
+mimetypes.add_type("application/vnd.apache.parquet", ".parquet")
+
+
+def _settings(request: Request) -> MemberSettings:
+    return request.app.state.settings
+
+
+def _datasets(request: Request) -> DatasetStore:
+    return request.app.state.datasets
+
+
+def _inbox(request: Request) -> Inbox:
+    return request.app.state.inbox
+
+
+def _broker(request: Request) -> BrokerClient:
+    return request.app.state.broker
+
+
+def _key_digest(request: Request) -> bytes:
+    return request.app.state.key_digest
+
+
+async def _raw_body(request: Request) -> bytes:
+    return await request.body()
+
+
+SettingsDep = Annotated[MemberSettings, Depends(_settings)]
+DatasetsDep = Annotated[DatasetStore, Depends(_datasets)]
+InboxDep = Annotated[Inbox, Depends(_inbox)]
+BrokerDep = Annotated[BrokerClient, Depends(_broker)]
+DatasetName = Annotated[str, Path(max_length=128, description=f"Dataset name: {NAME_RULE}")]
+TransferId = Annotated[str, Path(max_length=128)]
+
+
+def media_type(filename: str) -> str:
+    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+
+
+def dataset_read(info: DatasetInfo) -> DatasetRead:
+    return DatasetRead(
+        name=info.name, size_bytes=info.size_bytes, sha256=info.sha256, modified_at=info.modified_at
+    )
+
+
+health = APIRouter(tags=["Member"])
+
+
+@health.get("/livez", summary="The process answers")
+def livez() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@health.get("/", response_model=MemberInfo, summary="Who this member cloud is")
+def whoami(settings: SettingsDep) -> MemberInfo:
+    return MemberInfo(
+        id=settings.id,
+        name=settings.name or settings.id,
+        jurisdiction=settings.jurisdiction,
+        inbox_url=settings.inbox_url,
+        broker_url=settings.broker_base_url,
+    )
+
+
+datasets = APIRouter(prefix="/datasets", tags=["Datasets"])
+
+
+@datasets.get("", response_model=list[DatasetRead], summary="This member's datasets, by name")
+def list_datasets(store: DatasetsDep) -> list[DatasetRead]:
+    return [dataset_read(info) for info in store.list()]
+
+
+@datasets.post(
+    "",
+    status_code=201,
+    response_model=DatasetRead,
+    responses={200: {"description": "Replaced an existing dataset"}, **responses(409, 413, 422)},
+    summary="Upload a dataset (201; 200 when replace=true replaced one)",
+)
+def upload_dataset(
+    store: DatasetsDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+    name: Annotated[
+        str | None,
+        Form(description=f"Name to store it under (default: the file's name): {NAME_RULE}"),
+    ] = None,
+    replace: Annotated[bool, Form(description="Overwrite a dataset of the same name")] = False,
+) -> DatasetRead:
+    name = name or file.filename
+    if not name:
+        raise InvalidName("Give the dataset a name: the 'name' field or the file's name")
+    created = store.save(name, file.file, replace=replace)
+    response.status_code = 201 if created else 200
+    response.headers["Location"] = f"/datasets/{name}"
+    return dataset_read(store.info(name))
+
+
+@datasets.get(
+    "/{name}",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/octet-stream": {}}}, **responses(404, 422)},
+    summary="The dataset's bytes",
+)
+def get_dataset(name: DatasetName, store: DatasetsDep) -> FileResponse:
+    return FileResponse(store.path(name), media_type=media_type(name))
+
+
+@datasets.delete(
+    "/{name}", status_code=204, responses=responses(404, 422), summary="Delete a dataset"
+)
+def delete_dataset(name: DatasetName, store: DatasetsDep) -> Response:
+    store.delete(name)
+    return Response(status_code=204)
+
+
+transfers = APIRouter(prefix="/transfers", tags=["Transfers"])
+
+
+@transfers.post(
+    "",
+    responses={
+        200: {"description": "The broker's decision (its TransferRead), as it answered"},
+        **responses(400, 401, 403, 404, 409, 413, 422, 502),
+    },
+    summary="Ask the broker to send a local dataset to another member",
+    description="Uploads the dataset to the broker (`POST /v1/transfers`) and answers the "
+    "broker's decision as is: `approved` (the broker delivers it to the destination's inbox), "
+    "`anonymization_required` or `rejected`. An error the broker answers is passed through "
+    "with its status and problem+json body; an unknown local dataset is 404; a broker that "
+    "does not answer is 502.",
+)
+def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep) -> JSONResponse:
+    try:
+        with store.open(body.dataset) as data:
+            answer = broker.send_transfer(
+                data,
+                body.dataset,
+                destination=body.destination,
+                purpose=body.purpose,
+                quasi_identifiers=body.quasi_identifiers,
+                sensitive=body.sensitive,
+                anonymize=body.anonymize,
+                dry_run=body.dry_run,
+                idempotency_key=body.idempotency_key,
+                content_type=media_type(body.dataset),
+            )
+    except BrokerError as error:
+        return JSONResponse(error.problem, status_code=error.status, media_type=PROBLEM_MEDIA_TYPE)
+    except BrokerUnavailable as error:
+        if error.timed_out:
+            raise BrokerUnreachable(
+                f"The broker at {error.base_url} did not answer in time; it may still have "
+                "recorded the transfer: send it again with the same idempotency_key"
+            ) from None
+        raise BrokerUnreachable(
+            f"The broker at {error.base_url} does not answer: {error.reason}"
+        ) from None
+    return JSONResponse(answer)
+
+
+inbox = APIRouter(prefix="/inbox", tags=["Inbox"])
+
+
+@inbox.post(
+    "",
+    status_code=201,
+    response_model=DeliveryReceipt,
+    responses={
+        200: {"model": DeliveryReceipt, "description": "Already received: nothing stored"},
+        **responses(400, 401, 409, 413, 422),
+    },
+    summary="Delivery of an approved transfer (the broker only, signed)",
+    description="The body is the dataset's bytes. The broker signs each delivery "
+    "(`X-Fedbroker-Signature`, see the headers below); a missing or wrong signature, or a "
+    "timestamp more than the tolerance (300 s) away, is 401; a body that does not match "
+    "`X-Fedbroker-Sha256` is 400. The first delivery of a transfer answers 201 `received`; "
+    "the same one again answers 200 `already_received` and stores nothing; the same transfer "
+    "id with other bytes is 409.",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+def receive_delivery(
+    headers: Annotated[DeliveryHeaders, Header()],
+    body: Annotated[bytes, Depends(_raw_body)],
+    store: InboxDep,
+    settings: SettingsDep,
+    key_digest: Annotated[bytes, Depends(_key_digest)],
+    response: Response,
+) -> DeliveryReceipt:
+    transfer_id, stored = delivery.accept(
+        store, key_digest, headers, body, settings.signature_tolerance_seconds, time.time()
+    )
+    if not stored:
+        response.status_code = 200
+    return DeliveryReceipt(
+        status="received" if stored else "already_received", transfer_id=transfer_id
+    )
+
+
+@inbox.get("", response_model=list[InboxEntry], summary="What arrived, newest first")
+def list_inbox(store: InboxDep) -> list[InboxEntry]:
+    return [InboxEntry.model_validate(meta) for meta in store.list()]
+
+
+@inbox.get(
+    "/{transfer_id}",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/octet-stream": {}}}, **responses(404, 422)},
+    summary="The delivered bytes, with the type they were delivered with",
+)
+def get_delivery(transfer_id: TransferId, store: InboxDep) -> FileResponse:
+    meta = store.meta(transfer_id)
+    response = FileResponse(store.data_path(transfer_id), filename=meta["filename"] or None)
+    response.headers["Content-Type"] = meta["content_type"]  # as delivered: no charset added
+    return response
+
+
+@inbox.get(
+    "/{transfer_id}/meta",
+    response_model=InboxEntry,
+    responses=responses(404, 422),
+    summary="Who sent a delivery, why, its checksum and when it arrived",
+)
+def get_delivery_meta(transfer_id: TransferId, store: InboxDep) -> InboxEntry:
+    return InboxEntry.model_validate(store.meta(transfer_id))

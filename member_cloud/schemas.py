@@ -1,0 +1,70 @@
+"""API schemas of the member cloud: inputs forbid unknown fields."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MemberInfo(BaseModel):
+    id: str = Field(examples=["sn-hospital"])
+    name: str
+    jurisdiction: str = Field(examples=["SN"])
+    inbox_url: str = Field(description="Where the broker delivers approved transfers")
+    broker_url: str
+
+
+class DatasetRead(BaseModel):
+    name: str = Field(examples=["patients.csv"])
+    size_bytes: int
+    sha256: str
+    modified_at: datetime
+
+
+class TransferCreate(BaseModel):
+    """Ask the broker to send one of this member's datasets to another member."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Name of a local dataset", examples=["patients.csv"])
+    destination: str = Field(
+        min_length=1, max_length=64, description="Destination member id", examples=["fr-research"]
+    )
+    purpose: str = Field(min_length=1, max_length=200, examples=["research"])
+    quasi_identifiers: list[str] | None = Field(
+        None,
+        description="Column names; null lets the broker infer them",
+        examples=[["Age", "Gender"]],
+    )
+    sensitive: list[str] | None = Field(None, examples=[["Disease"]])
+    anonymize: Literal["none", "auto"] = Field(
+        "none",
+        description="`auto`: where both policies allow it, the broker anonymizes the data and "
+        "forwards only the compliant result",
+    )
+    dry_run: bool = Field(False, description="Evaluate only: the broker stores and sends nothing")
+    idempotency_key: str | None = Field(
+        None,
+        max_length=200,
+        description="Sending the same request again with the same key replays the first decision",
+    )
+
+
+class DeliveryReceipt(BaseModel):
+    status: Literal["received", "already_received"]
+    transfer_id: str
+
+
+class InboxEntry(BaseModel):
+    transfer_id: str
+    source: str = Field(description="Source member id")
+    purpose: str
+    decision: str = Field(examples=["approved"])
+    filename: str = Field(description="Original or anonymized file name; may be empty")
+    sha256: str
+    anonymized: bool
+    content_type: str
+    size_bytes: int
+    received_at: datetime

@@ -1,0 +1,238 @@
+"""The member cloud's files: its local datasets and its inbox, under ``data_dir``.
+
+::
+
+    <data_dir>/datasets/<name>                 one file per dataset, as uploaded
+    <data_dir>/inbox/<transfer_id>/data        the delivered bytes
+    <data_dir>/inbox/<transfer_id>/meta.json   who sent it, why, its checksum, when it arrived
+
+Folders are 0700 and files 0600 (the data may be personal). Every file is written atomically:
+a temporary file in the same folder, fsync, ``os.replace``, then an fsync of the folder. An
+inbox entry is complete once its ``meta.json`` exists (written last); an entry without one (a
+crash in between) is invisible and a redelivery overwrites it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from contextlib import suppress
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from member_cloud.errors import Conflict, InvalidName, NotFound
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+NAME_RULE = (
+    "1 to 128 characters among letters, digits, '.', '_' and '-', starting with a letter or a "
+    "digit, without '..'"
+)
+_CHUNK = 1024 * 1024
+
+
+def check_name(name: str, what: str = "Dataset name") -> str:
+    """A name safe to use as one file name: no separator, no '..', no leading dot."""
+    if not NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise InvalidName(f"{what} {name!r} is not allowed: use {NAME_RULE}")
+    return name
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, source: bytes | IO[bytes], mode: int = 0o600) -> tuple[int, str]:
+    """Write ``source`` to ``path`` atomically; returns (size, sha256 hex) of what was written."""
+    digest, size = hashlib.sha256(), 0
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if isinstance(source, bytes | bytearray | memoryview):
+                out.write(source)
+                digest.update(source)
+                size = len(source)
+            else:
+                while chunk := source.read(_CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+    return size, digest.hexdigest()
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while chunk := source.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    size_bytes: int
+    sha256: str
+    modified_at: datetime
+
+
+class DatasetStore:
+    """The member's local datasets: one file each in ``root``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock = threading.Lock()
+        self._hashes: dict[str, tuple[int, int, str]] = {}  # name -> (mtime_ns, size, sha256)
+
+    def prepare(self) -> None:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def path(self, name: str) -> Path:
+        """The file of an existing dataset (``NotFound`` otherwise)."""
+        path = self.root / check_name(name)
+        if not path.is_file():
+            raise NotFound(f"No dataset named {name!r} in this member cloud")
+        return path
+
+    def open(self, name: str) -> IO[bytes]:
+        return self.path(name).open("rb")
+
+    def info(self, name: str) -> DatasetInfo:
+        path = self.path(name)
+        stat = path.stat()
+        with self._lock:
+            cached = self._hashes.get(name)
+        if cached and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+            sha256 = cached[2]
+        else:
+            sha256 = _sha256_of(path)
+            with self._lock:
+                self._hashes[name] = (stat.st_mtime_ns, stat.st_size, sha256)
+        return DatasetInfo(name, stat.st_size, sha256, datetime.fromtimestamp(stat.st_mtime, UTC))
+
+    def list(self) -> list[DatasetInfo]:
+        """Every dataset, by name."""
+        names = sorted(
+            p.name for p in self.root.iterdir() if p.is_file() and NAME_PATTERN.fullmatch(p.name)
+        )
+        infos = []
+        for name in names:
+            with suppress(NotFound):  # deleted meanwhile
+                infos.append(self.info(name))
+        return infos
+
+    def save(self, name: str, source: bytes | IO[bytes], replace: bool = False) -> bool:
+        """Store a dataset; True when it is new, False when it replaced one (``replace``)."""
+        path = self.root / check_name(name)
+        with self._lock:
+            existed = path.exists()
+            if existed and not replace:
+                raise Conflict(
+                    f"A dataset named {name!r} exists: send replace=true to overwrite it"
+                )
+            atomic_write(path, source)
+            self._hashes.pop(name, None)
+        return not existed
+
+    def delete(self, name: str) -> None:
+        path = self.path(name)
+        with self._lock:
+            path.unlink(missing_ok=True)
+            self._hashes.pop(name, None)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the broker says about a delivered transfer (its ``X-Fedbroker-*`` headers)."""
+
+    transfer_id: str
+    source: str
+    purpose: str
+    decision: str
+    filename: str
+    sha256: str
+    anonymized: bool
+    content_type: str
+
+
+class Inbox:
+    """Deliveries received from the broker, one folder per transfer id, each stored once."""
+
+    DATA, META = "data", "meta.json"
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def store(self, delivery: Delivery, body: bytes) -> bool:
+        """Store a delivery; True when stored now, False when the same bytes were already here.
+
+        The same transfer id with other bytes is a ``Conflict``: nothing is overwritten.
+        """
+        entry = self.root / check_name(delivery.transfer_id, "Transfer id")
+        with self._lock:
+            existing = self._read_meta(entry)
+            if existing is not None:
+                if existing["sha256"] == delivery.sha256:
+                    return False
+                raise Conflict(
+                    f"Transfer {delivery.transfer_id!r} was already received with other "
+                    f"content (sha256 {existing['sha256']}); the new delivery was refused"
+                )
+            entry.mkdir(mode=0o700, exist_ok=True)
+            _fsync_dir(self.root)
+            size, _ = atomic_write(entry / self.DATA, body)
+            meta = {**asdict(delivery), "size_bytes": size, "received_at": _now()}
+            atomic_write(entry / self.META, json.dumps(meta, indent=2).encode())
+        return True
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every complete entry, newest first."""
+        entries = [
+            meta
+            for entry in self.root.iterdir()
+            if entry.is_dir() and (meta := self._read_meta(entry)) is not None
+        ]
+        entries.sort(key=lambda m: (m["received_at"], m["transfer_id"]), reverse=True)
+        return entries
+
+    def meta(self, transfer_id: str) -> dict[str, Any]:
+        meta = self._read_meta(self.root / check_name(transfer_id, "Transfer id"))
+        if meta is None:
+            raise NotFound(f"No delivery of transfer {transfer_id!r} in the inbox")
+        return meta
+
+    def data_path(self, transfer_id: str) -> Path:
+        self.meta(transfer_id)  # NotFound unless complete
+        return self.root / transfer_id / self.DATA
+
+    def _read_meta(self, entry: Path) -> dict[str, Any] | None:
+        try:
+            return json.loads((entry / self.META).read_text())
+        except FileNotFoundError:
+            return None

@@ -1,0 +1,207 @@
+"""Real servers on 127.0.0.1: a broker (in a thread) and member clouds (in threads)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from broker.config import Settings
+from broker.main import create_app as create_broker
+from member_cloud.config import MemberSettings
+from member_cloud.main import create_app as create_member
+
+REPO = Path(__file__).parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+ADMIN_TOKEN = "x" * 20
+
+
+def free_socket(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with free_socket() as sock:
+        return sock.getsockname()[1]
+
+
+class StartFailed(Exception):
+    pass
+
+
+@dataclass
+class LiveServer:
+    """One uvicorn server in a thread, on a socket bound before the app was built."""
+
+    app: FastAPI
+    sock: socket.socket
+    server: uvicorn.Server | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self.sock.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 15) -> LiveServer:
+        config = uvicorn.Config(self.app, log_level="critical", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive():
+                self.sock.close()
+                raise StartFailed(str(getattr(self.app.state, "startup_error", "start failed")))
+            if time.monotonic() > deadline:
+                raise TimeoutError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def _run(self) -> None:
+        assert self.server is not None
+        # SystemExit is uvicorn's way out of a failed start; start() reports it
+        with suppress(SystemExit):
+            self.server.run(sockets=[self.sock])
+
+    def stop(self) -> None:
+        if self.server is not None and self.thread is not None:
+            self.server.should_exit = True
+            self.thread.join(10)
+        self.sock.close()
+
+
+def broker_settings(tmp: Path, **overrides) -> Settings:
+    values = dict(
+        database_url=f"sqlite:///{tmp / 'b.db'}",
+        admin_token=ADMIN_TOKEN,
+        policy_dir=REPO / "policies",
+        delivery_enabled=False,
+    )
+    return Settings(**(values | overrides))
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory) -> Iterator[LiveServer]:
+    """One broker for the whole folder (no delivery worker); tests use unique member ids."""
+    settings = broker_settings(tmp_path_factory.mktemp("broker"))
+    server = LiveServer(create_broker(settings), free_socket()).start()
+    yield server
+    server.stop()
+
+
+def unique_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Members:
+    """Start member clouds; every one still running is stopped after the test."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.running: list[LiveServer] = []
+
+    def settings(self, member_id: str, jurisdiction: str, port: int, **values) -> MemberSettings:
+        values.setdefault("data_dir", self.tmp_path / member_id)
+        values.setdefault("start_attempts", 1)
+        return MemberSettings(id=member_id, jurisdiction=jurisdiction, port=port, **values)
+
+    def start(
+        self, member_id: str, jurisdiction: str = "SN", port: int = 0, **values
+    ) -> LiveServer:
+        sock = free_socket(port)
+        try:
+            settings = self.settings(member_id, jurisdiction, sock.getsockname()[1], **values)
+        except Exception:
+            sock.close()
+            raise
+        server = LiveServer(create_member(settings), sock)
+        server.start()
+        self.running.append(server)
+        return server
+
+    def stop(self, server: LiveServer) -> None:
+        server.stop()
+        self.running.remove(server)
+
+
+@pytest.fixture
+def members(tmp_path) -> Iterator[Members]:
+    members = Members(tmp_path)
+    yield members
+    for server in list(members.running):
+        members.stop(server)
+
+
+@pytest.fixture
+def admin(broker) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with httpx.Client(base_url=broker.url, headers=headers, timeout=10) as client:
+        yield client
+
+
+def sign(api_key: str, timestamp: int, transfer_id: str, body: bytes) -> str:
+    """The delivery signature, written from the contract (not imported from member_cloud)."""
+    key = bytes.fromhex(hashlib.sha256(api_key.encode()).hexdigest())
+    message = f"{timestamp}.{transfer_id}.".encode() + body
+    return "v1=" + hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def delivery_headers(
+    api_key: str,
+    transfer_id: str,
+    body: bytes,
+    *,
+    timestamp: int | None = None,
+    content_type: str = "text/csv",
+    replace: dict[str, str | None] | None = None,
+) -> dict[str, str]:
+    """Headers of a delivery as the broker sends it; ``replace`` changes or (None) drops some."""
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    headers = {
+        "Content-Type": content_type,
+        "Idempotency-Key": transfer_id,
+        "X-Fedbroker-Transfer": transfer_id,
+        "X-Fedbroker-Source": "sn-hospital",
+        "X-Fedbroker-Purpose": "research",
+        "X-Fedbroker-Decision": "approved",
+        "X-Fedbroker-Filename": "patients.csv",
+        "X-Fedbroker-Sha256": hashlib.sha256(body).hexdigest(),
+        "X-Fedbroker-Anonymized": "false",
+        "X-Fedbroker-Timestamp": str(timestamp),
+        "X-Fedbroker-Signature": sign(api_key, timestamp, transfer_id, body),
+    }
+    for name, value in (replace or {}).items():
+        if value is None:
+            headers.pop(name)
+        else:
+            headers[name] = value
+    return headers
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10) -> object:
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.05)
+    return result

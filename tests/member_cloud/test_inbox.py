@@ -1,0 +1,217 @@
+"""The inbox: signed deliveries from the broker, verified, stored byte for byte, once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+import uuid
+
+import httpx
+import pytest
+
+from tests.member_cloud.conftest import FIXTURES, Members, closed_port, delivery_headers
+
+API_KEY = "member-key-for-inbox-tests"
+
+
+@pytest.fixture(scope="module")
+def member(tmp_path_factory):
+    """One member for the module; every test uses its own transfer ids."""
+    members = Members(tmp_path_factory.mktemp("inbox"))
+    # With MEMBER_API_KEY the member does not call the broker at start: none is needed here.
+    server = members.start(
+        "fr-inbox", "FR", api_key=API_KEY, broker_url=f"http://127.0.0.1:{closed_port()}"
+    )
+    yield server
+    members.stop(server)
+
+
+def listed(client) -> list[str]:
+    return [entry["transfer_id"] for entry in client.get("/inbox").json()]
+
+
+@pytest.fixture
+def client(member):
+    with httpx.Client(base_url=member.url, timeout=10) as client:
+        yield client
+
+
+def deliver(client, body, transfer_id=None, **kwargs):
+    transfer_id = transfer_id or str(uuid.uuid4())
+    headers = delivery_headers(API_KEY, transfer_id, body, **kwargs)
+    return transfer_id, client.post("/inbox", content=body, headers=headers)
+
+
+def assert_problem(answer, status, type_suffix=None):
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    problem = answer.json()
+    assert problem["status"] == status
+    assert problem["detail"]
+    if type_suffix:
+        assert problem["type"] == f"urn:fedbroker:problem:{type_suffix}"
+    return problem
+
+
+def test_a_signed_delivery_is_stored_byte_for_byte(client, member):
+    body = (FIXTURES / "patients_published.csv").read_bytes() + "Dakar,é,\x00\n".encode()
+    transfer_id, answer = deliver(client, body, content_type="text/csv")
+
+    assert answer.status_code == 201, answer.text
+    assert answer.json() == {"status": "received", "transfer_id": transfer_id}
+
+    data = client.get(f"/inbox/{transfer_id}")
+    assert data.status_code == 200
+    assert data.content == body
+    assert data.headers["content-type"] == "text/csv"
+    assert 'filename="patients.csv"' in data.headers["content-disposition"]
+
+    meta = client.get(f"/inbox/{transfer_id}/meta").json()
+    assert meta["transfer_id"] == transfer_id
+    assert meta["source"] == "sn-hospital"
+    assert meta["purpose"] == "research"
+    assert meta["decision"] == "approved"
+    assert meta["filename"] == "patients.csv"
+    assert meta["sha256"] == hashlib.sha256(body).hexdigest()
+    assert meta["anonymized"] is False
+    assert meta["size_bytes"] == len(body)
+    assert meta["received_at"]
+
+    listing = client.get("/inbox").json()
+    assert listing[0]["transfer_id"] == transfer_id  # the newest
+    assert listing[0]["decision"] == "approved"
+
+    entry = member.app.state.settings.data_dir / "inbox" / transfer_id
+    assert (entry / "data").read_bytes() == body
+    assert json.loads((entry / "meta.json").read_text())["sha256"] == meta["sha256"]
+    assert sorted(p.name for p in entry.iterdir()) == ["data", "meta.json"]  # no temp file left
+
+
+def test_a_delivery_received_twice_is_stored_once(client, member):
+    body = b"Age,Gender\n20-30,F\n"
+    transfer_id, first = deliver(client, body)
+    data_file = member.app.state.settings.data_dir / "inbox" / transfer_id / "data"
+    before = os.stat(data_file).st_mtime_ns
+
+    _, again = deliver(client, body, transfer_id=transfer_id)
+
+    assert first.status_code == 201
+    assert again.status_code == 200, again.text
+    assert again.json() == {"status": "already_received", "transfer_id": transfer_id}
+    assert os.stat(data_file).st_mtime_ns == before
+    assert listed(client).count(transfer_id) == 1
+
+
+def test_the_same_transfer_with_other_bytes_is_refused(client):
+    transfer_id, first = deliver(client, b"a\n1\n")
+    _, other = deliver(client, b"a\n2\n", transfer_id=transfer_id)
+
+    assert first.status_code == 201
+    assert_problem(other, 409, "conflict")
+    assert client.get(f"/inbox/{transfer_id}").content == b"a\n1\n"
+
+
+def test_a_wrong_signature_is_401(client):
+    body = b"a\n1\n"
+    transfer_id = str(uuid.uuid4())
+    forged = delivery_headers("another-members-key", transfer_id, body)
+    answer = client.post("/inbox", content=body, headers=forged)
+
+    assert_problem(answer, 401, "not-authenticated")
+    assert transfer_id not in listed(client)
+
+
+@pytest.mark.parametrize("dropped", ["X-Fedbroker-Signature", "X-Fedbroker-Timestamp"])
+def test_a_delivery_without_signature_or_timestamp_is_401(client, dropped):
+    _, answer = deliver(client, b"a\n1\n", replace={dropped: None})
+    assert_problem(answer, 401)
+
+
+def test_the_signature_covers_body_transfer_and_timestamp(client):
+    body = b"a\n1\n"
+    transfer_id = str(uuid.uuid4())
+    headers = delivery_headers(API_KEY, transfer_id, body)
+    tampered_body = client.post(
+        "/inbox",
+        content=b"a\n9\n",
+        headers={**headers, "X-Fedbroker-Sha256": hashlib.sha256(b"a\n9\n").hexdigest()},
+    )
+    other_id = str(uuid.uuid4())
+    other_transfer = client.post(
+        "/inbox",
+        content=body,
+        headers={**headers, "X-Fedbroker-Transfer": other_id, "Idempotency-Key": other_id},
+    )
+    later = client.post(
+        "/inbox",
+        content=body,
+        headers={**headers, "X-Fedbroker-Timestamp": str(int(time.time()) + 1)},
+    )
+    for answer in (tampered_body, other_transfer, later):
+        assert_problem(answer, 401)
+
+
+@pytest.mark.parametrize("offset", [-302, 302, -3600])
+def test_a_timestamp_too_far_from_our_clock_is_401(client, offset):
+    _, answer = deliver(client, b"a\n1\n", timestamp=int(time.time()) + offset)
+    assert "clock" in assert_problem(answer, 401)["detail"]
+
+
+def test_a_timestamp_within_the_tolerance_is_accepted(client):
+    _, answer = deliver(client, b"a\n1\n", timestamp=int(time.time()) - 250)
+    assert answer.status_code == 201, answer.text
+
+
+def test_a_body_that_does_not_match_its_checksum_is_400(client):
+    transfer_id, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Sha256": "0" * 64})
+    assert_problem(answer, 400, "checksum-mismatch")
+    assert transfer_id not in listed(client)
+
+
+def test_an_idempotency_key_other_than_the_transfer_id_is_400(client):
+    _, answer = deliver(client, b"a\n1\n", replace={"Idempotency-Key": "something-else"})
+    assert_problem(answer, 400)
+
+
+def test_a_missing_source_header_is_400_after_authentication(client):
+    _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Source": None})
+    assert "X-Fedbroker-Source" in assert_problem(answer, 400)["detail"]
+
+
+def test_a_transfer_id_that_is_not_a_safe_name_is_refused(client, member):
+    _, answer = deliver(client, b"a\n1\n", transfer_id="..")
+    assert answer.status_code == 422
+    assert not (member.app.state.settings.data_dir / "inbox" / ".." / "data").exists()
+
+
+def test_the_inbox_lists_newest_first_and_keeps_each_content_type(client):
+    first, _ = deliver(client, b'[{"a": 1}]', content_type="application/json")
+    second, _ = deliver(
+        client,
+        b"PAR1",
+        content_type="application/vnd.apache.parquet",
+        replace={"X-Fedbroker-Anonymized": "true", "X-Fedbroker-Filename": ""},
+    )
+
+    listing = client.get("/inbox").json()
+    assert [entry["transfer_id"] for entry in listing[:2]] == [second, first]
+    assert listing[0]["anonymized"] is True
+    assert listing[0]["filename"] == ""
+    assert client.get(f"/inbox/{first}").headers["content-type"] == "application/json"
+    parquet = client.get(f"/inbox/{second}")
+    assert parquet.headers["content-type"] == "application/vnd.apache.parquet"
+    assert "content-disposition" not in parquet.headers
+
+
+def test_an_unknown_transfer_is_404(client):
+    assert_problem(client.get(f"/inbox/{uuid.uuid4()}"), 404, "not-found")
+    assert_problem(client.get(f"/inbox/{uuid.uuid4()}/meta"), 404, "not-found")
+
+
+def test_files_are_not_world_writable(client, member):
+    transfer_id, _ = deliver(client, b"a\n1\n")
+    data = member.app.state.settings.data_dir / "inbox" / transfer_id / "data"
+    assert not os.stat(data).st_mode & stat.S_IWOTH
