@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -166,6 +167,7 @@ def _serve(args: argparse.Namespace) -> int:
             "at least 16 characters"
         )
     load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
     return 0
 

@@ -28,6 +28,12 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
+    anonymize_max_suppression: float = Field(
+        0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
+    )
+    anonymize_max_suppression: float = Field(
+        0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
+    )
     delivery_enabled: bool = Field(True, description="Run the delivery worker in this process")
     delivery_max_attempts: int = Field(8, ge=1)
     delivery_backoff_seconds: float = Field(1.0, gt=0, description="First retry delay")

@@ -34,6 +34,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+# Upper bounds for integer parameters, so no value can overflow a database integer (a 422, not
+# a driver error).
+MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
 
 
 class BrokerError(Exception):

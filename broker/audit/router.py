@@ -5,7 +5,7 @@ from fastapi import APIRouter, Query
 from broker.audit import service
 from broker.audit.schemas import AuditEntryRead, AuditPage, AuditVerification
 from broker.deps import AdminOnly, SessionDep
-from broker.errors import responses
+from broker.errors import MAX_INT64, responses
 
 router = APIRouter(prefix="/v1/audit", tags=["Audit"])
 
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1/audit", tags=["Audit"])
 def list_entries(
     session: SessionDep,
     _: AdminOnly,
-    after: Annotated[int, Query(ge=0, description="Last id already read")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_INT64, description="Last id already read")] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> AuditPage:
     rows = service.entries(session, after, limit)

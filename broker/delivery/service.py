@@ -19,6 +19,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -142,7 +143,10 @@ def _headers(transfer, payload: bytes, payload_type: str, key_hash: str) -> dict
         "X-Fedbroker-Source": transfer.source_id,
         "X-Fedbroker-Purpose": transfer.purpose,
         "X-Fedbroker-Decision": transfer.status,
-        "X-Fedbroker-Filename": dataset.get("delivered_filename") or dataset.get("filename") or "",
+        # Percent-encoded: header values are ASCII, file names need not be.
+        "X-Fedbroker-Filename": quote(
+            dataset.get("delivered_filename") or dataset.get("filename") or ""
+        ),
         "X-Fedbroker-Sha256": hashlib.sha256(payload).hexdigest(),
         "X-Fedbroker-Anonymized": "true" if dataset.get("anonymized") else "false",
         "X-Fedbroker-Timestamp": str(timestamp),

@@ -16,7 +16,7 @@ MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
     "",
     status_code=201,
     response_model=MemberCreated,
-    responses=responses(401, 403, 409, 413, 422),
+    responses=responses(400, 401, 403, 409, 413, 422),
     summary="Register a member cloud (admin); its API key is shown once",
 )
 def register(body: MemberCreate, session: SessionDep, caller: AdminOnly) -> MemberCreated:

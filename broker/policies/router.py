@@ -3,7 +3,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Path, Response
 
 from broker.deps import AdminOnly, CurrentCaller, SessionDep
-from broker.errors import NotFound, responses
+from broker.errors import MAX_INT32, NotFound, responses
 from broker.policies import service
 from broker.policies.models import PolicyVersion
 from broker.policies.schemas import PolicyCheck, PolicyRead
@@ -69,7 +69,7 @@ def list_versions(
 )
 def get_version(
     jurisdiction: Jurisdiction,
-    number: Annotated[int, Path(ge=1)],
+    number: Annotated[int, Path(ge=1, le=MAX_INT32)],
     session: SessionDep,
     _: CurrentCaller,
 ) -> PolicyRead:
@@ -79,7 +79,10 @@ def get_version(
 @router.put(
     "/{jurisdiction}",
     response_model=PolicyRead,
-    responses=responses(401, 403, 409, 413, 422),
+    responses={
+        **responses(400, 401, 403, 409, 413, 422),
+        201: {"model": PolicyRead, "description": "Version 1 of a new jurisdiction"},
+    },
     summary="Save a new version (admin)",
     description="Every change makes a new version; older versions stay readable. "
     "Sending the current record unchanged makes no version. Send `If-Match` with the "
@@ -106,7 +109,7 @@ def put_policy(
 @router.post(
     "/{jurisdiction}/check",
     response_model=PolicyCheck,
-    responses=responses(401, 403, 413, 422),
+    responses=responses(400, 401, 403, 413, 422),
     summary="Check a draft record without saving it (admin)",
 )
 def check_policy(

@@ -2,8 +2,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
 
-from broker.deps import CurrentCaller, CurrentMember, SessionDep
-from broker.errors import responses
+from broker.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
+from broker.errors import MAX_INT32, responses
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
@@ -48,6 +48,7 @@ def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
 def create_transfer(
     session: SessionDep,
     caller: CurrentMember,
+    settings: SettingsDep,
     response: Response,
     http_request: Request,
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
@@ -88,7 +89,7 @@ def create_transfer(
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
-    transfer, replayed = service.submit(session, caller, upload, request)
+    transfer, replayed = service.submit(session, caller, upload, request, settings)
     if transfer.status == "approved" and not dry_run:
         http_request.app.state.delivery_worker.wake()
     if replayed:
@@ -108,7 +109,7 @@ def list_transfers(
     status: Annotated[
         Literal["approved", "anonymization_required", "rejected"] | None, Query()
     ] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TransferPage:
     rows, total = service.list_visible(session, caller, status, offset, limit)

@@ -26,20 +26,43 @@ class RemedyStep(BaseModel):
 
 class RemedyRead(BaseModel):
     verified: bool = Field(
-        description="True when the broker applied the steps to the data and "
-        "measured that the result passes every rule"
+        description="True when the broker applied the steps to this very data, measured the "
+        "result again and found that it passes every rule"
     )
     steps: list[RemedyStep]
     note: str | None = None
+    applied: bool = Field(
+        False,
+        description="True when the broker anonymized the data itself (anonymize=auto) and "
+        "delivers only the result",
+    )
+    information_loss: dict[str, Any] | None = Field(
+        None,
+        description="utility_percent (non-uniform entropy kept), discernibility, suppressed "
+        "rows and share of suppressed cells",
+    )
+    suppressed_rows: int | None = None
+    after: dict[str, Any] | None = Field(None, description="Rows, k and classes after the steps")
+    before: dict[str, Any] | None = Field(
+        None, description="The report and rules of the data as uploaded (when applied)"
+    )
 
 
 class DatasetRead(BaseModel):
-    sha256: str
+    sha256: str = Field(description="SHA-256 of the data as uploaded")
     size_bytes: int
     rows: int
     columns: int
     format: str
     filename: str | None
+    anonymized: bool = Field(
+        False,
+        description="True when the broker delivers an anonymized version instead of the upload",
+    )
+    delivered_sha256: str | None = None
+    delivered_filename: str | None = None
+    delivered_rows: int | None = None
+    delivered_columns: int | None = None
 
 
 class DeliveryRead(BaseModel):

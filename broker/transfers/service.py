@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
+from broker.config import Settings
 from broker.datasets import DatasetError, detect_format, read_dataset
 from broker.deps import Caller
 from broker.errors import IdempotencyKeyReused, InvalidDataset, NotFound, UnknownColumn
@@ -29,13 +30,14 @@ from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
 from broker.policies import service as policies
 from broker.policy.evaluate import (
+    ANONYMIZATION_REQUIRED,
     APPROVED,
     REJECTED,
     RuleResult,
     TransferContext,
     evaluate,
-    remedy_hints,
 )
+from broker.policy.remedy import find_remedy
 from broker.transfers import repository
 from broker.transfers.models import Delivery, Transfer
 
@@ -123,7 +125,7 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
 
 
 def submit(
-    session: Session, caller: Caller, upload: Upload, request: TransferRequest
+    session: Session, caller: Caller, upload: Upload, request: TransferRequest, settings: Settings
 ) -> tuple[Transfer, bool]:
     """Decide a transfer; returns it and whether it replays an earlier identical request."""
     dataset_sha256 = hashlib.sha256(upload.data).hexdigest()
@@ -140,31 +142,51 @@ def submit(
     report, quasi_identifiers, inferred = measure(
         frame, request.quasi_identifiers, request.sensitive
     )
-    status, rules, remedy, versions = _decide(
-        session, source, destination, request, quasi_identifiers, report
+    outcome = _decide(
+        session,
+        source,
+        destination,
+        request,
+        quasi_identifiers,
+        frame,
+        report,
+        settings.anonymize_max_suppression,
     )
+    dataset = {
+        "sha256": dataset_sha256,
+        "size_bytes": len(upload.data),
+        "rows": len(frame),
+        "columns": len(frame.columns),
+        "filename": upload.filename,
+        "format": detect_format(upload.filename, upload.data[:16]),
+        "anonymized": False,
+    }
+    payload, payload_type = upload.data, upload.content_type or "application/octet-stream"
+    if outcome.anonymized is not None:  # the original is never forwarded
+        payload, payload_type = outcome.anonymized.to_csv(index=False).encode(), "text/csv"
+        stem = (upload.filename or "dataset").rsplit(".", 1)[0]
+        dataset.update(
+            anonymized=True,
+            delivered_filename=f"{stem}.anonymized.csv",
+            delivered_sha256=hashlib.sha256(payload).hexdigest(),
+            delivered_rows=len(outcome.anonymized),
+            delivered_columns=len(outcome.anonymized.columns),
+        )
     transfer = Transfer(
         id=str(uuid.uuid4()),
         source_id=source.id,
         destination_id=request.destination,
         purpose=request.purpose,
-        status=status,
+        status=outcome.status,
         anonymize=request.anonymize,
         quasi_identifiers=list(quasi_identifiers),
         quasi_identifiers_inferred=inferred,
         sensitive=list(request.sensitive),
-        report=report.as_dict(),
-        rules=[r.as_dict() for r in rules],
-        remedy=remedy,
-        policy_versions=versions,
-        dataset={
-            "sha256": dataset_sha256,
-            "size_bytes": len(upload.data),
-            "rows": len(frame),
-            "columns": len(frame.columns),
-            "filename": upload.filename,
-            "format": detect_format(upload.filename, upload.data[:16]),
-        },
+        report=outcome.report.as_dict(),
+        rules=[r.as_dict() for r in outcome.rules],
+        remedy=outcome.remedy,
+        policy_versions=outcome.versions,
+        dataset=dataset,
         idempotency_key=None if request.dry_run else request.idempotency_key,
         request_fingerprint=request_fingerprint,
         created_at=datetime.now(UTC),
@@ -173,14 +195,14 @@ def submit(
         return transfer, False
 
     delivery = None
-    if status == APPROVED:
+    if outcome.status == APPROVED:
         delivery = Delivery(
             transfer_id=transfer.id,
             status=PENDING,
             attempts=0,
             next_attempt_at=transfer.created_at,
-            payload=upload.data,
-            payload_type=upload.content_type or "application/octet-stream",
+            payload=payload,
+            payload_type=payload_type,
         )
     try:
         repository.add(session, transfer, delivery)
@@ -190,15 +212,16 @@ def submit(
             "transfer.decided",
             transfer.id,
             {
-                "status": status,
+                "status": outcome.status,
                 "source": source.id,
                 "destination": request.destination,
                 "purpose": request.purpose,
-                "policy_versions": versions,
+                "policy_versions": outcome.versions,
                 "dataset_sha256": dataset_sha256,
+                "anonymized": dataset["anonymized"],
                 "failed_rules": [
                     f"{r.rule}:{r.attribute}" if r.attribute else r.rule
-                    for r in rules
+                    for r in outcome.rules
                     if not r.passed
                 ],
             },
@@ -224,22 +247,38 @@ def _replay(earlier: Transfer, request_fingerprint: str) -> Transfer:
     return earlier
 
 
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """A decision with everything the answer and the delivery need."""
+
+    status: str
+    rules: list[RuleResult]
+    remedy: dict | None
+    versions: dict[str, int]
+    report: AnalysisReport
+    anonymized: pd.DataFrame | None = None
+
+
 def _decide(
     session: Session,
     source: Member,
     destination: Member | None,
     request: TransferRequest,
     quasi_identifiers: tuple[str, ...],
+    frame: pd.DataFrame,
     report: AnalysisReport,
-) -> tuple[str, list[RuleResult], dict | None, dict[str, int]]:
+    max_suppression: float,
+) -> Outcome:
     source_row = policies.current(session, source.jurisdiction)
     versions = {source_row.jurisdiction: source_row.version}
     federation_rules = _federation_rules(source, destination, request)
     if any(not rule.passed for rule in federation_rules):
-        return REJECTED, federation_rules, None, versions
+        return Outcome(REJECTED, federation_rules, None, versions, report)
 
     destination_row = policies.current(session, destination.jurisdiction)
     versions[destination_row.jurisdiction] = destination_row.version
+    source_policy = policies.record_of(source_row)
+    destination_policy = policies.record_of(destination_row)
     context = TransferContext(
         source.jurisdiction,
         destination.jurisdiction,
@@ -247,18 +286,51 @@ def _decide(
         quasi_identifiers,
         request.sensitive,
     )
-    decision = evaluate(
-        report, context, policies.record_of(source_row), policies.record_of(destination_row)
-    )
+    decision = evaluate(report, context, source_policy, destination_policy)
     rules = federation_rules + list(decision.rules)
-    remedy = None
-    if decision.status != APPROVED and decision.status != REJECTED:
-        remedy = {
-            "verified": False,
-            "steps": remedy_hints(decision, context),
-            "note": "Steps derived from the failing rules; apply them and send again.",
-        }
-    return decision.status, rules, remedy, versions
+    if decision.status != ANONYMIZATION_REQUIRED:
+        return Outcome(decision.status, rules, None, versions, report)
+
+    found = find_remedy(
+        frame, report, decision, context, source_policy, destination_policy, max_suppression
+    )
+    if not found.verified:
+        rules.append(
+            RuleResult(
+                "remedy_found",
+                FEDERATION,
+                source.jurisdiction,
+                False,
+                found.reason or "no remedy",
+                fixable=False,
+            )
+        )
+        return Outcome(REJECTED, rules, found.as_dict(), versions, report)
+    remedy = found.as_dict()
+    if request.anonymize != "auto":
+        remedy["note"] = _join(
+            "Send again with anonymize=auto to have the broker apply these steps, or apply "
+            "them yourself",
+            remedy["note"],
+        )
+        return Outcome(ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+    if not decision.requirements.auto_anonymize:
+        remedy["note"] = _join(
+            f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
+            "all allow the broker to anonymize: apply the steps yourself",
+            remedy["note"],
+        )
+        return Outcome(ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+    remedy.update(
+        applied=True,
+        before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},
+    )
+    after_rules = federation_rules + list(found.decision.rules)
+    return Outcome(APPROVED, after_rules, remedy, versions, found.report, found.remedy.frame)
+
+
+def _join(*parts: str | None) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def _federation_rules(

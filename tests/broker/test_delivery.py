@@ -184,3 +184,19 @@ def test_member_view_shows_delivery(broker, inbox):
     ).json()
     assert mine["delivery"]["status"] == "delivered"
     assert mine["delivery"]["delivered_at"] is not None
+
+
+def test_auto_anonymized_transfer_arrives_anonymized_never_original(broker, inbox):
+    answer = broker.send(
+        "sn-hospital", "patients_original.csv", destination="fr-lab", anonymize="auto", **QI
+    ).json()
+    assert answer["status"] == "approved", answer
+    drain(broker)
+    [(headers, body)] = inbox.received
+    original = (FIXTURES / "patients_original.csv").read_bytes()
+    assert body != original
+    assert b"Khady" not in body and b"25580917" not in body
+    assert body.decode().splitlines()[0] == "Age,Gender,Disease"
+    assert headers["x-fedbroker-anonymized"] == "true"
+    assert headers["x-fedbroker-sha256"] == answer["dataset"]["delivered_sha256"]
+    assert headers["x-fedbroker-filename"] == "data.anonymized.csv"

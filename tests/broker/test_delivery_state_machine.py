@@ -108,7 +108,7 @@ class DeliveryMachine(RuleBasedStateMachine):
         )
         upload = transfers.Upload(DATASETS[dataset], f"{dataset}.csv", "text/csv")
         with self.factory() as session:
-            transfers.submit(session, Caller(MEMBER, "sn", "SN"), upload, request)
+            transfers.submit(session, Caller(MEMBER, "sn", "SN"), upload, request, SETTINGS)
 
     @initialize(mode=st.sampled_from(list(INBOX_MODES)), data=st.data())
     def approved_transfers_are_waiting(self, mode, data):

@@ -297,3 +297,60 @@ def test_analyze_endpoint_gives_the_report_alone(federation):
         data={"quasi_identifiers": "zip"},
     )
     assert bad.status_code == 422 and "'zip'" in bad.json()["detail"]
+
+
+def test_remedy_is_verified_on_the_data(federation):
+    body = federation.send(
+        "sn-hospital", "patients_original.csv", destination="fr-research", **QI
+    ).json()
+    remedy = body["remedy"]
+    assert body["status"] == "anonymization_required"
+    assert remedy["verified"] is True and remedy.get("applied") is not True
+    assert [(s["column"], s["method"]) for s in remedy["steps"]] == [
+        ("NIN", "drop"),
+        ("Name", "drop"),
+        (None, "mondrian"),
+    ]
+    assert remedy["after"]["k"] >= 3
+    assert 0 < remedy["information_loss"]["utility_percent"] < 100
+    assert "anonymize=auto" in remedy["note"]
+
+
+def test_auto_anonymization_approves_the_anonymized_data(federation):
+    body = federation.send(
+        "sn-hospital", "patients_original.csv", destination="fr-research", anonymize="auto", **QI
+    ).json()
+    assert body["status"] == "approved", body
+    assert body["remedy"]["applied"] is True
+    assert body["dataset"]["anonymized"] is True
+    assert body["dataset"]["delivered_columns"] == 3  # NIN and Name dropped
+    # The report is that of the data that leaves; the one of the upload is kept as "before".
+    assert body["report"]["quasi_identifiers"]["k"] >= 3
+    assert body["remedy"]["before"]["report"]["quasi_identifiers"]["k"] == 1
+    assert all(rule["passed"] for rule in body["rules"])
+    assert body["delivery"]["status"] == "pending"
+
+
+def test_auto_anonymization_needs_every_policy_to_allow_it(federation):
+    # NG's import rules do not let the broker anonymize.
+    body = federation.send(
+        "sn-hospital",
+        "patients_original.csv",
+        destination="ng-health",
+        purpose="treatment",
+        anonymize="auto",
+        **QI,
+    ).json()
+    assert body["status"] == "anonymization_required"
+    assert body["remedy"]["verified"] is True
+    assert "do not all allow" in body["remedy"]["note"]
+    assert body["delivery"]["status"] == "not_applicable"
+
+
+def test_no_verified_remedy_means_rejected(federation):
+    tiny = b"Age,Gender,Disease\n30,F,flu\n40,M,hiv\n"  # k = 3 is impossible on 2 rows
+    body = federation.send("sn-hospital", tiny, destination="fr-research", **QI).json()
+    assert body["status"] == "rejected"
+    rule = next(r for r in body["rules"] if r["rule"] == "remedy_found")
+    assert not rule["passed"] and "rows" in rule["detail"]
+    assert body["remedy"]["verified"] is False

@@ -1,0 +1,149 @@
+"""Find a remedy the broker has verified: anonymize, measure again, decide again.
+
+A remedy is only offered when applying it to the very data of the request gives a report that
+passes every rule that applies (the same :func:`evaluate` as the original decision), so an
+``anonymization_required`` answer never promises what the broker could not achieve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from broker.anonymize import Remedy, Target, plan_remedy
+from broker.metrics.mmaq import IDENTIFIER
+from broker.metrics.report import AnalysisReport, analyze
+from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate
+from broker.policy.models import FSLARecord
+
+# Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
+# index, t-closeness) is finally met; each try doubles k.
+_MAX_K_DOUBLINGS = 6
+
+
+@dataclass(frozen=True, eq=False)
+class VerifiedRemedy:
+    verified: bool
+    reason: str | None
+    remedy: Remedy | None = None
+    report: AnalysisReport | None = None
+    decision: Decision | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The answer's ``remedy`` field: steps, checks, information loss, figures after."""
+        if not self.verified:
+            return {"verified": False, "steps": [], "note": self.reason}
+        assert self.remedy is not None and self.report is not None
+        after = self.report.quasi_identifiers
+        return {
+            "verified": True,
+            "steps": [{**step.as_dict(), "reason": None} for step in self.remedy.steps],
+            "note": "; ".join(self.remedy.notes) or None,
+            "information_loss": self.remedy.information_loss.as_dict()
+            if self.remedy.information_loss
+            else None,
+            "suppressed_rows": self.remedy.suppressed_rows,
+            "after": {
+                "rows": self.report.rows,
+                "k": after.anonymity.k if after else None,
+                "equivalence_classes": after.anonymity.equivalence_classes if after else None,
+            },
+        }
+
+
+def target_for(
+    decision: Decision,
+    report: AnalysisReport,
+    context: TransferContext,
+    max_suppression: float,
+    k: int | None = None,
+) -> Target:
+    """What the data must meet, as the anonymizer understands it."""
+    req = decision.requirements
+    sensitive = set(context.sensitive)
+    quasi = set(context.quasi_identifiers)
+    drop = [a.name for a in report.attributes if a.name.casefold() in req.forbidden_attributes]
+    if not req.identifiers_allowed:
+        drop += [
+            a.name
+            for a in report.attributes
+            if a.measure.attribute_class == IDENTIFIER
+            and a.name not in sensitive
+            and a.name not in quasi
+            and a.name not in drop
+        ]
+    bound = _index_bound(req.max_mmaq_index, req.min_log10_mmaq, report.rows)
+    limits = {
+        a.name: bound
+        for a in report.attributes
+        if bound is not None and a.name not in sensitive and a.name not in drop
+    }
+    needed_k = req.min_k or 1
+    if not req.identifiers_allowed and any(
+        report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
+    ):
+        needed_k = max(needed_k, 2)  # a class of one is an identifier
+    if (req.min_l or req.max_t is not None) and quasi:
+        needed_k = max(needed_k, req.min_l or 1)
+    return Target(
+        quasi_identifiers=tuple(context.quasi_identifiers),
+        sensitive=tuple(context.sensitive) if quasi else (),
+        drop=tuple(drop),
+        k=max(needed_k, k or 1) if quasi else None,
+        l=req.min_l if quasi else None,
+        t=req.max_t if quasi else None,
+        max_mmaq_index=limits,
+        max_suppression=max_suppression,
+    )
+
+
+def _index_bound(max_index: float | None, min_log10: float | None, rows: int) -> float | None:
+    """Both per-attribute rules as one bound: log10 Mmaq >= m <=> index <= m / (-N log10 N)."""
+    bounds = [] if max_index is None else [max_index]
+    if min_log10 is not None and rows > 1:
+        bounds.append(min_log10 / (-rows * math.log10(rows)))
+    return min(bounds) if bounds else None
+
+
+def find_remedy(
+    frame: pd.DataFrame,
+    report: AnalysisReport,
+    decision: Decision,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+    max_suppression: float = 0.05,
+) -> VerifiedRemedy:
+    """Plan, apply, re-measure and re-evaluate; raise k until every rule passes or give up."""
+    k = None
+    last_reason = "no remedy tried"
+    for _ in range(_MAX_K_DOUBLINGS + 1):
+        target = target_for(decision, report, context, max_suppression, k)
+        try:
+            remedy = plan_remedy(frame, target)
+        except ValueError as error:
+            return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+        if not remedy.satisfied:
+            return VerifiedRemedy(False, remedy.reason)
+        kept_sensitive = [s for s in context.sensitive if s in remedy.frame.columns]
+        kept_quasi = [q for q in context.quasi_identifiers if q in remedy.frame.columns]
+        after = analyze(remedy.frame, kept_quasi, kept_sensitive if kept_quasi else [])
+        after_context = TransferContext(
+            context.source_jurisdiction,
+            context.destination_jurisdiction,
+            context.purpose,
+            tuple(kept_quasi),
+            tuple(kept_sensitive),
+        )
+        after_decision = evaluate(after, after_context, source, destination)
+        if after_decision.status == APPROVED:
+            return VerifiedRemedy(True, None, remedy, after, after_decision)
+        failing = after_decision.failed
+        last_reason = "; ".join(rule.detail for rule in failing)
+        if not kept_quasi or target.k is None or target.k >= len(frame):
+            break
+        k = min(target.k * 2, len(frame))
+    return VerifiedRemedy(False, f"anonymization could not reach compliance: {last_reason}")
