@@ -25,6 +25,10 @@ class CommandError(Exception):
     """A user error: its message is printed as one line and the command exits with status 2."""
 
 
+class CommandFailed(Exception):
+    """The command ran but could not do its job: one line, exit status 1."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -33,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, DatasetError, ValueError) as error:
         print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except CommandFailed as failure:
+        print(f"fedbroker {args.command}: {failure}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
@@ -88,6 +95,52 @@ def _parser() -> argparse.ArgumentParser:
     analyze_cmd.add_argument("--format", choices=("table", "json"), default="table")
     analyze_cmd.set_defaults(handler=_analyze)
 
+    anonymize_cmd = commands.add_parser(
+        "anonymize",
+        help="k-anonymize a dataset and report before/after figures",
+        description="Anonymize DATA (drop columns, Mondrian k-anonymity or the Anatomy-style "
+        "partition), verify the result by measuring it, write it to OUT and print the "
+        "before/after report. Exits 1 when the target cannot be met (nothing is written).",
+    )
+    anonymize_cmd.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    anonymize_cmd.add_argument(
+        "--qi",
+        type=_column_list,
+        required=True,
+        metavar="A,B,C",
+        help="quasi-identifiers to generalize",
+    )
+    anonymize_cmd.add_argument(
+        "--sensitive",
+        type=_column_list,
+        default=[],
+        metavar="D,E",
+        help="sensitive attributes (kept; l and t are checked on them)",
+    )
+    anonymize_cmd.add_argument("--k", type=int, required=True, help="smallest class size")
+    anonymize_cmd.add_argument("--l", type=int, help="distinct l-diversity to reach")
+    anonymize_cmd.add_argument("--t", type=float, help="t-closeness to reach")
+    anonymize_cmd.add_argument(
+        "--drop", type=_column_list, default=[], metavar="NIN,Name", help="columns to remove first"
+    )
+    anonymize_cmd.add_argument("--method", choices=("mondrian", "partition"), default="mondrian")
+    anonymize_cmd.add_argument(
+        "--max-suppression",
+        type=float,
+        default=0.05,
+        metavar="SHARE",
+        help="largest share of rows that may be suppressed (default 0.05)",
+    )
+    anonymize_cmd.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output file (.csv, .json, .parquet), or folder for partition",
+    )
+    anonymize_cmd.add_argument("--format", choices=("table", "json"), default="table")
+    anonymize_cmd.set_defaults(handler=_anonymize)
+
     serve_cmd = commands.add_parser(
         "serve",
         help="run the federal broker (configured by BROKER_* variables)",
@@ -139,6 +192,123 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_table(report, args.data))
     return 0
+
+
+def _anonymize(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from broker.anonymize import Target, plan_remedy
+
+    frame = read_path(args.data)
+    output = Path(args.output)
+    if args.method == "mondrian" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
+        raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
+    if args.method == "partition" and output.exists() and not output.is_dir():
+        raise CommandError(f"{output} exists and is not a folder")
+    target = Target(
+        quasi_identifiers=tuple(args.qi),
+        sensitive=tuple(args.sensitive),
+        drop=tuple(args.drop),
+        k=args.k,
+        l=args.l,
+        t=args.t,
+        max_suppression=args.max_suppression,
+    )
+    before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
+    remedy = plan_remedy(frame, target, method=args.method)
+    if not remedy.satisfied:
+        raise CommandFailed(f"cannot reach the target: {remedy.reason}")
+    after = None
+    if remedy.frame is not None:
+        _write(remedy.frame, output)
+        kept_qi = [q for q in args.qi if q in remedy.frame.columns]
+        after = analyze(
+            remedy.frame,
+            kept_qi,
+            [s for s in args.sensitive if s in remedy.frame.columns],
+            max_combination_size=0,
+        )
+    else:
+        output.mkdir(parents=True, exist_ok=True)
+        for name, table in remedy.tables.items():
+            _write(table, output / f"{name}.csv")
+        (output / "links.json").write_text(
+            json.dumps([link.as_dict() for link in remedy.links], indent=2) + "\n"
+        )
+    if args.format == "json":
+        json.dump(
+            {
+                "before": before.as_dict(),
+                "after": after.as_dict() if after else None,
+                "remedy": remedy.as_dict(),
+                "output": str(output),
+            },
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_anonymization(before, after, remedy, str(output)))
+    return 0
+
+
+def _write(frame, path) -> None:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            frame.to_parquet(path, index=False)
+        elif suffix == ".json":
+            frame.to_json(path, orient="records", force_ascii=False, indent=1)
+        else:
+            frame.to_csv(path, index=False)
+    except OSError as error:
+        raise CommandError(f"{path}: {error.strerror}") from None
+
+
+def render_anonymization(
+    before: AnalysisReport, after: AnalysisReport | None, remedy, output: str
+) -> str:
+    lines = [f"wrote {output}", "", "Steps"]
+    for step in remedy.steps:
+        parameters = ", ".join(f"{k}={v}" for k, v in step.parameters.items())
+        lines.append(f"  {step.method:<10} {step.column or '':<12} {parameters}")
+    rows = []
+    for label, report in (("before", before), ("after", after)):
+        if report is None or report.quasi_identifiers is None:
+            continue
+        qi = report.quasi_identifiers
+        sensitive = ", ".join(
+            f"{s.name}: l={s.l_diversity} t={s.t_closeness:.3f}" for s in report.sensitive
+        )
+        rows.append(
+            (
+                label,
+                f"{report.rows:,}",
+                str(qi.anonymity.k),
+                f"{qi.anonymity.equivalence_classes:,}",
+                f"{qi.anonymity.prosecutor_risk.max:.3f}",
+                f"{qi.anonymity.prosecutor_risk.average:.3f}",
+                qi.measure.mmaq,
+                sensitive or "-",
+            )
+        )
+    lines += ["", "Before and after"]
+    lines += _aligned(
+        ("", "rows", "k", "classes", "max risk", "avg risk", "QI Mmaq", "sensitive"), rows
+    )
+    if remedy.information_loss is not None:
+        loss = remedy.information_loss
+        lines += [
+            "",
+            f"Information loss: utility kept {loss.utility_percent:.2f}% "
+            f"(non-uniform entropy), discernibility {loss.discernibility:,}, "
+            f"suppressed rows {loss.suppressed_rows:,}, "
+            f"suppressed cells {loss.suppressed_cell_share:.1%}",
+        ]
+    failed = [c for c in remedy.checks if not c.passed]
+    lines.append(f"Checks: {len(remedy.checks) - len(failed)} of {len(remedy.checks)} passed")
+    lines += [f"Note: {note}" for note in remedy.notes]
+    return "\n".join(lines) + "\n"
 
 
 def _settings(**overrides):

@@ -83,3 +83,91 @@ def test_large_input_reports_progress_on_stderr(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "read 120,000 rows" in result.stderr
     assert json.loads(result.stdout)["rows"] == 120_000
+
+
+def test_anonymize_writes_k_anonymous_data_and_reports(tmp_path):
+    out = tmp_path / "published.csv"
+    result = run(
+        "anonymize",
+        str(FIXTURES / "patients_original.csv"),
+        "--qi",
+        "Age,Gender",
+        "--sensitive",
+        "Disease",
+        "--k",
+        "3",
+        "--l",
+        "2",
+        "--drop",
+        "NIN,Name",
+        "-o",
+        str(out),
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["before"]["quasi_identifiers"]["k"] == 1
+    assert report["after"]["quasi_identifiers"]["k"] >= 3
+    written = pd.read_csv(out, dtype=str)
+    assert list(written.columns) == ["Age", "Gender", "Disease"]
+    assert written.groupby(["Age", "Gender"]).size().min() >= 3
+
+
+def test_anonymize_partition_writes_linked_tables(tmp_path):
+    out = tmp_path / "linked"
+    result = run(
+        "anonymize",
+        str(FIXTURES / "patients_original.csv"),
+        "--qi",
+        "Age,Gender",
+        "--sensitive",
+        "Disease",
+        "--k",
+        "3",
+        "--method",
+        "partition",
+        "-o",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "links.json",
+        "quasi_identifiers.csv",
+        "sensitive_Disease.csv",
+    ]
+    links = json.loads((out / "links.json").read_text())
+    quasi = pd.read_csv(out / "quasi_identifiers.csv", dtype=str)
+    assert links[0]["column"] in quasi.columns and "Disease" not in quasi.columns
+
+
+def test_anonymize_impossible_target_writes_nothing(tmp_path):
+    out = tmp_path / "x.csv"
+    result = run(
+        "anonymize",
+        str(FIXTURES / "patients_original.csv"),
+        "--qi",
+        "Age",
+        "--k",
+        "20",
+        "-o",
+        str(out),
+    )
+    assert result.returncode == 1
+    assert "k = 20 needs at least 20 rows" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_anonymize_unknown_column_is_status_2(tmp_path):
+    result = run(
+        "anonymize",
+        str(FIXTURES / "patients_original.csv"),
+        "--qi",
+        "Zip",
+        "--k",
+        "2",
+        "-o",
+        str(tmp_path / "x.csv"),
+    )
+    assert result.returncode == 2 and "'Zip'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
