@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine with only Python 3.11+ and pip:
-#   make demo   the local multi-cloud federation (or, for now, an analysis of a bundled example)
+#   make demo   the local multi-cloud federation on SQLite (DEMO_ARGS=--once to stop after it)
 #   make test   lint and the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/fedbroker analyze tests/fixtures/patients_original.csv --qi Age,Gender --sensitive Disease
+	$(PY) -m member_cloud.federation $(DEMO_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -26,6 +26,7 @@ test: lint
 
 bench: $(STAMP)
 	$(PY) benchmarks/analyze.py
+	$(PY) benchmarks/anonymize.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,175 @@
+"""``make demo``: the whole federation on one machine, no Docker, SQLite.
+
+Starts the broker and three member clouds (Senegal, France, Nigeria) as processes on 127.0.0.1
+with the same commands and environment variables as docker-compose.yml, runs the scenario
+(``member_cloud.scenario``), prints its summary, and keeps the services up with the /docs URL
+until Ctrl-C (``--once``: stop after the summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+MEMBERS = [
+    ("sn-hospital", "Hôpital Principal de Dakar", "SN", 8101),
+    ("fr-research", "Institut de recherche, Paris", "FR", 8102),
+    ("ng-health", "Lagos Health Cloud", "NG", 8103),
+]
+BROKER_PORT = 8000
+
+
+def port_or_free(preferred: int) -> int:
+    """``preferred`` if nothing listens there, else any free port."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+            return probe.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"{url} exited with status {process.returncode}; see {log}:\n"
+                + log.read_text()[-2000:]
+            )
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s; see {log}")
+
+
+class Federation:
+    def __init__(self, root: Path):
+        self.root = root
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self, name: str, module: str, env: dict[str, str]) -> subprocess.Popen:
+        log = self.root / f"{name}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            env={**os.environ, **env},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        self.processes.append(process)
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for process in self.processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m member_cloud.federation", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--once", action="store_true", help="exit after the summary")
+    parser.add_argument(
+        "--data",
+        default="data/demo",
+        help="folder for databases and logs (emptied at start; default data/demo)",
+    )
+    args = parser.parse_args(argv)
+
+    root = Path(args.data)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    admin_token = secrets.token_urlsafe(24)
+    broker_port = port_or_free(BROKER_PORT)
+    broker_url = f"http://127.0.0.1:{broker_port}"
+    federation = Federation(root)
+    try:
+        broker = federation.start(
+            "broker",
+            "broker",
+            {
+                "BROKER_DATABASE_URL": f"sqlite:///{root / 'broker.db'}",
+                "BROKER_ADMIN_TOKEN": admin_token,
+                "BROKER_HOST": "127.0.0.1",
+                "BROKER_PORT": str(broker_port),
+                "BROKER_POLICY_DIR": "policies",
+            },
+        )
+        wait_for(f"{broker_url}/readyz", broker, root / "broker.log")
+        member_urls = {}
+        for member_id, name, jurisdiction, preferred in MEMBERS:
+            port = port_or_free(preferred)
+            member_urls[member_id] = f"http://127.0.0.1:{port}"
+            process = federation.start(
+                member_id,
+                "member_cloud",
+                {
+                    "MEMBER_ID": member_id,
+                    "MEMBER_NAME": name,
+                    "MEMBER_JURISDICTION": jurisdiction,
+                    "MEMBER_HOST": "127.0.0.1",
+                    "MEMBER_PORT": str(port),
+                    "MEMBER_BROKER_URL": broker_url,
+                    "MEMBER_ADMIN_TOKEN": admin_token,
+                    "MEMBER_DATA_DIR": str(root / member_id),
+                },
+            )
+            wait_for(f"{member_urls[member_id]}/livez", process, root / f"{member_id}.log")
+        scenario = subprocess.run(
+            [sys.executable, "-m", "member_cloud.scenario"],
+            env={
+                **os.environ,
+                "SCENARIO_BROKER_URL": broker_url,
+                "SCENARIO_ADMIN_TOKEN": admin_token,
+                "SCENARIO_MEMBERS": ",".join(f"{k}={v}" for k, v in member_urls.items()),
+            },
+            check=False,
+        )
+        if scenario.returncode != 0:
+            print(
+                f"the scenario failed (status {scenario.returncode}); logs in {root}",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"Broker API docs: {broker_url}/docs  (Authorize with the admin token {admin_token})")
+        for member_id, url in member_urls.items():
+            print(f"  {member_id:<12} {url}/docs")
+        print(f"Logs and databases: {root}/")
+        if args.once:
+            return 0
+        print("The federation keeps running; press Ctrl-C to stop it.")
+        while all(p.poll() is None for p in federation.processes):
+            time.sleep(0.5)
+        print("a service stopped; see the logs", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except RuntimeError as error:
+        print(f"demo: {error}", file=sys.stderr)
+        return 1
+    finally:
+        federation.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

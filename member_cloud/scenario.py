@@ -1,0 +1,222 @@
+"""The demo scenario: three transfers between member clouds that show the three decisions.
+
+Run by ``make demo`` (through ``member_cloud.federation``) and by the ``scenario`` service of
+docker-compose, with the same command and variables:
+
+    SCENARIO_BROKER_URL=http://127.0.0.1:8000 SCENARIO_ADMIN_TOKEN=... \\
+    SCENARIO_MEMBERS=sn-hospital=http://127.0.0.1:8101,fr-research=http://127.0.0.1:8102,... \\
+    python -m member_cloud.scenario
+
+It talks to the member clouds' own APIs (upload a dataset, ask for a transfer, read the inbox),
+as an operator of each cloud would, and prints what was decided and why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import httpx
+
+from member_cloud.broker_client import BrokerClient
+
+QI = ["Age", "Gender"]
+SENSITIVE = ["Disease"]
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    source: str
+    destination: str
+    dataset: str
+    purpose: str
+    anonymize: str = "none"
+
+
+STEPS = [
+    Step(
+        "The paper's anonymized Table 1, without NIN and Name",
+        "sn-hospital",
+        "fr-research",
+        "patients_published.csv",
+        "research",
+    ),
+    Step(
+        "The raw patient table", "sn-hospital", "fr-research", "patients_original.csv", "research"
+    ),
+    Step(
+        "The raw patient table, anonymized by the broker",
+        "sn-hospital",
+        "fr-research",
+        "patients_original.csv",
+        "research",
+        anonymize="auto",
+    ),
+    Step(
+        "The anonymized table, for marketing",
+        "sn-hospital",
+        "ng-health",
+        "patients_published.csv",
+        "marketing",
+    ),
+]
+
+
+def parse_members(text: str) -> dict[str, str]:
+    """``"a=http://x,b=http://y"`` -> ``{"a": "http://x", "b": "http://y"}``."""
+    members = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        member_id, sep, url = item.partition("=")
+        if not sep or not url:
+            raise ValueError(f"SCENARIO_MEMBERS: {item!r} is not member-id=URL")
+        members[member_id.strip()] = url.strip().rstrip("/")
+    return members
+
+
+def wait_until_up(urls: list[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    for url in urls:
+        while True:
+            try:
+                if httpx.get(url, timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+            time.sleep(0.2)
+
+
+def run(broker_url: str, admin_token: str, members: dict[str, str]) -> list[dict[str, Any]]:
+    """Play every step; returns the broker's answers, with where each delivery ended up."""
+    with httpx.Client(timeout=60) as http:
+        for member_url in {members[s.source] for s in STEPS}:
+            for name in sorted({s.dataset for s in STEPS}):
+                data = resources.files("member_cloud.sample_data").joinpath(name).read_bytes()
+                answer = http.post(
+                    f"{member_url}/datasets", files={"file": (name, data)}, data={"replace": "true"}
+                )
+                answer.raise_for_status()
+        results = []
+        for step in STEPS:
+            answer = http.post(
+                f"{members[step.source]}/transfers",
+                json={
+                    "dataset": step.dataset,
+                    "destination": step.destination,
+                    "purpose": step.purpose,
+                    "quasi_identifiers": QI,
+                    "sensitive": SENSITIVE,
+                    "anonymize": step.anonymize,
+                },
+            )
+            answer.raise_for_status()
+            results.append({"step": step, "answer": answer.json()})
+        with BrokerClient(broker_url, admin_token) as broker:
+            for result in results:
+                result["answer"] = _settled(broker, result["answer"])
+                result["inbox"] = _inbox_entry(
+                    http, members.get(result["step"].destination), result["answer"]["id"]
+                )
+    return results
+
+
+def _settled(broker: BrokerClient, answer: dict, timeout: float = 30.0) -> dict:
+    """Wait until an approved transfer's delivery is delivered or failed."""
+    deadline = time.monotonic() + timeout
+    while answer["delivery"]["status"] == "pending" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        answer = broker.get_transfer(answer["id"])
+    return answer
+
+
+def _inbox_entry(http: httpx.Client, member_url: str | None, transfer_id: str) -> dict | None:
+    if member_url is None:
+        return None
+    answer = http.get(f"{member_url}/inbox/{transfer_id}/meta")
+    return answer.json() if answer.status_code == 200 else None
+
+
+def summary(results: list[dict[str, Any]]) -> str:
+    """What a person reads: the decision, the rules that failed and the figures behind them."""
+    lines = []
+    for number, result in enumerate(results, 1):
+        step, answer = result["step"], result["answer"]
+        lines.append(
+            f"{number}. {step.title}: {step.source} -> {step.destination}, purpose "
+            f"{step.purpose!r}, anonymize={step.anonymize}"
+        )
+        lines.append(
+            f"   decision: {answer['status'].upper()}   (policies "
+            + ", ".join(f"{j} v{v}" for j, v in answer["policy_versions"].items())
+            + ")"
+        )
+        qi = (answer.get("report") or {}).get("quasi_identifiers")
+        if qi:
+            lines.append(
+                f"   measured: k = {qi['k']} on {' + '.join(qi['attributes'])}, "
+                f"max prosecutor risk {qi['prosecutor_risk']['max']:.2f}, "
+                f"QI Mmaq {qi['mmaq']}"
+            )
+        for rule in answer["rules"]:
+            if not rule["passed"]:
+                where = f" [{rule['attribute']}]" if rule["attribute"] else ""
+                lines.append(
+                    f"   FAILED {rule['scope']} {rule['jurisdiction']} "
+                    f"{rule['rule']}{where}: {rule['detail']}"
+                )
+        remedy = answer.get("remedy")
+        if remedy and remedy.get("verified"):
+            steps = "; ".join(
+                f"{s['method']} {s['column'] or ''}".strip()
+                + (f" k={s['parameters']['k']}" if "k" in s["parameters"] else "")
+                for s in remedy["steps"]
+            )
+            verb = "applied" if remedy.get("applied") else "verified remedy"
+            lines.append(f"   {verb}: {steps}")
+            loss = remedy.get("information_loss")
+            if loss:
+                lines.append(
+                    f"   information kept: {loss['utility_percent']:.1f}% (non-uniform entropy)"
+                )
+        delivery = answer["delivery"]
+        inbox = result.get("inbox")
+        where = (
+            f"in {step.destination}'s inbox ({inbox['filename'] or 'data'}, "
+            f"{'anonymized' if inbox['anonymized'] else 'as sent'})"
+            if inbox
+            else ""
+        )
+        lines.append(f"   delivery: {delivery['status']} {where}".rstrip())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    try:
+        broker_url = os.environ["SCENARIO_BROKER_URL"].rstrip("/")
+        admin_token = os.environ["SCENARIO_ADMIN_TOKEN"]
+        members = parse_members(os.environ["SCENARIO_MEMBERS"])
+    except KeyError as missing:
+        print(f"scenario: {missing.args[0]} is not set", file=sys.stderr)
+        return 2
+    except ValueError as error:
+        print(f"scenario: {error}", file=sys.stderr)
+        return 2
+    try:
+        wait_until_up([f"{broker_url}/readyz", *(f"{url}/livez" for url in members.values())])
+        results = run(broker_url, admin_token, members)
+    except (RuntimeError, httpx.HTTPError) as error:
+        print(f"scenario: {error}", file=sys.stderr)
+        return 1
+    print(summary(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
