@@ -15,7 +15,7 @@ from member_cloud.broker_client import BrokerClient
 from member_cloud.config import MemberSettings
 from member_cloud.credentials import StartupError, resolve_api_key
 from member_cloud.delivery import key_digest
-from member_cloud.errors import DeclaredOversizeAsProblem, install_handlers
+from member_cloud.errors import install_handlers
 from member_cloud.routes import datasets, health, inbox, transfers
 from member_cloud.storage import DatasetStore, Inbox
 
@@ -102,11 +102,7 @@ def create_app(settings: MemberSettings) -> FastAPI:
     app.state.settings = settings
     app.state.datasets = DatasetStore(settings.data_dir / "datasets")
     app.state.inbox = Inbox(settings.data_dir / "inbox")
-    install_handlers(app)
-    build_stack = app.build_middleware_stack
-    app.build_middleware_stack = lambda: OneLineStartupFailure(  # type: ignore[method-assign]
-        DeclaredOversizeAsProblem(build_stack(), settings.max_upload_bytes), app
-    )
+    install_handlers(app, wrap=lambda stack: OneLineStartupFailure(stack, app))
     for router in (health, datasets, transfers, inbox):
         app.include_router(router)
     return app

@@ -1,0 +1,184 @@
+"""RFC 9457 ``application/problem+json`` for a FastAPI service: one shape for every error.
+
+Shared by the broker and the member clouds (it knows nothing of either): each service keeps its
+own exception tree, whose classes carry ``type``, ``title``, ``status`` and ``detail``, and
+calls :func:`install` with it. The framework's own errors (404, 405, validation, body size)
+are answered in the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+_HTTP_TYPES = {
+    400: "bad-request",
+    401: "not-authenticated",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    406: "not-acceptable",
+    409: "conflict",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
+    422: "unprocessable",
+}
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = Field(examples=["urn:fedbroker:problem:unknown-column"])
+    title: str = Field(examples=["Unknown column"])
+    status: int = Field(examples=[422])
+    detail: str = Field(examples=["Quasi-identifier 'zip' is not a column of the uploaded dataset"])
+    instance: str = Field(examples=["/v1/transfers"])
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="Field-level errors, where the problem is about several fields"
+    )
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries documenting the problem+json answers of a route."""
+    return {
+        status: {
+            "model": Problem,
+            "description": HTTPStatus(status).phrase,
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF}},
+        }
+        for status in statuses
+    }
+
+
+def problem(
+    path: str,
+    status: int,
+    type_: str,
+    title: str,
+    detail: str,
+    errors: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": f"urn:fedbroker:problem:{type_}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": path,
+    }
+    if errors:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+class DeclaredOversizeAsProblem:
+    """Answer 413 problem+json at once when ``Content-Length`` already exceeds the limit.
+
+    FastAPI's ``max_body_size`` guards streamed bodies (its 413 reaches the handlers below), but
+    when the declared length is over the limit Starlette swaps any response for a text/plain 413.
+    This layer sits outside FastAPI's own middleware so that case keeps the problem shape too.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_size: int, service: str):
+        self.app = app
+        self.max_body_size = max_body_size
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            declared = Headers(scope=scope).get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_body_size:
+                response = problem(
+                    scope.get("path", ""),
+                    413,
+                    "payload-too-large",
+                    "Payload too large",
+                    f"The request body ({int(declared):,} bytes) is larger than the "
+                    f"{self.max_body_size:,} bytes {self.service} accepts",
+                    headers={"Connection": "close"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def install(
+    app: FastAPI,
+    error_class: type[Exception],
+    service: str,
+    authenticate_header: str,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+) -> None:
+    """Answer ``error_class`` and the framework's errors as problems.
+
+    ``service`` names the service in messages ("the broker"); ``authenticate_header`` is the
+    ``WWW-Authenticate`` value of 401 answers; ``wrap`` adds an outermost layer of the service's
+    own around the body-size one.
+    """
+    build_stack = app.build_middleware_stack
+    limit = app.max_body_size or 2**62
+
+    def outermost() -> ASGIApp:
+        stack = DeclaredOversizeAsProblem(build_stack(), limit, service)
+        return wrap(stack) if wrap else stack
+
+    app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
+
+    @app.exception_handler(error_class)
+    def service_error(request: Request, error: Any) -> JSONResponse:
+        headers = {"WWW-Authenticate": authenticate_header} if error.status == 401 else None
+        return problem(
+            request.url.path,
+            error.status,
+            error.type,
+            error.title,
+            error.detail,
+            getattr(error, "errors", None),
+            headers,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        status = error.status_code
+        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+        detail = error.detail if isinstance(error.detail, str) else phrase
+        if status == 413:
+            detail = f"The request body is larger than {service} accepts"
+        return problem(
+            request.url.path,
+            status,
+            _HTTP_TYPES.get(status, "http-error"),
+            phrase,
+            detail,
+            headers=getattr(error, "headers", None),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        errors = [
+            {
+                "field": ".".join(str(p) for p in e["loc"] if p != "body") or "body",
+                "reason": e["msg"],
+            }
+            for e in error.errors()
+        ]
+        first = errors[0] if errors else {"field": "body", "reason": "invalid"}
+        return problem(
+            request.url.path,
+            422,
+            "validation-error",
+            "Invalid request",
+            f"{first['field']}: {first['reason']}",
+            errors,
+        )
