@@ -138,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="output file (.csv, .json, .parquet), or folder for partition",
     )
+    anonymize_cmd.add_argument(
+        "--qid-dimension",
+        action="store_true",
+        help="also report privacy gain and utility of k-anonymizing the first d quasi-"
+        "identifiers (by falling QIR risk), d = 1..m, and the recommended d",
+    )
     anonymize_cmd.add_argument("--format", choices=("table", "json"), default="table")
     anonymize_cmd.set_defaults(handler=_anonymize)
 
@@ -197,7 +203,7 @@ def _analyze(args: argparse.Namespace) -> int:
 def _anonymize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from broker.anonymize import Target, plan_remedy
+    from broker.anonymize import Target, plan_remedy, qid_dimension
 
     frame = read_path(args.data)
     output = Path(args.output)
@@ -235,9 +241,13 @@ def _anonymize(args: argparse.Namespace) -> int:
         (output / "links.json").write_text(
             json.dumps([link.as_dict() for link in remedy.links], indent=2) + "\n"
         )
+    dimension = (
+        qid_dimension(frame, args.qi, args.k, args.max_suppression) if args.qid_dimension else None
+    )
     if args.format == "json":
         json.dump(
             {
+                "qid_dimension": dimension.as_dict() if dimension else None,
                 "before": before.as_dict(),
                 "after": after.as_dict() if after else None,
                 "remedy": remedy.as_dict(),
@@ -249,7 +259,35 @@ def _anonymize(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_anonymization(before, after, remedy, str(output)))
+        if dimension:
+            sys.stdout.write(render_qid_dimension(dimension))
     return 0
+
+
+def render_qid_dimension(dimension) -> str:
+    """QIR Algorithm 2: what k-anonymizing the d riskiest quasi-identifiers buys and costs."""
+    rows = [
+        (
+            ("* " if level.dimension == dimension.recommended else "  ") + str(level.dimension),
+            ", ".join(level.anonymized),
+            str(level.k),
+            f"{level.privacy_gain_percent:.1f}",
+            f"{level.utility_percent:.1f}",
+            f"{level.balance:.1f}",
+        )
+        for level in dimension.levels
+    ]
+    lines = [
+        "",
+        "QID dimension (quasi-identifiers by falling QIR risk: "
+        + ", ".join(f"{q} {dimension.risk_percent[q]:.3g}%" for q in dimension.order)
+        + ")",
+    ]
+    lines += _aligned(("d", "k-anonymized", "k", "privacy gain %", "utility %", "balance"), rows)
+    lines.append(
+        f"  recommended d = {dimension.recommended} (* : best harmonic mean of gain and utility)"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _write(frame, path) -> None:

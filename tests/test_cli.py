@@ -171,3 +171,26 @@ def test_anonymize_unknown_column_is_status_2(tmp_path):
     )
     assert result.returncode == 2 and "'Zip'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_anonymize_reports_the_qid_dimension(tmp_path):
+    result = run(
+        "anonymize",
+        str(FIXTURES / "census_sample.csv"),
+        "--qi",
+        "Age,Gender,ZipCode,MaritalStatus",
+        "--k",
+        "2",
+        "-o",
+        str(tmp_path / "c.csv"),
+        "--qid-dimension",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    dimension = json.loads(result.stdout)["qid_dimension"]
+    assert [level["dimension"] for level in dimension["levels"]] == [1, 2, 3, 4]
+    risks = [dimension["risk_percent"][q] for q in dimension["order"]]
+    assert risks == sorted(risks, reverse=True)  # falling QIR risk
+    assert dimension["levels"][-1]["k"] >= 2
+    assert 1 <= dimension["recommended"] <= 4
