@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,16 +31,24 @@ class Settings(BaseSettings):
     anonymize_max_suppression: float = Field(
         0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
     )
-    anonymize_max_suppression: float = Field(
-        0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
-    )
     delivery_enabled: bool = Field(True, description="Run the delivery worker in this process")
     delivery_max_attempts: int = Field(8, ge=1)
     delivery_backoff_seconds: float = Field(1.0, gt=0, description="First retry delay")
     delivery_backoff_max_seconds: float = Field(60.0, gt=0)
-    delivery_lease_seconds: float = Field(30.0, gt=0)
+    delivery_lease_seconds: float = Field(
+        60.0, gt=0, description="How long a worker holds a delivery; must exceed the timeout"
+    )
     delivery_poll_seconds: float = Field(0.5, gt=0)
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _lease_outlives_an_attempt(self) -> Settings:
+        if self.delivery_lease_seconds <= self.delivery_timeout_seconds:
+            raise ValueError(
+                "delivery_lease_seconds must be longer than delivery_timeout_seconds, or a slow "
+                "attempt could lose its lease and be posted twice"
+            )
+        return self
 
 
 @lru_cache

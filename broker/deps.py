@@ -67,11 +67,14 @@ def current_caller(
     if hmac.compare_digest(token, admin_token):
         return Caller(ADMIN)
     member = members.authenticate(session, credentials.credentials)
-    if member is None:
+    caller = Caller(MEMBER, member.id, member.jurisdiction) if member else None
+    active = member is not None and member.status == "active"
+    session.rollback()  # end the read: no transaction (or SQLite lock) held into the route
+    if caller is None:
         raise NotAuthenticated("The bearer token is neither the admin token nor a member's key")
-    if member.status != "active":
-        raise Forbidden(f"Member {member.id!r} is suspended")
-    return Caller(MEMBER, member.id, member.jurisdiction)
+    if not active:
+        raise Forbidden(f"Member {caller.member_id!r} is suspended")
+    return caller
 
 
 CurrentCaller = Annotated[Caller, Depends(current_caller)]

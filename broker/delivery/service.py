@@ -83,9 +83,16 @@ def deliver(
     """Make one attempt at a leased delivery and record its outcome; returns the new status."""
     with factory() as session:
         delivery = repository.get(session, transfer_id)
+        if (
+            delivery is None
+            or delivery.status != repository.PENDING
+            or delivery.lease_owner != owner
+            or delivery.payload is None
+        ):
+            return "lease_lost"  # settled or taken over since we claimed it
         transfer = transfers.get(session, transfer_id)
         destination = members.get(session, transfer.destination_id)
-        payload, payload_type = delivery.payload or b"", delivery.payload_type
+        payload, payload_type = delivery.payload, delivery.payload_type
         attempts = delivery.attempts + 1
         if destination is None or destination.status != ACTIVE:
             outcome = Attempt(
@@ -96,9 +103,18 @@ def deliver(
             )
         else:
             inbox_url, key_hash = destination.inbox_url, destination.api_key_hash
-            headers = _headers(transfer, payload, payload_type, key_hash)
+            try:
+                headers = _headers(transfer, payload, payload_type, key_hash)
+            except Exception as error:  # a bad stored value must not stall the outbox
+                headers, outcome = (
+                    None,
+                    Attempt(
+                        False, False, f"cannot build the delivery: {type(error).__name__}: {error}"
+                    ),
+                )
             session.rollback()  # hold no transaction (or SQLite lock) during the HTTP call
-            outcome = _post(client, inbox_url, payload, headers)
+            if headers is not None:
+                outcome = _post(client, inbox_url, payload, headers)
 
     now = datetime.now(UTC)
     with factory() as session:
@@ -134,24 +150,23 @@ def deliver(
 
 
 def _headers(transfer, payload: bytes, payload_type: str, key_hash: str) -> dict[str, str]:
-    timestamp = int(time.time())
     dataset = transfer.dataset
-    return {
+    filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
+    headers = {
         "Content-Type": payload_type,
         "Idempotency-Key": transfer.id,
+        "X-Fedbroker-Timestamp": str(int(time.time())),
         "X-Fedbroker-Transfer": transfer.id,
         "X-Fedbroker-Source": transfer.source_id,
-        "X-Fedbroker-Purpose": transfer.purpose,
+        # Percent-encoded: header values are ASCII, purposes and file names need not be.
+        "X-Fedbroker-Purpose": quote(transfer.purpose, safe=""),
         "X-Fedbroker-Decision": transfer.status,
-        # Percent-encoded: header values are ASCII, file names need not be.
-        "X-Fedbroker-Filename": quote(
-            dataset.get("delivered_filename") or dataset.get("filename") or ""
-        ),
+        "X-Fedbroker-Filename": quote(filename, safe=""),
         "X-Fedbroker-Sha256": hashlib.sha256(payload).hexdigest(),
         "X-Fedbroker-Anonymized": "true" if dataset.get("anonymized") else "false",
-        "X-Fedbroker-Timestamp": str(timestamp),
-        "X-Fedbroker-Signature": signature(key_hash, timestamp, transfer.id, payload),
     }
+    headers["X-Fedbroker-Signature"] = signature(key_hash, headers, payload)
+    return headers
 
 
 def _post(client: httpx.Client, url: str, payload: bytes, headers: dict[str, str]) -> Attempt:
@@ -161,6 +176,8 @@ def _post(client: httpx.Client, url: str, payload: bytes, headers: dict[str, str
         return Attempt(False, True, f"timed out posting to {url}")
     except httpx.TransportError as error:
         return Attempt(False, True, f"could not reach {url}: {type(error).__name__}: {error}")
+    except (httpx.HTTPError, ValueError) as error:  # e.g. an inbox URL httpx cannot use
+        return Attempt(False, True, f"could not post to {url}: {type(error).__name__}: {error}")
     if response.is_success:
         return Attempt(True, False)
     reason = f"HTTP {response.status_code} from {url}: {response.text[:300]}"

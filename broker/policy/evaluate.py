@@ -18,7 +18,7 @@ from typing import Any
 
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport
-from broker.policy.models import FSLARecord, RuleSet
+from broker.policy.models import FSLARecord, RuleSet, attribute_key
 
 APPROVED = "approved"
 ANONYMIZATION_REQUIRED = "anonymization_required"
@@ -123,7 +123,7 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         min_l=highest(r.min_l for r in rule_sets),
         max_t=lowest(r.max_t for r in rule_sets),
         forbidden_attributes=frozenset(
-            a.casefold() for r in rule_sets for a in r.forbidden_attributes
+            attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
         ),
         auto_anonymize=all(r.auto_anonymize for r in rule_sets),
     )
@@ -226,10 +226,10 @@ def _data_rules(
             )
 
     if rules_.forbidden_attributes:
-        forbidden = {a.casefold() for a in rules_.forbidden_attributes}
+        forbidden = {attribute_key(a) for a in rules_.forbidden_attributes}
         per_attribute(
             "forbidden_attribute",
-            [(a, a.name) for a in report.attributes if a.name.casefold() in forbidden],
+            [(a, a.name) for a in report.attributes if attribute_key(a.name) in forbidden],
             lambda a: f"{where} forbids the attribute {a.name!r} from passing: drop it",
             ", ".join(rules_.forbidden_attributes),
             f"no attribute forbidden by {where} is present",

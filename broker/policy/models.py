@@ -7,10 +7,18 @@ field and the reason in the same way.
 
 from __future__ import annotations
 
+import unicodedata
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
+
+
+def attribute_key(name: str) -> str:
+    """How attribute names are compared: Unicode-normalized, trimmed, without regard to case,
+    so that ``"Name "`` or ``"ＮＡＭＥ"`` cannot slip past a rule about ``name``."""
+    return unicodedata.normalize("NFKC", name).strip().casefold()
 
 
 class RuleSet(BaseModel):

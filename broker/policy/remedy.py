@@ -17,7 +17,7 @@ from broker.anonymize import Remedy, Target, plan_remedy
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
 from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate
-from broker.policy.models import FSLARecord
+from broker.policy.models import FSLARecord, attribute_key
 
 # Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
 # index, t-closeness) is finally met; each try doubles k.
@@ -65,7 +65,7 @@ def target_for(
     req = decision.requirements
     sensitive = set(context.sensitive)
     quasi = set(context.quasi_identifiers)
-    drop = [a.name for a in report.attributes if a.name.casefold() in req.forbidden_attributes]
+    drop = [a.name for a in report.attributes if attribute_key(a.name) in req.forbidden_attributes]
     if not req.identifiers_allowed:
         drop += [
             a.name

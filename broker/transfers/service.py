@@ -37,11 +37,17 @@ from broker.policy.evaluate import (
     TransferContext,
     evaluate,
 )
+from broker.policy.models import FSLARecord
 from broker.policy.remedy import find_remedy
 from broker.transfers import repository
 from broker.transfers.models import Delivery, Transfer
 
 FEDERATION = "federation"
+MEDIA_TYPES = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+}
 PENDING = "pending"
 
 
@@ -89,27 +95,29 @@ def check_columns(frame: pd.DataFrame, quasi_identifiers, sensitive) -> None:
 
 
 def measure(
-    frame: pd.DataFrame, quasi_identifiers: tuple[str, ...], sensitive: tuple[str, ...]
+    frame: pd.DataFrame, declared: tuple[str, ...], sensitive: tuple[str, ...]
 ) -> tuple[AnalysisReport, tuple[str, ...], bool]:
-    """The report, the quasi-identifiers it used, and whether the broker inferred them.
+    """The report, the quasi-identifiers it used, and whether the broker added any.
 
-    Without declared quasi-identifiers the broker takes every non-sensitive attribute whose Mmaq
-    class is ``quasi_identifier``: identifiers are judged by their own rule, anonymous attributes
-    separate no one, and nothing escapes the k, l and t rules by not being declared.
+    The sender's declaration can widen the check, never narrow it: the broker adds every
+    non-sensitive attribute whose Mmaq class is ``quasi_identifier``. Identifiers are judged by
+    their own rule and anonymous attributes separate no one, so nothing escapes the k, l and t
+    rules by being left undeclared.
     """
-    inferred = not quasi_identifiers
-    if inferred:
-        first = analyze(frame, max_combination_size=0)
-        quasi_identifiers = tuple(
-            a.name
-            for a in first.attributes
-            if a.measure.attribute_class == QUASI_IDENTIFIER and a.name not in sensitive
-        )
+    first = analyze(frame, max_combination_size=0)
+    added = tuple(
+        a.name
+        for a in first.attributes
+        if a.measure.attribute_class == QUASI_IDENTIFIER
+        and a.name not in sensitive
+        and a.name not in declared
+    )
+    quasi_identifiers = declared + added
     if sensitive and not quasi_identifiers:
         report = analyze(frame, max_combination_size=3)
     else:
         report = analyze(frame, quasi_identifiers, sensitive)
-    return report, quasi_identifiers, inferred
+    return report, quasi_identifiers, bool(added)
 
 
 def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
@@ -134,24 +142,20 @@ def submit(
         earlier = repository.by_idempotency_key(session, caller.member_id, request.idempotency_key)
         if earlier is not None:
             return _replay(earlier, request_fingerprint), True
-
+    # Short reads, CPU work outside any transaction, one short write: on SQLite a transaction
+    # holds the write lock, and measuring or anonymizing a large upload takes seconds.
+    session.rollback()
     frame = read_upload(upload)
     check_columns(frame, request.quasi_identifiers, request.sensitive)
-    source = members.get(session, caller.member_id)
-    destination = members.get(session, request.destination)
     report, quasi_identifiers, inferred = measure(
         frame, request.quasi_identifiers, request.sensitive
     )
+    parties = _read_parties(session, caller.member_id, request.destination)
+    session.rollback()
     outcome = _decide(
-        session,
-        source,
-        destination,
-        request,
-        quasi_identifiers,
-        frame,
-        report,
-        settings.anonymize_max_suppression,
+        parties, request, quasi_identifiers, frame, report, settings.anonymize_max_suppression
     )
+    source = parties.source
     dataset = {
         "sha256": dataset_sha256,
         "size_bytes": len(upload.data),
@@ -161,7 +165,8 @@ def submit(
         "format": detect_format(upload.filename, upload.data[:16]),
         "anonymized": False,
     }
-    payload, payload_type = upload.data, upload.content_type or "application/octet-stream"
+    # The type comes from what the broker parsed, never from the sender's say-so.
+    payload, payload_type = upload.data, MEDIA_TYPES[dataset["format"]]
     if outcome.anonymized is not None:  # the original is never forwarded
         payload, payload_type = outcome.anonymized.to_csv(index=False).encode(), "text/csv"
         stem = (upload.filename or "dataset").rsplit(".", 1)[0]
@@ -259,26 +264,52 @@ class Outcome:
     anonymized: pd.DataFrame | None = None
 
 
+@dataclass(frozen=True)
+class Party:
+    id: str
+    jurisdiction: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Parties:
+    """The members and the policy versions a decision uses, read in one short transaction."""
+
+    source: Party
+    destination: Party | None
+    policies: dict[str, tuple[FSLARecord, int]]
+
+
+def _read_parties(session: Session, source_id: str, destination_id: str) -> Parties:
+    def party(member: Member | None) -> Party | None:
+        return member and Party(member.id, member.jurisdiction, member.status)
+
+    source = party(members.get(session, source_id))
+    destination = party(members.get(session, destination_id))
+    found = {}
+    for member in filter(None, (source, destination)):
+        row = policies.current(session, member.jurisdiction)
+        found[row.jurisdiction] = (policies.record_of(row), row.version)
+    return Parties(source, destination, found)
+
+
 def _decide(
-    session: Session,
-    source: Member,
-    destination: Member | None,
+    parties: Parties,
     request: TransferRequest,
     quasi_identifiers: tuple[str, ...],
     frame: pd.DataFrame,
     report: AnalysisReport,
     max_suppression: float,
 ) -> Outcome:
-    source_row = policies.current(session, source.jurisdiction)
-    versions = {source_row.jurisdiction: source_row.version}
+    source, destination = parties.source, parties.destination
+    source_policy, source_version = parties.policies[source.jurisdiction]
+    versions = {source.jurisdiction: source_version}
     federation_rules = _federation_rules(source, destination, request)
     if any(not rule.passed for rule in federation_rules):
         return Outcome(REJECTED, federation_rules, None, versions, report)
 
-    destination_row = policies.current(session, destination.jurisdiction)
-    versions[destination_row.jurisdiction] = destination_row.version
-    source_policy = policies.record_of(source_row)
-    destination_policy = policies.record_of(destination_row)
+    destination_policy, destination_version = parties.policies[destination.jurisdiction]
+    versions[destination.jurisdiction] = destination_version
     context = TransferContext(
         source.jurisdiction,
         destination.jurisdiction,
@@ -334,7 +365,7 @@ def _join(*parts: str | None) -> str:
 
 
 def _federation_rules(
-    source: Member, destination: Member | None, request: TransferRequest
+    source: Party, destination: Party | None, request: TransferRequest
 ) -> list[RuleResult]:
     known = destination is not None
     rules = [

@@ -83,9 +83,61 @@ def test_signature_verifies_with_the_destinations_key(broker, inbox):
     ).json()["id"]
     drain(broker)
     headers, body = inbox.received[0]
-    message = f"{headers['x-fedbroker-timestamp']}.{transfer_id}.".encode() + body
+    signed = [
+        "x-fedbroker-timestamp",
+        "x-fedbroker-transfer",
+        "x-fedbroker-source",
+        "x-fedbroker-purpose",
+        "x-fedbroker-decision",
+        "x-fedbroker-filename",
+        "x-fedbroker-sha256",
+        "x-fedbroker-anonymized",
+        "content-type",
+    ]
+    message = "".join(f"{headers.get(name, '')}\n" for name in signed).encode() + body
     expected = hmac.new(hashlib.sha256(key.encode()).digest(), message, "sha256").hexdigest()
-    assert headers["x-fedbroker-signature"] == f"v1={expected}"
+    assert headers["x-fedbroker-signature"] == f"v2={expected}"
+    assert headers["x-fedbroker-transfer"] == transfer_id
+    assert headers["content-type"] == "text/csv"  # from the parsed format, not the sender
+
+
+def test_non_ascii_purpose_and_file_name_are_delivered_percent_encoded(broker, inbox):
+    record = broker.client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    record["allowed_purposes"].append("santé publique")
+    broker.client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    broker.client.post(
+        "/v1/members",
+        headers=ADMIN,
+        json={"id": "sn-lab2", "name": "lab", "jurisdiction": "SN", "inbox_url": inbox.url},
+    )
+    answer = broker.send(
+        "sn-hospital",
+        "patients_published.csv",
+        filename="données.csv",
+        destination="sn-lab2",
+        purpose="santé publique",
+        **QI,
+    )
+    assert answer.json()["status"] == "approved", answer.text
+    drain(broker)
+    [(headers, _)] = inbox.received
+    assert headers["x-fedbroker-purpose"] == "sant%C3%A9%20publique"
+    assert headers["x-fedbroker-filename"] == "donn%C3%A9es.csv"
+    assert delivery(broker, answer.json()["id"])["status"] == "delivered"
+
+
+def test_an_inbox_url_that_cannot_be_used_fails_with_the_reason(broker, inbox, connection):
+    from sqlalchemy import text
+
+    broken = approved(broker)
+    healthy = approved(broker)
+    connection.execute(text("UPDATE members SET inbox_url = 'not a url' WHERE id = 'fr-lab'"))
+    drain(broker)
+    for transfer_id in (broken, healthy):  # each settled on its own: nothing stalls the outbox
+        state = delivery(broker, transfer_id)
+        assert (state["status"], state["attempts"]) == ("failed", 3)
+        assert "not a url" in state["last_error"]
+    assert inbox.received == []
 
 
 def test_server_errors_are_retried_with_the_same_idempotency_key(broker, inbox):

@@ -35,7 +35,7 @@ SETTINGS = Settings(
     admin_token="x" * 16,
     delivery_max_attempts=MAX_ATTEMPTS,
     delivery_backoff_seconds=1.0,
-    delivery_lease_seconds=30.0,
+    delivery_lease_seconds=60.0,
 )
 DATASETS = {
     "published": (FIXTURES / "patients_published.csv").read_bytes(),

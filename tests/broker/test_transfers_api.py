@@ -354,3 +354,33 @@ def test_no_verified_remedy_means_rejected(federation):
     rule = next(r for r in body["rules"] if r["rule"] == "remedy_found")
     assert not rule["passed"] and "rows" in rule["detail"]
     assert body["remedy"]["verified"] is False
+
+
+def test_declaring_a_harmless_quasi_identifier_cannot_narrow_the_check(federation):
+    # Age + Zip single out every row; the sender declares only Gender.
+    rows = ["Age,Zip,Gender,Disease"] + [
+        f"{20 + i % 20},{57000 + i // 20},{'FM'[i % 2]},{['flu', 'hiv', 'cold'][i % 3]}"
+        for i in range(40)
+    ]
+    body = federation.send(
+        "sn-hospital",
+        "\n".join(rows).encode(),
+        destination="fr-research",
+        quasi_identifiers="Gender",
+        sensitive="Disease",
+    ).json()
+    assert body["status"] != "approved"
+    assert body["quasi_identifiers"][0] == "Gender"
+    assert {"Age", "Zip"} <= set(body["quasi_identifiers"])
+    assert body["quasi_identifiers_inferred"] is True
+
+
+@pytest.mark.parametrize("header", ["NIN ", " nin", "ＮＩＮ"])
+def test_forbidden_attribute_is_found_whatever_its_spacing_case_or_width(federation, header):
+    data = (FIXTURES / "patients_published.csv").read_text().splitlines()
+    data[0] = f"{header},{data[0]}"
+    data[1:] = [f"{i}*,{line}" for i, line in enumerate(data[1:])]
+    body = federation.send(
+        "sn-hospital", "\n".join(data).encode(), destination="fr-research", **QI
+    ).json()
+    assert ("forbidden_attribute", "export", header) in failed(body)

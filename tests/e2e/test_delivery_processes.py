@@ -34,6 +34,7 @@ class BrokerProcess:
             "BROKER_DELIVERY_BACKOFF_SECONDS": "0.2",
             "BROKER_DELIVERY_BACKOFF_MAX_SECONDS": "0.5",
             "BROKER_DELIVERY_LEASE_SECONDS": "2",
+            "BROKER_DELIVERY_TIMEOUT_SECONDS": "1",
             "BROKER_DELIVERY_MAX_ATTEMPTS": "50",
         }
         self.log = log
@@ -157,7 +158,7 @@ def test_two_brokers_on_one_postgresql_database_deliver_each_transfer_once(tmp_p
         key = register(first.url, inbox.url)
         ids = [send((first if i % 2 else second).url, key) for i in range(12)]
         wait_delivered(first.url, ids)
-        time.sleep(1.0)  # a duplicate, if any, would arrive now
+        time.sleep(2.5)  # past the lease: a duplicate, if any, would have arrived
     finally:
         first.stop()
         second.stop()
