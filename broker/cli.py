@@ -10,7 +10,8 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from broker.datasets import DatasetError, read_path
 from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
@@ -300,7 +301,10 @@ def _write(frame, path) -> None:
         else:
             frame.to_csv(path, index=False)
     except OSError as error:
-        raise CommandError(f"{path}: {error.strerror}") from None
+        reason = error.strerror or str(error)
+        if isinstance(error, FileNotFoundError):
+            reason = "the folder does not exist"
+        raise CommandError(f"{path}: {reason}") from None
 
 
 def render_anonymization(
@@ -365,6 +369,7 @@ def _settings(**overrides):
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from broker.db import make_engine
     from broker.main import create_app
     from broker.policies.seed import load_records
 
@@ -375,25 +380,40 @@ def _serve(args: argparse.Namespace) -> int:
             "at least 16 characters"
         )
     load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    with _database_errors():  # an unreachable database too
+        engine = make_engine(settings.database_url)
+        with engine.connect():
+            pass
+        engine.dispose()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
     return 0
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
-    from sqlalchemy.exc import OperationalError
-
     from broker.db import make_engine, upgrade
 
     settings = _settings()
-    try:
+    with _database_errors():
         upgrade(make_engine(settings.database_url))
-    except OperationalError as error:
-        raise CommandError(
-            f"cannot reach the database: {str(error.orig).splitlines()[0]}"
-        ) from None
     print(f"database schema is at the newest migration ({settings.database_url.split('@')[-1]})")
     return 0
+
+
+@contextmanager
+def _database_errors() -> Iterator[None]:
+    """Database problems as one line: a bad URL, an unreachable server, a read-only file."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+
+    try:
+        yield
+    except (ArgumentError, NoSuchModuleError) as error:
+        raise CommandError(f"BROKER_DATABASE_URL: {error}") from None
+    except DBAPIError as error:
+        first = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        raise CommandError(f"cannot use the database: {first}") from None
+    except (SQLAlchemyError, OSError) as error:
+        raise CommandError(f"cannot use the database: {error}") from None
 
 
 _CLASS_MARK = {

@@ -169,22 +169,40 @@ def _read_json(data: bytes, label: str) -> pd.DataFrame:
             raise DatasetError(f"{label}: item {index} of the JSON array is not an object")
     frame = pd.DataFrame.from_records(records)
     for column in frame.columns:
-        nested = frame[column].map(lambda v: isinstance(v, dict | list)).to_numpy()
-        if nested.any():
+        values = frame[column]
+        if values.dtype != object:
+            continue
+        if values.map(lambda v: isinstance(v, dict | list)).any():
             raise DatasetError(
                 f"{label}: column {column!r} holds nested objects or arrays; flatten them first"
             )
+        # As written: true and 1 are different values (Python would count them as one).
+        booleans = values.map(lambda v: isinstance(v, bool))
+        if booleans.any():
+            frame[column] = values.where(~booleans, values.map({True: "true", False: "false"}))
     return frame
 
 
 def _read_parquet(data: bytes, label: str) -> pd.DataFrame:
+    # The schema is checked before any table exists: an error raised while a table is alive
+    # keeps it alive in the traceback until shutdown, where Arrow's threads can abort.
     try:
-        table = pq.read_table(io.BytesIO(data))
+        schema = pq.read_schema(io.BytesIO(data))
     except (pa.ArrowInvalid, OSError) as error:
         if not data.startswith(_PARQUET_MAGIC) or "magic bytes" in str(error):
             raise DatasetError(f"{label} is not a Parquet file") from None
         raise DatasetError(
             f"{label} is a damaged Parquet file: {str(error).splitlines()[0]}"
         ) from None
-    _check_column_names(table.column_names, label)
-    return table.to_pandas()
+    _check_column_names(schema.names, label)
+    for field in schema:
+        if pa.types.is_nested(field.type):
+            raise DatasetError(
+                f"{label}: column {field.name!r} holds nested values ({field.type}); "
+                "flatten them first"
+            )
+    try:
+        return pq.read_table(io.BytesIO(data)).to_pandas()
+    except (pa.ArrowInvalid, OSError) as error:
+        message = str(error).splitlines()[0]
+    raise DatasetError(f"{label} is a damaged Parquet file: {message}")

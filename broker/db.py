@@ -7,6 +7,7 @@ the schema is only ever created by the Alembic migrations in ``broker/migrations
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +15,16 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Engine,
+    MetaData,
+    TypeDecorator,
+    create_engine,
+    event,
+    text,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -97,6 +107,25 @@ def schema_is_current(connection: Connection) -> bool:
     """True when the database answers and its schema is at the newest migration."""
     head = ScriptDirectory.from_config(alembic_config(connection.engine)).get_current_head()
     return MigrationContext.configure(connection).get_current_revision() == head
+
+
+# Any constant: the PostgreSQL advisory lock that lets one broker at a time migrate and seed.
+_STARTUP_LOCK = 7_314_002
+
+
+@contextmanager
+def startup_lock(engine: Engine) -> Iterator[None]:
+    """Serialize start-up work (migrations, seeding) between brokers sharing one database."""
+    if engine.dialect.name != "postgresql":
+        yield  # SQLite is one process's file; its BEGIN IMMEDIATE serializes the rest
+        return
+    with engine.connect() as connection:
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _STARTUP_LOCK})
+        try:
+            yield
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _STARTUP_LOCK})
+            connection.commit()
 
 
 def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:

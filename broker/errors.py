@@ -17,6 +17,9 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     │   └── InvalidPolicy          422 invalid-policy
     └── NotReady                   503 not-ready
 
+Also answered as problems: an unreachable or locked database (503 database-unavailable, with
+Retry-After) and any unexpected error (500 internal-error, logged).
+
 A policy that says no is not an error: it is a 200 answer carrying a decision.
 """
 
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 
 from broker import problems
 from broker.problems import PROBLEM_MEDIA_TYPE, Problem, responses
@@ -109,3 +114,15 @@ class NotReady(BrokerError):
 def install_handlers(app: FastAPI) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
     problems.install(app, BrokerError, "the broker", "Bearer")
+
+    @app.exception_handler(OperationalError)
+    def database_unavailable(request: Request, error: OperationalError) -> JSONResponse:
+        problems.log.warning("database unavailable on %s: %s", request.url.path, error.orig)
+        return problems.problem(
+            request.url.path,
+            503,
+            "database-unavailable",
+            "Database unavailable",
+            "The broker's database is busy or unreachable; nothing was changed. Try again shortly.",
+            headers={"Retry-After": "5"},
+        )

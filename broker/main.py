@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 
 import httpx
 from fastapi import FastAPI
@@ -15,7 +15,7 @@ from sqlalchemy.orm import sessionmaker
 from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.config import Settings, get_settings
-from broker.db import make_engine, make_sessionmaker, upgrade
+from broker.db import make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.health import router as health_router
@@ -53,8 +53,6 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         records = load_records(settings.policy_dir)  # an invalid file stops the start
         if bind is None:
             engine = make_engine(settings.database_url)
-            if settings.apply_migrations:
-                upgrade(engine)
             app.state.sessionmaker = make_sessionmaker(engine)
         else:
             engine = bind.engine
@@ -62,8 +60,11 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
                 bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
             )
         app.state.engine = engine
-        with app.state.sessionmaker() as session:
-            created = policies.seed(session, records)
+        with startup_lock(engine) if bind is None else nullcontext():
+            if settings.apply_migrations and bind is None:
+                upgrade(engine)
+            with app.state.sessionmaker() as session:
+                created = policies.seed(session, records)
         if created:
             log.info("seeded F-SLA records: %s", ", ".join(created))
         client = httpx.Client(timeout=settings.delivery_timeout_seconds)

@@ -8,6 +8,7 @@ are answered in the same shape.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -20,6 +21,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+log = logging.getLogger("fedbroker.problems")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 _HTTP_TYPES = {
@@ -162,6 +164,17 @@ def install(
             phrase,
             detail,
             headers=getattr(error, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    def unexpected_error(request: Request, error: Exception) -> JSONResponse:
+        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
+        return problem(
+            request.url.path,
+            500,
+            "internal-error",
+            "Internal error",
+            f"{service[0].upper()}{service[1:]} failed on this request; the error is in its log",
         )
 
     @app.exception_handler(RequestValidationError)

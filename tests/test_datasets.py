@@ -76,3 +76,8 @@ def test_read_path_errors(tmp_path):
         read_path(tmp_path / "missing.csv")
     with pytest.raises(DatasetError, match="is a folder"):
         read_path(tmp_path)
+
+
+def test_json_true_and_1_are_different_values():
+    frame = read_dataset(b'[{"a": 1}, {"a": true}, {"a": 0}, {"a": false}]', "a.json")
+    assert frame["a"].nunique() == 4

@@ -143,7 +143,7 @@ def mmaq_from_counts(counts: Sequence[int] | np.ndarray) -> MmaqMeasure:
         shannon_normalized=1.0 - one_minus_hn,
         log10_stabilizer=log10_stabilizer,
         log10_mmaq=log10_mmaq,
-        mmaq_index=min(max(mmaq_index, 0.0), 1.0),
+        mmaq_index=min(max(0.0, mmaq_index), 1.0),  # 0.0 first: never "-0.0"
         attribute_class=attribute_class,
     )
 

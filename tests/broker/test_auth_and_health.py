@@ -54,3 +54,35 @@ def test_docs_are_served_without_internet(client):
     assert "cdn" not in page.lower()
     assert "/static-offline-docs/swagger-ui-bundle.js" in page
     assert client.get("/static-offline-docs/swagger-ui-bundle.js").status_code == 200
+
+
+def test_unexpected_errors_are_problem_json(connection, settings):
+    from fastapi.testclient import TestClient
+
+    from broker.main import create_app
+
+    app = create_app(settings, bind=connection)
+
+    @app.get("/boom")
+    def boom():
+        raise RuntimeError("secret internals")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/boom")
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert "secret internals" not in answer.text
+
+
+def test_nested_parquet_is_a_422(federation):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"a": [[1, 2], [3]]}), buffer)
+    answer = federation.client.post(
+        "/v1/analyze", headers=ADMIN, files={"file": ("n.parquet", buffer.getvalue())}
+    )
+    assert answer.status_code == 422 and "nested" in answer.json()["detail"]

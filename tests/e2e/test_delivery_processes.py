@@ -41,12 +41,18 @@ class BrokerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> BrokerProcess:
+        return self.launch().wait_ready()
+
+    def launch(self) -> BrokerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "broker"],
             env=self.env,
             stdout=self.log.open("a"),
             stderr=subprocess.STDOUT,
         )
+        return self
+
+    def wait_ready(self) -> BrokerProcess:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log.read_text()[-3000:]
@@ -153,8 +159,10 @@ def test_two_brokers_on_one_postgresql_database_deliver_each_transfer_once(tmp_p
     first = BrokerProcess(url, tmp_path / "first.log")
     second = BrokerProcess(url, tmp_path / "second.log")
     try:
-        first.start()
-        second.start()
+        first.launch()  # both at once on the fresh database: migrations and seeding race
+        second.launch()
+        first.wait_ready()
+        second.wait_ready()
         key = register(first.url, inbox.url)
         ids = [send((first if i % 2 else second).url, key) for i in range(12)]
         wait_delivered(first.url, ids)
