@@ -84,6 +84,23 @@ class Federation:
                 process.kill()
 
 
+MARKER = ".fedbroker-demo"
+
+
+def prepare(root: Path) -> None:
+    """Empty ``root`` for a new run, but only if an earlier demo made it (or it is empty)."""
+    if root.exists():
+        if not root.is_dir():
+            raise RuntimeError(f"{root} is not a folder")
+        if any(root.iterdir()) and not (root / MARKER).exists():
+            raise RuntimeError(
+                f"{root} is not empty and was not made by the demo: choose another --data folder"
+            )
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / MARKER).write_text("made by python -m member_cloud.federation; emptied at start\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m member_cloud.federation", description=__doc__.splitlines()[0]
@@ -97,8 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     root = Path(args.data)
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    try:
+        prepare(root)
+    except RuntimeError as error:
+        print(f"demo: {error}", file=sys.stderr)
+        return 2
+    # `kill` (SIGTERM) stops the federation as Ctrl-C does: no orphaned services.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     admin_token = secrets.token_urlsafe(24)
     broker_port = port_or_free(BROKER_PORT)
     broker_url = f"http://127.0.0.1:{broker_port}"

@@ -1,4 +1,6 @@
-from sqlalchemy import func, or_, select
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from broker.transfers.models import Delivery, Transfer
@@ -14,13 +16,22 @@ def by_idempotency_key(session: Session, source_id: str, key: str) -> Transfer |
 
 
 def page(
-    session: Session, member_id: str | None, status: str | None, offset: int, limit: int
+    session: Session,
+    member_id: str | None,
+    member_since: datetime | None,
+    status: str | None,
+    offset: int,
+    limit: int,
 ) -> tuple[list[Transfer], int]:
-    """Newest first; a member sees the transfers it sent or received, an admin all of them."""
+    """Newest first; a member sees what it sent, and what was sent to it once it was registered;
+    an admin (``member_id`` None) sees everything."""
     query = select(Transfer)
     if member_id is not None:
         query = query.where(
-            or_(Transfer.source_id == member_id, Transfer.destination_id == member_id)
+            or_(
+                Transfer.source_id == member_id,
+                and_(Transfer.destination_id == member_id, Transfer.created_at >= member_since),
+            )
         )
     if status is not None:
         query = query.where(Transfer.status == status)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -168,7 +169,10 @@ def submit(
     # The type comes from what the broker parsed, never from the sender's say-so.
     payload, payload_type = upload.data, MEDIA_TYPES[dataset["format"]]
     if outcome.anonymized is not None:  # the original is never forwarded
-        payload, payload_type = outcome.anonymized.to_csv(index=False).encode(), "text/csv"
+        # Rows leave in a random order: two releases of one table cannot be lined up by
+        # position (20-30 in one and 25-40 in the other would give 25-30).
+        shuffled = outcome.anonymized.sample(frac=1, random_state=np.random.default_rng())
+        payload, payload_type = shuffled.to_csv(index=False).encode(), "text/csv"
         stem = (upload.filename or "dataset").rsplit(".", 1)[0]
         dataset.update(
             anonymized=True,
@@ -411,21 +415,32 @@ def _federation_rules(
 
 
 def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
-    """The transfer, if the caller sent or received it (or is an admin); else 404."""
+    """The transfer, if the caller sent it, received it, or is an admin; else 404.
+
+    A member registered after a transfer was addressed to its id (then unknown) does not see it.
+    """
     transfer = repository.get(session, transfer_id)
-    if transfer is None or not (
-        caller.is_admin or caller.member_id in (transfer.source_id, transfer.destination_id)
-    ):
+    if transfer is None or not (caller.is_admin or _concerns(session, caller, transfer)):
         raise NotFound(f"No transfer {transfer_id!r}")
     return transfer
+
+
+def _concerns(session: Session, caller: Caller, transfer: Transfer) -> bool:
+    if transfer.source_id == caller.member_id:
+        return True
+    if transfer.destination_id != caller.member_id:
+        return False
+    member = members.get(session, caller.member_id)
+    return member is not None and member.created_at <= transfer.created_at
 
 
 def list_visible(
     session: Session, caller: Caller, status: str | None, offset: int, limit: int
 ) -> tuple[list[Transfer], int]:
-    return repository.page(
-        session, None if caller.is_admin else caller.member_id, status, offset, limit
-    )
+    if caller.is_admin:
+        return repository.page(session, None, None, status, offset, limit)
+    member = members.get(session, caller.member_id)
+    return repository.page(session, member.id, member.created_at, status, offset, limit)
 
 
 def delivery_view(transfer: Transfer) -> dict[str, Any]:

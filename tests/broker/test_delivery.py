@@ -248,7 +248,9 @@ def test_auto_anonymized_transfer_arrives_anonymized_never_original(broker, inbo
     original = (FIXTURES / "patients_original.csv").read_bytes()
     assert body != original
     assert b"Khady" not in body and b"25580917" not in body
-    assert body.decode().splitlines()[0] == "Age,Gender,Disease"
+    lines = body.decode().splitlines()
+    assert lines[0] == "Age,Gender,Disease"
+    assert len(lines) == 10  # every row, in an order of its own (see the service)
     assert headers["x-fedbroker-anonymized"] == "true"
     assert headers["x-fedbroker-sha256"] == answer["dataset"]["delivered_sha256"]
     assert headers["x-fedbroker-filename"] == "data.anonymized.csv"

@@ -384,3 +384,27 @@ def test_forbidden_attribute_is_found_whatever_its_spacing_case_or_width(federat
         "sn-hospital", "\n".join(data).encode(), destination="fr-research", **QI
     ).json()
     assert ("forbidden_attribute", "export", header) in failed(body)
+
+
+def test_a_member_registered_later_does_not_see_transfers_to_its_id(federation):
+    body = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-later", **QI
+    ).json()
+    assert body["status"] == "rejected"
+    created = federation.client.post(
+        "/v1/members",
+        headers=ADMIN,
+        json={
+            "id": "fr-later",
+            "name": "late",
+            "jurisdiction": "FR",
+            "inbox_url": "http://127.0.0.1:9/late",
+        },
+    )
+    late = bearer(created.json()["api_key"])
+    assert federation.client.get(f"/v1/transfers/{body['id']}", headers=late).status_code == 404
+    assert federation.client.get("/v1/transfers", headers=late).json()["total"] == 0
+    after = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-later", **QI
+    ).json()
+    assert federation.client.get(f"/v1/transfers/{after['id']}", headers=late).status_code == 200

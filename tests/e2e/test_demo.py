@@ -1,32 +1,61 @@
-"""``make demo --once``: the broker and three member clouds as real processes, and the scenario."""
+"""``make demo``: the broker and three member clouds as real processes, and the scenario."""
 
+import re
+import signal
 import subprocess
 import sys
+
+import httpx
 
 from tests.conftest import REPO
 
 
-def test_demo_shows_the_three_decisions_and_a_delivery(tmp_path):
+def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "member_cloud.federation", "--data", str(tmp_path / "demo")],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    try:
+        for line in demo.stdout:
+            lines.append(line)
+            if "press Ctrl-C" in line or demo.poll() is not None:
+                break
+        out = "".join(lines)
+        assert "press Ctrl-C" in out, out
+        assert out.count("decision: APPROVED") == 2
+        assert "decision: ANONYMIZATION_REQUIRED" in out
+        assert "decision: REJECTED" in out
+        assert "delivery: delivered in fr-research's inbox (patients_published.csv, as sent)" in out
+        assert "(patients_original.anonymized.csv, anonymized)" in out
+        assert "FAILED export SN purpose_allowed" in out
+        docs = re.search(r"Broker API docs: (\S+)/docs", out).group(1)
+        assert httpx.get(f"{docs}/readyz").status_code == 200
+        demo.send_signal(signal.SIGTERM)
+        assert demo.wait(60) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    for url in [docs, *re.findall(r"(http://127\.0\.0\.1:\d+)/docs", out)]:
+        try:
+            httpx.get(f"{url}/livez", timeout=2)
+        except httpx.TransportError:
+            continue
+        raise AssertionError(f"{url} still answers after the demo stopped")
+
+
+def test_demo_refuses_to_empty_a_folder_it_did_not_make(tmp_path):
+    (tmp_path / "precious.csv").write_text("keep me")
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "member_cloud.federation",
-            "--once",
-            "--data",
-            str(tmp_path / "demo"),
-        ],
+        [sys.executable, "-m", "member_cloud.federation", "--once", "--data", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=60,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
-    assert out.count("decision: APPROVED") == 2
-    assert "decision: ANONYMIZATION_REQUIRED" in out
-    assert "decision: REJECTED" in out
-    assert "delivery: delivered in fr-research's inbox (patients_published.csv, as sent)" in out
-    assert "(patients_original.anonymized.csv, anonymized)" in out
-    assert "FAILED export SN purpose_allowed" in out
-    assert "/docs" in out
+    assert result.returncode == 2
+    assert "not made by the demo" in result.stderr
+    assert (tmp_path / "precious.csv").read_text() == "keep me"
