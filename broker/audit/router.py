@@ -42,4 +42,6 @@ def verify(session: SessionDep, _: AdminOnly) -> AuditVerification:
         entries_checked=result.entries_checked,
         first_invalid_id=result.first_invalid_id,
         reason=result.reason,
+        head_id=result.head_id,
+        head_hash=result.head_hash,
     )

@@ -27,3 +27,9 @@ class AuditVerification(BaseModel):
     entries_checked: int
     first_invalid_id: int | None = None
     reason: str | None = None
+    head_id: int | None = Field(None, description="The last entry of a valid chain")
+    head_hash: str | None = Field(
+        None,
+        description="Its hash: keep it elsewhere; if a later head does not descend from "
+        "it (entry head_id with this hash), entries were removed from the end",
+    )

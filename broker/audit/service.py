@@ -79,10 +79,15 @@ def record(
 
 @dataclass(frozen=True)
 class Verification:
+    """``head_id``/``head_hash``: the last entry checked. A chain cannot show that entries were
+    removed from its end, so keep the head somewhere else and compare it later."""
+
     valid: bool
     entries_checked: int
     first_invalid_id: int | None = None
     reason: str | None = None
+    head_id: int | None = None
+    head_hash: str | None = None
 
 
 def verify(session: Session) -> Verification:
@@ -111,7 +116,8 @@ def verify(session: Session) -> Verification:
                 False, checked, entry.id, "its content does not match its hash: the row was altered"
             )
         expected_previous, expected_id, checked = entry.hash, entry.id + 1, checked + 1
-    return Verification(True, checked)
+    head = (expected_id - 1, expected_previous) if checked else (None, None)
+    return Verification(True, checked, head_id=head[0], head_hash=head[1])
 
 
 def entries(session: Session, after_id: int, limit: int) -> list[AuditEntry]:

@@ -25,11 +25,14 @@ def test_decisions_and_policy_changes_are_recorded(federation):
     decided = next(e for e in entries(client) if e["action"] == "transfer.decided")
     assert decided["details"]["status"] == "anonymization_required"
     assert decided["details"]["policy_versions"] == {"SN": 1, "FR": 1}
+    listed = entries(client)
     assert client.get("/v1/audit/verify", headers=ADMIN).json() == {
         "valid": True,
         "entries_checked": len(actions),
         "first_invalid_id": None,
         "reason": None,
+        "head_id": listed[-1]["id"],
+        "head_hash": listed[-1]["hash"],
     }
 
 
@@ -76,3 +79,10 @@ def test_verification_finds_a_deleted_row(federation, connection):
     result = federation.client.get("/v1/audit/verify", headers=ADMIN).json()
     assert result["valid"] is False and result["first_invalid_id"] == 3
     assert "missing" in result["reason"]
+
+
+def test_postgresql_refuses_to_truncate_the_audit_log(federation, connection):
+    if connection.dialect.name != "postgresql":
+        pytest.skip("SQLite has no TRUNCATE (its DELETE trigger is tested above)")
+    with pytest.raises(DBAPIError, match="append-only"), connection.begin_nested():
+        connection.execute(text("TRUNCATE audit_log"))
