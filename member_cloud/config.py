@@ -7,17 +7,42 @@ Credentials at the broker, in the order they are looked for:
    member registered itself on an earlier start.
 3. ``MEMBER_ADMIN_TOKEN``: the member registers itself at start and writes the key file, so a
    restart needs neither the admin token nor a new registration.
+
+The member cloud's own API (datasets, transfers, what arrived in the inbox) is protected by
+``MEMBER_LOCAL_TOKEN``: every route but ``GET /livez``, the docs and ``POST /inbox`` (which the
+broker signs) then needs ``Authorization: Bearer <token>``. Without a token the member cloud
+only starts on a loopback address (127.0.0.0/8, ::1, localhost), where it runs open.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
-from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "MEMBER_"
 KEY_FILE_NAME = "broker_api_key"
+LOCAL_TOKEN_MIN_LENGTH = 16
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and localhost: an address only this machine reaches."""
+    host = host.strip().strip("[]").rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class MemberSettings(BaseSettings):
@@ -50,6 +75,12 @@ class MemberSettings(BaseSettings):
     admin_token: SecretStr | None = Field(
         None, min_length=1, description="Federation admin token, to register at start"
     )
+    local_token: SecretStr | None = Field(
+        None,
+        description="Bearer token this member cloud's own API requires (every route but "
+        f"GET /livez, the docs and POST /inbox), {LOCAL_TOKEN_MIN_LENGTH}+ characters; "
+        "required unless host is a loopback address",
+    )
     data_dir: Path | None = Field(None, description="Default: data/member-<id>")
     api_key_file: Path | None = Field(
         None,
@@ -67,6 +98,13 @@ class MemberSettings(BaseSettings):
         0.5, ge=0, description="First wait between tries; doubles each time"
     )
 
+    @field_validator("local_token")
+    @classmethod
+    def _long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < LOCAL_TOKEN_MIN_LENGTH:
+            raise ValueError(f"must be at least {LOCAL_TOKEN_MIN_LENGTH} characters long")
+        return token
+
     @model_validator(mode="after")
     def _defaults_and_credentials(self) -> MemberSettings:
         if self.name is None:
@@ -79,6 +117,12 @@ class MemberSettings(BaseSettings):
             raise ValueError(
                 "set MEMBER_API_KEY (the key the broker issued for this member) or "
                 "MEMBER_ADMIN_TOKEN (to register this member at start)"
+            )
+        if self.local_token is None and not is_loopback(self.host):
+            raise ValueError(
+                f"set MEMBER_LOCAL_TOKEN ({LOCAL_TOKEN_MIN_LENGTH}+ characters): without it "
+                f"the member cloud's API is open, so it listens only on a loopback address "
+                f"(127.0.0.1, ::1, localhost), not on MEMBER_HOST={self.host!r}"
             )
         return self
 
@@ -109,6 +153,9 @@ def describe_error(error: ValidationError) -> str:
             parts.append(str(item.get("ctx", {}).get("error", item["msg"])))
         elif item["type"] == "missing":
             parts.append(f"{ENV_PREFIX}{field.upper()} is not set")
+        elif item["type"] == "value_error":  # our own validators' message, without the prefix
+            message = item.get("ctx", {}).get("error", item["msg"])
+            parts.append(f"{ENV_PREFIX}{field.upper()}: {message}")
         else:
             parts.append(f"{ENV_PREFIX}{field.upper()}: {item['msg']}")
     return "; ".join(parts)

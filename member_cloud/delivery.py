@@ -3,22 +3,29 @@
 The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with these headers:
 
 ===========================  ===============================================================
+``X-Fedbroker-Timestamp``    unix seconds when the broker signed
 ``X-Fedbroker-Transfer``     transfer id (also ``Idempotency-Key``)
 ``X-Fedbroker-Source``       source member id
-``X-Fedbroker-Purpose``      purpose of the transfer
+``X-Fedbroker-Purpose``      purpose of the transfer, percent-encoded UTF-8
 ``X-Fedbroker-Decision``     the decision's status, e.g. ``approved``
-``X-Fedbroker-Filename``     original or anonymized file name, may be empty
+``X-Fedbroker-Filename``     original or anonymized file name, percent-encoded UTF-8, may be
+                             empty
 ``X-Fedbroker-Sha256``       hex SHA-256 of the body
 ``X-Fedbroker-Anonymized``   ``true`` or ``false``
-``X-Fedbroker-Timestamp``    unix seconds when the broker signed
-``X-Fedbroker-Signature``    ``v1=<hex>``
+``Content-Type``             the payload's media type
+``X-Fedbroker-Signature``    ``v2=<hex>``
 ===========================  ===============================================================
 
-The signature is HMAC-SHA256 over ``f"{timestamp}.{transfer_id}.".encode() + body``, keyed with
-the SHA-256 digest of this member's API key (the broker keeps only that digest). A missing or
-wrong signature, or a timestamp further than the tolerance from our clock, is 401; a body that
-does not match its checksum is 400. Several comma-separated ``v1=`` values are accepted (any one
-matching suffices), so the broker could sign with two keys while one is being rotated.
+The signature (``v2``) is HMAC-SHA256, keyed with the SHA-256 digest of this member's API key
+(the broker keeps only that digest), over the UTF-8 encoding of the nine headers above from the
+timestamp to ``Content-Type``, in that order, each followed by ``"\n"``, then the raw body. Each
+value is the header exactly as received (purpose and file name still percent-encoded); a
+missing header is the empty string. So nothing about a delivery can be changed on the way.
+
+A missing or wrong signature, or a timestamp further than the tolerance from our clock, is 401;
+a body that does not match its checksum is 400. Several comma-separated ``v2=`` values are
+accepted (any one matching suffices), so the broker can sign with two keys while one is being
+rotated; other schemes (the former ``v1``) are not. Purpose and file name are stored decoded.
 """
 
 from __future__ import annotations
@@ -27,13 +34,26 @@ import hashlib
 import hmac
 import re
 import time
+from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
 
 from member_cloud.errors import BadRequest, ChecksumMismatch, NotAuthenticated
 from member_cloud.storage import Delivery, Inbox, check_name
 
-SCHEME = "v1"
+SCHEME = "v2"
+# the signed headers, in the order they are signed (DeliveryHeaders attribute names)
+SIGNED_FIELDS = (
+    "x_fedbroker_timestamp",
+    "x_fedbroker_transfer",
+    "x_fedbroker_source",
+    "x_fedbroker_purpose",
+    "x_fedbroker_decision",
+    "x_fedbroker_filename",
+    "x_fedbroker_sha256",
+    "x_fedbroker_anonymized",
+    "content_type",
+)
 
 
 class DeliveryHeaders(BaseModel):
@@ -44,13 +64,19 @@ class DeliveryHeaders(BaseModel):
     idempotency_key: str | None = Field(None, description="Equal to the transfer id")
     x_fedbroker_transfer: str | None = Field(None, description="Transfer id (required)")
     x_fedbroker_source: str | None = Field(None, description="Source member id (required)")
-    x_fedbroker_purpose: str | None = Field(None, description="Purpose (required)")
+    x_fedbroker_purpose: str | None = Field(
+        None, description="Purpose, percent-encoded UTF-8 (required)"
+    )
     x_fedbroker_decision: str | None = Field(None, description="e.g. approved (required)")
-    x_fedbroker_filename: str | None = Field(None, description="File name, may be empty")
+    x_fedbroker_filename: str | None = Field(
+        None, description="File name, percent-encoded UTF-8, may be empty"
+    )
     x_fedbroker_sha256: str | None = Field(None, description="Hex SHA-256 of the body (required)")
     x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
     x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
-    x_fedbroker_signature: str | None = Field(None, description="v1=<hex> (required)")
+    x_fedbroker_signature: str | None = Field(
+        None, description="v2=<hex>; several comma-separated while a key rotates (required)"
+    )
 
 
 def key_digest(api_key: str) -> bytes:
@@ -58,10 +84,16 @@ def key_digest(api_key: str) -> bytes:
     return hashlib.sha256(api_key.encode()).digest()
 
 
-def sign(digest: bytes, timestamp: int, transfer_id: str, body: bytes) -> str:
+def signed_message(headers: DeliveryHeaders, body: bytes) -> bytes:
+    """What the signature covers: the signed headers as received, one per line, then the body."""
+    lines = "".join(f"{getattr(headers, field) or ''}\n" for field in SIGNED_FIELDS)
+    return lines.encode() + body
+
+
+def sign(digest: bytes, headers: DeliveryHeaders, body: bytes) -> str:
     """The ``X-Fedbroker-Signature`` value the broker sends for this delivery."""
-    message = f"{timestamp}.{transfer_id}.".encode() + body
-    return f"{SCHEME}={hmac.new(digest, message, hashlib.sha256).hexdigest()}"
+    mac = hmac.new(digest, signed_message(headers, body), hashlib.sha256).hexdigest()
+    return f"{SCHEME}={mac}"
 
 
 def verify_signature(
@@ -89,14 +121,19 @@ def verify_signature(
             f"X-Fedbroker-Timestamp is {skew:.0f} s away from this member's clock "
             f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
         )
-    expected = sign(digest, timestamp, transfer_id, body)
     offered = [part.strip() for part in headers.x_fedbroker_signature.split(",")]
+    if not any(value.startswith(f"{SCHEME}=") for value in offered):
+        raise NotAuthenticated(
+            f"X-Fedbroker-Signature has no {SCHEME}= value: only {SCHEME} signatures (over the "
+            "delivery's headers and body) are accepted"
+        )
+    expected = sign(digest, headers, body)
     # compare against every offered value, so the time taken does not depend on which matched
     matched = [hmac.compare_digest(expected.encode(), value.encode()) for value in offered]
     if not any(matched):
         raise NotAuthenticated(
             "X-Fedbroker-Signature does not match: the delivery is not signed with this "
-            "member's key"
+            "member's key, or a signed header or the body was changed"
         )
     return transfer_id
 
@@ -135,9 +172,10 @@ def accept(
     delivery = Delivery(
         transfer_id=transfer_id,
         source=headers.x_fedbroker_source or "",
-        purpose=headers.x_fedbroker_purpose or "",
+        # signed percent-encoded (header values are ASCII); stored as the text they encode
+        purpose=unquote(headers.x_fedbroker_purpose or ""),
         decision=headers.x_fedbroker_decision or "",
-        filename=headers.x_fedbroker_filename or "",
+        filename=unquote(headers.x_fedbroker_filename or ""),
         sha256=actual,
         anonymized=anonymized == "true",
         content_type=headers.content_type or "application/octet-stream",

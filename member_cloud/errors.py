@@ -12,13 +12,17 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     └── BrokerUnreachable        502 broker-unreachable
 
 A problem the broker answers (``POST /transfers``) is passed through as the broker wrote it.
+A 401 of the inbox (a delivery without a valid signature) challenges with
+``WWW-Authenticate: FedbrokerSignature``; a 401 of the member cloud's own API (no or a wrong
+``MEMBER_LOCAL_TOKEN``, ``member_cloud.auth``) with ``WWW-Authenticate: Bearer``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
 # The problem+json machinery is shared with the broker; it holds no broker logic.
@@ -27,15 +31,18 @@ from broker.problems import PROBLEM_MEDIA_TYPE, responses
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "install_handlers", "responses"]
 
+SIGNATURE_CHALLENGE = 'FedbrokerSignature realm="inbox"'
+
 
 class MemberError(Exception):
     type = "internal-error"
     title = "Internal error"
     status = 500
 
-    def __init__(self, detail: str):
+    def __init__(self, detail: str, headers: dict[str, str] | None = None):
         super().__init__(detail)
         self.detail = detail
+        self.headers = dict(headers or {})
 
 
 class BadRequest(MemberError):
@@ -68,6 +75,19 @@ class BrokerUnreachable(MemberError):
 
 def install_handlers(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
-    problems.install(
-        app, MemberError, "this member cloud", 'FedbrokerSignature realm="inbox"', wrap
-    )
+    problems.install(app, MemberError, "this member cloud", SIGNATURE_CHALLENGE, wrap)
+
+    @app.exception_handler(MemberError)  # replaces the shared one: adds the error's own headers
+    def member_error(request: Request, error: MemberError) -> JSONResponse:
+        headers = dict(error.headers)
+        if error.status == 401:
+            headers.setdefault("WWW-Authenticate", SIGNATURE_CHALLENGE)
+        return problems.problem(
+            request.url.path,
+            error.status,
+            error.type,
+            error.title,
+            error.detail,
+            getattr(error, "errors", None),
+            headers,
+        )

@@ -7,16 +7,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from anyio import to_thread
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from member_cloud.auth import LocalTokenGuard, declare_bearer
 from member_cloud.broker_client import BrokerClient
 from member_cloud.config import MemberSettings
 from member_cloud.credentials import StartupError, resolve_api_key
 from member_cloud.delivery import key_digest
-from member_cloud.errors import install_handlers
-from member_cloud.routes import datasets, health, inbox, transfers
+from member_cloud.errors import install_handlers, responses
+from member_cloud.routes import datasets, deliveries, health, inbox, member, transfers
 from member_cloud.storage import DatasetStore, Inbox
 
 log = logging.getLogger("member_cloud")
@@ -28,6 +29,19 @@ approved transfers from the broker in its inbox (signed deliveries, each stored 
 
 Errors are RFC 9457 `application/problem+json`; problems the broker answers are passed through.
 """
+
+AUTH_DESCRIPTION = """
+Every route but `GET /livez`, these docs and `POST /inbox` (signed by the broker) needs
+`Authorization: Bearer <MEMBER_LOCAL_TOKEN>`: use *Authorize*.
+"""
+
+OPEN_DESCRIPTION = """
+No `MEMBER_LOCAL_TOKEN` is set: this member cloud listens on a loopback address only, and its
+API is open to every process of this machine.
+"""
+
+DOCS_URL = "/docs"
+STATIC_URL = "/static-offline-docs"
 
 
 class OneLineStartupFailure:
@@ -78,6 +92,13 @@ def create_app(settings: MemberSettings) -> FastAPI:
         app.state.broker = BrokerClient(
             settings.broker_base_url, api_key, timeout=settings.broker_timeout_seconds
         )
+        if settings.local_token is None:
+            log.warning(
+                "MEMBER_LOCAL_TOKEN is not set: the API of member %s is open to every process "
+                "of this machine (it listens on %s only); set it to require a bearer token",
+                settings.id,
+                settings.host,
+            )
         log.info(
             "member %s (%s) ready: inbox %s, broker %s, data in %s",
             settings.id,
@@ -91,18 +112,42 @@ def create_app(settings: MemberSettings) -> FastAPI:
         finally:
             app.state.broker.close()
 
+    protected = settings.local_token is not None
     app = FastAPIOffline(
         title=f"fedbroker member cloud {settings.id}",
         version="0.1.0",
-        description=DESCRIPTION,
+        description=DESCRIPTION + (AUTH_DESCRIPTION if protected else OPEN_DESCRIPTION),
         lifespan=lifespan,
         max_body_size=settings.max_upload_bytes,
+        docs_url=DOCS_URL,
         redoc_url=None,
+        static_url=STATIC_URL,
     )
     app.state.settings = settings
     app.state.datasets = DatasetStore(settings.data_dir / "datasets")
     app.state.inbox = Inbox(settings.data_dir / "inbox")
     install_handlers(app, wrap=lambda stack: OneLineStartupFailure(stack, app))
-    for router in (health, datasets, transfers, inbox):
+    # public: health checks, and the broker's deliveries (signed instead)
+    for router in (health, deliveries):
         app.include_router(router)
+    # this member's own API: the local token, when set (LocalTokenGuard checks it)
+    declared = [Depends(declare_bearer)] if protected else []
+    unauthenticated = responses(401) if protected else {}
+    for router in (member, datasets, transfers, inbox):
+        app.include_router(router, dependencies=declared, responses=unauthenticated)
+    if settings.local_token is not None:  # = protected
+        assert app.openapi_url is not None and app.swagger_ui_oauth2_redirect_url is not None
+        read = frozenset({"GET", "HEAD"})
+        app.add_middleware(
+            LocalTokenGuard,
+            token=settings.local_token.get_secret_value(),
+            public={
+                "/livez": read,
+                DOCS_URL: read,
+                app.swagger_ui_oauth2_redirect_url: read,
+                app.openapi_url: read,
+                "/inbox": frozenset({"POST"}),
+            },
+            public_prefixes=(STATIC_URL,),
+        )
     return app

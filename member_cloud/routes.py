@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import mimetypes
+import pathlib
 import time
+import uuid
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
@@ -58,8 +61,48 @@ DatasetName = Annotated[str, Path(max_length=128, description=f"Dataset name: {N
 TransferId = Annotated[str, Path(max_length=128)]
 
 
+# The only types a download is served as: data formats no browser renders as a page.
+SAFE_MEDIA_TYPES = {
+    "text/csv": ".csv",
+    "application/json": ".json",
+    "application/vnd.apache.parquet": ".parquet",
+    "application/zip": ".zip",
+}
+OCTET_STREAM = "application/octet-stream"
+DOWNLOAD_RESPONSE = {
+    200: {
+        "content": {media: {} for media in [*SAFE_MEDIA_TYPES, OCTET_STREAM]},
+        "description": "The bytes, always as an attachment (`Content-Disposition: attachment`), "
+        "with `X-Content-Type-Options: nosniff`, as one of the types listed here: any other "
+        "type is served as application/octet-stream",
+    }
+}
+
+
 def media_type(filename: str) -> str:
-    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    return mimetypes.guess_type(filename)[0] or OCTET_STREAM
+
+
+def safe_media_type(declared: str | None) -> str:
+    """``declared`` when it is one of the data types of the allowlist (parameters dropped),
+    else application/octet-stream: whatever a source says, nothing is served as HTML, SVG or
+    script on this member's origin."""
+    essence = (declared or "").split(";", 1)[0].strip().lower()
+    return essence if essence in SAFE_MEDIA_TYPES else OCTET_STREAM
+
+
+def download(path: pathlib.Path, declared_type: str | None, filename: str) -> FileResponse:
+    """The file as an attachment, under ``filename``, with a type from the allowlist."""
+    content_type = safe_media_type(declared_type)
+    # no separator or control character in the name a browser saves the file under
+    name = "".join("_" if c in "/\\" or ord(c) < 32 or ord(c) == 127 else c for c in filename)
+    name = name.strip().lstrip(".") or "download" + SAFE_MEDIA_TYPES.get(content_type, "")
+    response = FileResponse(path)
+    response.headers["Content-Type"] = content_type  # set here: FileResponse adds a charset
+    response.headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
 
 
 def dataset_read(info: DatasetInfo) -> DatasetRead:
@@ -71,12 +114,15 @@ def dataset_read(info: DatasetInfo) -> DatasetRead:
 health = APIRouter(tags=["Member"])
 
 
-@health.get("/livez", summary="The process answers")
+@health.get("/livez", summary="The process answers (no token needed)")
 def livez() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@health.get("/", response_model=MemberInfo, summary="Who this member cloud is")
+member = APIRouter(tags=["Member"])
+
+
+@member.get("/", response_model=MemberInfo, summary="Who this member cloud is")
 def whoami(settings: SettingsDep) -> MemberInfo:
     return MemberInfo(
         id=settings.id,
@@ -124,11 +170,11 @@ def upload_dataset(
 @datasets.get(
     "/{name}",
     response_class=FileResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}, **responses(404, 422)},
-    summary="The dataset's bytes",
+    responses={**DOWNLOAD_RESPONSE, **responses(404, 422)},
+    summary="The dataset's bytes, as an attachment",
 )
 def get_dataset(name: DatasetName, store: DatasetsDep) -> FileResponse:
-    return FileResponse(store.path(name), media_type=media_type(name))
+    return download(store.path(name), media_type(name), name)
 
 
 @datasets.delete(
@@ -153,9 +199,17 @@ transfers = APIRouter(prefix="/transfers", tags=["Transfers"])
     "broker's decision as is: `approved` (the broker delivers it to the destination's inbox), "
     "`anonymization_required` or `rejected`. An error the broker answers is passed through "
     "with its status and problem+json body; an unknown local dataset is 404; a broker that "
-    "does not answer is 502.",
+    "does not answer is 502.\n\n"
+    "Without `idempotency_key` (and unless `dry_run`), this member cloud makes one (a UUID) "
+    "and sends it to the broker. The key sent is in the `Idempotency-Key` answer header; after "
+    "a 502 the broker may have recorded the transfer: sending the same request again with "
+    "that key as `idempotency_key` replays the broker's decision instead of making a second "
+    "transfer.",
 )
 def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep) -> JSONResponse:
+    # A dry run records nothing at the broker (which ignores the key then): nothing to protect.
+    key = body.idempotency_key or (None if body.dry_run else str(uuid.uuid4()))
+    headers = {"Idempotency-Key": key} if key else {}
     try:
         with store.open(body.dataset) as data:
             answer = broker.send_transfer(
@@ -167,27 +221,36 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
                 sensitive=body.sensitive,
                 anonymize=body.anonymize,
                 dry_run=body.dry_run,
-                idempotency_key=body.idempotency_key,
+                idempotency_key=key,
                 content_type=media_type(body.dataset),
             )
     except BrokerError as error:
-        return JSONResponse(error.problem, status_code=error.status, media_type=PROBLEM_MEDIA_TYPE)
+        return JSONResponse(
+            error.problem,
+            status_code=error.status,
+            media_type=PROBLEM_MEDIA_TYPE,
+            headers=headers,
+        )
     except BrokerUnavailable as error:
         if error.timed_out:
-            raise BrokerUnreachable(
-                f"The broker at {error.base_url} did not answer in time; it may still have "
-                "recorded the transfer: send it again with the same idempotency_key"
-            ) from None
-        raise BrokerUnreachable(
-            f"The broker at {error.base_url} does not answer: {error.reason}"
-        ) from None
-    return JSONResponse(answer)
+            what = f"The broker at {error.base_url} did not answer in time"
+        else:
+            what = f"The broker at {error.base_url} does not answer: {error.reason}"
+        if key is None:  # a dry run: the broker records nothing
+            retry = "a dry run records nothing: send it again when the broker is back"
+        else:
+            retry = (
+                "it may have recorded the transfer: to retry without risking a second "
+                f"transfer, send the same request with idempotency_key {key!r}"
+            )
+        raise BrokerUnreachable(f"{what}; {retry}", headers=headers) from None
+    return JSONResponse(answer, headers=headers)
 
 
-inbox = APIRouter(prefix="/inbox", tags=["Inbox"])
+deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
 
 
-@inbox.post(
+@deliveries.post(
     "",
     status_code=201,
     response_model=DeliveryReceipt,
@@ -197,9 +260,12 @@ inbox = APIRouter(prefix="/inbox", tags=["Inbox"])
     },
     summary="Delivery of an approved transfer (the broker only, signed)",
     description="The body is the dataset's bytes. The broker signs each delivery "
-    "(`X-Fedbroker-Signature`, see the headers below); a missing or wrong signature, or a "
-    "timestamp more than the tolerance (300 s) away, is 401; a body that does not match "
-    "`X-Fedbroker-Sha256` is 400. The first delivery of a transfer answers 201 `received`; "
+    "(`X-Fedbroker-Signature: v2=<hex>`, HMAC-SHA256 over the `X-Fedbroker-*` headers and "
+    "`Content-Type`, one per line, then the body; see the headers below), instead of the local "
+    "token; a missing or wrong signature, or a timestamp more than the tolerance (300 s by "
+    "default) away, is 401; a body that does not match `X-Fedbroker-Sha256` is 400. "
+    "`X-Fedbroker-Purpose` and `X-Fedbroker-Filename` are percent-encoded UTF-8; they are "
+    "stored decoded. The first delivery of a transfer answers 201 `received`; "
     "the same one again answers 200 `already_received` and stores nothing; the same transfer "
     "id with other bytes is 409.",
     openapi_extra={
@@ -227,6 +293,9 @@ def receive_delivery(
     )
 
 
+inbox = APIRouter(prefix="/inbox", tags=["Inbox"])
+
+
 @inbox.get("", response_model=list[InboxEntry], summary="What arrived, newest first")
 def list_inbox(store: InboxDep) -> list[InboxEntry]:
     return [InboxEntry.model_validate(meta) for meta in store.list()]
@@ -235,14 +304,19 @@ def list_inbox(store: InboxDep) -> list[InboxEntry]:
 @inbox.get(
     "/{transfer_id}",
     response_class=FileResponse,
-    responses={200: {"content": {"application/octet-stream": {}}}, **responses(404, 422)},
-    summary="The delivered bytes, with the type they were delivered with",
+    responses={**DOWNLOAD_RESPONSE, **responses(404, 422)},
+    summary="The delivered bytes, as an attachment",
+    description="Served under the delivered file name (or the transfer id), as the type they "
+    "were delivered with when it is one of the data types listed, else as "
+    "application/octet-stream: the source chooses the type, so it is never trusted to render.",
 )
 def get_delivery(transfer_id: TransferId, store: InboxDep) -> FileResponse:
     meta = store.meta(transfer_id)
-    response = FileResponse(store.data_path(transfer_id), filename=meta["filename"] or None)
-    response.headers["Content-Type"] = meta["content_type"]  # as delivered: no charset added
-    return response
+    content_type = meta["content_type"]
+    filename = meta["filename"] or transfer_id + SAFE_MEDIA_TYPES.get(
+        safe_media_type(content_type), ""
+    )
+    return download(store.data_path(transfer_id), content_type, filename)
 
 
 @inbox.get(

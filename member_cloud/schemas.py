@@ -48,7 +48,9 @@ class TransferCreate(BaseModel):
     idempotency_key: str | None = Field(
         None,
         max_length=200,
-        description="Sending the same request again with the same key replays the first decision",
+        description="Sending the same request again with the same key replays the first "
+        "decision. Without one (and unless dry_run), the member cloud makes one (a UUID); the "
+        "key sent is in the answer's Idempotency-Key header",
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -26,6 +27,18 @@ from member_cloud.main import create_app as create_member
 REPO = Path(__file__).parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 ADMIN_TOKEN = "x" * 20
+LOCAL_TOKEN = "local-token-of-this-member-0123"
+SIGNED_HEADERS = (
+    "X-Fedbroker-Timestamp",
+    "X-Fedbroker-Transfer",
+    "X-Fedbroker-Source",
+    "X-Fedbroker-Purpose",
+    "X-Fedbroker-Decision",
+    "X-Fedbroker-Filename",
+    "X-Fedbroker-Sha256",
+    "X-Fedbroker-Anonymized",
+    "Content-Type",
+)
 
 
 def free_socket(port: int = 0) -> socket.socket:
@@ -159,11 +172,14 @@ def admin(broker) -> Iterator[httpx.Client]:
         yield client
 
 
-def sign(api_key: str, timestamp: int, transfer_id: str, body: bytes) -> str:
-    """The delivery signature, written from the contract (not imported from member_cloud)."""
-    key = bytes.fromhex(hashlib.sha256(api_key.encode()).hexdigest())
-    message = f"{timestamp}.{transfer_id}.".encode() + body
-    return "v1=" + hmac.new(key, message, hashlib.sha256).hexdigest()
+def sign(api_key: str, headers: dict[str, str], body: bytes, scheme: str = "v2") -> str:
+    """The delivery signature, written from the contract (not imported from member_cloud):
+    HMAC-SHA256 keyed with SHA-256(API key), over the signed headers' values, each followed by
+    a newline (a missing one is empty), then the body."""
+    key = bytes.fromhex(hashlib.sha256(api_key.encode("utf-8")).hexdigest())
+    lines = [headers.get(name, "") for name in SIGNED_HEADERS]
+    message = "\n".join(lines).encode("utf-8") + b"\n" + body
+    return f"{scheme}=" + hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def delivery_headers(
@@ -173,29 +189,41 @@ def delivery_headers(
     *,
     timestamp: int | None = None,
     content_type: str = "text/csv",
+    purpose: str = "research",
+    filename: str = "patients.csv",
     replace: dict[str, str | None] | None = None,
+    tamper: dict[str, str | None] | None = None,
 ) -> dict[str, str]:
-    """Headers of a delivery as the broker sends it; ``replace`` changes or (None) drops some."""
+    """Headers of a delivery as the broker sends it (purpose and file name percent-encoded).
+
+    ``replace`` changes or (None) drops headers before the broker signs them; ``tamper`` changes
+    or drops them after, as someone on the way would.
+    """
     timestamp = int(time.time()) if timestamp is None else timestamp
     headers = {
         "Content-Type": content_type,
         "Idempotency-Key": transfer_id,
         "X-Fedbroker-Transfer": transfer_id,
         "X-Fedbroker-Source": "sn-hospital",
-        "X-Fedbroker-Purpose": "research",
+        "X-Fedbroker-Purpose": quote(purpose, safe=""),
         "X-Fedbroker-Decision": "approved",
-        "X-Fedbroker-Filename": "patients.csv",
+        "X-Fedbroker-Filename": quote(filename, safe=""),
         "X-Fedbroker-Sha256": hashlib.sha256(body).hexdigest(),
         "X-Fedbroker-Anonymized": "false",
         "X-Fedbroker-Timestamp": str(timestamp),
-        "X-Fedbroker-Signature": sign(api_key, timestamp, transfer_id, body),
     }
-    for name, value in (replace or {}).items():
+    _change(headers, replace)
+    headers["X-Fedbroker-Signature"] = sign(api_key, headers, body)
+    _change(headers, tamper)
+    return headers
+
+
+def _change(headers: dict[str, str], changes: dict[str, str | None] | None) -> None:
+    for name, value in (changes or {}).items():
         if value is None:
-            headers.pop(name)
+            headers.pop(name, None)
         else:
             headers[name] = value
-    return headers
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10) -> object:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from member_cloud.config import MemberSettings, describe_error
-from tests.member_cloud.conftest import closed_port
+from tests.member_cloud.conftest import LOCAL_TOKEN, closed_port
 
 
 def test_defaults_follow_the_id_host_and_port():
@@ -33,6 +33,7 @@ def test_the_public_url_is_what_the_broker_is_given():
         public_url="https://fr.example.org/member/",
         broker_url="https://broker.example.org/",
         admin_token="t",
+        local_token=LOCAL_TOKEN,
     )
     assert settings.inbox_url == "https://fr.example.org/member/inbox"
     assert settings.broker_base_url == "https://broker.example.org"
@@ -79,6 +80,40 @@ def test_bad_values_name_their_variable(values, message):
     with pytest.raises(ValidationError) as caught:
         MemberSettings(**({"id": "sn-a", "jurisdiction": "SN", "api_key": "k"} | values))
     assert describe_error(caught.value).startswith(message)
+
+
+def test_the_local_token_comes_from_member_local_token(monkeypatch):
+    monkeypatch.setenv("MEMBER_LOCAL_TOKEN", LOCAL_TOKEN)
+    settings = MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", host="0.0.0.0")
+    assert settings.local_token.get_secret_value() == LOCAL_TOKEN
+    assert LOCAL_TOKEN not in repr(settings)  # a secret
+
+
+def test_a_short_local_token_is_refused():
+    with pytest.raises(ValidationError) as caught:
+        MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", local_token="x" * 15)
+    assert describe_error(caught.value) == (
+        "MEMBER_LOCAL_TOKEN: must be at least 16 characters long"
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "192.168.0.7", "member.example"])
+def test_without_a_local_token_only_a_loopback_address_is_allowed(host):
+    with pytest.raises(ValidationError) as caught:
+        MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", host=host)
+    message = describe_error(caught.value)
+    assert message.startswith("set MEMBER_LOCAL_TOKEN")
+    assert repr(host) in message
+    # with a token, any address
+    MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", host=host, local_token=LOCAL_TOKEN)
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.9.8.7", "::1", "[::1]", "localhost", "LOCALHOST"]
+)
+def test_on_a_loopback_address_no_local_token_is_needed(host):
+    settings = MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", host=host)
+    assert settings.local_token is None
 
 
 def test_a_body_over_the_limit_is_413_problem(members):

@@ -57,7 +57,9 @@ def test_upload_list_and_download(client, member):
     data = client.get(f"/datasets/{name}")
     assert data.status_code == 200
     assert data.content == CSV
-    assert data.headers["content-type"].startswith("text/csv")
+    assert data.headers["content-type"] == "text/csv"
+    assert data.headers["content-disposition"] == f"attachment; filename*=UTF-8''{name}"
+    assert data.headers["x-content-type-options"] == "nosniff"
     assert (member.app.state.settings.data_dir / "datasets" / name).read_bytes() == CSV
 
 
@@ -67,6 +69,30 @@ def test_the_file_name_is_the_default_name(client):
     assert answer.status_code == 201, answer.text
     assert answer.json()["name"] == filename
     assert client.get(f"/datasets/{filename}").headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "served"),
+    [
+        (".html", "application/octet-stream"),
+        (".svg", "application/octet-stream"),
+        (".js", "application/octet-stream"),
+        (".txt", "application/octet-stream"),
+        (".parquet", "application/vnd.apache.parquet"),
+        (".zip", "application/zip"),
+    ],
+)
+def test_a_dataset_is_served_as_an_attachment_of_a_safe_type(client, suffix, served):
+    name = unique(suffix)
+    page = b"<html><script>alert(document.cookie)</script></html>"
+    assert upload(client, name, data=page).status_code == 201
+
+    data = client.get(f"/datasets/{name}")
+
+    assert data.content == page
+    assert data.headers["content-type"] == served
+    assert data.headers["content-disposition"] == f"attachment; filename*=UTF-8''{name}"
+    assert data.headers["x-content-type-options"] == "nosniff"
 
 
 def test_an_existing_name_is_kept_unless_replace(client):

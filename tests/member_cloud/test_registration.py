@@ -196,6 +196,26 @@ def test_python_m_member_cloud_refuses_a_known_id_in_one_line(broker, admin, tmp
             },
             "MEMBER_PORT: Input should be a valid integer, unable to parse string as an integer",
         ),
+        (
+            {
+                "MEMBER_ID": "sn-a",
+                "MEMBER_JURISDICTION": "SN",
+                "MEMBER_API_KEY": "k",
+                "MEMBER_HOST": "0.0.0.0",
+            },
+            "set MEMBER_LOCAL_TOKEN (16+ characters): without it the member cloud's API is "
+            "open, so it listens only on a loopback address (127.0.0.1, ::1, localhost), not "
+            "on MEMBER_HOST='0.0.0.0'",
+        ),
+        (
+            {
+                "MEMBER_ID": "sn-a",
+                "MEMBER_JURISDICTION": "SN",
+                "MEMBER_API_KEY": "k",
+                "MEMBER_LOCAL_TOKEN": "too-short",
+            },
+            "MEMBER_LOCAL_TOKEN: must be at least 16 characters long",
+        ),
     ],
 )
 def test_python_m_member_cloud_reports_bad_settings_in_one_line(tmp_path, env, expected):

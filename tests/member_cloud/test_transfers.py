@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 
-from tests.member_cloud.conftest import FIXTURES, closed_port, unique_id
+from tests.member_cloud.conftest import FIXTURES, closed_port, free_socket, unique_id
 
 CSV = (FIXTURES / "patients_published.csv").read_bytes()
 
@@ -117,3 +119,85 @@ def test_a_broker_that_does_not_answer_is_502(members):
     problem = answer.json()
     assert problem["type"] == "urn:fedbroker:problem:broker-unreachable"
     assert f"127.0.0.1:{port}" in problem["detail"]
+
+
+def test_without_a_key_one_is_made_sent_and_answered(sender, admin):
+    client, source, destination = sender
+    first = ask(client, destination, quasi_identifiers=["Age", "Gender"])
+
+    assert first.status_code == 200, first.text
+    key = first.headers["idempotency-key"]
+    assert str(uuid.UUID(key)) == key  # a fresh UUID
+    # the broker got that key: the same request with it replays the decision, no new transfer
+    again = ask(client, destination, quasi_identifiers=["Age", "Gender"], idempotency_key=key)
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["idempotency-key"] == key
+    sent = [t for t in admin.get("/v1/transfers").json()["items"] if t["source"] == source]
+    assert [t["id"] for t in sent] == [first.json()["id"]]
+
+    other = ask(client, destination, quasi_identifiers=["Age", "Gender"])
+    assert other.headers["idempotency-key"] != key
+    assert other.json()["id"] != first.json()["id"]
+
+
+def test_the_callers_key_is_answered_with_a_problem_too(sender):
+    client, _, destination = sender
+    answer = ask(client, destination, quasi_identifiers=["Age", "zip"], idempotency_key="k-zip")
+    assert answer.status_code == 422
+    assert answer.headers["idempotency-key"] == "k-zip"
+
+
+def test_a_dry_run_gets_no_key(sender):
+    client, _, destination = sender
+    answer = ask(client, destination, quasi_identifiers=["Age", "Gender"], dry_run=True)
+    assert answer.status_code == 200, answer.text
+    assert "idempotency-key" not in answer.headers
+
+
+@pytest.fixture
+def silent_broker():
+    """A port that accepts connections and never answers: every request times out."""
+    with free_socket() as sock:
+        sock.listen(16)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def unreachable(members, request):
+    """A member cloud whose broker does not answer (param: 'refused' or 'silent')."""
+    if request.param == "silent":
+        broker_url = request.getfixturevalue("silent_broker")
+    else:
+        broker_url = f"http://127.0.0.1:{closed_port()}"
+    server = members.start(
+        unique_id("sn"), api_key="k" * 20, broker_url=broker_url, broker_timeout_seconds=0.5
+    )
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        client.post("/datasets", files={"file": ("patients.csv", CSV, "text/csv")})
+        yield client
+
+
+@pytest.mark.parametrize("unreachable", ["refused", "silent"], indirect=True)
+def test_a_502_names_the_key_to_send_again(unreachable):
+    answer = ask(unreachable, "fr-research")
+
+    assert answer.status_code == 502
+    assert answer.json()["type"] == "urn:fedbroker:problem:broker-unreachable"
+    key = answer.headers["idempotency-key"]
+    assert f"idempotency_key '{key}'" in answer.json()["detail"]
+    assert "the same idempotency_key" not in answer.json()["detail"]
+
+    mine = ask(unreachable, "fr-research", idempotency_key="my-key-1")
+    assert mine.headers["idempotency-key"] == "my-key-1"
+    assert "idempotency_key 'my-key-1'" in mine.json()["detail"]
+
+
+@pytest.mark.parametrize("unreachable", ["silent"], indirect=True)
+def test_a_dry_run_502_claims_no_key(unreachable):
+    answer = ask(unreachable, "fr-research", dry_run=True)
+
+    assert answer.status_code == 502
+    assert "did not answer in time" in answer.json()["detail"]
+    assert "idempotency_key" not in answer.json()["detail"]
+    assert "idempotency-key" not in answer.headers
