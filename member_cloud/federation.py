@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     # `kill` (SIGTERM) stops the federation as Ctrl-C does: no orphaned services.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     admin_token = secrets.token_urlsafe(24)
+    member_token = secrets.token_urlsafe(24)
     broker_port = port_or_free(BROKER_PORT)
     broker_url = f"http://127.0.0.1:{broker_port}"
     federation = Federation(root)
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                     "MEMBER_PORT": str(port),
                     "MEMBER_BROKER_URL": broker_url,
                     "MEMBER_ADMIN_TOKEN": admin_token,
+                    "MEMBER_LOCAL_TOKEN": member_token,
                     "MEMBER_DATA_DIR": str(root / member_id),
                 },
             )
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 **os.environ,
                 "SCENARIO_BROKER_URL": broker_url,
                 "SCENARIO_ADMIN_TOKEN": admin_token,
+                "SCENARIO_MEMBER_TOKEN": member_token,
                 "SCENARIO_MEMBERS": ",".join(f"{k}={v}" for k, v in member_urls.items()),
             },
             check=False,
@@ -176,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Broker API docs: {broker_url}/docs  (Authorize with the admin token {admin_token})")
         for member_id, url in member_urls.items():
             print(f"  {member_id:<12} {url}/docs")
+        print(f"  (member clouds: Authorize with {member_token})")
         print(f"Logs and databases: {root}/")
         if args.once:
             return 0

@@ -5,7 +5,9 @@ docker-compose, with the same command and variables:
 
     SCENARIO_BROKER_URL=http://127.0.0.1:8000 SCENARIO_ADMIN_TOKEN=... \\
     SCENARIO_MEMBERS=sn-hospital=http://127.0.0.1:8101,fr-research=http://127.0.0.1:8102,... \\
-    python -m member_cloud.scenario
+    SCENARIO_MEMBER_TOKEN=... python -m member_cloud.scenario
+
+(``SCENARIO_MEMBER_TOKEN``: the member clouds' ``MEMBER_LOCAL_TOKEN``, when they have one.)
 
 It talks to the member clouds' own APIs (upload a dataset, ask for a transfer, read the inbox),
 as an operator of each cloud would, and prints what was decided and why.
@@ -92,9 +94,12 @@ def wait_until_up(urls: list[str], timeout: float = 60.0) -> None:
             time.sleep(0.2)
 
 
-def run(broker_url: str, admin_token: str, members: dict[str, str]) -> list[dict[str, Any]]:
+def run(
+    broker_url: str, admin_token: str, members: dict[str, str], member_token: str | None = None
+) -> list[dict[str, Any]]:
     """Play every step; returns the broker's answers, with where each delivery ended up."""
-    with httpx.Client(timeout=60) as http:
+    headers = {"Authorization": f"Bearer {member_token}"} if member_token else {}
+    with httpx.Client(timeout=60, headers=headers) as http:
         for member_url in {members[s.source] for s in STEPS}:
             for name in sorted({s.dataset for s in STEPS}):
                 data = resources.files("member_cloud.sample_data").joinpath(name).read_bytes()
@@ -210,7 +215,7 @@ def main() -> int:
         return 2
     try:
         wait_until_up([f"{broker_url}/readyz", *(f"{url}/livez" for url in members.values())])
-        results = run(broker_url, admin_token, members)
+        results = run(broker_url, admin_token, members, os.environ.get("SCENARIO_MEMBER_TOKEN"))
     except (RuntimeError, httpx.HTTPError) as error:
         print(f"scenario: {error}", file=sys.stderr)
         return 1

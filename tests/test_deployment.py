@@ -143,4 +143,13 @@ def test_migrate_command_reports_an_unreachable_database_in_one_line():
         timeout=120,
     )
     assert result.returncode == 2
-    assert "cannot reach the database" in result.stderr and "Traceback" not in result.stderr
+    assert "cannot use the database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_compose_carries_no_default_secrets():
+    for name, service in SERVICES.items():
+        for variable, value in service.get("environment", {}).items():
+            if "TOKEN" in variable:
+                assert str(value).startswith("${") and ":?" in str(value), (
+                    f"{name}: {variable} must come from the environment, with no default"
+                )
