@@ -7,7 +7,7 @@ from broker.deps import CurrentCaller
 from broker.errors import Unprocessable, responses
 from broker.metrics.report import analyze
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
-from broker.transfers.service import Upload, check_columns, parse_columns, read_upload
+from broker.uploads import Upload, check_columns, parse_columns, read_upload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 

@@ -373,21 +373,31 @@ def _starts(sizes: np.ndarray) -> np.ndarray:
     return starts
 
 
+def _selected_partitions(order, part, sizes, chosen):
+    """The rows of the ``chosen`` partitions, renumbered 0..n-1 in partition order.
+
+    Returns the rows, each row's old and new (local) partition number, the chosen partition
+    numbers, and their sizes and start offsets among the selected rows.
+    """
+    selected = chosen[part]
+    rows = order[selected]
+    old = part[selected]
+    which = np.flatnonzero(chosen)
+    remap = np.full(chosen.size, -1, dtype=np.int64)
+    remap[which] = np.arange(which.size)
+    sub_sizes = sizes[which]
+    return rows, old, which, remap[old], sub_sizes, _starts(sub_sizes)
+
+
 def _try_cuts(codes, order, part, sizes, pending, dims, k, diverse, l, radix):
     """For the pending partitions, cut each on ``dims[partition]`` at its median if allowed.
 
     Returns, per pending partition, whether a cut is allowed and the code threshold (rows with
     code ``<= threshold`` go left).
     """
-    selected = pending[part]
-    rows = order[selected]
-    old = part[selected]
-    which = np.flatnonzero(pending)
-    remap = np.full(pending.size, -1, dtype=np.int64)
-    remap[which] = np.arange(which.size)
-    local = remap[old]
-    sub_sizes = sizes[which]
-    sub_starts = _starts(sub_sizes)
+    rows, old, which, local, sub_sizes, sub_starts = _selected_partitions(
+        order, part, sizes, pending
+    )
     values = codes[dims[old], rows]
 
     keys = local * radix + values
@@ -446,15 +456,7 @@ def _distinct_per_group(group, values, groups, categories) -> np.ndarray:
 
 def _apply_cuts(codes, order, part, sizes, split, cut_dim, cut_at):
     """Reorder the rows of the cut partitions so that each half is contiguous (left first)."""
-    selected = split[part]
-    rows = order[selected]
-    old = part[selected]
-    which = np.flatnonzero(split)
-    remap = np.full(split.size, -1, dtype=np.int64)
-    remap[which] = np.arange(which.size)
-    local = remap[old]
-    sub_sizes = sizes[which]
-    sub_starts = _starts(sub_sizes)
+    rows, old, which, local, sub_sizes, sub_starts = _selected_partitions(order, part, sizes, split)
 
     left = codes[cut_dim[old], rows] <= cut_at[old]
     left_int = left.astype(np.int64)

@@ -557,6 +557,20 @@ def _hierarchy_depth(hierarchy: Mapping) -> int:
     return depth
 
 
+def _sensitive_checks(table, classes, name, target) -> list[Check]:
+    """The l and t checks of one sensitive attribute within ``classes`` (None when empty)."""
+    measure = None if len(table) == 0 else sensitive_measure(table, classes, name)
+    checks = []
+    if target.l is not None:
+        value = None if measure is None else measure.l_diversity
+        checks.append(Check("l", name, target.l, value, value is not None and value >= target.l))
+    if target.t is not None:
+        value = None if measure is None else measure.t_closeness
+        passed = value is not None and value <= target.t + 1e-12
+        checks.append(Check("t", name, target.t, value, passed))
+    return checks
+
+
 def _verify(out, target, qis, sensitive, drop, suppressed, rows) -> list[Check]:
     checks = [Check("drop", name, None, None, name not in out.columns) for name in drop]
     checks.append(
@@ -573,17 +587,7 @@ def _verify(out, target, qis, sensitive, drop, suppressed, rows) -> list[Check]:
         k = None if empty else k_anonymity(out, qis).k
         checks.append(Check("k", None, target.k, k, k is not None and k >= target.k))
     for name in sensitive if (target.l is not None or target.t is not None) else ():
-        measure = None if empty else sensitive_measure(out, qis, name)
-        if target.l is not None:
-            value = None if measure is None else measure.l_diversity
-            checks.append(
-                Check("l", name, target.l, value, value is not None and value >= target.l)
-            )
-        if target.t is not None:
-            value = None if measure is None else measure.t_closeness
-            checks.append(
-                Check("t", name, target.t, value, value is not None and value <= target.t + 1e-12)
-            )
+        checks += _sensitive_checks(out, qis, name, target)
     for name, bound in target.max_mmaq_index.items():
         if name in sensitive or name in drop or name not in out.columns:
             continue
@@ -613,17 +617,7 @@ def _verify_partition(result, target, qis, sensitive, rows) -> list[Check]:
         if target.k is not None:
             k = None if empty else k_anonymity(table, [GROUP_ID]).k
             checks.append(Check("k", name, target.k, k, k is not None and k >= target.k))
-        measure = None if empty else sensitive_measure(table, [GROUP_ID], name)
-        if target.l is not None:
-            value = None if measure is None else measure.l_diversity
-            checks.append(
-                Check("l", name, target.l, value, value is not None and value >= target.l)
-            )
-        if target.t is not None:
-            value = None if measure is None else measure.t_closeness
-            checks.append(
-                Check("t", name, target.t, value, value is not None and value <= target.t + 1e-12)
-            )
+        checks += _sensitive_checks(table, [GROUP_ID], name, target)
     published = result.tables[QUASI_IDENTIFIER_TABLE]
     for name, bound in target.max_mmaq_index.items():
         if name in sensitive or name in target.drop or name not in published.columns:

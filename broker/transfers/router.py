@@ -7,6 +7,7 @@ from broker.errors import MAX_INT32, responses
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
+from broker.uploads import Upload, parse_columns
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
@@ -79,12 +80,12 @@ def create_transfer(
     dry_run: Annotated[bool, Form(description="Evaluate only: store and forward nothing")] = False,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> TransferRead:
-    upload = service.Upload(file.file.read(), file.filename, file.content_type)
+    upload = Upload(file.file.read(), file.filename, file.content_type)
     request = service.TransferRequest(
         destination=destination.strip(),
         purpose=purpose.strip(),
-        quasi_identifiers=service.parse_columns(quasi_identifiers),
-        sensitive=service.parse_columns(sensitive),
+        quasi_identifiers=parse_columns(quasi_identifiers),
+        sensitive=parse_columns(sensitive),
         anonymize=anonymize,
         dry_run=dry_run,
         idempotency_key=idempotency_key,

@@ -83,8 +83,8 @@ class TransferRead(BaseModel):
     created_at: datetime
     quasi_identifiers: list[str]
     quasi_identifiers_inferred: bool = Field(
-        description="True when none were declared and the broker took every non-sensitive "
-        "attribute whose Mmaq class is quasi_identifier"
+        description="True when the broker added attributes to the declared quasi-identifiers: "
+        "every non-sensitive attribute whose Mmaq class is quasi_identifier is always checked"
     )
     sensitive: list[str]
     report: Report | None = Field(

@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.config import Settings
-from broker.datasets import DatasetError, detect_format, read_dataset
+from broker.datasets import detect_format
 from broker.deps import Caller
-from broker.errors import IdempotencyKeyReused, InvalidDataset, NotFound, UnknownColumn
+from broker.errors import IdempotencyKeyReused, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE, Member
 from broker.metrics.mmaq import QUASI_IDENTIFIER
@@ -42,6 +42,7 @@ from broker.policy.models import FSLARecord
 from broker.policy.remedy import find_remedy
 from broker.transfers import repository
 from broker.transfers.models import Delivery, Transfer
+from broker.uploads import Upload, check_columns, read_upload
 
 FEDERATION = "federation"
 MEDIA_TYPES = {
@@ -53,13 +54,6 @@ PENDING = "pending"
 
 
 @dataclass(frozen=True)
-class Upload:
-    data: bytes
-    filename: str | None
-    content_type: str | None
-
-
-@dataclass(frozen=True)
 class TransferRequest:
     destination: str
     purpose: str
@@ -68,31 +62,6 @@ class TransferRequest:
     anonymize: str = "none"
     dry_run: bool = False
     idempotency_key: str | None = None
-
-
-def parse_columns(text: str | None) -> tuple[str, ...]:
-    """``"a, b"`` -> ``("a", "b")``; blanks are dropped."""
-    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
-
-
-def read_upload(upload: Upload) -> pd.DataFrame:
-    try:
-        return read_dataset(upload.data, upload.filename)
-    except DatasetError as error:
-        raise InvalidDataset(str(error)) from None
-
-
-def check_columns(frame: pd.DataFrame, quasi_identifiers, sensitive) -> None:
-    for role, names in (
-        ("Quasi-identifier", quasi_identifiers),
-        ("Sensitive attribute", sensitive),
-    ):
-        for name in names:
-            if name not in frame.columns:
-                raise UnknownColumn(f"{role} {name!r} is not a column of the uploaded dataset")
-    both = sorted(set(quasi_identifiers) & set(sensitive))
-    if both:
-        raise UnknownColumn(f"Column {both[0]!r} is declared both quasi-identifier and sensitive")
 
 
 def measure(

@@ -28,6 +28,7 @@ from broker.policies import service as policies
 from broker.policies.seed import load_records
 from broker.transfers import service as transfers
 from broker.transfers.models import Delivery, Transfer
+from broker.uploads import Upload
 from tests.conftest import FIXTURES, POLICIES
 
 MAX_ATTEMPTS = 3
@@ -106,7 +107,7 @@ class DeliveryMachine(RuleBasedStateMachine):
             quasi_identifiers=("Age", "Gender"),
             sensitive=("Disease",),
         )
-        upload = transfers.Upload(DATASETS[dataset], f"{dataset}.csv", "text/csv")
+        upload = Upload(DATASETS[dataset], f"{dataset}.csv", "text/csv")
         with self.factory() as session:
             transfers.submit(session, Caller(MEMBER, "sn", "SN"), upload, request, SETTINGS)
 

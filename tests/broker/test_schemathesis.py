@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.main import create_app
-from tests.broker.conftest import ADMIN, bearer
+from tests.broker.conftest import ADMIN, Federation, bearer
 from tests.conftest import ADMIN_TOKEN, POLICIES
 
 MAX_EXAMPLES = 8  # per operation, caller and phase
@@ -71,21 +71,8 @@ def broker(tmp_path_factory):
     upgrade(engine)
     engine.dispose()
     app = create_app(broker_settings(engine.url.render_as_string(hide_password=False)))
-    keys = {}
     with TestClient(app) as client:
-        for member_id, jurisdiction in (("sn-hospital", "SN"), ("fr-research", "FR")):
-            answer = client.post(
-                "/v1/members",
-                headers=ADMIN,
-                json={
-                    "id": member_id,
-                    "name": member_id,
-                    "jurisdiction": jurisdiction,
-                    "inbox_url": f"http://127.0.0.1:9/{member_id}/inbox",
-                },
-            )
-            assert answer.status_code == 201, answer.text
-            keys[member_id] = answer.json()["api_key"]
+        keys = Federation(client).keys
     yield app, keys
     shutdown_lifespans()  # schemathesis keeps the app's lifespan running until told
 
