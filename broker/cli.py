@@ -180,7 +180,7 @@ def _progress(message: str) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     thresholds = QirThresholds(args.alpha, args.beta)
-    frame = read_path(args.data)
+    frame = read_path(args.data).frame
     large = len(frame) >= LARGE_INPUT_ROWS
     if large:
         _progress(f"read {len(frame):,} rows x {len(frame.columns)} columns from {args.data}")
@@ -206,7 +206,7 @@ def _anonymize(args: argparse.Namespace) -> int:
 
     from broker.anonymize import Target, plan_remedy, qid_dimension
 
-    frame = read_path(args.data)
+    frame = read_path(args.data).frame
     output = Path(args.output)
     if args.method == "mondrian" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")

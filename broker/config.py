@@ -26,6 +26,12 @@ class Settings(BaseSettings):
         description="Bearer token of the federation's administrators (required to serve)",
     )
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    max_columns: int = Field(1_000, gt=0, description="Most columns in one dataset")
+    max_cells: int = Field(100_000_000, gt=0, description="Most cells (rows x columns)")
+    max_decoded_bytes: int = Field(
+        1 << 30, gt=0, description="Most bytes a dataset may take once decompressed and decoded"
+    )
+    max_row_groups: int = Field(10_000, gt=0, description="Most row groups in a Parquet file")
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     anonymize_max_suppression: float = Field(

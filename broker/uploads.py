@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
-from broker.datasets import DatasetError, read_dataset
-from broker.errors import InvalidDataset, UnknownColumn
+from broker.config import Settings
+from broker.datasets import Dataset, DatasetError, DatasetTooLarge, ReadLimits, read_dataset
+from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn
+from broker.roles import RoleError, Roles
 
 
 @dataclass(frozen=True)
@@ -17,26 +17,31 @@ class Upload:
     content_type: str | None
 
 
-def parse_columns(text: str | None) -> tuple[str, ...]:
-    """``"a, b"`` -> ``("a", "b")``; blanks are dropped."""
-    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+def read_limits(settings: Settings) -> ReadLimits:
+    return ReadLimits(
+        max_columns=settings.max_columns,
+        max_cells=settings.max_cells,
+        max_decoded_bytes=settings.max_decoded_bytes,
+        max_row_groups=settings.max_row_groups,
+    )
 
 
-def read_upload(upload: Upload) -> pd.DataFrame:
+def read_upload(upload: Upload, settings: Settings) -> Dataset:
     try:
-        return read_dataset(upload.data, upload.filename)
+        return read_dataset(upload.data, upload.filename, limits=read_limits(settings))
+    except DatasetTooLarge as error:
+        raise PayloadTooLarge(str(error)) from None
     except DatasetError as error:
         raise InvalidDataset(str(error)) from None
 
 
-def check_columns(frame: pd.DataFrame, quasi_identifiers, sensitive) -> None:
-    for role, names in (
-        ("Quasi-identifier", quasi_identifiers),
-        ("Sensitive attribute", sensitive),
-    ):
-        for name in names:
-            if name not in frame.columns:
-                raise UnknownColumn(f"{role} {name!r} is not a column of the uploaded dataset")
-    both = sorted(set(quasi_identifiers) & set(sensitive))
-    if both:
-        raise UnknownColumn(f"Column {both[0]!r} is declared both quasi-identifier and sensitive")
+def declare_roles(
+    dataset: Dataset,
+    quasi_identifiers: tuple[str, ...],
+    sensitive: tuple[str, ...],
+    person_key: str | None = None,
+) -> Roles:
+    try:
+        return Roles.declare(list(dataset.frame.columns), quasi_identifiers, sensitive, person_key)
+    except RoleError as error:
+        raise UnknownColumn(str(error)) from None

@@ -193,7 +193,7 @@ def summary(results: list[dict[str, Any]]) -> str:
         inbox = result.get("inbox")
         where = (
             f"in {step.destination}'s inbox ({inbox['filename'] or 'data'}, "
-            f"{'anonymized' if inbox['anonymized'] else 'as sent'})"
+            f"{'anonymized' if inbox['anonymized'] else 'as measured, written by the broker'})"
             if inbox
             else ""
         )

@@ -3,11 +3,12 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, UploadFile
 
 from broker.analysis.schemas import Report
-from broker.deps import CurrentCaller
+from broker.deps import CurrentCaller, SettingsDep
 from broker.errors import Unprocessable, responses
 from broker.metrics.report import analyze
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
-from broker.uploads import Upload, check_columns, parse_columns, read_upload
+from broker.roles import NAMES_MAX_LENGTH, parse_names
+from broker.uploads import Upload, declare_roles, read_upload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 
@@ -20,18 +21,28 @@ router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 )
 def analyze_dataset(
     _: CurrentCaller,
+    settings: SettingsDep,
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
-    quasi_identifiers: Annotated[str | None, Form(description="Comma-separated")] = None,
-    sensitive: Annotated[str | None, Form(description="Comma-separated; needs QIs")] = None,
+    quasi_identifiers: Annotated[
+        str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
+    ] = None,
+    sensitive: Annotated[
+        str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
+    ] = None,
     combinations: Annotated[int, Form(ge=0, le=4, description="Largest combination")] = 3,
     alpha: Annotated[float, Form(gt=0, le=100)] = DEFAULT_ALPHA,
     beta: Annotated[float, Form(ge=0, le=100)] = DEFAULT_BETA,
 ) -> Report:
-    frame = read_upload(Upload(file.file.read(), file.filename, file.content_type))
-    qi, sens = parse_columns(quasi_identifiers), parse_columns(sensitive)
-    check_columns(frame, qi, sens)
+    dataset = read_upload(Upload(file.file.read(), file.filename, file.content_type), settings)
+    roles = declare_roles(dataset, parse_names(quasi_identifiers), parse_names(sensitive))
     try:
-        report = analyze(frame, qi, sens, combinations, QirThresholds(alpha, beta))
+        report = analyze(
+            dataset.frame,
+            roles.quasi_identifiers,
+            roles.sensitive,
+            combinations,
+            QirThresholds(alpha, beta),
+        )
     except ValueError as error:
         raise Unprocessable(str(error)) from None
     return Report.model_validate(report.as_dict())

@@ -23,6 +23,14 @@ class AttributeMeasure(MmaqFields):
     name: str
     qir_risk_percent: float = Field(description="100 * distinct values / rows")
     qir_class: str = Field(description="sensitive, quasi_identifier or non_sensitive")
+    values: str = Field(
+        description="What the values are, from a sample: number, date, code (no blanks, a digit) "
+        "or text"
+    )
+    direct_identifier: str | None = Field(
+        description="email, phone or national_id when the values hold such identifiers "
+        "(the column is then an identifier whatever its counts or declared role)"
+    )
 
 
 class CombinationMeasure(MmaqFields):
@@ -50,6 +58,11 @@ class SensitiveMeasure(BaseModel):
     entropy_l_diversity: float
     t_closeness: float
     t_closeness_method: str = Field(description="ordered (numbers) or categorical")
+    k: int = Field(description="Smallest class of the classes l and t are measured in")
+    known_attributes: list[str] = Field(
+        description="The attributes those classes are formed on: the quasi-identifiers and, "
+        "when several attributes are sensitive, the others (multi-attribute l-diversity)"
+    )
 
 
 class Report(BaseModel):

@@ -119,6 +119,17 @@ def numeric_column(values: pd.Series) -> bool:
     return len(uniques) > 0 and parse_numbers(uniques, "", strict=False) is not None
 
 
+def ordered(values: pd.Series) -> bool:
+    """Whether the present values of ``values`` are all numbers or all dates (and one is present).
+
+    Ordered values can be generalized into ranges; other values only into sets or prefixes.
+    """
+    _codes, uniques, _blank = factorize(values)
+    if not len(uniques):
+        return False
+    return parse_numbers(uniques, "", strict=False) is not None or parse_dates(uniques) is not None
+
+
 def format_number(value: float) -> str:
     """Shortest plain writing of a number: ``28.0 -> '28'``, ``0.5 -> '0.5'``.
 

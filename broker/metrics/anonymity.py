@@ -48,13 +48,20 @@ class KAnonymity:
 
 @dataclass(frozen=True)
 class SensitiveMeasure:
-    """How well one sensitive attribute is protected inside the equivalence classes."""
+    """How well one sensitive attribute is protected inside the equivalence classes.
+
+    ``known_attributes`` are the attributes the classes are formed on and ``k`` the smallest
+    class: for one sensitive attribute, the quasi-identifiers; for several, the quasi-identifiers
+    and the other sensitive attributes (see :func:`broker.metrics.report.analyze`).
+    """
 
     name: str
     l_diversity: int
     entropy_l_diversity: float
     t_closeness: float
     t_closeness_method: str
+    k: int = 0
+    known_attributes: tuple[str, ...] = ()
 
 
 def k_anonymity_of(classes: Grouping) -> KAnonymity:
@@ -108,13 +115,17 @@ def sensitive_measure(
     _require_columns(frame, quasi_identifiers, "Quasi-identifier")
     _require_columns(frame, [sensitive], "Sensitive attribute")
     table = EncodedTable(frame, [*quasi_identifiers, sensitive])
-    return sensitive_measure_of(table, table.grouping(quasi_identifiers), sensitive)
+    classes = table.grouping(quasi_identifiers)
+    return sensitive_measure_of(table, classes, sensitive, quasi_identifiers)
 
 
 def sensitive_measure_of(
-    table: EncodedTable, classes: Grouping, sensitive: str
+    table: EncodedTable, classes: Grouping, sensitive: str, known: Sequence[str] = ()
 ) -> SensitiveMeasure:
-    """As :func:`sensitive_measure`, from an encoded table and its equivalence classes."""
+    """As :func:`sensitive_measure`, from an encoded table and its equivalence classes.
+
+    ``known`` names the attributes ``classes`` are formed on (reported, not used).
+    """
     values = table.grouping([sensitive])
     pairs, pair_counts = _pairs_present(classes, values)
     pair_class = pairs // values.categories
@@ -148,6 +159,8 @@ def sensitive_measure_of(
         entropy_l_diversity=float(np.exp(entropy.min())),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
+        k=int(class_sizes.min()),
+        known_attributes=tuple(known),
     )
 
 

@@ -180,7 +180,9 @@ class EncodedTable:
         return list(self._columns)
 
     def grouping(self, columns: Sequence[str]) -> Grouping:
-        """The grouping of rows by one column or by the tuple of several."""
+        """The grouping of rows by one column or by the tuple of several (none: one group)."""
+        if not columns:
+            return Grouping(np.zeros(self.rows, dtype=np.int64), 1)
         for name in columns:
             if name not in self._columns:
                 if name not in self.frame.columns:

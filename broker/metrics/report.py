@@ -7,7 +7,7 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -23,6 +23,13 @@ from broker.metrics.combinations import (
     IdentifyingCombination,
     identifying_combinations,
 )
+from broker.metrics.content import (
+    DEFAULT_REGIONS,
+    TEXT,
+    Content,
+    content_of,
+    sample_distinct,
+)
 from broker.metrics.encoding import EncodedTable, check_columns
 from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts, mmaq_of
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
@@ -34,6 +41,7 @@ class AttributeReport:
     measure: MmaqMeasure
     qir_risk_percent: float
     qir_class: str
+    content: Content = field(default_factory=lambda: Content(TEXT, None))
 
     def as_dict(self) -> dict:
         return {
@@ -41,6 +49,8 @@ class AttributeReport:
             **self.measure.as_dict(),
             "qir_risk_percent": self.qir_risk_percent,
             "qir_class": self.qir_class,
+            "values": self.content.values,
+            "direct_identifier": self.content.direct_identifier,
         }
 
 
@@ -94,6 +104,8 @@ class AnalysisReport:
                     "entropy_l_diversity": s.entropy_l_diversity,
                     "t_closeness": s.t_closeness,
                     "t_closeness_method": s.t_closeness_method,
+                    "k": s.k,
+                    "known_attributes": list(s.known_attributes),
                 }
                 for s in self.sensitive
             ],
@@ -108,11 +120,18 @@ def analyze(
     thresholds: QirThresholds = DEFAULT_THRESHOLDS,
     unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
     progress: Callable[[str], None] | None = None,
+    regions: Sequence[str] = DEFAULT_REGIONS,
 ) -> AnalysisReport:
     """Measure every column of ``frame``, its identifying combinations, QI set and sensitive ones.
 
-    ``max_combination_size = 0`` skips the combination search. Sensitive attributes need
-    quasi-identifiers: l and t are measured inside their equivalence classes.
+    ``max_combination_size = 0`` skips the combination search. ``regions`` are the jurisdictions
+    whose phone numbers and national ids count as direct identifiers. Each sensitive attribute is
+    measured (l, t and the smallest class k) within the classes formed by every *other* declared
+    attribute: the quasi-identifiers and, when there are several, the other sensitive attributes.
+    That is multi-attribute l-diversity (Machanavajjhala et al. 2007, section 7.1): whoever knows
+    all but one attribute of a person must still not single out the row or learn the last one, so
+    declaring a known attribute sensitive does not take it out of the check. With neither
+    quasi-identifiers nor other sensitive attributes, the whole table is one class.
 
     Examples
     --------
@@ -130,11 +149,6 @@ def analyze(
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
     check_columns(frame, quasi_identifiers, "Quasi-identifier")
     check_columns(frame, sensitive, "Sensitive attribute")
-    if sensitive and not quasi_identifiers:
-        raise ValueError(
-            "Sensitive attributes are measured within quasi-identifier classes: "
-            "declare the quasi-identifiers too"
-        )
     overlap = set(quasi_identifiers) & set(sensitive)
     if overlap:
         raise ValueError(
@@ -151,19 +165,27 @@ def analyze(
     for name in table.columns:
         measure = mmaq_of(table, [name])
         risk = qir_risk_percent(measure.categories, measure.rows)
-        attributes.append(AttributeReport(name, measure, risk, qir_class(risk, thresholds)))
+        codes = table.grouping([name])
+        content = content_of(sample_distinct(frame[name], codes.codes, codes.categories), regions)
+        attributes.append(
+            AttributeReport(name, measure, risk, qir_class(risk, thresholds), content)
+        )
 
-    qi_report, sensitive_reports = None, []
+    qi_report = None
+    classes = table.grouping(quasi_identifiers)
     if quasi_identifiers:
         say("measuring quasi-identifiers")
         # One grouping (and one count of its classes) serves k, the combined Mmaq, l and t.
-        classes = table.grouping(quasi_identifiers)
         qi_report = QuasiIdentifierReport(
             tuple(quasi_identifiers),
             k_anonymity_of(classes),
             mmaq_from_counts(classes.counts()),
         )
-        sensitive_reports = [sensitive_measure_of(table, classes, s) for s in sensitive]
+    sensitive_reports = []
+    for name in sensitive:
+        known = [*quasi_identifiers, *(other for other in sensitive if other != name)]
+        own = classes if len(sensitive) == 1 else table.grouping(known)
+        sensitive_reports.append(sensitive_measure_of(table, own, name, known))
 
     found = []
     if max_combination_size > 0:

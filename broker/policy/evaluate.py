@@ -6,7 +6,10 @@ Which rule sets apply: a domestic transfer (same jurisdiction) follows the recor
 ``domestic_export``; a cross-border one follows the source's ``cross_border_export`` *and* the
 destination's ``import_rules``. Every rule of every set that applies must pass, so the stricter
 rule wins; each result names its scope and jurisdiction. Declared sensitive attributes are judged
-by l and t, not by Mmaq. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
+by l and t, not by the Mmaq thresholds; but an identifier is an identifier whatever its declared
+role, and with several sensitive attributes each is judged within the classes of all the other
+attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
+it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
 k, l, t) make the decision ``anonymization_required``; rules it cannot fix (destination or
 purpose not allowed) make it ``rejected``.
 """
@@ -16,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport
+from broker.metrics.report import AnalysisReport, AttributeReport
 from broker.policy.models import FSLARecord, RuleSet, attribute_key
 
 APPROVED = "approved"
@@ -89,6 +93,21 @@ class Decision:
     @property
     def failed(self) -> tuple[RuleResult, ...]:
         return tuple(rule for rule in self.rules if not rule.passed)
+
+
+def identifying(attribute: AttributeReport, sensitive: tuple[str, ...] | set[str]) -> bool:
+    """Whether ``attribute`` identifies rows on its own, whatever role it was declared in.
+
+    Values that hold e-mails, phone numbers or national ids always do. Otherwise an attribute
+    whose values are all distinct does, unless it is declared sensitive *and* its values are
+    text (a diagnosis per patient of a small table): unique numbers, dates or codes link to
+    outside records however they are declared.
+    """
+    if attribute.content.direct_identifier:
+        return True
+    if attribute.measure.attribute_class != IDENTIFIER:
+        return False
+    return attribute.name not in sensitive or attribute.content.values != TEXT
 
 
 def applicable_rule_sets(
@@ -238,9 +257,12 @@ def _data_rules(
     if not rules_.identifiers_allowed:
         per_attribute(
             "no_identifiers",
-            [(a, IDENTIFIER) for a in judged_by_mmaq if a.measure.attribute_class == IDENTIFIER],
+            [(a, IDENTIFIER) for a in report.attributes if identifying(a, sensitive)],
             lambda a: (
-                f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
+                f"{a.name!r} holds {a.content.direct_identifier.replace('_', ' ')} values, "
+                f"direct identifiers, and {where} forbids identifiers: drop it"
+                if a.content.direct_identifier
+                else f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
                 f"distinct) and {where} forbids identifiers: drop or generalize it"
             ),
             "no identifier",
@@ -315,15 +337,26 @@ def _data_rules(
             )
         )
 
-    measured_sensitive = {s.name: s for s in report.sensitive}
-    for name in context.sensitive:
-        if rules_.min_l is None and rules_.max_t is None:
-            break
-        if name in measured_sensitive:
-            l_value = measured_sensitive[name].l_diversity
-            t_value = measured_sensitive[name].t_closeness
-        else:  # no quasi-identifiers: one class holding every row
-            l_value, t_value = report.attribute(name).measure.categories, 0.0
+    several = len(report.sensitive) > 1
+    for measure in report.sensitive:
+        name = measure.name
+        l_value, t_value = measure.l_diversity, measure.t_closeness
+        if several and rules_.min_k is not None:
+            known = ", ".join(measure.known_attributes)
+            results.append(
+                RuleResult(
+                    "min_k",
+                    scope,
+                    jurisdiction,
+                    measure.k >= rules_.min_k,
+                    f"whoever knows {known} narrows a row down to k = {measure.k} rows before "
+                    f"learning its {name!r}; {where} requires k >= {rules_.min_k} (with several "
+                    "sensitive attributes, each is protected as if the others were known)",
+                    name,
+                    measure.k,
+                    rules_.min_k,
+                )
+            )
         if rules_.min_l is not None:
             results.append(
                 RuleResult(

@@ -14,9 +14,10 @@ from typing import Any
 import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
+from broker.anonymize._values import ordered
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
-from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate
+from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
 from broker.policy.models import FSLARecord, attribute_key
 
 # Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
@@ -55,6 +56,7 @@ class VerifiedRemedy:
 
 
 def target_for(
+    frame: pd.DataFrame,
     decision: Decision,
     report: AnalysisReport,
     context: TransferContext,
@@ -64,17 +66,24 @@ def target_for(
     """What the data must meet, as the anonymizer understands it."""
     req = decision.requirements
     sensitive = set(context.sensitive)
-    quasi = set(context.quasi_identifiers)
     drop = [a.name for a in report.attributes if attribute_key(a.name) in req.forbidden_attributes]
     if not req.identifiers_allowed:
+        # An identifier leaves only as ranges of ordered values (a quasi-identifier Mondrian can
+        # generalize on a grid); a text identifier (names, e-mails, record numbers) would become
+        # a list of its values, and a sensitive one is not generalized at all: both are dropped.
         drop += [
             a.name
             for a in report.attributes
-            if a.measure.attribute_class == IDENTIFIER
-            and a.name not in sensitive
-            and a.name not in quasi
+            if identifying(a, sensitive)
             and a.name not in drop
+            and not (
+                a.name in context.quasi_identifiers
+                and not a.content.direct_identifier
+                and ordered(frame[a.name])
+            )
         ]
+    quasi = tuple(q for q in context.quasi_identifiers if q not in drop)
+    kept_sensitive = tuple(s for s in context.sensitive if s not in drop)
     bound = _index_bound(req.max_mmaq_index, req.min_log10_mmaq, report.rows)
     limits = {
         a.name: bound
@@ -86,15 +95,16 @@ def target_for(
         report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
     ):
         needed_k = max(needed_k, 2)  # a class of one is an identifier
-    if (req.min_l or req.max_t is not None) and quasi:
+    diverse = bool(quasi and kept_sensitive)
+    if (req.min_l or req.max_t is not None) and diverse:
         needed_k = max(needed_k, req.min_l or 1)
     return Target(
-        quasi_identifiers=tuple(context.quasi_identifiers),
-        sensitive=tuple(context.sensitive) if quasi else (),
+        quasi_identifiers=quasi,
+        sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
         k=max(needed_k, k or 1) if quasi else None,
-        l=req.min_l if quasi else None,
-        t=req.max_t if quasi else None,
+        l=req.min_l if diverse else None,
+        t=req.max_t if diverse else None,
         max_mmaq_index=limits,
         max_suppression=max_suppression,
     )
@@ -121,7 +131,7 @@ def find_remedy(
     k = None
     last_reason = "no remedy tried"
     for _ in range(_MAX_K_DOUBLINGS + 1):
-        target = target_for(decision, report, context, max_suppression, k)
+        target = target_for(frame, decision, report, context, max_suppression, k)
         try:
             remedy = plan_remedy(frame, target)
         except ValueError as error:
@@ -130,7 +140,7 @@ def find_remedy(
             return VerifiedRemedy(False, remedy.reason)
         kept_sensitive = [s for s in context.sensitive if s in remedy.frame.columns]
         kept_quasi = [q for q in context.quasi_identifiers if q in remedy.frame.columns]
-        after = analyze(remedy.frame, kept_quasi, kept_sensitive if kept_quasi else [])
+        after = analyze(remedy.frame, kept_quasi, kept_sensitive, max_combination_size=0)
         after_context = TransferContext(
             context.source_jurisdiction,
             context.destination_jurisdiction,

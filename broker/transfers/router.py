@@ -4,10 +4,11 @@ from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Respons
 
 from broker.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
+from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
-from broker.uploads import Upload, parse_columns
+from broker.uploads import Upload
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
@@ -67,9 +68,31 @@ def create_transfer(
     ],
     quasi_identifiers: Annotated[
         str | None,
-        Form(description="Comma-separated column names; when empty the broker infers them"),
+        Form(
+            description="Comma-separated column names an outsider may know; the broker adds "
+            "every other column that measures as a quasi-identifier",
+            examples=["Age,Gender"],
+            max_length=NAMES_MAX_LENGTH,
+        ),
     ] = None,
-    sensitive: Annotated[str | None, Form(description="Comma-separated column names")] = None,
+    sensitive: Annotated[
+        str | None,
+        Form(
+            description="Comma-separated column names whose values are to be protected "
+            "(judged by l and t; with several, each within the classes of all the others)",
+            examples=["Disease"],
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = None,
+    person_key: Annotated[
+        str | None,
+        Form(
+            description="A column naming the person each row belongs to (pseudonymous): k and "
+            "the risks then count people, not rows. Measured, never delivered",
+            examples=["patient_ref"],
+            max_length=1_000,
+        ),
+    ] = None,
     anonymize: Annotated[
         Literal["none", "auto"],
         Form(
@@ -84,8 +107,9 @@ def create_transfer(
     request = service.TransferRequest(
         destination=destination.strip(),
         purpose=purpose.strip(),
-        quasi_identifiers=parse_columns(quasi_identifiers),
-        sensitive=parse_columns(sensitive),
+        quasi_identifiers=parse_names(quasi_identifiers),
+        sensitive=parse_names(sensitive),
+        person_key=(person_key or "").strip() or None,
         anonymize=anonymize,
         dry_run=dry_run,
         idempotency_key=idempotency_key,

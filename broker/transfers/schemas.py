@@ -53,13 +53,21 @@ class DatasetRead(BaseModel):
     size_bytes: int
     rows: int
     columns: int
-    format: str
-    filename: str | None
+    format: str = Field(description="csv, json or parquet: the format the data is delivered in")
+    filename: str | None = Field(description="The name it was uploaded with (never delivered)")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What reading the data changed (a JSON column of mixed types becomes text)",
+    )
     anonymized: bool = Field(
         False,
         description="True when the broker delivers an anonymized version instead of the upload",
     )
-    delivered_sha256: str | None = None
+    delivered_sha256: str | None = Field(
+        None,
+        description="SHA-256 of the bytes delivered: the broker writes them from the table it "
+        "measured (rows shuffled, person key removed), never forwards the upload",
+    )
     delivered_filename: str | None = None
     delivered_rows: int | None = None
     delivered_columns: int | None = None

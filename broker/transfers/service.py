@@ -1,9 +1,12 @@
 """One use case: a member asks to send a dataset to another member; the broker decides.
 
-Parse the upload, measure it, evaluate the source's export rules and the destination's import
-rules, and record the decision, its outbox row (approved transfers only) and its audit entry in
-one transaction. A malformed dataset is an error and stores nothing; a policy that says no is a
-normal, recorded decision.
+Parse the upload into its canonical table, measure it, evaluate the source's export rules and the
+destination's import rules, and record the decision, its outbox row (approved transfers only) and
+its audit entry in one transaction. A malformed dataset is an error and stores nothing; a policy
+that says no is a normal, recorded decision.
+
+What leaves is written by the broker from the table it measured (or its anonymized version), in
+the format that came in, rows shuffled, the person key removed: never the bytes it received.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.config import Settings
-from broker.datasets import detect_format
+from broker.datasets import Dataset, write_dataset
 from broker.deps import Caller
 from broker.errors import IdempotencyKeyReused, NotFound
 from broker.members import repository as members
@@ -40,17 +43,14 @@ from broker.policy.evaluate import (
 )
 from broker.policy.models import FSLARecord
 from broker.policy.remedy import find_remedy
+from broker.roles import Roles
 from broker.transfers import repository
 from broker.transfers.models import Delivery, Transfer
-from broker.uploads import Upload, check_columns, read_upload
+from broker.uploads import Upload, declare_roles, read_upload
 
 FEDERATION = "federation"
-MEDIA_TYPES = {
-    "csv": "text/csv",
-    "json": "application/json",
-    "parquet": "application/vnd.apache.parquet",
-}
 PENDING = "pending"
+_EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class TransferRequest:
     anonymize: str = "none"
     dry_run: bool = False
     idempotency_key: str | None = None
+    person_key: str | None = None
 
 
 def measure(
@@ -83,10 +84,7 @@ def measure(
         and a.name not in declared
     )
     quasi_identifiers = declared + added
-    if sensitive and not quasi_identifiers:
-        report = analyze(frame, max_combination_size=3)
-    else:
-        report = analyze(frame, quasi_identifiers, sensitive)
+    report = analyze(frame, quasi_identifiers, sensitive)
     return report, quasi_identifiers, bool(added)
 
 
@@ -97,6 +95,7 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         "quasi_identifiers": list(request.quasi_identifiers),
         "sensitive": list(request.sensitive),
         "anonymize": request.anonymize,
+        "person_key": request.person_key,
         "dataset_sha256": dataset_sha256,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -115,43 +114,37 @@ def submit(
     # Short reads, CPU work outside any transaction, one short write: on SQLite a transaction
     # holds the write lock, and measuring or anonymizing a large upload takes seconds.
     session.rollback()
-    frame = read_upload(upload)
-    check_columns(frame, request.quasi_identifiers, request.sensitive)
-    report, quasi_identifiers, inferred = measure(
-        frame, request.quasi_identifiers, request.sensitive
+    uploaded = read_upload(upload, settings)
+    roles = declare_roles(
+        uploaded, request.quasi_identifiers, request.sensitive, request.person_key
     )
+    frame = _measured_table(uploaded, roles)
+    report, quasi_identifiers, inferred = measure(frame, roles.quasi_identifiers, roles.sensitive)
     parties = _read_parties(session, caller.member_id, request.destination)
     session.rollback()
     outcome = _decide(
         parties, request, quasi_identifiers, frame, report, settings.anonymize_max_suppression
     )
     source = parties.source
+    transfer_id = str(uuid.uuid4())
+    leaving = frame if outcome.anonymized is None else outcome.anonymized
+    payload = _payload(leaving, uploaded) if outcome.status == APPROVED else None
     dataset = {
         "sha256": dataset_sha256,
         "size_bytes": len(upload.data),
         "rows": len(frame),
-        "columns": len(frame.columns),
+        "columns": len(uploaded.frame.columns),
         "filename": upload.filename,
-        "format": detect_format(upload.filename, upload.data[:16]),
-        "anonymized": False,
+        "format": uploaded.format,
+        "notes": list(uploaded.notes),
+        "anonymized": outcome.anonymized is not None,
+        "delivered_filename": _delivered_name(transfer_id, uploaded, outcome),
+        "delivered_sha256": payload and hashlib.sha256(payload).hexdigest(),
+        "delivered_rows": len(leaving),
+        "delivered_columns": len(leaving.columns),
     }
-    # The type comes from what the broker parsed, never from the sender's say-so.
-    payload, payload_type = upload.data, MEDIA_TYPES[dataset["format"]]
-    if outcome.anonymized is not None:  # the original is never forwarded
-        # Rows leave in a random order: two releases of one table cannot be lined up by
-        # position (20-30 in one and 25-40 in the other would give 25-30).
-        shuffled = outcome.anonymized.sample(frac=1, random_state=np.random.default_rng())
-        payload, payload_type = shuffled.to_csv(index=False).encode(), "text/csv"
-        stem = (upload.filename or "dataset").rsplit(".", 1)[0]
-        dataset.update(
-            anonymized=True,
-            delivered_filename=f"{stem}.anonymized.csv",
-            delivered_sha256=hashlib.sha256(payload).hexdigest(),
-            delivered_rows=len(outcome.anonymized),
-            delivered_columns=len(outcome.anonymized.columns),
-        )
     transfer = Transfer(
-        id=str(uuid.uuid4()),
+        id=transfer_id,
         source_id=source.id,
         destination_id=request.destination,
         purpose=request.purpose,
@@ -180,7 +173,7 @@ def submit(
             attempts=0,
             next_attempt_at=transfer.created_at,
             payload=payload,
-            payload_type=payload_type,
+            payload_type=uploaded.media_type,  # what the broker wrote, never the sender's say-so
         )
     try:
         repository.add(session, transfer, delivery)
@@ -214,6 +207,30 @@ def submit(
         return _replay(earlier, request_fingerprint), True
     session.refresh(transfer)
     return transfer, False
+
+
+def _measured_table(uploaded: Dataset, roles: Roles) -> pd.DataFrame:
+    """The table that is measured and may leave: every column but the person key."""
+    if roles.person_key is None:
+        return uploaded.frame
+    return uploaded.frame.drop(columns=[roles.person_key])
+
+
+def _payload(table: pd.DataFrame, uploaded: Dataset) -> bytes:
+    """The bytes delivered: ``table`` written fresh in the format that came in, rows shuffled.
+
+    Shuffled so that two releases of one table cannot be lined up by position (20-30 in one and
+    25-40 in the other would give 25-30), whatever each release looks like on its own.
+    """
+    shuffled = table.sample(frac=1, random_state=np.random.default_rng())
+    return write_dataset(shuffled.reset_index(drop=True), uploaded)
+
+
+def _delivered_name(transfer_id: str, uploaded: Dataset, outcome: Outcome) -> str:
+    """The broker's own name for the delivered file: the sender's file name is free text that
+    would cross the border unmeasured."""
+    suffix = ".anonymized" if outcome.anonymized is not None else ""
+    return f"transfer-{transfer_id}{suffix}{_EXTENSIONS[uploaded.format]}"
 
 
 def _replay(earlier: Transfer, request_fingerprint: str) -> Transfer:

@@ -2,8 +2,10 @@
 
 import hashlib
 import hmac
+import io
 import time
 
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
@@ -58,12 +60,18 @@ def drain(broker, rounds=20):
         time.sleep(0.02)
 
 
-def test_approved_transfer_arrives_once_byte_for_byte_and_signed(broker, inbox):
+def test_approved_transfer_arrives_once_as_the_measured_table_and_signed(broker, inbox):
     transfer_id = approved(broker)
     drain(broker)
     assert len(inbox.received) == 1
     headers, body = inbox.received[0]
-    assert body == (FIXTURES / "patients_published.csv").read_bytes()
+    # Written fresh by the broker from the table it measured: the same rows, in another order.
+    sent = pd.read_csv(FIXTURES / "patients_published.csv", dtype=str, keep_default_na=False)
+    arrived = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False)
+    assert list(arrived.columns) == list(sent.columns)
+    assert sorted(arrived.itertuples(index=False)) == sorted(sent.itertuples(index=False))
+    assert headers["content-type"] == "text/csv"
+    assert headers["x-fedbroker-filename"] == f"transfer-{transfer_id}.csv"
     assert headers["idempotency-key"] == transfer_id
     assert headers["x-fedbroker-source"] == "sn-hospital"
     assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
@@ -101,7 +109,7 @@ def test_signature_verifies_with_the_destinations_key(broker, inbox):
     assert headers["content-type"] == "text/csv"  # from the parsed format, not the sender
 
 
-def test_non_ascii_purpose_and_file_name_are_delivered_percent_encoded(broker, inbox):
+def test_non_ascii_purpose_is_percent_encoded_and_the_file_named_by_the_broker(broker, inbox):
     record = broker.client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
     record["allowed_purposes"].append("santé publique")
     broker.client.put("/v1/policies/SN", headers=ADMIN, json=record)
@@ -122,7 +130,8 @@ def test_non_ascii_purpose_and_file_name_are_delivered_percent_encoded(broker, i
     drain(broker)
     [(headers, _)] = inbox.received
     assert headers["x-fedbroker-purpose"] == "sant%C3%A9%20publique"
-    assert headers["x-fedbroker-filename"] == "donn%C3%A9es.csv"
+    # The sender's file name is free text: it never crosses, the broker names the file.
+    assert headers["x-fedbroker-filename"] == f"transfer-{answer.json()['id']}.csv"
     assert delivery(broker, answer.json()["id"])["status"] == "delivered"
 
 
@@ -253,4 +262,4 @@ def test_auto_anonymized_transfer_arrives_anonymized_never_original(broker, inbo
     assert len(lines) == 10  # every row, in an order of its own (see the service)
     assert headers["x-fedbroker-anonymized"] == "true"
     assert headers["x-fedbroker-sha256"] == answer["dataset"]["delivered_sha256"]
-    assert headers["x-fedbroker-filename"] == "data.anonymized.csv"
+    assert headers["x-fedbroker-filename"] == f"transfer-{answer['id']}.anonymized.csv"

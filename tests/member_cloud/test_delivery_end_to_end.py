@@ -86,6 +86,9 @@ def test_an_approved_transfer_arrives_in_the_destinations_inbox(federation, deli
     assert meta["decision"] == "approved"
     assert meta["purpose"] == "research"
     assert meta["anonymized"] is False
-    assert meta["sha256"] == hashlib.sha256(data).hexdigest()
-    assert destination.get(f"/inbox/{decision['id']}").content == data
+    arrived_bytes = destination.get(f"/inbox/{decision['id']}").content
+    assert meta["sha256"] == hashlib.sha256(arrived_bytes).hexdigest()
+    assert meta["sha256"] == decision["dataset"]["delivered_sha256"]
+    # The broker writes what it measured: the same rows (shuffled), never the upload's bytes.
+    assert sorted(arrived_bytes.decode().splitlines()[1:]) == sorted(data.decode().splitlines()[1:])
     assert delivery_status(broker_url, decision["id"]) == "delivered"

@@ -20,6 +20,8 @@ ATTRIBUTE_KEYS = {
     "class",
     "qir_risk_percent",
     "qir_class",
+    "values",
+    "direct_identifier",
 }
 
 
@@ -86,7 +88,6 @@ def test_combinations_can_be_skipped():
     [
         ({"quasi_identifiers": ["zip"]}, "Quasi-identifier 'zip'"),
         ({"quasi_identifiers": ["a"], "sensitive": ["zip"]}, "Sensitive attribute 'zip'"),
-        ({"sensitive": ["a"]}, "declare the quasi-identifiers"),
         ({"quasi_identifiers": ["a"], "sensitive": ["a"]}, "both quasi-identifier and sensitive"),
         ({"max_combination_size": -1}, "cannot be negative"),
     ],
@@ -106,3 +107,22 @@ def test_qir_classification_and_thresholds():
     assert qir_class(0.2) == "quasi_identifier"  # the boundary belongs to the middle class
     with pytest.raises(ValueError, match="beta < alpha"):
         QirThresholds(alpha=0.01, beta=0.2)
+
+
+def test_each_sensitive_attribute_is_measured_within_the_classes_of_all_the_others():
+    """Multi-attribute l-diversity: declaring every column sensitive escapes nothing."""
+    frame = harmless_alone_identifying_together()
+    report = analyze(frame, [], ["a", "b", "c"], max_combination_size=0)
+    by_name = {s.name: s for s in report.sensitive}
+    assert by_name["a"].known_attributes == ("b", "c")
+    # (b, c) has 16 classes of 4 rows, and a takes its 4 values in each: k = 4, l = 4.
+    assert (by_name["a"].k, by_name["a"].l_diversity) == (4, 4)
+    frame["id"] = range(len(frame))
+    report = analyze(frame, [], ["a", "id"], max_combination_size=0)
+    assert {s.name: s.k for s in report.sensitive} == {"a": 1, "id": 4}
+
+
+def test_one_sensitive_attribute_without_quasi_identifiers_is_one_class():
+    frame = pd.DataFrame({"s": ["flu", "hiv", "flu"]})
+    [measure] = analyze(frame, [], ["s"], max_combination_size=0).sensitive
+    assert (measure.k, measure.l_diversity, measure.t_closeness) == (3, 2, 0.0)

@@ -42,8 +42,7 @@ FRAME = pd.DataFrame(
 def decide(
     source, destination, qi=("age", "sex"), sensitive=("disease",), purpose="research", frame=FRAME
 ):
-    # As the transfer service does: without quasi-identifiers nothing is measured per class.
-    report = analyze(frame, list(qi), list(sensitive) if qi else [], max_combination_size=0)
+    report = analyze(frame, list(qi), list(sensitive), max_combination_size=0)
     context = TransferContext(source.jurisdiction, destination.jurisdiction, purpose, qi, sensitive)
     return evaluate(report, context, source, destination)
 
@@ -65,12 +64,35 @@ def test_domestic_transfer_uses_domestic_rules_only():
     assert {r.scope for r in decision.rules} == {"export"}
 
 
-def test_identifier_attribute_fails_unless_allowed_and_sensitive_is_exempt():
-    frame = FRAME.assign(disease=[f"d{i}" for i in range(8)])  # sensitive, all distinct
+DISEASES = ["flu", "hiv", "cold", "measles", "mumps", "polio", "rabies", "typhus"]
+
+
+def test_identifier_attribute_fails_unless_allowed_and_sensitive_text_is_exempt():
+    frame = FRAME.assign(disease=DISEASES)  # sensitive, all distinct, text
     decision = decide(record("SN"), record("FR"), frame=frame)
     failing = {(r.rule, r.attribute) for r in decision.failed}
     assert ("no_identifiers", "id") in failing
     assert ("no_identifiers", "disease") not in failing
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [f"d{i}" for i in range(8)],  # codes
+        [str(1.0 + i * 1e-9) for i in range(8)],  # numbers with jitter
+        [f"2024-01-0{i + 1}T10:00" for i in range(8)],  # date-times
+    ],
+)
+def test_a_unique_sensitive_attribute_of_numbers_dates_or_codes_is_an_identifier(values):
+    """Declaring a column sensitive does not let unique ids, numbers or dates through."""
+    decision = decide(record("SN"), record("FR"), frame=FRAME.assign(disease=values))
+    assert ("no_identifiers", "disease") in {(r.rule, r.attribute) for r in decision.failed}
+
+
+def test_e_mails_are_identifiers_whatever_their_counts_and_role():
+    mails = ["ana@x.org", "ana@x.org", "bo@y.sn", "bo@y.sn"] * 2
+    decision = decide(record("SN"), record("FR"), frame=FRAME.assign(disease=mails))
+    assert ("no_identifiers", "disease") in {(r.rule, r.attribute) for r in decision.failed}
 
 
 def test_unfixable_rules_reject():

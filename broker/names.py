@@ -1,0 +1,98 @@
+"""How attribute names are compared: one key per name that a person would read as the same.
+
+A hostile sender can spell a forbidden attribute so that it looks the same and compares
+different: ``"NIN "``, ``"nin"``, ``"ＮＩＮ"`` (fullwidth), ``"N\\u200bIN"`` (zero-width space),
+``"ΝΙΝ"`` (Greek capitals), ``"Νin"`` (one Greek letter among Latin ones). :func:`attribute_key`
+maps all of them to one key:
+
+1. NFKC normalization (fullwidth and compatibility forms become their plain letters);
+2. every *default-ignorable* code point is removed (Unicode's ``Default_Ignorable_Code_Point``:
+   zero-width characters, soft hyphen, word joiner, byte order mark, variation selectors, tag
+   characters, ...), then blanks are trimmed and runs of blanks become one space;
+3. each character is replaced by the representative of its class, where a class joins the
+   characters that Unicode's confusables table (UTS #39, through ``confusable_homoglyphs``) says
+   look alike *and* the ASCII letters that differ only by case, then casefolded. The union is
+   deliberately coarse (``I``, ``l``, ``1`` and ``i`` share a class): two names that a reader
+   could mistake for one another get one key, at the price of a few names that a careful reader
+   would tell apart.
+
+Keys are for comparison only; a dataset's columns keep their names as written.
+"""
+
+from __future__ import annotations
+
+import string
+import unicodedata
+from collections.abc import Iterable
+from functools import cache
+
+import regex
+from confusable_homoglyphs import utils as confusables_data
+
+_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
+_BLANKS = regex.compile(r"\s+")
+
+
+def attribute_key(name: str) -> str:
+    """The comparison key of an attribute name.
+
+    Examples
+    --------
+    >>> attribute_key("NIN ") == attribute_key("nin") == attribute_key("N\\u200bI\\u00adN")
+    True
+    >>> attribute_key("ΝΙΝ") == attribute_key("NIN")  # Greek capital nu, iota, nu
+    True
+    >>> attribute_key("age") == attribute_key("sex")
+    False
+    """
+    text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", name))
+    text = _BLANKS.sub(" ", text).strip()
+    classes = _classes()
+    return "".join(classes.get(c, c) for c in text).casefold()
+
+
+def visible_text(name: str) -> str:
+    """``name`` without its default-ignorable code points (what a reader sees)."""
+    return _IGNORABLE.sub("", name)
+
+
+def colliding_names(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two names with one key, or None: such columns must not sit side by side."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = attribute_key(name)
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    return None
+
+
+@cache
+def _classes() -> dict[str, str]:
+    """Character -> representative (smallest code point) of its look-alike-or-case class."""
+    parent: dict[str, str] = {}
+
+    def find(c: str) -> str:
+        parent.setdefault(c, c)
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            low, high = sorted((ra, rb))
+            parent[high] = low
+
+    table = confusables_data.load("confusables.json")
+    for char, homoglyphs in table.items():
+        for homoglyph in homoglyphs:
+            other = _IGNORABLE.sub("", homoglyph["c"])
+            if len(char) == 1 and len(other) == 1:
+                union(char, other)
+    # Case joins only ASCII letters: joining every script's case pairs chains unrelated Latin
+    # letters together through Greek and Cyrillic ones (r, t, u, y and z would share a class).
+    for char in string.ascii_uppercase:
+        union(char, char.lower())
+    return {c: find(c) for c in parent}

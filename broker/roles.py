@@ -1,0 +1,97 @@
+"""The roles a sender declares for its columns, checked once against the dataset.
+
+- *quasi-identifiers*: attributes an outsider may know (age, zip code, sex); the broker adds every
+  other attribute that measures as one, so a declaration can widen the k check, never narrow it;
+- *sensitive* attributes: the values to protect (a diagnosis); judged by l and t within the
+  classes formed by every other attribute that leaves (see :mod:`broker.metrics.report`);
+- a *person key*: a pseudonymous column naming the person each row belongs to, so that k and
+  the risks count people, not rows. It is measured, never delivered.
+
+A name is listed once (``"sex,sex"`` is ``"sex"``); a name that is not a column, or a column in two
+roles, raises :class:`RoleError` naming it and listing the dataset's columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker.names import attribute_key
+
+_LISTED_COLUMNS = 20
+# A declared list of names (a form field): room for a thousand column names, and a bound on what
+# a request can make the broker echo and store.
+NAMES_MAX_LENGTH = 100_000
+
+
+class RoleError(ValueError):
+    """A declared role names no column, or one column twice; the message says which."""
+
+
+@dataclass(frozen=True)
+class Roles:
+    quasi_identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    person_key: str | None = None
+
+    @classmethod
+    def declare(
+        cls,
+        columns: Sequence[str],
+        quasi_identifiers: Sequence[str] = (),
+        sensitive: Sequence[str] = (),
+        person_key: str | None = None,
+    ) -> Roles:
+        """Check the declared names against ``columns``; duplicates are dropped in order.
+
+        Examples
+        --------
+        >>> Roles.declare(["age", "sex", "flu"], ["sex", "sex"], ["flu"])
+        Roles(quasi_identifiers=('sex',), sensitive=('flu',), person_key=None)
+        >>> Roles.declare(["age"], ["Age"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        broker.roles.RoleError: Quasi-identifier 'Age' is not a column ... (did you mean 'age'?)...
+        """
+        quasi_identifiers = tuple(dict.fromkeys(quasi_identifiers))
+        sensitive = tuple(dict.fromkeys(sensitive))
+        person_key = person_key or None
+        for role, names in (
+            ("Quasi-identifier", quasi_identifiers),
+            ("Sensitive attribute", sensitive),
+            ("Person key", (person_key,) if person_key else ()),
+        ):
+            for name in names:
+                if name not in columns:
+                    raise RoleError(_unknown(role, name, columns))
+        both = [name for name in quasi_identifiers if name in sensitive]
+        if both:
+            raise RoleError(f"Column {both[0]!r} is declared both quasi-identifier and sensitive")
+        if person_key and (person_key in quasi_identifiers or person_key in sensitive):
+            raise RoleError(
+                f"Column {person_key!r} is the person key: it cannot also be a quasi-identifier "
+                "or sensitive (it is measured to count people and never delivered)"
+            )
+        return cls(quasi_identifiers, sensitive, person_key)
+
+    def without(self, dropped: Sequence[str]) -> Roles:
+        """The roles of the columns left after ``dropped`` are removed."""
+        gone = set(dropped)
+        return Roles(
+            tuple(q for q in self.quasi_identifiers if q not in gone),
+            tuple(s for s in self.sensitive if s not in gone),
+            None if self.person_key in gone else self.person_key,
+        )
+
+
+def parse_names(text: str | None) -> tuple[str, ...]:
+    """``"a, b,,a"`` -> ``("a", "b")``: blanks dropped, each name once, in order."""
+    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
+
+
+def _unknown(role: str, name: str, columns: Sequence[str]) -> str:
+    close = [c for c in columns if attribute_key(c) == attribute_key(name)]
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    listed = ", ".join(list(columns)[:_LISTED_COLUMNS])
+    more = f" and {len(columns) - _LISTED_COLUMNS} more" if len(columns) > _LISTED_COLUMNS else ""
+    return f"{role} {name!r} is not a column of the dataset{hint}; its columns: {listed}{more}"
