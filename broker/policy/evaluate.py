@@ -22,7 +22,8 @@ from typing import Any
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, AttributeReport
-from broker.policy.models import FSLARecord, RuleSet, attribute_key
+from broker.names import attribute_key
+from broker.policy.models import FSLARecord, RuleSet
 
 APPROVED = "approved"
 ANONYMIZATION_REQUIRED = "anonymization_required"

@@ -7,18 +7,10 @@ field and the reason in the same way.
 
 from __future__ import annotations
 
-import unicodedata
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
-
-
-def attribute_key(name: str) -> str:
-    """How attribute names are compared: Unicode-normalized, trimmed, without regard to case,
-    so that ``"Name "`` or ``"ＮＡＭＥ"`` cannot slip past a rule about ``name``."""
-    return unicodedata.normalize("NFKC", name).strip().casefold()
 
 
 class RuleSet(BaseModel):
@@ -77,7 +69,8 @@ class RuleSet(BaseModel):
     )
     forbidden_attributes: list[str] = Field(
         default_factory=list,
-        description="Attribute names that may never pass (compared without regard to case).",
+        description="Attribute names that may never pass (compared without regard to case, "
+        "look-alike letters or invisible characters).",
         examples=[["NIN", "passport_number"]],
     )
     auto_anonymize: bool = Field(

@@ -17,8 +17,9 @@ from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
+from broker.names import attribute_key
 from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
-from broker.policy.models import FSLARecord, attribute_key
+from broker.policy.models import FSLARecord
 
 # Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
 # index, t-closeness) is finally met; each try doubles k.

@@ -14,11 +14,13 @@ def read_fixture(name: str) -> pd.DataFrame:
 
 
 def label_holds(label: str, value) -> bool:
-    """Whether a Mondrian label (``"20-30"``, ``"28"``, ``"F, M"``, ``"NA"``) covers ``value``."""
+    """Whether a Mondrian label (``"20-30"``, ``"F, M, *"``, ``"NA"``) covers ``value``."""
     parts = label.split(", ")
     if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
         return "NA" in parts
     parts = [part for part in parts if part != "NA"]
+    if "*" in parts:  # a value too rare to be named (held by fewer than k rows)
+        return True
     try:
         number = float(value)
     except ValueError:
