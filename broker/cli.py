@@ -467,6 +467,8 @@ def render_table(report: AnalysisReport, source: str) -> str:
         lines += _aligned(("attributes", "unique rows", "Mmaq", "class"), rows)
     else:
         lines.append("  none found")
+    if report.combination_search and report.combination_search.note:
+        lines.append(f"  note: {report.combination_search.note}")
 
     qi = report.quasi_identifiers
     if qi:

@@ -47,6 +47,10 @@ class ProsecutorRisk(BaseModel):
 class QuasiIdentifierMeasure(MmaqFields):
     attributes: list[str]
     k: int
+    k_people: int = Field(
+        description="k counted in people: distinct person keys, or without a person key, "
+        "identical rows as one person"
+    )
     equivalence_classes: int
     class_size_histogram: dict[str, int] = Field(description="class size -> number of classes")
     prosecutor_risk: ProsecutorRisk
@@ -65,11 +69,28 @@ class SensitiveMeasure(BaseModel):
     )
 
 
+class CombinationSearch(BaseModel):
+    requested_size: int
+    searched_size: int = Field(description="Largest combination size searched in full")
+    complete: bool
+    evaluations: int = Field(description="Combinations measured")
+    found: int
+    reported: int = Field(description="Combinations listed (at most 100)")
+    note: str | None = Field(description="Why the search stopped short, or what is not listed")
+
+
 class Report(BaseModel):
     rows: int
+    duplicate_rows: int = Field(description="Rows identical to an earlier row")
+    people_counted_by: str = Field(
+        description="person_key (declared) or identical_rows (identical rows count as one person)"
+    )
     attributes: list[AttributeMeasure]
     combinations: list[CombinationMeasure] = Field(
         description="Smallest attribute combinations that identify rows"
+    )
+    combination_search: CombinationSearch | None = Field(
+        description="How far the bounded search went (None when it was not asked for)"
     )
     quasi_identifiers: QuasiIdentifierMeasure | None
     sensitive: list[SensitiveMeasure]

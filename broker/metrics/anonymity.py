@@ -38,21 +38,26 @@ class ProsecutorRisk:
 
 @dataclass(frozen=True)
 class KAnonymity:
-    """How the rows fall into equivalence classes on the quasi-identifiers."""
+    """How the rows fall into equivalence classes on the quasi-identifiers.
+
+    ``k`` counts rows; ``k_people`` counts the distinct people of the smallest class in people
+    (see :func:`people_per_class`): three copies of one person's row are a class of one.
+    """
 
     k: int
     equivalence_classes: int
     class_size_histogram: dict[int, int]
     prosecutor_risk: ProsecutorRisk
+    k_people: int = 0
 
 
 @dataclass(frozen=True)
 class SensitiveMeasure:
     """How well one sensitive attribute is protected inside the equivalence classes.
 
-    ``known_attributes`` are the attributes the classes are formed on and ``k`` the smallest
-    class: for one sensitive attribute, the quasi-identifiers; for several, the quasi-identifiers
-    and the other sensitive attributes (see :func:`broker.metrics.report.analyze`).
+    ``known_attributes`` are the attributes the classes are formed on (for one sensitive
+    attribute, the quasi-identifiers; for several, the quasi-identifiers and the other sensitive
+    attributes: see :func:`broker.metrics.report.analyze`) and ``k`` the smallest class, in people.
     """
 
     name: str
@@ -64,7 +69,19 @@ class SensitiveMeasure:
     known_attributes: tuple[str, ...] = ()
 
 
-def k_anonymity_of(classes: Grouping) -> KAnonymity:
+def people_per_class(classes: Grouping, people: Grouping | None) -> np.ndarray:
+    """The number of distinct people in each class (rows when ``people`` is None).
+
+    ``people`` labels each row with its person: a declared person key, or the row's whole content
+    (identical rows may be one person sent several times, and the broker cannot tell).
+    """
+    if people is None:
+        return classes.counts()
+    pairs, _counts = _pairs_present(classes, people)
+    return np.bincount(pairs // people.categories, minlength=classes.categories)
+
+
+def k_anonymity_of(classes: Grouping, people: Grouping | None = None) -> KAnonymity:
     """Class sizes, k and prosecutor risk of a grouping of rows into equivalence classes."""
     sizes = classes.counts()
     rows = int(sizes.sum())
@@ -83,6 +100,7 @@ def k_anonymity_of(classes: Grouping) -> KAnonymity:
             average=classes.categories / rows,
             unique_share=float(size_counts[0]) / rows if k == 1 else 0.0,
         ),
+        k_people=int(people_per_class(classes, people).min()),
     )
 
 
@@ -120,11 +138,16 @@ def sensitive_measure(
 
 
 def sensitive_measure_of(
-    table: EncodedTable, classes: Grouping, sensitive: str, known: Sequence[str] = ()
+    table: EncodedTable,
+    classes: Grouping,
+    sensitive: str,
+    known: Sequence[str] = (),
+    people: Grouping | None = None,
 ) -> SensitiveMeasure:
     """As :func:`sensitive_measure`, from an encoded table and its equivalence classes.
 
-    ``known`` names the attributes ``classes`` are formed on (reported, not used).
+    ``known`` names the attributes ``classes`` are formed on (reported, not used); ``k`` counts
+    the ``people`` of the smallest class (rows when None).
     """
     values = table.grouping([sensitive])
     pairs, pair_counts = _pairs_present(classes, values)
@@ -159,7 +182,7 @@ def sensitive_measure_of(
         entropy_l_diversity=float(np.exp(entropy.min())),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
-        k=int(class_sizes.min()),
+        k=int(people_per_class(classes, people).min()),
         known_attributes=tuple(known),
     )
 

@@ -179,6 +179,14 @@ class EncodedTable:
     def columns(self) -> list[str]:
         return list(self._columns)
 
+    def rows_grouping(self) -> Grouping:
+        """Rows grouped by their whole content (identical rows share a code), computed once."""
+        cached = self.__dict__.get("_rows")
+        if cached is None:
+            cached = self.grouping(self.columns)
+            self.__dict__["_rows"] = cached
+        return cached
+
     def grouping(self, columns: Sequence[str]) -> Grouping:
         """The grouping of rows by one column or by the tuple of several (none: one group)."""
         if not columns:

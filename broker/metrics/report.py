@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from broker.metrics.anonymity import (
@@ -20,6 +21,7 @@ from broker.metrics.anonymity import (
 from broker.metrics.combinations import (
     DEFAULT_MAX_SIZE,
     DEFAULT_UNIQUE_THRESHOLD,
+    CombinationSearch,
     IdentifyingCombination,
     identifying_combinations,
 )
@@ -30,9 +32,13 @@ from broker.metrics.content import (
     content_of,
     sample_distinct,
 )
-from broker.metrics.encoding import EncodedTable, check_columns
+from broker.metrics.encoding import EncodedTable, Grouping, check_columns
 from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts, mmaq_of
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
+
+# How people are counted: by the declared person key, or identical rows as one person.
+PERSON_KEY = "person_key"
+IDENTICAL_ROWS = "identical_rows"
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class QuasiIdentifierReport:
             "class_size_histogram": {
                 str(size): count for size, count in self.anonymity.class_size_histogram.items()
             },
+            "k_people": self.anonymity.k_people,
             "prosecutor_risk": {
                 "max": risk.max,
                 "average": risk.average,
@@ -85,6 +92,9 @@ class AnalysisReport:
     combinations: list[IdentifyingCombination]
     quasi_identifiers: QuasiIdentifierReport | None
     sensitive: list[SensitiveMeasure]
+    duplicate_rows: int = 0
+    people_counted_by: str = IDENTICAL_ROWS
+    combination_search: CombinationSearch | None = None
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
@@ -92,8 +102,13 @@ class AnalysisReport:
     def as_dict(self) -> dict:
         return {
             "rows": self.rows,
+            "duplicate_rows": self.duplicate_rows,
+            "people_counted_by": self.people_counted_by,
             "attributes": [a.as_dict() for a in self.attributes],
             "combinations": [c.as_dict() for c in self.combinations],
+            "combination_search": self.combination_search.as_dict()
+            if self.combination_search
+            else None,
             "quasi_identifiers": self.quasi_identifiers.as_dict()
             if self.quasi_identifiers
             else None,
@@ -112,6 +127,31 @@ class AnalysisReport:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class People:
+    """Who each row of a table as sent is: a declared person key, else identical rows as one.
+
+    Fixed on the table as sent and looked up by row label in its anonymized versions, where
+    generalization makes different people's rows identical on purpose.
+    """
+
+    codes: np.ndarray  # one per row of the table as sent, in order
+    by: str  # PERSON_KEY or IDENTICAL_ROWS
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
+        """From a person key's values, else from the rows' whole content (one code per row)."""
+        if key is not None:
+            codes, _uniques = pd.factorize(key.to_numpy(), use_na_sentinel=False)
+            return cls(codes.astype(np.int64), PERSON_KEY)
+        return cls(EncodedTable(frame).rows_grouping().codes, IDENTICAL_ROWS)
+
+    def grouping(self, table: pd.DataFrame) -> Grouping:
+        """The rows of ``table`` (labelled as in the table as sent) grouped by person."""
+        codes, uniques = pd.factorize(self.codes[table.index.to_numpy()])
+        return Grouping(codes.astype(np.int64), len(uniques))
+
+
 def analyze(
     frame: pd.DataFrame,
     quasi_identifiers: Sequence[str] = (),
@@ -121,6 +161,7 @@ def analyze(
     unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
     progress: Callable[[str], None] | None = None,
     regions: Sequence[str] = DEFAULT_REGIONS,
+    people: People | None = None,
 ) -> AnalysisReport:
     """Measure every column of ``frame``, its identifying combinations, QI set and sensitive ones.
 
@@ -132,6 +173,12 @@ def analyze(
     all but one attribute of a person must still not single out the row or learn the last one, so
     declaring a known attribute sensitive does not take it out of the check. With neither
     quasi-identifiers nor other sensitive attributes, the whole table is one class.
+
+    k is also counted in people (``k_people``, and the sensitive attributes' ``k``): ``people``
+    says who each row is (see :class:`People`; pass the one of the table as sent when measuring
+    its anonymized version); without it, identical rows count as one person, since one person
+    sent three times looks exactly like that. ``duplicate_rows`` counts the rows identical to an
+    earlier one.
 
     Examples
     --------
@@ -171,6 +218,12 @@ def analyze(
             AttributeReport(name, measure, risk, qir_class(risk, thresholds), content)
         )
 
+    identical = table.rows_grouping()
+    duplicates = len(frame) - identical.categories
+    if people is not None:
+        persons, counted_by = people.grouping(frame), people.by
+    else:
+        persons, counted_by = identical, IDENTICAL_ROWS
     qi_report = None
     classes = table.grouping(quasi_identifiers)
     if quasi_identifiers:
@@ -178,18 +231,27 @@ def analyze(
         # One grouping (and one count of its classes) serves k, the combined Mmaq, l and t.
         qi_report = QuasiIdentifierReport(
             tuple(quasi_identifiers),
-            k_anonymity_of(classes),
+            k_anonymity_of(classes, persons),
             mmaq_from_counts(classes.counts()),
         )
     sensitive_reports = []
     for name in sensitive:
         known = [*quasi_identifiers, *(other for other in sensitive if other != name)]
         own = classes if len(sensitive) == 1 else table.grouping(known)
-        sensitive_reports.append(sensitive_measure_of(table, own, name, known))
+        sensitive_reports.append(sensitive_measure_of(table, own, name, known, persons))
 
-    found = []
+    found, search = [], None
     if max_combination_size > 0:
-        found = identifying_combinations(
+        found, search = identifying_combinations(
             table, table.columns, max_combination_size, unique_threshold, say
         )
-    return AnalysisReport(len(frame), attributes, found, qi_report, sensitive_reports)
+    return AnalysisReport(
+        len(frame),
+        attributes,
+        found,
+        qi_report,
+        sensitive_reports,
+        duplicates,
+        counted_by,
+        search,
+    )

@@ -21,7 +21,7 @@ from typing import Any
 
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, AttributeReport
+from broker.metrics.report import PERSON_KEY, AnalysisReport, AttributeReport
 from broker.names import attribute_key
 from broker.policy.models import FSLARecord, RuleSet
 
@@ -39,6 +39,7 @@ class TransferContext:
     purpose: str
     quasi_identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
+    person_key: str | None = None
 
     @property
     def cross_border(self) -> bool:
@@ -82,6 +83,7 @@ class Requirements:
     min_l: int | None = None
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
+    require_person_key: bool = False
     auto_anonymize: bool = True
 
 
@@ -145,6 +147,7 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         forbidden_attributes=frozenset(
             attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
         ),
+        require_person_key=any(r.require_person_key for r in rule_sets),
         auto_anonymize=all(r.auto_anonymize for r in rule_sets),
     )
 
@@ -174,6 +177,19 @@ def evaluate(
     else:
         status = APPROVED
     return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))
+
+
+def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
+    """What the people count means, when it differs from the row count."""
+    if k == rows_k:
+        return ""
+    if report.people_counted_by == PERSON_KEY:
+        return f" people by the declared person key ({rows_k} counted in rows)"
+    return (
+        f" people ({rows_k} counted in rows: {report.duplicate_rows:,} rows repeat another row "
+        "exactly and, without a person key, the broker counts identical rows as one person; "
+        "declare person_key to count people)"
+    )
 
 
 def _gate_rules(
@@ -244,6 +260,23 @@ def _data_rules(
             results.append(
                 RuleResult(rule, scope, jurisdiction, True, summary, threshold=threshold)
             )
+
+    if rules_.require_person_key:
+        declared = context.person_key is not None
+        results.append(
+            RuleResult(
+                "person_key_declared",
+                scope,
+                jurisdiction,
+                declared,
+                f"k counts people by the declared person key {context.person_key!r}"
+                if declared
+                else f"{where} requires a person key: send again with person_key naming the "
+                "column that identifies each row's person (pseudonymous; it never leaves)",
+                context.person_key,
+                fixable=False,
+            )
+        )
 
     if rules_.forbidden_attributes:
         forbidden = {attribute_key(a) for a in rules_.forbidden_attributes}
@@ -323,15 +356,17 @@ def _data_rules(
         )
 
     if rules_.min_k is not None:
-        k = qi.anonymity.k if qi else report.rows
+        k = qi.anonymity.k_people if qi else report.rows - report.duplicate_rows
+        rows_k = qi.anonymity.k if qi else report.rows
         results.append(
             RuleResult(
                 "min_k",
                 scope,
                 jurisdiction,
                 k >= rules_.min_k,
-                f"the quasi-identifiers {qi_names} give k = {k}; {where} requires k >= "
-                f"{rules_.min_k}" + ("" if k >= rules_.min_k else ": k-anonymize them"),
+                f"the quasi-identifiers {qi_names} give k = {k}{_in_people(report, k, rows_k)}; "
+                f"{where} requires k >= {rules_.min_k}"
+                + ("" if k >= rules_.min_k else ": k-anonymize them"),
                 qi_names,
                 k,
                 rules_.min_k,

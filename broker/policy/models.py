@@ -73,6 +73,13 @@ class RuleSet(BaseModel):
         "look-alike letters or invisible characters).",
         examples=[["NIN", "passport_number"]],
     )
+    require_person_key: bool = Field(
+        False,
+        description="Must the sender declare a person key (a pseudonymous column naming the "
+        "person of each row)? k then counts people: one person's rows sent several times, or "
+        "repeated visits, cannot pass for several people. The key itself never leaves.",
+        examples=[True],
+    )
     auto_anonymize: bool = Field(
         False,
         description="May the broker anonymize the data itself when the request asks for "

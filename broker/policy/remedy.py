@@ -16,7 +16,7 @@ import pandas as pd
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, analyze
+from broker.metrics.report import AnalysisReport, People, analyze
 from broker.names import attribute_key
 from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
 from broker.policy.models import FSLARecord
@@ -127,8 +127,14 @@ def find_remedy(
     source: FSLARecord,
     destination: FSLARecord,
     max_suppression: float = 0.05,
+    people: People | None = None,
 ) -> VerifiedRemedy:
-    """Plan, apply, re-measure and re-evaluate; raise k until every rule passes or give up."""
+    """Plan, apply, re-measure and re-evaluate; raise k until every rule passes or give up.
+
+    ``people`` says who the rows of ``frame`` are, so that k of the anonymized data is counted
+    in the same people (by default, identical rows of ``frame`` as one person).
+    """
+    people = people or People.of(frame)
     k = None
     last_reason = "no remedy tried"
     for _ in range(_MAX_K_DOUBLINGS + 1):
@@ -141,13 +147,16 @@ def find_remedy(
             return VerifiedRemedy(False, remedy.reason)
         kept_sensitive = [s for s in context.sensitive if s in remedy.frame.columns]
         kept_quasi = [q for q in context.quasi_identifiers if q in remedy.frame.columns]
-        after = analyze(remedy.frame, kept_quasi, kept_sensitive, max_combination_size=0)
+        after = analyze(
+            remedy.frame, kept_quasi, kept_sensitive, max_combination_size=0, people=people
+        )
         after_context = TransferContext(
             context.source_jurisdiction,
             context.destination_jurisdiction,
             context.purpose,
             tuple(kept_quasi),
             tuple(kept_sensitive),
+            context.person_key,
         )
         after_decision = evaluate(after, after_context, source, destination)
         if after_decision.status == APPROVED:

@@ -31,7 +31,7 @@ from broker.errors import IdempotencyKeyReused, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE, Member
 from broker.metrics.mmaq import QUASI_IDENTIFIER
-from broker.metrics.report import AnalysisReport, analyze
+from broker.metrics.report import AnalysisReport, People, analyze
 from broker.policies import service as policies
 from broker.policy.evaluate import (
     ANONYMIZATION_REQUIRED,
@@ -66,7 +66,10 @@ class TransferRequest:
 
 
 def measure(
-    frame: pd.DataFrame, declared: tuple[str, ...], sensitive: tuple[str, ...]
+    frame: pd.DataFrame,
+    declared: tuple[str, ...],
+    sensitive: tuple[str, ...],
+    people: People | None = None,
 ) -> tuple[AnalysisReport, tuple[str, ...], bool]:
     """The report, the quasi-identifiers it used, and whether the broker added any.
 
@@ -84,7 +87,7 @@ def measure(
         and a.name not in declared
     )
     quasi_identifiers = declared + added
-    report = analyze(frame, quasi_identifiers, sensitive)
+    report = analyze(frame, quasi_identifiers, sensitive, people=people)
     return report, quasi_identifiers, bool(added)
 
 
@@ -119,11 +122,19 @@ def submit(
         uploaded, request.quasi_identifiers, request.sensitive, request.person_key
     )
     frame = _measured_table(uploaded, roles)
-    report, quasi_identifiers, inferred = measure(frame, roles.quasi_identifiers, roles.sensitive)
+    key = uploaded.frame[roles.person_key] if roles.person_key else None
+    people = People.of(frame, key)
+    report, quasi_identifiers, inferred = measure(
+        frame, roles.quasi_identifiers, roles.sensitive, people
+    )
     parties = _read_parties(session, caller.member_id, request.destination)
     session.rollback()
     outcome = _decide(
-        parties, request, quasi_identifiers, frame, report, settings.anonymize_max_suppression
+        parties,
+        request,
+        Roles(quasi_identifiers, roles.sensitive, roles.person_key),
+        Measured(frame, report, people),
+        settings.anonymize_max_suppression,
     )
     source = parties.source
     transfer_id = str(uuid.uuid4())
@@ -283,14 +294,23 @@ def _read_parties(session: Session, source_id: str, destination_id: str) -> Part
     return Parties(source, destination, found)
 
 
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """The table as measured, its report, and who its rows are."""
+
+    frame: pd.DataFrame
+    report: AnalysisReport
+    people: People
+
+
 def _decide(
     parties: Parties,
     request: TransferRequest,
-    quasi_identifiers: tuple[str, ...],
-    frame: pd.DataFrame,
-    report: AnalysisReport,
+    roles: Roles,
+    measured: Measured,
     max_suppression: float,
 ) -> Outcome:
+    frame, report = measured.frame, measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
     versions = {source.jurisdiction: source_version}
@@ -304,8 +324,9 @@ def _decide(
         source.jurisdiction,
         destination.jurisdiction,
         request.purpose,
-        quasi_identifiers,
-        request.sensitive,
+        roles.quasi_identifiers,
+        roles.sensitive,
+        roles.person_key,
     )
     decision = evaluate(report, context, source_policy, destination_policy)
     rules = federation_rules + list(decision.rules)
@@ -313,7 +334,14 @@ def _decide(
         return Outcome(decision.status, rules, None, versions, report)
 
     found = find_remedy(
-        frame, report, decision, context, source_policy, destination_policy, max_suppression
+        frame,
+        report,
+        decision,
+        context,
+        source_policy,
+        destination_policy,
+        max_suppression,
+        measured.people,
     )
     if not found.verified:
         rules.append(

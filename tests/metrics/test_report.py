@@ -37,7 +37,16 @@ def test_report_keys_are_the_documented_contract():
     frame = harmless_alone_identifying_together()
     frame["s"] = ["flu", "hiv"] * 32
     report = analyze(frame, ["a", "b"], ["s"]).as_dict()
-    assert set(report) == {"rows", "attributes", "combinations", "quasi_identifiers", "sensitive"}
+    assert set(report) == {
+        "rows",
+        "duplicate_rows",
+        "people_counted_by",
+        "attributes",
+        "combinations",
+        "combination_search",
+        "quasi_identifiers",
+        "sensitive",
+    }
     assert all(set(a) == ATTRIBUTE_KEYS for a in report["attributes"])
     qi = report["quasi_identifiers"]
     assert {
@@ -126,4 +135,27 @@ def test_each_sensitive_attribute_is_measured_within_the_classes_of_all_the_othe
 def test_one_sensitive_attribute_without_quasi_identifiers_is_one_class():
     frame = pd.DataFrame({"s": ["flu", "hiv", "flu"]})
     [measure] = analyze(frame, [], ["s"], max_combination_size=0).sensitive
-    assert (measure.k, measure.l_diversity, measure.t_closeness) == (3, 2, 0.0)
+    # k counts people: without a person key the two identical "flu" rows may be one person.
+    assert (measure.k, measure.l_diversity, measure.t_closeness) == (2, 2, 0.0)
+
+
+def test_the_combination_search_is_bounded_and_says_where_it_stopped():
+    """80 columns have 1.6 million combinations of 4: the search stops at the budget."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({f"c{i}": rng.integers(0, 10, 40).astype(str) for i in range(80)})
+    frame["constant"] = "x"
+    frame["copy"] = frame["c0"]
+    report = analyze(frame, max_combination_size=4)
+    search = report.combination_search
+    assert not search.complete and search.searched_size == 2
+    assert "exceed the search's budget" in search.note
+    assert search.evaluations == 82 + 80 * 79 // 2  # the constant and the copy are not combined
+    assert len(report.combinations) == search.reported <= 100 < search.found
+    assert all("constant" not in c.attributes for c in report.combinations)
+
+
+def test_a_small_table_is_searched_in_full():
+    frame = harmless_alone_identifying_together()
+    search = analyze(frame, max_combination_size=3).combination_search
+    assert search.complete and search.note is None
+    assert [c.attributes for c in analyze(frame).combinations] == [("a", "b", "c")]

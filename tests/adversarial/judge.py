@@ -1,0 +1,248 @@
+"""An independent judge of what reached the destination: plain pandas/pyarrow, no broker code.
+
+It reads the delivered bytes the way the destination (or an attacker there) would, by the
+delivery's ``content-type``, and lists every way they could identify someone:
+
+(a) a column whose name, normalized (NFKC, Cyrillic/Greek look-alikes mapped, zero-width/format
+    characters removed, case-folded, trimmed), is ``nin``;
+(b) an identifier: a column whose values are all distinct (2 rows or more);
+(c) for columns an attacker knows about the people (``known``), an equivalence class of fewer
+    than ``k`` rows (or of fewer than ``k`` distinct people when a ``person`` column is given);
+(d) any original identifying value (``secrets``: e-mails, phone numbers, national ids) anywhere
+    in the bytes: raw bytes, parsed cells, the index, Parquet dictionaries and metadata; numeric
+    secrets also as numbers inside cells ("[771234567, 779999999]" reveals 771234567);
+(e) for Parquet, pandas index metadata or schema columns beyond the table's.
+
+``verdict`` returns the list of problems (empty: the judge accepts the bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+# Letters that look like Latin ones but that NFKC keeps apart (a small confusables table, enough
+# for the spellings of "NIN" an attacker would try).
+CONFUSABLES = str.maketrans(
+    {
+        "\u039d": "N",  # GREEK CAPITAL LETTER NU
+        "\u0399": "I",  # GREEK CAPITAL LETTER IOTA
+        "\u03b9": "i",  # GREEK SMALL LETTER IOTA
+        "\u0406": "I",  # CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I
+        "\u0456": "i",  # CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I
+        "\u04c0": "I",  # CYRILLIC LETTER PALOCHKA
+        "\u0274": "N",  # LATIN LETTER SMALL CAPITAL N
+        "\u026a": "I",  # LATIN LETTER SMALL CAPITAL I
+        "\u0131": "i",  # LATIN SMALL LETTER DOTLESS I
+    }
+)
+
+
+def normalize_name(name: object) -> str:
+    """NFKC, look-alike letters mapped, zero-width/format characters (category Cf, soft hyphen
+    included) removed, case-folded, trimmed."""
+    text = unicodedata.normalize("NFKC", str(name)).translate(CONFUSABLES)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", text).casefold().strip()
+
+
+def kind(content_type: str) -> str:
+    content_type = (content_type or "").split(";")[0].strip().lower()
+    if content_type == "text/csv":
+        return "csv"
+    if content_type == "application/json":
+        return "json"
+    if "parquet" in content_type:
+        return "parquet"
+    raise ValueError(f"unexpected delivery content-type {content_type!r}")
+
+
+def parse(content_type: str, body: bytes) -> pd.DataFrame:
+    """The delivered table as the destination reads it."""
+    fmt = kind(content_type)
+    if fmt == "csv":
+        if not body.strip():  # every column dropped: nothing to read
+            return pd.DataFrame()
+        return pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False)
+    if fmt == "json":
+        return pd.DataFrame(json.loads(body))
+    return pd.read_parquet(io.BytesIO(body))
+
+
+def _key(value: object) -> tuple[str, str]:
+    """A hashable spelling that keeps what a reader can tell apart (1, "1", 1.0, True differ)."""
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan", "nan")
+    if value is None or value is pd.NaT or value is pd.NA:
+        return ("null", "null")
+    return (type(value).__name__, repr(value))
+
+
+def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {c: frame[c].astype(object).map(_key).map(str) for c in frame.columns}, index=frame.index
+    )
+
+
+def forbidden_names(frame: pd.DataFrame) -> list[str]:
+    return [
+        f"(a) forbidden attribute: column {c!r} is 'NIN' once normalized"
+        for c in frame.columns
+        if normalize_name(c) == "nin"
+    ]
+
+
+def identifiers(frame: pd.DataFrame) -> list[str]:
+    if len(frame) < 2:
+        return []
+    k = keyed(frame)
+    return [
+        f"(b) identifier: every one of the {len(frame)} values of column {c!r} is distinct"
+        for c in frame.columns
+        if k[c].nunique(dropna=False) == len(frame)
+    ]
+
+
+def smallest_class(
+    frame: pd.DataFrame, known: Sequence[str], person: str | None = None
+) -> tuple[int, dict]:
+    """(size, an example class) of the smallest class over ``known`` (people, with ``person``)."""
+    cols = [c for c in known if c in frame.columns]
+    if len(frame.columns) == 0:  # nothing delivered about anyone
+        return (sys.maxsize, {})
+    if not cols:  # one class: the whole table
+        return (len(frame) if person is None else frame[person].nunique(), {})
+    k = keyed(frame[cols])
+    if person is not None:
+        k["__person__"] = frame[person].astype(str).to_numpy()
+        sizes = k.groupby(cols, dropna=False)["__person__"].nunique()
+    else:
+        sizes = k.groupby(cols, dropna=False).size()
+    where = sizes.idxmin()
+    where = where if isinstance(where, tuple) else (where,)
+    members = (k[cols] == pd.Series(where, index=cols)).all(axis=1)
+    example = frame.loc[members[members].index[0], cols].to_dict()
+    return int(sizes.min()), example
+
+
+def k_anonymity(
+    frame: pd.DataFrame, known: Sequence[str], k: int = 3, person: str | None = None
+) -> list[str]:
+    size, example = smallest_class(frame, known, person)
+    if size >= k:
+        return []
+    what = "distinct people" if person else "rows"
+    cols = [c for c in known if c in frame.columns]
+    return [f"(c) k < {k}: the class {example} over {cols} has {size} {what}"]
+
+
+def _texts(content_type: str, body: bytes, frame: pd.DataFrame | None) -> list[bytes]:
+    """Every place a value can hide: raw bytes and, once parsed, cells, index and metadata."""
+    texts = [body]
+    if frame is not None:
+        cells = [str(c) for c in frame.columns]
+        cells += [str(v) for v in frame.index]
+        for column in frame.columns:
+            cells += [str(v) for v in frame[column].tolist()]
+        texts.append("\n".join(cells).encode("utf-8", "surrogatepass"))
+    if kind(content_type) == "parquet":
+        try:
+            metadata = pq.read_metadata(io.BytesIO(body))
+            for key, value in (metadata.metadata or {}).items():
+                texts.append(key + b"\n" + value)
+            table = pq.read_table(
+                io.BytesIO(body), read_dictionary=pq.read_schema(io.BytesIO(body)).names
+            )
+            for column in table.columns:
+                for chunk in column.chunks:
+                    if pa.types.is_dictionary(chunk.type):  # unused entries hide here
+                        texts.append(
+                            "\n".join(str(v) for v in chunk.dictionary.to_pylist()).encode()
+                        )
+        except (pa.ArrowException, OSError, ValueError) as error:
+            texts.append(f"unreadable parquet: {error}".encode())
+    return texts
+
+
+def leaked_secrets(
+    content_type: str, body: bytes, secrets: Iterable[object], frame: pd.DataFrame | None = None
+) -> list[str]:
+    secrets = list(secrets)
+    if not secrets:
+        return []
+    texts = _texts(content_type, body, frame)
+    numbers: set[float] = set()
+    for text in texts:
+        for token in NUMBER.findall(text):
+            with contextlib.suppress(ValueError):
+                numbers.add(float(token))
+    found = []
+    for secret in secrets:
+        needle = str(secret).encode()
+        if any(needle in text for text in texts):
+            found.append(f"(d) original identifying value {secret!r} is in the delivered bytes")
+        elif isinstance(secret, int | float) and float(secret) in numbers:
+            found.append(f"(d) original identifying value {secret!r} is in the delivered numbers")
+    return found
+
+
+def parquet_extras(body: bytes, frame: pd.DataFrame) -> list[str]:
+    problems = []
+    schema = pq.read_schema(io.BytesIO(body))
+    extra = [n for n in schema.names if n not in list(frame.columns)]
+    extra += [n for n in schema.names if n.startswith("__index_level_")]
+    if extra:
+        problems.append(f"(e) Parquet schema has columns beyond the table's: {sorted(set(extra))}")
+    pandas_meta = (schema.metadata or {}).get(b"pandas")
+    if pandas_meta:
+        meta = json.loads(pandas_meta)
+        real = [i for i in meta.get("index_columns", []) if not isinstance(i, dict)]
+        if real:
+            problems.append(f"(e) Parquet pandas metadata keeps index columns {real}")
+        names = {c.get("name") for c in meta.get("columns", [])} - {None, *frame.columns}
+        if names:
+            problems.append(f"(e) Parquet pandas metadata names columns {sorted(map(str, names))}")
+    if not isinstance(frame.index, pd.RangeIndex):
+        problems.append(f"(e) Parquet restores a {type(frame.index).__name__} index")
+    return problems
+
+
+def verdict(
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    known: Sequence[str] | None = None,
+    known_sets: Sequence[Sequence[str]] = (),
+    secrets: Iterable[object] = (),
+    person: str | None = None,
+    k: int = 3,
+) -> list[str]:
+    """Every problem the judge finds in one delivery (``headers`` as the inbox received them).
+
+    ``known``/``known_sets``: attacker-known columns for (c); only those still present count.
+    """
+    content_type = headers.get("content-type", "")
+    try:
+        frame = parse(content_type, body)
+    except Exception as error:
+        return [f"the delivery cannot be read as {content_type!r}: {error}"]
+    problems = forbidden_names(frame) + identifiers(frame)
+    for cols in ([known] if known is not None else []) + list(known_sets):
+        problems += k_anonymity(frame, cols, k, person if person in frame.columns else None)
+    problems += leaked_secrets(content_type, body, secrets, frame)
+    if kind(content_type) == "parquet":
+        problems += parquet_extras(body, frame)
+    return problems
