@@ -15,12 +15,13 @@ RUN useradd --create-home --uid 10001 fedbroker
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY policies ./policies
-RUN mkdir -p /app/data && chown fedbroker /app/data
+RUN mkdir -p /app/data /app/keys && chown fedbroker /app/data /app/keys
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     BROKER_HOST=0.0.0.0 \
     BROKER_PORT=8000 \
-    BROKER_POLICY_DIR=/app/policies
+    BROKER_POLICY_DIR=/app/policies \
+    BROKER_SIGNING_KEY_DIR=/app/keys
 USER fedbroker
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from broker.datasets import DatasetError, read_path
 from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
@@ -164,6 +165,18 @@ def _parser() -> argparse.ArgumentParser:
         "upgrade", help="apply the migrations up to the newest (BROKER_DATABASE_URL)"
     )
     upgrade_cmd.set_defaults(handler=_db_upgrade)
+
+    keys_cmd = commands.add_parser("keys", help="the broker's delivery signing keys")
+    keys_actions = keys_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
+    generate_cmd = keys_actions.add_parser(
+        "generate",
+        help="add a new Ed25519 signing key (it signs from the next start; the older keys stay "
+        "published until their files are removed)",
+    )
+    generate_cmd.add_argument(
+        "folder", nargs="?", help="key folder (default: BROKER_SIGNING_KEY_DIR)"
+    )
+    generate_cmd.set_defaults(handler=_keys_generate)
     return parser
 
 
@@ -202,8 +215,6 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _anonymize(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from broker.anonymize import Target, plan_remedy, qid_dimension
 
     frame = read_path(args.data).frame
@@ -370,6 +381,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from broker.db import make_engine
+    from broker.delivery.signing import KeyRing, SignatureError
     from broker.main import create_app
     from broker.policies.seed import load_records
 
@@ -380,6 +392,10 @@ def _serve(args: argparse.Namespace) -> int:
             "at least 16 characters"
         )
     load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    try:  # and so is a signing key folder the broker cannot use
+        KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
+    except (SignatureError, OSError) as error:
+        raise CommandError(f"BROKER_SIGNING_KEY_DIR: {error}") from None
     with _database_errors():  # an unreachable database too
         engine = make_engine(settings.database_url)
         with engine.connect():
@@ -387,6 +403,18 @@ def _serve(args: argparse.Namespace) -> int:
         engine.dispose()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def _keys_generate(args: argparse.Namespace) -> int:
+    from broker.delivery.signing import generate
+
+    folder = Path(args.folder) if args.folder else _settings().signing_key_dir
+    try:
+        path = generate(folder)
+    except OSError as error:
+        raise CommandError(f"{folder}: {error.strerror}") from None
+    print(f"new signing key {path.stem} in {path} (mode 0600); restart the broker to sign with it")
     return 0
 
 

@@ -37,6 +37,14 @@ class Settings(BaseSettings):
     anonymize_max_suppression: float = Field(
         0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
     )
+    signing_key_dir: Path = Field(
+        Path("data/signing-keys"),
+        description="Folder of the broker's Ed25519 delivery signing keys (*.pem): the newest "
+        "signs, all are published; never in the database",
+    )
+    signing_key_create: bool = Field(
+        True, description="Create a first key when the folder has none (local use)"
+    )
     delivery_enabled: bool = Field(True, description="Run the delivery worker in this process")
     delivery_max_attempts: int = Field(8, ge=1)
     delivery_backoff_seconds: float = Field(1.0, gt=0, description="First retry delay")

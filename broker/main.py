@@ -16,6 +16,8 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.config import Settings, get_settings
 from broker.db import make_engine, make_sessionmaker, startup_lock, upgrade
+from broker.delivery.router import router as keys_router
+from broker.delivery.signing import KeyRing
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.health import router as health_router
@@ -67,8 +69,8 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
                 created = policies.seed(session, records)
         if created:
             log.info("seeded F-SLA records: %s", ", ".join(created))
-        client = httpx.Client(timeout=settings.delivery_timeout_seconds)
-        worker = DeliveryWorker(app.state.sessionmaker, client, settings)
+        client = httpx.Client(timeout=settings.delivery_timeout_seconds, follow_redirects=False)
+        worker = DeliveryWorker(app.state.sessionmaker, client, settings, app.state.keyring)
         app.state.delivery_worker = worker
         if settings.delivery_enabled:
             worker.start()
@@ -91,6 +93,8 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         swagger_ui_parameters={"persistAuthorization": True, "tryItOutEnabled": True},
     )
     app.state.settings = settings
+    # Read (or, for local use, made) before serving: a broker that cannot sign must not start.
+    app.state.keyring = KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
     install_handlers(app)
     for router in (
         health_router,
@@ -99,6 +103,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         transfers_router,
         analysis_router,
         audit_router,
+        keys_router,
     ):
         app.include_router(router)
     return app

@@ -36,6 +36,8 @@ from urllib.parse import quote
 
 import httpx
 
+from broker.delivery.signing import KEYS_PATH
+
 USER_AGENT = "fedbroker-member-cloud/0.1"
 
 
@@ -255,6 +257,10 @@ class BrokerClient:
             form["beta"] = str(beta)
         file = (filename, data, content_type or "application/octet-stream")
         return self._request("POST", "/v1/analyze", data=form, files={"file": file})
+
+    def signing_keys(self) -> dict[str, Any]:
+        """The broker's public delivery signing keys (a JSON Web Key Set)."""
+        return self._request("GET", KEYS_PATH)
 
     # --- plumbing --------------------------------------------------------------------------
 

@@ -87,6 +87,11 @@ class MemberSettings(BaseSettings):
         description=f"Where a self-registered key is kept (default <data_dir>/{KEY_FILE_NAME})",
     )
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    broker_keys_refresh: bool = Field(
+        True,
+        description="Fetch the broker's signing keys again when a delivery names an unknown "
+        "key (a rotation); false pins the keys in data_dir/broker-keys.json for good",
+    )
     signature_tolerance_seconds: int = Field(
         300, gt=0, description="Largest clock difference accepted on a delivery's timestamp"
     )

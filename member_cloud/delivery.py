@@ -8,24 +8,20 @@ The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with the
 ``X-Fedbroker-Source``       source member id
 ``X-Fedbroker-Purpose``      purpose of the transfer, percent-encoded UTF-8
 ``X-Fedbroker-Decision``     the decision's status, e.g. ``approved``
-``X-Fedbroker-Filename``     original or anonymized file name, percent-encoded UTF-8, may be
-                             empty
+``X-Fedbroker-Filename``     the broker's name for the file (``transfer-<id>.csv``)
 ``X-Fedbroker-Sha256``       hex SHA-256 of the body
 ``X-Fedbroker-Anonymized``   ``true`` or ``false``
 ``Content-Type``             the payload's media type
-``X-Fedbroker-Signature``    ``v2=<hex>``
+``X-Fedbroker-Signature``    ``v3=<key id>:<base64url Ed25519 signature>``
 ===========================  ===============================================================
 
-The signature (``v2``) is HMAC-SHA256, keyed with the SHA-256 digest of this member's API key
-(the broker keeps only that digest), over the UTF-8 encoding of the nine headers above from the
-timestamp to ``Content-Type``, in that order, each followed by ``"\n"``, then the raw body. Each
-value is the header exactly as received (purpose and file name still percent-encoded); a
-missing header is the empty string. So nothing about a delivery can be changed on the way.
+The signature is the broker's (Ed25519, see :mod:`broker.delivery.signing`, the wire contract
+shared by both services) over the nine headers above from the timestamp to ``Content-Type``, in
+that order, each followed by ``"\n"``, then the raw body; the broker's public keys are pinned by
+:mod:`member_cloud.broker_keys`. Nobody who merely reads the broker's database can sign.
 
 A missing or wrong signature, or a timestamp further than the tolerance from our clock, is 401;
-a body that does not match its checksum is 400. Several comma-separated ``v2=`` values are
-accepted (any one matching suffices), so the broker can sign with two keys while one is being
-rotated; other schemes (the former ``v1``) are not. Purpose and file name are stored decoded.
+a body that does not match its checksum is 400. Purpose and file name are stored decoded.
 """
 
 from __future__ import annotations
@@ -38,22 +34,10 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
 
+from broker.delivery.signing import SIGNED_HEADERS, SignatureError
+from member_cloud.broker_keys import BrokerKeys
 from member_cloud.errors import BadRequest, ChecksumMismatch, NotAuthenticated
 from member_cloud.storage import Delivery, Inbox, check_name
-
-SCHEME = "v2"
-# the signed headers, in the order they are signed (DeliveryHeaders attribute names)
-SIGNED_FIELDS = (
-    "x_fedbroker_timestamp",
-    "x_fedbroker_transfer",
-    "x_fedbroker_source",
-    "x_fedbroker_purpose",
-    "x_fedbroker_decision",
-    "x_fedbroker_filename",
-    "x_fedbroker_sha256",
-    "x_fedbroker_anonymized",
-    "content_type",
-)
 
 
 class DeliveryHeaders(BaseModel):
@@ -75,29 +59,21 @@ class DeliveryHeaders(BaseModel):
     x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
     x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
     x_fedbroker_signature: str | None = Field(
-        None, description="v2=<hex>; several comma-separated while a key rotates (required)"
+        None, description="v3=<key id>:<base64url Ed25519 signature> (required)"
     )
 
 
-def key_digest(api_key: str) -> bytes:
-    """The HMAC key: SHA-256 digest of the member's API key (UTF-8)."""
-    return hashlib.sha256(api_key.encode()).digest()
-
-
-def signed_message(headers: DeliveryHeaders, body: bytes) -> bytes:
-    """What the signature covers: the signed headers as received, one per line, then the body."""
-    lines = "".join(f"{getattr(headers, field) or ''}\n" for field in SIGNED_FIELDS)
-    return lines.encode() + body
-
-
-def sign(digest: bytes, headers: DeliveryHeaders, body: bytes) -> str:
-    """The ``X-Fedbroker-Signature`` value the broker sends for this delivery."""
-    mac = hmac.new(digest, signed_message(headers, body), hashlib.sha256).hexdigest()
-    return f"{SCHEME}={mac}"
+def _signed_headers(headers: DeliveryHeaders) -> dict[str, str]:
+    """The signed headers as received (``X-Fedbroker-Source``, ...), missing ones left out."""
+    return {
+        name: value
+        for name in SIGNED_HEADERS
+        if (value := getattr(headers, name.lower().replace("-", "_"))) is not None
+    }
 
 
 def verify_signature(
-    digest: bytes,
+    keys: BrokerKeys,
     headers: DeliveryHeaders,
     body: bytes,
     tolerance_seconds: int,
@@ -121,33 +97,23 @@ def verify_signature(
             f"X-Fedbroker-Timestamp is {skew:.0f} s away from this member's clock "
             f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
         )
-    offered = [part.strip() for part in headers.x_fedbroker_signature.split(",")]
-    if not any(value.startswith(f"{SCHEME}=") for value in offered):
-        raise NotAuthenticated(
-            f"X-Fedbroker-Signature has no {SCHEME}= value: only {SCHEME} signatures (over the "
-            "delivery's headers and body) are accepted"
-        )
-    expected = sign(digest, headers, body)
-    # compare against every offered value, so the time taken does not depend on which matched
-    matched = [hmac.compare_digest(expected.encode(), value.encode()) for value in offered]
-    if not any(matched):
-        raise NotAuthenticated(
-            "X-Fedbroker-Signature does not match: the delivery is not signed with this "
-            "member's key, or a signed header or the body was changed"
-        )
+    try:
+        keys.verify(headers.x_fedbroker_signature, _signed_headers(headers), body)
+    except SignatureError as error:
+        raise NotAuthenticated(str(error)) from None
     return transfer_id
 
 
 def accept(
     inbox: Inbox,
-    digest: bytes,
+    keys: BrokerKeys,
     headers: DeliveryHeaders,
     body: bytes,
     tolerance_seconds: int,
     now: float | None = None,
 ) -> tuple[str, bool]:
     """Verify and store one delivery; returns (transfer id, stored now)."""
-    transfer_id = verify_signature(digest, headers, body, tolerance_seconds, now)
+    transfer_id = verify_signature(keys, headers, body, tolerance_seconds, now)
     check_name(transfer_id, "Transfer id")
     if headers.idempotency_key and headers.idempotency_key != transfer_id:
         raise BadRequest("Idempotency-Key differs from X-Fedbroker-Transfer")

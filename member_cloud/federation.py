@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 "BROKER_HOST": "127.0.0.1",
                 "BROKER_PORT": str(broker_port),
                 "BROKER_POLICY_DIR": "policies",
+                "BROKER_SIGNING_KEY_DIR": str(root / "broker-keys"),
             },
         )
         wait_for(f"{broker_url}/readyz", broker, root / "broker.log")

@@ -13,9 +13,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from member_cloud.auth import LocalTokenGuard, declare_bearer
 from member_cloud.broker_client import BrokerClient
+from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.credentials import StartupError, resolve_api_key
-from member_cloud.delivery import key_digest
 from member_cloud.errors import install_handlers, responses
 from member_cloud.routes import datasets, deliveries, health, inbox, member, transfers
 from member_cloud.storage import DatasetStore, Inbox
@@ -88,9 +88,13 @@ def create_app(settings: MemberSettings) -> FastAPI:
         except StartupError as error:
             app.state.startup_error = error
             raise
-        app.state.key_digest = key_digest(api_key)
         app.state.broker = BrokerClient(
             settings.broker_base_url, api_key, timeout=settings.broker_timeout_seconds
+        )
+        app.state.broker_keys = BrokerKeys(
+            settings.data_dir / "broker-keys.json",
+            app.state.broker.signing_keys,
+            refresh=settings.broker_keys_refresh,
         )
         if settings.local_token is None:
             log.warning(

@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from member_cloud import delivery
 from member_cloud.broker_client import BrokerClient, BrokerError, BrokerUnavailable
+from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.delivery import DeliveryHeaders
 from member_cloud.errors import PROBLEM_MEDIA_TYPE, BrokerUnreachable, InvalidName, responses
@@ -45,8 +46,8 @@ def _broker(request: Request) -> BrokerClient:
     return request.app.state.broker
 
 
-def _key_digest(request: Request) -> bytes:
-    return request.app.state.key_digest
+def _broker_keys(request: Request) -> BrokerKeys:
+    return request.app.state.broker_keys
 
 
 async def _raw_body(request: Request) -> bytes:
@@ -260,9 +261,10 @@ deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
     },
     summary="Delivery of an approved transfer (the broker only, signed)",
     description="The body is the dataset's bytes. The broker signs each delivery "
-    "(`X-Fedbroker-Signature: v2=<hex>`, HMAC-SHA256 over the `X-Fedbroker-*` headers and "
-    "`Content-Type`, one per line, then the body; see the headers below), instead of the local "
-    "token; a missing or wrong signature, or a timestamp more than the tolerance (300 s by "
+    "(`X-Fedbroker-Signature: v3=<key id>:<signature>`, Ed25519 over the `X-Fedbroker-*` "
+    "headers and `Content-Type`, one per line, then the body, by the keys the broker publishes "
+    "at `/.well-known/fedbroker-keys.json`), instead of the local token; a missing or wrong "
+    "signature, or a timestamp more than the tolerance (300 s by "
     "default) away, is 401; a body that does not match `X-Fedbroker-Sha256` is 400. "
     "`X-Fedbroker-Purpose` and `X-Fedbroker-Filename` are percent-encoded UTF-8; they are "
     "stored decoded. The first delivery of a transfer answers 201 `received`; "
@@ -280,11 +282,11 @@ def receive_delivery(
     body: Annotated[bytes, Depends(_raw_body)],
     store: InboxDep,
     settings: SettingsDep,
-    key_digest: Annotated[bytes, Depends(_key_digest)],
+    keys: Annotated[BrokerKeys, Depends(_broker_keys)],
     response: Response,
 ) -> DeliveryReceipt:
     transfer_id, stored = delivery.accept(
-        store, key_digest, headers, body, settings.signature_tolerance_seconds, time.time()
+        store, keys, headers, body, settings.signature_tolerance_seconds, time.time()
     )
     if not stored:
         response.status_code = 200

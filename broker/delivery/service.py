@@ -28,7 +28,7 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.repository import DELIVERED, FAILED
-from broker.delivery.signing import signature
+from broker.delivery.signing import KeyRing
 from broker.members import repository as members
 from broker.members.models import ACTIVE
 from broker.transfers import repository as transfers
@@ -78,6 +78,7 @@ def deliver(
     client: httpx.Client,
     owner: str,
     settings: Settings,
+    keyring: KeyRing,
     transfer_id: str,
 ) -> str:
     """Make one attempt at a leased delivery and record its outcome; returns the new status."""
@@ -102,9 +103,9 @@ def deliver(
                 f"{destination.status if destination else 'gone'}",
             )
         else:
-            inbox_url, key_hash = destination.inbox_url, destination.api_key_hash
+            inbox_url = destination.inbox_url
             try:
-                headers = _headers(transfer, payload, payload_type, key_hash)
+                headers = _headers(transfer, payload, payload_type, keyring)
             except Exception as error:  # a bad stored value must not stall the outbox
                 headers, outcome = (
                     None,
@@ -149,7 +150,7 @@ def deliver(
     return status
 
 
-def _headers(transfer, payload: bytes, payload_type: str, key_hash: str) -> dict[str, str]:
+def _headers(transfer, payload: bytes, payload_type: str, keyring: KeyRing) -> dict[str, str]:
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
     headers = {
@@ -165,7 +166,7 @@ def _headers(transfer, payload: bytes, payload_type: str, key_hash: str) -> dict
         "X-Fedbroker-Sha256": hashlib.sha256(payload).hexdigest(),
         "X-Fedbroker-Anonymized": "true" if dataset.get("anonymized") else "false",
     }
-    headers["X-Fedbroker-Signature"] = signature(key_hash, headers, payload)
+    headers["X-Fedbroker-Signature"] = keyring.sign(headers, payload)
     return headers
 
 

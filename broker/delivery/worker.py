@@ -15,15 +15,23 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from broker.config import Settings
 from broker.delivery import service
+from broker.delivery.signing import KeyRing
 
 log = logging.getLogger("broker.delivery")
 
 
 class DeliveryWorker:
-    def __init__(self, factory: sessionmaker[Session], client: httpx.Client, settings: Settings):
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        client: httpx.Client,
+        settings: Settings,
+        keyring: KeyRing,
+    ):
         self.factory = factory
         self.client = client
         self.settings = settings
+        self.keyring = keyring
         self.owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -48,7 +56,7 @@ class DeliveryWorker:
             if self._stop.is_set():
                 break
             status = service.deliver(
-                self.factory, self.client, self.owner, self.settings, transfer_id
+                self.factory, self.client, self.owner, self.settings, self.keyring, transfer_id
             )
             log.info("delivery %s: %s", transfer_id, status)
         return len(claimed)

@@ -16,9 +16,10 @@ def bearer(key: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def settings() -> Settings:
+def settings(tmp_path) -> Settings:
     return Settings(
         database_url="sqlite://",
+        signing_key_dir=tmp_path / "signing-keys",
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
         delivery_enabled=False,

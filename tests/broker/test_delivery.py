@@ -1,12 +1,14 @@
 """Delivery of approved transfers to real inbox servers: success, retries, final failures."""
 
+import base64
 import hashlib
-import hmac
 import io
 import time
 
 import pandas as pd
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fastapi.testclient import TestClient
 
 from broker.main import create_app
@@ -44,6 +46,10 @@ def broker(connection, settings, inbox):
         yield federation
 
 
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 def approved(broker, destination="fr-lab") -> str:
     answer = broker.send("sn-hospital", "patients_published.csv", destination=destination, **QI)
     assert answer.json()["status"] == "approved", answer.text
@@ -79,13 +85,13 @@ def test_approved_transfer_arrives_once_as_the_measured_table_and_signed(broker,
     assert (state["status"], state["attempts"]) == ("delivered", 1)
 
 
-def test_signature_verifies_with_the_destinations_key(broker, inbox):
-    created = broker.client.post(
+def test_signature_verifies_with_the_brokers_published_ed25519_key(broker, inbox):
+    """Nothing in the database signs: the key set is public, the private key is in a file."""
+    broker.client.post(
         "/v1/members",
         headers=ADMIN,
         json={"id": "ng-lab", "name": "NG lab", "jurisdiction": "NG", "inbox_url": inbox.url},
     )
-    key = created.json()["api_key"]
     transfer_id = broker.send(
         "sn-hospital", "patients_published.csv", destination="ng-lab", purpose="public_health", **QI
     ).json()["id"]
@@ -103,8 +109,16 @@ def test_signature_verifies_with_the_destinations_key(broker, inbox):
         "content-type",
     ]
     message = "".join(f"{headers.get(name, '')}\n" for name in signed).encode() + body
-    expected = hmac.new(hashlib.sha256(key.encode()).digest(), message, "sha256").hexdigest()
-    assert headers["x-fedbroker-signature"] == f"v2={expected}"
+    keys = broker.client.get("/.well-known/fedbroker-keys.json").json()["keys"]
+    [jwk] = keys
+    assert (jwk["kty"], jwk["crv"], jwk["alg"]) == ("OKP", "Ed25519", "EdDSA")
+    scheme, _, value = headers["x-fedbroker-signature"].partition("=")
+    kid, _, signature = value.partition(":")
+    assert (scheme, kid) == ("v3", jwk["kid"])
+    public = Ed25519PublicKey.from_public_bytes(unb64(jwk["x"]))
+    public.verify(unb64(signature), message)  # raises if it does not verify
+    with pytest.raises(InvalidSignature):
+        public.verify(unb64(signature), message + b"x")
     assert headers["x-fedbroker-transfer"] == transfer_id
     assert headers["content-type"] == "text/csv"  # from the parsed format, not the sender
 

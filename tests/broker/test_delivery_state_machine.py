@@ -8,7 +8,9 @@ successful POST per transfer, and a valid audit chain.
 
 from __future__ import annotations
 
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 from hypothesis import settings
@@ -21,6 +23,7 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
+from broker.delivery.signing import KeyRing
 from broker.delivery.worker import DeliveryWorker
 from broker.deps import MEMBER, Caller
 from broker.members import service as members
@@ -38,6 +41,8 @@ SETTINGS = Settings(
     delivery_backoff_seconds=1.0,
     delivery_lease_seconds=60.0,
 )
+# One Ed25519 key for the whole module, in a folder of its own.
+KEYRING = KeyRing.load(Path(tempfile.mkdtemp(prefix="fedbroker-keys-")), create=True)
 DATASETS = {
     "published": (FIXTURES / "patients_published.csv").read_bytes(),
     "original": (FIXTURES / "patients_original.csv").read_bytes(),
@@ -84,7 +89,7 @@ class DeliveryMachine(RuleBasedStateMachine):
         self.mode: int | None = 201
         self.posts: list[tuple[str, int | None]] = []
         self.client = httpx.Client(transport=httpx.MockTransport(self._inbox))
-        self.worker = DeliveryWorker(self.factory, self.client, SETTINGS)
+        self.worker = DeliveryWorker(self.factory, self.client, SETTINGS, KEYRING)
         self.terminal: dict[str, tuple[str, int]] = {}
 
     def _inbox(self, request: httpx.Request) -> httpx.Response:
@@ -141,7 +146,7 @@ class DeliveryMachine(RuleBasedStateMachine):
     def crash_mid_attempt(self):
         """A broker leases rows and dies before posting; a new one starts with a new owner."""
         delivery.claim(self.factory, self.worker.owner, SETTINGS)
-        self.worker = DeliveryWorker(self.factory, self.client, SETTINGS)
+        self.worker = DeliveryWorker(self.factory, self.client, SETTINGS, KEYRING)
 
     @invariant()
     def only_approved_transfers_are_posted_or_queued(self):

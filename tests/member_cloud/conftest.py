@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import hmac
+import json
 import socket
 import threading
 import time
@@ -17,6 +18,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 import uvicorn
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fastapi import FastAPI
 
 from broker.config import Settings
@@ -135,6 +138,8 @@ class Members:
 
     def settings(self, member_id: str, jurisdiction: str, port: int, **values) -> MemberSettings:
         values.setdefault("data_dir", self.tmp_path / member_id)
+        if not (values["data_dir"] / "broker-keys.json").exists():
+            pin_broker_keys(values["data_dir"])  # a real broker's keys replace them when met
         values.setdefault("start_attempts", 1)
         return MemberSettings(id=member_id, jurisdiction=jurisdiction, port=port, **values)
 
@@ -172,21 +177,46 @@ def admin(broker) -> Iterator[httpx.Client]:
         yield client
 
 
-def sign(api_key: str, headers: dict[str, str], body: bytes, scheme: str = "v2") -> str:
-    """The delivery signature, written from the contract (not imported from member_cloud):
-    HMAC-SHA256 keyed with SHA-256(API key), over the signed headers' values, each followed by
-    a newline (a missing one is empty), then the body."""
-    key = bytes.fromhex(hashlib.sha256(api_key.encode("utf-8")).hexdigest())
+# The broker's delivery signing key as these tests play the broker (a fixed Ed25519 key), and a
+# forger's. Signatures are written here from the contract, not imported from the product.
+BROKER_TEST_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+FORGER_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def public_jwk(key: Ed25519PrivateKey) -> dict[str, str]:
+    """RFC 8037 public JWK with its RFC 7638 thumbprint as ``kid``."""
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    canonical = json.dumps(
+        {"crv": "Ed25519", "kty": "OKP", "x": _b64url(raw)}, separators=(",", ":")
+    )
+    kid = _b64url(hashlib.sha256(canonical.encode()).digest())
+    return {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw), "kid": kid}
+
+
+def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
+    """Write the key set a member pins (``broker-keys.json``), as if fetched from the broker."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    document = {"keys": [public_jwk(key) for key in keys or (BROKER_TEST_KEY,)]}
+    (data_dir / "broker-keys.json").write_text(json.dumps(document))
+
+
+def sign(headers: dict[str, str], body: bytes, key: Ed25519PrivateKey = BROKER_TEST_KEY) -> str:
+    """``v3=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
+    followed by a newline (a missing one is empty), then the body."""
     lines = [headers.get(name, "") for name in SIGNED_HEADERS]
     message = "\n".join(lines).encode("utf-8") + b"\n" + body
-    return f"{scheme}=" + hmac.new(key, message, hashlib.sha256).hexdigest()
+    return f"v3={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
 
 
 def delivery_headers(
-    api_key: str,
     transfer_id: str,
     body: bytes,
     *,
+    key: Ed25519PrivateKey = BROKER_TEST_KEY,
     timestamp: int | None = None,
     content_type: str = "text/csv",
     purpose: str = "research",
@@ -213,7 +243,7 @@ def delivery_headers(
         "X-Fedbroker-Timestamp": str(timestamp),
     }
     _change(headers, replace)
-    headers["X-Fedbroker-Signature"] = sign(api_key, headers, body)
+    headers["X-Fedbroker-Signature"] = sign(headers, body, key)
     _change(headers, tamper)
     return headers
 

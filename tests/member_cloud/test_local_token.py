@@ -64,9 +64,7 @@ def owner(member):
 def transfer_id(stranger):
     """A delivery in the inbox (posted without the token: the broker's signature is enough)."""
     transfer_id = str(uuid.uuid4())
-    answer = stranger.post(
-        "/inbox", content=CSV, headers=delivery_headers(API_KEY, transfer_id, CSV)
-    )
+    answer = stranger.post("/inbox", content=CSV, headers=delivery_headers(transfer_id, CSV))
     assert answer.status_code == 201, answer.text
     return transfer_id
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -43,7 +42,7 @@ def test_a_member_registers_itself_and_keeps_its_key(broker, admin, members):
     record = json.loads(path.read_text())
     assert record["member_id"] == member_id
     assert record["broker_url"] == broker.url
-    assert server.app.state.key_digest == hashlib.sha256(record["api_key"].encode()).digest()
+    assert server.app.state.broker._http.headers["Authorization"] == f"Bearer {record['api_key']}"
 
     registered = admin.get(f"/v1/members/{member_id}").json()
     assert registered["jurisdiction"] == "SN"
@@ -70,7 +69,7 @@ def test_a_restart_reuses_the_key_without_registering_again(broker, members):
 
     # Without the admin token: the key file alone is enough.
     alone = members.start(member_id, "SN", port=port, broker_url=broker.url)
-    assert alone.app.state.key_digest == hashlib.sha256(key.encode()).digest()
+    assert alone.app.state.broker._http.headers["Authorization"] == f"Bearer {key}"
 
 
 def test_an_id_the_broker_already_knows_stops_the_start(broker, admin, members):

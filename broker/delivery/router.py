@@ -1,0 +1,19 @@
+from fastapi import APIRouter, Request
+
+from broker.delivery.signing import KEYS_PATH
+
+router = APIRouter(tags=["Delivery"])
+
+
+@router.get(
+    KEYS_PATH,
+    summary="The broker's public delivery signing keys (JSON Web Key Set, Ed25519)",
+    description="Member clouds verify `X-Fedbroker-Signature: v3=<kid>:<signature>` with these "
+    "keys (RFC 7517 and RFC 8037; `kid` is the RFC 7638 thumbprint). During a key change two "
+    "keys are listed; a member that meets an unknown `kid` fetches this set again. No "
+    "authentication: the keys are public.",
+    response_description='`{"keys": [{"kty": "OKP", "crv": "Ed25519", "x", "kid", '
+    '"alg": "EdDSA", "use": "sig"}]}`, newest first',
+)
+def signing_keys(request: Request) -> dict:
+    return request.app.state.keyring.jwks()

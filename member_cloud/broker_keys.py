@@ -1,0 +1,73 @@
+"""The broker's public signing keys, as this member pins them.
+
+The first key set is fetched from the broker's ``/.well-known/fedbroker-keys.json`` (through the
+configured broker URL) and kept in ``{data_dir}/broker-keys.json``, so deliveries verify while the
+broker is down. A delivery signed with a key id this member does not know makes it fetch the set
+again (at most once per :data:`REFRESH_SECONDS`): that is how a key rotation at the broker reaches
+it, and a key the broker has retired stops being accepted. With ``MEMBER_BROKER_KEYS_REFRESH=false``
+the pinned file is never replaced: put the broker's key set there yourself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from broker.delivery.signing import UnknownKey, public_keys, verify
+from member_cloud.storage import atomic_write
+
+log = logging.getLogger("member_cloud")
+REFRESH_SECONDS = 30.0
+
+
+class BrokerKeys:
+    def __init__(self, path: Path, fetch: Callable[[], dict] | None, refresh: bool = True):
+        self.path = Path(path)
+        self.fetch = fetch
+        self.refresh_allowed = refresh
+        self._lock = threading.Lock()
+        self._last_refresh = float("-inf")
+        self._keys: dict[str, Ed25519PublicKey] = {}
+        if self.path.exists():
+            try:
+                self._keys = public_keys(json.loads(self.path.read_text()))
+            except (OSError, ValueError):
+                log.warning("cannot read the pinned broker keys in %s; fetching them", self.path)
+
+    def verify(self, header: str | None, headers: dict[str, str], body: bytes) -> str:
+        """Verify a delivery's signature; fetch the broker's keys once on an unknown key id."""
+        try:
+            return verify(header, headers, body, self._keys)
+        except UnknownKey:
+            if not self.refresh():
+                raise
+        return verify(header, headers, body, self._keys)
+
+    def refresh(self) -> bool:
+        """Fetch and pin the broker's key set; False when not allowed or tried too recently."""
+        with self._lock:
+            now = time.monotonic()
+            if not self.refresh_allowed or self.fetch is None:
+                return False
+            if now - self._last_refresh < REFRESH_SECONDS:
+                return False
+            self._last_refresh = now
+            try:
+                document = self.fetch()
+            except Exception as error:  # the broker is down: keep what is pinned
+                log.warning("cannot fetch the broker's signing keys: %s", error)
+                return False
+            keys = public_keys(document)
+            if not keys:
+                log.warning("the broker's key set holds no Ed25519 key; keeping the pinned keys")
+                return False
+            atomic_write(self.path, json.dumps(document, indent=2).encode())
+            self._keys = keys
+            log.info("pinned the broker's signing keys: %s", ", ".join(sorted(keys)))
+            return True
