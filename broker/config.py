@@ -5,8 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from broker.members.inbox_urls import InboxPolicy, parse_networks
 
 
 class Settings(BaseSettings):
@@ -37,6 +39,19 @@ class Settings(BaseSettings):
     anonymize_max_suppression: float = Field(
         0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
     )
+    inbox_allowed_networks: list[str] = Field(
+        default_factory=list,
+        description="Networks member inboxes may be in besides public addresses, as a JSON "
+        'list (["10.0.0.0/8", "127.0.0.0/8"]); loopback, private and link-local are refused '
+        "otherwise (SSRF)",
+    )
+    inbox_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description='Host names member inboxes may use whatever they resolve to (["sn-hospital"])',
+    )
+    key_grace_seconds: float = Field(
+        86_400, ge=0, description="How long a member's previous API key works after a rotation"
+    )
     signing_key_dir: Path = Field(
         Path("data/signing-keys"),
         description="Folder of the broker's Ed25519 delivery signing keys (*.pem): the newest "
@@ -54,6 +69,16 @@ class Settings(BaseSettings):
     )
     delivery_poll_seconds: float = Field(0.5, gt=0)
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("inbox_allowed_networks")
+    @classmethod
+    def _networks(cls, values: list[str]) -> list[str]:
+        parse_networks(values)
+        return values
+
+    @property
+    def inbox_policy(self) -> InboxPolicy:
+        return InboxPolicy.of(self.inbox_allowed_networks, self.inbox_allowed_hosts)
 
     @model_validator(mode="after")
     def _lease_outlives_an_attempt(self) -> Settings:

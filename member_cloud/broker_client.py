@@ -258,6 +258,14 @@ class BrokerClient:
         file = (filename, data, content_type or "application/octet-stream")
         return self._request("POST", "/v1/analyze", data=form, files={"file": file})
 
+    def rotate_api_key(self, member_id: str) -> dict[str, Any]:
+        """A new API key (shown once); the current one works until ``previous_key_valid_until``."""
+        return self._request("POST", f"/v1/members/{_segment(member_id)}/api-key")
+
+    def revoke_api_keys(self, member_id: str) -> dict[str, Any]:
+        """Every key of a member stops working at once (admin)."""
+        return self._request("POST", f"/v1/members/{_segment(member_id)}/api-key/revoke")
+
     def signing_keys(self) -> dict[str, Any]:
         """The broker's public delivery signing keys (a JSON Web Key Set)."""
         return self._request("GET", KEYS_PATH)

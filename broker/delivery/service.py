@@ -113,8 +113,11 @@ def deliver(
                         False, False, f"cannot build the delivery: {type(error).__name__}: {error}"
                     ),
                 )
-            session.rollback()  # hold no transaction (or SQLite lock) during the HTTP call
-            if headers is not None:
+            session.rollback()  # hold no transaction (or SQLite lock) during DNS and HTTP
+            refused = headers is not None and settings.inbox_policy.refusal(inbox_url)
+            if refused:  # checked again at each attempt: a name can resolve elsewhere later
+                outcome = Attempt(False, False, f"the inbox URL is refused: {refused}")
+            elif headers is not None:
                 outcome = _post(client, inbox_url, payload, headers)
 
     now = datetime.now(UTC)

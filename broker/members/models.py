@@ -1,4 +1,7 @@
-"""Member clouds of the federation, with the hash of their API key (never the key)."""
+"""Member clouds of the federation, with the hash of their API key (never the key).
+
+After a rotation the previous key's hash stays valid until ``previous_key_expires_at``.
+"""
 
 from datetime import UTC, datetime
 
@@ -19,5 +22,7 @@ class Member(Base):
     jurisdiction: Mapped[str] = mapped_column(String(16))
     inbox_url: Mapped[str] = mapped_column(String(2000))
     api_key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    previous_api_key_hash: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
+    previous_key_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
     status: Mapped[str] = mapped_column(String(16), default=ACTIVE)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=lambda: datetime.now(UTC))

@@ -2,11 +2,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from broker.deps import AdminOnly, CurrentCaller, SessionDep
-from broker.errors import responses
+from broker.deps import AdminOnly, CurrentCaller, SessionDep, SettingsDep
+from broker.errors import Forbidden, responses
 from broker.members import service
 from broker.members.models import ACTIVE, SUSPENDED
-from broker.members.schemas import MemberCreate, MemberCreated, MemberRead
+from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
 
 router = APIRouter(prefix="/v1/members", tags=["Members"])
 MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
@@ -19,9 +19,17 @@ MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
     responses=responses(400, 401, 403, 409, 413, 422),
     summary="Register a member cloud (admin); its API key is shown once",
 )
-def register(body: MemberCreate, session: SessionDep, caller: AdminOnly) -> MemberCreated:
+def register(
+    body: MemberCreate, session: SessionDep, caller: AdminOnly, settings: SettingsDep
+) -> MemberCreated:
     member, api_key = service.register(
-        session, body.id, body.name, body.jurisdiction, str(body.inbox_url), caller.name
+        session,
+        body.id,
+        body.name,
+        body.jurisdiction,
+        str(body.inbox_url),
+        caller.name,
+        settings.inbox_policy,
     )
     return MemberCreated(**MemberRead.model_validate(member).model_dump(), api_key=api_key)
 
@@ -59,3 +67,36 @@ def suspend(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> Memb
 )
 def reactivate(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
     return MemberRead.model_validate(service.set_status(session, member_id, ACTIVE, caller.name))
+
+
+@router.post(
+    "/{member_id}/api-key",
+    status_code=201,
+    response_model=KeyRotated,
+    responses=responses(401, 403, 404, 422),
+    summary="Rotate a member's API key (the member itself or an admin)",
+    description="Issues a new key, shown once. The key used until now keeps working for "
+    "`BROKER_KEY_GRACE_SECONDS` (a day by default), so the member can switch without a gap; "
+    "after a revocation, this is how an admin gives the member a key again.",
+)
+def rotate_key(
+    member_id: MemberId, session: SessionDep, caller: CurrentCaller, settings: SettingsDep
+) -> KeyRotated:
+    if not caller.is_admin and caller.member_id != member_id:
+        raise Forbidden("A member can rotate only its own key")
+    member, api_key = service.rotate_key(
+        session, member_id, caller.name, settings.key_grace_seconds
+    )
+    return KeyRotated(api_key=api_key, previous_key_valid_until=member.previous_key_expires_at)
+
+
+@router.post(
+    "/{member_id}/api-key/revoke",
+    response_model=MemberRead,
+    responses=responses(401, 403, 404, 422),
+    summary="Revoke every key of a member at once (admin)",
+    description="The current key and a previous one still in its grace period stop working "
+    "now; issue a new key with `POST /v1/members/{member_id}/api-key`.",
+)
+def revoke_keys(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
+    return MemberRead.model_validate(service.revoke_keys(session, member_id, caller.name))

@@ -36,3 +36,10 @@ class MemberRead(BaseModel):
 
 class MemberCreated(MemberRead):
     api_key: str = Field(description="Shown once: the broker keeps only its hash")
+
+
+class KeyRotated(BaseModel):
+    api_key: str = Field(description="The new key, shown once: the broker keeps only its hash")
+    previous_key_valid_until: datetime | None = Field(
+        description="Until when the key used before keeps working (None: it stopped at once)"
+    )

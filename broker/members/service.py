@@ -1,9 +1,11 @@
-"""Member clouds: registration (the key is shown once, only its hash is kept), suspension."""
+"""Member clouds: registration (the key is shown once, only its hash is kept), suspension, key
+rotation (the previous key stays valid for a grace period) and revocation of every key."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -11,6 +13,7 @@ from sqlalchemy.orm import Session
 from broker.audit import service as audit
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
+from broker.members.inbox_urls import InboxPolicy
 from broker.members.models import ACTIVE, SUSPENDED, Member
 from broker.policies import repository as policies
 
@@ -25,7 +28,11 @@ def hash_key(api_key: str) -> str:
 def authenticate(session: Session, api_key: str) -> Member | None:
     if not api_key.startswith(KEY_PREFIX):
         return None
-    return repository.by_key_hash(session, hash_key(api_key))
+    return repository.by_key_hash(session, hash_key(api_key), datetime.now(UTC))
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
 def get(session: Session, member_id: str) -> Member:
@@ -40,9 +47,21 @@ def list_members(session: Session) -> list[Member]:
 
 
 def register(
-    session: Session, member_id: str, name: str, jurisdiction: str, inbox_url: str, actor: str
+    session: Session,
+    member_id: str,
+    name: str,
+    jurisdiction: str,
+    inbox_url: str,
+    actor: str,
+    inbox_policy: InboxPolicy,
 ) -> tuple[Member, str]:
     """Create a member and return it with its API key (never stored, never shown again)."""
+    refused = inbox_policy.refusal(inbox_url)
+    if refused:
+        raise Unprocessable(
+            f"inbox_url: the broker will not deliver to {inbox_url!r}: {refused}",
+            errors=[{"field": "inbox_url", "reason": refused}],
+        )
     if repository.get(session, member_id) is not None:
         raise Conflict(f"A member cloud {member_id!r} is already registered")
     if policies.latest(session, jurisdiction) is None:
@@ -51,7 +70,7 @@ def register(
             "create one first (PUT /v1/policies/{jurisdiction})",
             errors=[{"field": "jurisdiction", "reason": "no F-SLA record"}],
         )
-    api_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = new_key()
     member = Member(
         id=member_id,
         name=name,
@@ -83,4 +102,36 @@ def set_status(session: Session, member_id: str, status: str, actor: str) -> Mem
         action = "member.suspended" if status == SUSPENDED else "member.reactivated"
         audit.record(session, actor, action, member_id, {"status": status})
         session.commit()
+    return member
+
+
+def rotate_key(
+    session: Session, member_id: str, actor: str, grace_seconds: float
+) -> tuple[Member, str]:
+    """Issue a new key; the current one stays valid for ``grace_seconds`` (0: not at all)."""
+    member = get(session, member_id)
+    api_key = new_key()
+    expires = datetime.now(UTC) + timedelta(seconds=grace_seconds)
+    member.previous_api_key_hash = member.api_key_hash if grace_seconds > 0 else None
+    member.previous_key_expires_at = expires if grace_seconds > 0 else None
+    member.api_key_hash = hash_key(api_key)
+    audit.record(
+        session,
+        actor,
+        "member.key_rotated",
+        member_id,
+        {"previous_key_valid_until": expires.isoformat() if grace_seconds > 0 else None},
+    )
+    session.commit()
+    return member, api_key
+
+
+def revoke_keys(session: Session, member_id: str, actor: str) -> Member:
+    """Every key of the member stops working at once; an admin issues a new one by rotating."""
+    member = get(session, member_id)
+    member.api_key_hash = hash_key(new_key())  # a key nobody was ever shown
+    member.previous_api_key_hash = None
+    member.previous_key_expires_at = None
+    audit.record(session, actor, "member.keys_revoked", member_id, {})
+    session.commit()
     return member

@@ -158,8 +158,9 @@ def test_an_inbox_url_that_cannot_be_used_fails_with_the_reason(broker, inbox, c
     drain(broker)
     for transfer_id in (broken, healthy):  # each settled on its own: nothing stalls the outbox
         state = delivery(broker, transfer_id)
-        assert (state["status"], state["attempts"]) == ("failed", 3)
-        assert "not a url" in state["last_error"]
+        # Refused before any connection, and not retried: such a URL does not mend itself.
+        assert (state["status"], state["attempts"]) == ("failed", 1)
+        assert "inbox URL is refused" in state["last_error"]
     assert inbox.received == []
 
 
@@ -277,3 +278,24 @@ def test_auto_anonymized_transfer_arrives_anonymized_never_original(broker, inbo
     assert headers["x-fedbroker-anonymized"] == "true"
     assert headers["x-fedbroker-sha256"] == answer["dataset"]["delivered_sha256"]
     assert headers["x-fedbroker-filename"] == f"transfer-{answer['id']}.anonymized.csv"
+
+
+def test_an_inbox_refused_since_registration_fails_with_the_reason(broker, inbox):
+    """The check runs again at every attempt: a name can resolve elsewhere, settings change."""
+    transfer_id = approved(broker)
+    broker.worker.settings = broker.worker.settings.model_copy(
+        update={"inbox_allowed_networks": []}
+    )
+    drain(broker)
+    state = delivery(broker, transfer_id)
+    assert state["status"] == "failed"
+    assert "inbox URL is refused" in state["last_error"] and "loopback" in state["last_error"]
+    assert inbox.received == []
+
+
+def test_redirects_are_never_followed(broker, inbox):
+    inbox.answers = [307]
+    transfer_id = approved(broker)
+    drain(broker)
+    assert len(inbox.received) == 1
+    assert delivery(broker, transfer_id)["status"] != "delivered"

@@ -37,6 +37,7 @@ from tests.conftest import FIXTURES, POLICIES
 MAX_ATTEMPTS = 3
 SETTINGS = Settings(
     admin_token="x" * 16,
+    inbox_allowed_hosts=["inbox.test"],
     delivery_max_attempts=MAX_ATTEMPTS,
     delivery_backoff_seconds=1.0,
     delivery_lease_seconds=60.0,
@@ -85,6 +86,7 @@ class DeliveryMachine(RuleBasedStateMachine):
                     jurisdiction,
                     f"http://inbox.test/{member_id}",
                     "admin",
+                    SETTINGS.inbox_policy,
                 )
         self.mode: int | None = 201
         self.posts: list[tuple[str, int | None]] = []

@@ -43,6 +43,8 @@ def broker_server(tmp_path) -> Iterator[ServerThread]:
         database_url=f"sqlite:///{tmp_path / 'broker.db'}",
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
+        signing_key_dir=tmp_path / "signing-keys",
+        inbox_allowed_networks=["127.0.0.0/8"],
         delivery_enabled=False,
     )
     server = ServerThread(create_app(settings)).start()

@@ -36,6 +36,8 @@ class BrokerProcess:
             "BROKER_DELIVERY_LEASE_SECONDS": "2",
             "BROKER_DELIVERY_TIMEOUT_SECONDS": "1",
             "BROKER_DELIVERY_MAX_ATTEMPTS": "50",
+            "BROKER_INBOX_ALLOWED_NETWORKS": '["127.0.0.0/8"]',
+            "BROKER_SIGNING_KEY_DIR": str(log.parent / "broker-keys"),
         }
         self.log = log
         self.process: subprocess.Popen | None = None

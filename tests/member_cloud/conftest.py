@@ -112,6 +112,8 @@ def broker_settings(tmp: Path, **overrides) -> Settings:
         admin_token=ADMIN_TOKEN,
         policy_dir=REPO / "policies",
         delivery_enabled=False,
+        signing_key_dir=tmp / "signing-keys",
+        inbox_allowed_networks=["127.0.0.0/8"],
     )
     return Settings(**(values | overrides))
 

@@ -183,3 +183,29 @@ def test_the_typed_methods_against_a_real_broker(broker):
         stranger.list_members()
     assert denied.value.status == 401
     assert denied.value.type == "urn:fedbroker:problem:not-authenticated"
+
+
+def test_the_client_rotates_a_key_and_an_admin_revokes(broker, admin):
+    from member_cloud.broker_client import BrokerClient, BrokerError
+
+    member_id = unique_id("sn-keys")
+    created = admin.post(
+        "/v1/members",
+        json={
+            "id": member_id,
+            "name": "n",
+            "jurisdiction": "SN",
+            "inbox_url": "http://127.0.0.1:9/inbox",
+        },
+    ).json()
+    with BrokerClient(broker.url, created["api_key"]) as client:
+        rotated = client.rotate_api_key(member_id)
+    assert rotated["api_key"].startswith("fbk_") and rotated["previous_key_valid_until"]
+    with BrokerClient(broker.url, ADMIN_TOKEN) as as_admin:
+        assert as_admin.revoke_api_keys(member_id)["id"] == member_id
+    with (
+        BrokerClient(broker.url, rotated["api_key"]) as client,
+        pytest.raises(BrokerError) as error,
+    ):
+        client.get_member(member_id)
+    assert error.value.status == 401

@@ -76,7 +76,12 @@ def test_an_id_the_broker_already_knows_stops_the_start(broker, admin, members):
     member_id = unique_id("sn")
     admin.post(
         "/v1/members",
-        json={"id": member_id, "name": "x", "jurisdiction": "SN", "inbox_url": "http://h/inbox"},
+        json={
+            "id": member_id,
+            "name": "x",
+            "jurisdiction": "SN",
+            "inbox_url": "http://127.0.0.1:9/inbox",
+        },
     ).raise_for_status()
 
     with pytest.raises(StartFailed, match=r"already registered.*set MEMBER_API_KEY"):
@@ -156,7 +161,12 @@ def test_python_m_member_cloud_refuses_a_known_id_in_one_line(broker, admin, tmp
     member_id = unique_id("sn")
     admin.post(
         "/v1/members",
-        json={"id": member_id, "name": "x", "jurisdiction": "SN", "inbox_url": "http://h/inbox"},
+        json={
+            "id": member_id,
+            "name": "x",
+            "jurisdiction": "SN",
+            "inbox_url": "http://127.0.0.1:9/inbox",
+        },
     ).raise_for_status()
 
     result = run_module(
