@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -165,6 +164,24 @@ def _parser() -> argparse.ArgumentParser:
         "upgrade", help="apply the migrations up to the newest (BROKER_DATABASE_URL)"
     )
     upgrade_cmd.set_defaults(handler=_db_upgrade)
+
+    audit_cmd = commands.add_parser(
+        "audit",
+        help="anchor the audit log: export its verified head, check it later",
+        description="A hash chain shows altered or removed entries, but not entries cut from "
+        "its end. Export the verified head (`fedbroker audit head -o head.json`), keep it "
+        "elsewhere (another system, a ticket, print), and check the log against it later "
+        "(`fedbroker audit check head.json`). Reads BROKER_DATABASE_URL.",
+    )
+    audit_actions = audit_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
+    head_cmd = audit_actions.add_parser("head", help="verify the chain and print its head (JSON)")
+    head_cmd.add_argument("-o", "--output", help="also write the head to this file")
+    head_cmd.set_defaults(handler=_audit_head)
+    check_cmd = audit_actions.add_parser(
+        "check", help="verify the chain and that it still holds an exported head"
+    )
+    check_cmd.add_argument("anchor", help="a file written by `fedbroker audit head -o`")
+    check_cmd.set_defaults(handler=_audit_check)
 
     keys_cmd = commands.add_parser("keys", help="the broker's delivery signing keys")
     keys_actions = keys_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -384,6 +401,7 @@ def _serve(args: argparse.Namespace) -> int:
     from broker.delivery.signing import KeyRing, SignatureError
     from broker.main import create_app
     from broker.policies.seed import load_records
+    from broker.requests_log import configure_logging
 
     settings = _settings(host=args.host, port=args.port)
     if settings.admin_token is None:
@@ -401,8 +419,69 @@ def _serve(args: argparse.Namespace) -> int:
         with engine.connect():
             pass
         engine.dispose()
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    configure_logging()
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        log_config=None,  # uvicorn's records go to the JSON handler, with their request id
+    )
+    return 0
+
+
+def _audit_session():
+    from broker.db import make_engine, make_sessionmaker
+
+    settings = _settings()
+    with _database_errors():
+        engine = make_engine(settings.database_url)
+    return make_sessionmaker(engine)()
+
+
+def _audit_head(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from broker.audit.service import verify
+
+    with _database_errors(), _audit_session() as session:
+        verification = verify(session)
+    if not verification.valid:
+        raise CommandFailed(
+            f"the audit log is broken at entry {verification.first_invalid_id}: "
+            f"{verification.reason}"
+        )
+    head = {
+        "head_id": verification.head_id,
+        "head_hash": verification.head_hash,
+        "entries": verification.entries_checked,
+        "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    text = json.dumps(head, indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    sys.stdout.write(text)
+    return 0
+
+
+def _audit_check(args: argparse.Namespace) -> int:
+    from broker.audit.service import check_anchor
+
+    try:
+        anchor = json.loads(Path(args.anchor).read_text())
+        anchor_id, anchor_hash = int(anchor["head_id"]), str(anchor["head_hash"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CommandError(
+            f"{args.anchor}: not a head written by `fedbroker audit head` ({error})"
+        ) from None
+    with _database_errors(), _audit_session() as session:
+        verification = check_anchor(session, anchor_id, anchor_hash)
+    if not verification.valid:
+        raise CommandFailed(f"the audit log does not hold its anchor: {verification.reason}")
+    print(
+        f"ok: {verification.entries_checked} entries verified; entry {anchor_id} still has the "
+        f"anchored hash; the head is now entry {verification.head_id}"
+    )
     return 0
 
 

@@ -49,6 +49,16 @@ class Settings(BaseSettings):
         default_factory=list,
         description='Host names member inboxes may use whatever they resolve to (["sn-hospital"])',
     )
+    rate_limit: str = Field(
+        "120/minute",
+        description="Uploads (transfers and analyses) one member may send, in the notation of "
+        "the `limits` library ('120/minute', '10/second;1000/hour'); admins are not limited",
+    )
+    rate_limit_storage: str = Field(
+        "memory://",
+        description="Where the counts live: memory:// (one process) or a shared store such as "
+        "redis://host:6379 (several processes share one budget)",
+    )
     key_grace_seconds: float = Field(
         86_400, ge=0, description="How long a member's previous API key works after a rotation"
     )
@@ -68,7 +78,23 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How long a worker holds a delivery; must exceed the timeout"
     )
     delivery_poll_seconds: float = Field(0.5, gt=0)
+    delivery_failed_retention_seconds: float = Field(
+        7 * 86_400,
+        ge=0,
+        description="How long a failed delivery's data is kept for a redelivery",
+    )
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        from limits import parse_many
+
+        try:
+            parse_many(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a rate such as '120/minute'") from None
+        return value
 
     @field_validator("inbox_allowed_networks")
     @classmethod

@@ -94,3 +94,18 @@ def member_only(caller: CurrentCaller) -> Caller:
 
 AdminOnly = Annotated[Caller, Depends(admin_only)]
 CurrentMember = Annotated[Caller, Depends(member_only)]
+
+
+def rate_limited(request: Request, caller: CurrentCaller) -> Caller:
+    """The caller, counted against its upload rate limit (admins are not limited)."""
+    if not caller.is_admin:
+        request.app.state.rate_limiter.check(caller.name)
+    return caller
+
+
+def rate_limited_member(request: Request, caller: CurrentMember) -> Caller:
+    return rate_limited(request, caller)
+
+
+RateLimitedCaller = Annotated[Caller, Depends(rate_limited)]
+RateLimitedMember = Annotated[Caller, Depends(rate_limited_member)]

@@ -11,6 +11,7 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     │   ├── IdempotencyKeyReused   409 idempotency-key-reused
     │   └── VersionMismatch        409 version-mismatch
     ├── PayloadTooLarge            413 payload-too-large
+    ├── TooManyRequests            429 too-many-requests (with Retry-After)
     ├── Unprocessable              422 unprocessable
     │   ├── InvalidDataset         422 invalid-dataset
     │   ├── UnknownColumn          422 unknown-column
@@ -91,6 +92,14 @@ class PayloadTooLarge(BrokerError):
     type, title, status = "payload-too-large", "Payload too large", 413
 
 
+class TooManyRequests(BrokerError):
+    type, title, status = "too-many-requests", "Too many requests", 429
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 class Unprocessable(BrokerError):
     type, title, status = "unprocessable", "Unprocessable request", 422
 
@@ -118,6 +127,8 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(OperationalError)
     def database_unavailable(request: Request, error: OperationalError) -> JSONResponse:
         problems.log.warning("database unavailable on %s: %s", request.url.path, error.orig)
+        if monitoring := getattr(request.app.state, "monitoring", None):
+            monitoring.database_errors.inc()
         return problems.problem(
             request.url.path,
             503,

@@ -22,9 +22,11 @@ from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.health import router as health_router
 from broker.members.router import router as members_router
+from broker.monitoring import Monitoring
 from broker.policies import service as policies
 from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
+from broker.rate_limits import RateLimiter
 from broker.transfers.router import router as transfers_router
 
 log = logging.getLogger("broker")
@@ -70,7 +72,10 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         if created:
             log.info("seeded F-SLA records: %s", ", ".join(created))
         client = httpx.Client(timeout=settings.delivery_timeout_seconds, follow_redirects=False)
-        worker = DeliveryWorker(app.state.sessionmaker, client, settings, app.state.keyring)
+        app.state.monitoring.watch_outbox(app.state.sessionmaker)
+        worker = DeliveryWorker(
+            app.state.sessionmaker, client, settings, app.state.keyring, app.state.monitoring
+        )
         app.state.delivery_worker = worker
         if settings.delivery_enabled:
             worker.start()
@@ -96,6 +101,9 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
     # Read (or, for local use, made) before serving: a broker that cannot sign must not start.
     app.state.keyring = KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
     install_handlers(app)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_limit_storage)
+    app.state.monitoring = Monitoring()
+    app.state.monitoring.install(app)
     for router in (
         health_router,
         policies_router,

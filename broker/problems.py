@@ -21,6 +21,8 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from broker import requests_log
+
 log = logging.getLogger("fedbroker.problems")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
@@ -35,6 +37,7 @@ _HTTP_TYPES = {
     413: "payload-too-large",
     415: "unsupported-media-type",
     422: "unprocessable",
+    429: "too-many-requests",
 }
 
 
@@ -48,6 +51,9 @@ class Problem(BaseModel):
     instance: str = Field(examples=["/v1/transfers"])
     errors: list[dict[str, Any]] | None = Field(
         None, description="Field-level errors, where the problem is about several fields"
+    )
+    request_id: str | None = Field(
+        None, description="The X-Request-ID of the request: quote it, the logs carry it too"
     )
 
 
@@ -81,6 +87,8 @@ def problem(
     }
     if errors:
         body["errors"] = errors
+    if request_id := requests_log.current.get():
+        body["request_id"] = request_id
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
@@ -133,13 +141,15 @@ def install(
 
     def outermost() -> ASGIApp:
         stack = DeclaredOversizeAsProblem(build_stack(), limit, service)
-        return wrap(stack) if wrap else stack
+        return requests_log.RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
 
     @app.exception_handler(error_class)
     def service_error(request: Request, error: Any) -> JSONResponse:
-        headers = {"WWW-Authenticate": authenticate_header} if error.status == 401 else None
+        headers = dict(getattr(error, "headers", None) or {})
+        if error.status == 401:
+            headers["WWW-Authenticate"] = authenticate_header
         return problem(
             request.url.path,
             error.status,

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from broker.cli import main
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -194,3 +196,44 @@ def test_anonymize_reports_the_qid_dimension(tmp_path):
     assert risks == sorted(risks, reverse=True)  # falling QIR risk
     assert dimension["levels"][-1]["k"] >= 2
     assert 1 <= dimension["recommended"] <= 4
+
+
+def test_audit_head_is_exported_and_a_cut_end_of_the_chain_is_caught(tmp_path, monkeypatch, capsys):
+    from sqlalchemy import text
+
+    from broker.audit import service as audit
+    from broker.db import make_engine, make_sessionmaker, upgrade
+
+    url = f"sqlite:///{tmp_path / 'broker.db'}"
+    monkeypatch.setenv("BROKER_DATABASE_URL", url)
+    engine = make_engine(url)
+    upgrade(engine)
+    with make_sessionmaker(engine)() as session:
+        for n in range(3):
+            audit.record(session, "admin", "policy.updated", f"P{n}", {"n": n})
+        session.commit()
+    anchor = tmp_path / "head.json"
+    assert main(["audit", "head", "-o", str(anchor)]) == 0
+    assert json.loads(anchor.read_text())["head_id"] == 3
+    with make_sessionmaker(engine)() as session:  # the log goes on: the anchor still holds
+        audit.record(session, "admin", "policy.updated", "P3", {"n": 3})
+        session.commit()
+    capsys.readouterr()
+    assert main(["audit", "check", str(anchor)]) == 0
+    out = capsys.readouterr().out
+    assert "entry 3 still has the anchored hash; the head is now entry 4" in out
+    # Someone with the database's owner rights removes the append-only guard and the last two
+    # entries: the chain itself still verifies, the anchor does not.
+    with engine.begin() as connection:
+        connection.execute(text("DROP TRIGGER audit_log_no_delete"))
+        connection.execute(text("DELETE FROM audit_log WHERE id >= 3"))
+    assert main(["audit", "head"]) == 0
+    assert main(["audit", "check", str(anchor)]) == 1
+    assert "the chain ends at entry 2, before the anchored entry 3" in capsys.readouterr().err
+    engine.dispose()
+
+
+def test_audit_check_refuses_a_file_that_is_not_a_head(tmp_path, capsys):
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["audit", "check", str(tmp_path / "x.json")]) == 2
+    assert "not a head written by" in capsys.readouterr().err

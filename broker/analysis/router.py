@@ -1,9 +1,9 @@
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Request, UploadFile
 
 from broker.analysis.schemas import Report
-from broker.deps import CurrentCaller, SettingsDep
+from broker.deps import RateLimitedCaller, SettingsDep
 from broker.errors import Unprocessable, responses
 from broker.metrics.report import analyze
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
@@ -16,12 +16,13 @@ router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 @router.post(
     "",
     response_model=Report,
-    responses=responses(400, 401, 403, 413, 422),
+    responses=responses(400, 401, 403, 413, 422, 429),
     summary="Measure a dataset (no policy, nothing stored)",
 )
 def analyze_dataset(
-    _: CurrentCaller,
+    _: RateLimitedCaller,
     settings: SettingsDep,
+    request: Request,
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
     quasi_identifiers: Annotated[
         str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
@@ -36,13 +37,14 @@ def analyze_dataset(
     dataset = read_upload(Upload(file.file.read(), file.filename, file.content_type), settings)
     roles = declare_roles(dataset, parse_names(quasi_identifiers), parse_names(sensitive))
     try:
-        report = analyze(
-            dataset.frame,
-            roles.quasi_identifiers,
-            roles.sensitive,
-            combinations,
-            QirThresholds(alpha, beta),
-        )
+        with request.app.state.monitoring.timed("analyze"):
+            report = analyze(
+                dataset.frame,
+                roles.quasi_identifiers,
+                roles.sensitive,
+                combinations,
+                QirThresholds(alpha, beta),
+            )
     except ValueError as error:
         raise Unprocessable(str(error)) from None
     return Report.model_validate(report.as_dict())

@@ -26,6 +26,10 @@ def add(session: Session, entry: AuditEntry) -> None:
     session.flush()
 
 
+def get(session: Session, entry_id: int) -> AuditEntry | None:
+    return session.get(AuditEntry, entry_id)
+
+
 def page(session: Session, after_id: int, limit: int) -> list[AuditEntry]:
     query = select(AuditEntry).where(AuditEntry.id > after_id).order_by(AuditEntry.id)
     return list(session.scalars(query.limit(limit)))

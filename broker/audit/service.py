@@ -120,5 +120,34 @@ def verify(session: Session) -> Verification:
     return Verification(True, checked, head_id=head[0], head_hash=head[1])
 
 
+def check_anchor(session: Session, anchor_id: int, anchor_hash: str) -> Verification:
+    """Verify the chain, then that it still holds the head exported earlier (an *anchor*).
+
+    The chain alone cannot show entries cut from its end; a head kept elsewhere can: the chain
+    must reach ``anchor_id``, and that entry must still have ``anchor_hash``.
+    """
+    verification = verify(session)
+    if not verification.valid:
+        return verification
+    head = verification.head_id or 0
+    if head < anchor_id:
+        return Verification(
+            False,
+            verification.entries_checked,
+            head + 1,
+            f"the chain ends at entry {head}, before the anchored entry {anchor_id}: entries "
+            "were cut from its end",
+        )
+    anchored = repository.get(session, anchor_id)
+    if anchored is None or anchored.hash != anchor_hash:
+        return Verification(
+            False,
+            verification.entries_checked,
+            anchor_id,
+            f"entry {anchor_id} no longer has the anchored hash: the chain was rewritten",
+        )
+    return verification
+
+
 def entries(session: Session, after_id: int, limit: int) -> list[AuditEntry]:
     return repository.page(session, after_id, limit)

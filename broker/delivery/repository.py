@@ -42,6 +42,30 @@ def take_lease(
     return result.rowcount == 1
 
 
+def forget_failed_payloads(session: Session, before: datetime) -> int:
+    """Drop the payloads of deliveries that failed before ``before``; returns how many."""
+    result = session.execute(
+        update(Delivery)
+        .where(Delivery.status == FAILED, Delivery.failed_at < before, Delivery.payload.isnot(None))
+        .values(payload=None)
+    )
+    return result.rowcount
+
+
+def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
+    """A failed delivery whose payload is still held becomes pending again, attempts reset."""
+    result = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.transfer_id == transfer_id,
+            Delivery.status == FAILED,
+            Delivery.payload.isnot(None),
+        )
+        .values(status=PENDING, attempts=0, next_attempt_at=now, failed_at=None)
+    )
+    return result.rowcount == 1
+
+
 def get(session: Session, transfer_id: str) -> Delivery | None:
     return session.get(Delivery, transfer_id)
 

@@ -7,7 +7,12 @@ the transfer id as idempotency key, and records the outcome:
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
   ``Retry-After``) until ``delivery_max_attempts``, then ``failed`` with the reason.
-- any other 4xx, or a destination suspended meanwhile: ``failed`` at once.
+- any other 4xx, a redirect (never followed), an inbox URL the SSRF rules refuse now, or a
+  destination suspended meanwhile: ``failed`` at once.
+
+A failed delivery keeps its payload for ``delivery_failed_retention_seconds``: its source or an
+admin can have it redelivered (:func:`redeliver`, audited); then the payload is dropped. Every
+failed attempt is logged at WARNING with its reason.
 
 A broker killed mid-attempt leaves a lease that expires; the row is then retried, and the member
 stores a repeated transfer id once.
@@ -16,6 +21,7 @@ stores a repeated transfer id once.
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,9 +35,12 @@ from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.repository import DELIVERED, FAILED
 from broker.delivery.signing import KeyRing
+from broker.errors import Conflict, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE
 from broker.transfers import repository as transfers
+
+log = logging.getLogger("broker.delivery")
 
 RETRYABLE = {408, 429}
 ACTOR = "broker"
@@ -56,6 +65,43 @@ def backoff(settings: Settings, attempts: int, retry_after: float | None) -> flo
     if retry_after is not None:
         delay = min(max(delay, retry_after), settings.delivery_backoff_max_seconds)
     return delay
+
+
+def redeliver(session: Session, caller, transfer_id: str) -> None:
+    """Queue a failed delivery again (its source or an admin), attempts reset; audited.
+
+    Raises :class:`NotFound` for a transfer the caller may not see, :class:`Conflict` when there
+    is nothing to redeliver (not failed, or its data no longer held), saying what to do.
+    """
+    transfer = transfers.get(session, transfer_id)
+    if transfer is None or not (caller.is_admin or transfer.source_id == caller.member_id):
+        raise NotFound(f"No transfer {transfer_id!r} that you sent")
+    delivery = transfer.delivery
+    if delivery is None or delivery.status != FAILED:
+        state = delivery.status if delivery else "not applicable (not approved)"
+        raise Conflict(f"Transfer {transfer_id!r} has no failed delivery: its delivery is {state}")
+    if not repository.requeue(session, transfer_id, datetime.now(UTC)):
+        raise Conflict(
+            f"The data of transfer {transfer_id!r} is no longer held (failed deliveries keep it "
+            "for BROKER_DELIVERY_FAILED_RETENTION_SECONDS): send the transfer again"
+        )
+    audit.record(
+        session,
+        caller.name,
+        "transfer.redelivery_requested",
+        transfer_id,
+        {"previous_attempts": delivery.attempts, "previous_error": delivery.last_error},
+    )
+    session.commit()
+
+
+def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> int:
+    """Drop the payloads of failures older than the retention (nothing to redeliver then)."""
+    before = datetime.now(UTC) - timedelta(seconds=settings.delivery_failed_retention_seconds)
+    with factory() as session:
+        forgotten = repository.forget_failed_payloads(session, before)
+        session.commit()
+    return forgotten
 
 
 def claim(
@@ -136,8 +182,18 @@ def deliver(
                 next_attempt_at=now + timedelta(seconds=delay),
             )
         else:
-            status = FAILED
-            values = dict(status=FAILED, attempts=attempts, payload=None, last_error=outcome.reason)
+            status = FAILED  # the payload stays for a redelivery, until the retention ends
+            values = dict(
+                status=FAILED, attempts=attempts, failed_at=now, last_error=outcome.reason
+            )
+        if status != DELIVERED:
+            log.warning(
+                "delivery of %s: attempt %d %s: %s",
+                transfer_id,
+                attempts,
+                "failed for good" if status == FAILED else "failed, will retry",
+                outcome.reason,
+            )
         if not repository.settle(session, transfer_id, owner, **values):
             session.rollback()  # our lease expired and another worker took over
             return "lease_lost"

@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.config import Settings
 from broker.delivery import service
 from broker.delivery.signing import KeyRing
+from broker.monitoring import Monitoring
 
 log = logging.getLogger("broker.delivery")
+_OUTCOMES = {"delivered": "delivered", "pending": "retrying", "failed": "failed"}
 
 
 class DeliveryWorker:
@@ -27,11 +29,13 @@ class DeliveryWorker:
         client: httpx.Client,
         settings: Settings,
         keyring: KeyRing,
+        monitoring: Monitoring | None = None,
     ):
         self.factory = factory
         self.client = client
         self.settings = settings
         self.keyring = keyring
+        self.monitoring = monitoring
         self.owner = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -51,6 +55,7 @@ class DeliveryWorker:
 
     def run_once(self) -> int:
         """Claim and attempt every due delivery once; returns how many were attempted."""
+        service.forget_old_failures(self.factory, self.settings)
         claimed = service.claim(self.factory, self.owner, self.settings)
         for transfer_id in claimed:
             if self._stop.is_set():
@@ -59,6 +64,8 @@ class DeliveryWorker:
                 self.factory, self.client, self.owner, self.settings, self.keyring, transfer_id
             )
             log.info("delivery %s: %s", transfer_id, status)
+            if self.monitoring is not None and status in _OUTCOMES:
+                self.monitoring.deliveries.labels(_OUTCOMES[status]).inc()
         return len(claimed)
 
     def _run(self) -> None:

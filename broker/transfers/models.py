@@ -59,6 +59,8 @@ class Delivery(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     last_error: Mapped[str | None] = mapped_column(Text)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # A failed delivery keeps its payload until this time plus the retention, for a redelivery.
+    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     payload: Mapped[bytes | None] = mapped_column(LargeBinary)
     payload_type: Mapped[str] = mapped_column(String(100))
 

@@ -2,7 +2,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
 
-from broker.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
+from broker.delivery import service as delivery_service
+from broker.deps import CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
@@ -38,7 +39,7 @@ def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
 @router.post(
     "",
     response_model=TransferRead,
-    responses=responses(400, 401, 403, 404, 409, 413, 422),
+    responses=responses(400, 401, 403, 404, 409, 413, 422, 429),
     summary="Ask the broker to send a dataset to another member (member only)",
     description="The broker measures the dataset, checks the source's export rules and the "
     "destination's import rules, and answers with its decision: `approved` (the data is "
@@ -49,7 +50,7 @@ def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
 )
 def create_transfer(
     session: SessionDep,
-    caller: CurrentMember,
+    caller: RateLimitedMember,
     settings: SettingsDep,
     response: Response,
     http_request: Request,
@@ -114,7 +115,15 @@ def create_transfer(
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
-    transfer, replayed = service.submit(session, caller, upload, request, settings)
+    monitoring = http_request.app.state.monitoring
+    with monitoring.timed("transfer"):
+        transfer, replayed = service.submit(session, caller, upload, request, settings)
+    if not replayed and not dry_run:
+        destination = next(
+            (r["jurisdiction"] for r in transfer.rules if r["rule"] == "destination_active"),
+            "unknown",
+        )
+        monitoring.decisions.labels(transfer.status, caller.jurisdiction, destination).inc()
     if transfer.status == "approved" and not dry_run:
         http_request.app.state.delivery_worker.wake()
     if replayed:
@@ -139,6 +148,27 @@ def list_transfers(
 ) -> TransferPage:
     rows, total = service.list_visible(session, caller, status, offset, limit)
     return TransferPage(items=[to_read(t) for t in rows], total=total, offset=offset, limit=limit)
+
+
+@router.post(
+    "/{transfer_id}/redeliver",
+    response_model=TransferRead,
+    responses=responses(401, 403, 404, 409, 422),
+    summary="Deliver a failed transfer again (its source or an admin)",
+    description="The delivery becomes pending with its attempts reset, and the worker tries the "
+    "destination's registered inbox again; audited. 409 when the delivery did not fail, or when "
+    "its data is no longer held (failed deliveries keep it for "
+    "`BROKER_DELIVERY_FAILED_RETENTION_SECONDS`, a week by default).",
+)
+def redeliver(
+    transfer_id: Annotated[str, Path(max_length=36)],
+    session: SessionDep,
+    caller: CurrentCaller,
+    http_request: Request,
+) -> TransferRead:
+    delivery_service.redeliver(session, caller, transfer_id)
+    http_request.app.state.delivery_worker.wake()
+    return to_read(service.get_visible(session, caller, transfer_id))
 
 
 @router.get("/{transfer_id}", response_model=TransferRead, responses=responses(401, 403, 404, 422))

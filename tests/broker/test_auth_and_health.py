@@ -1,5 +1,7 @@
 """Health probes, authentication and the problem+json shape of errors."""
 
+import pytest
+
 from tests.broker.conftest import ADMIN, bearer
 
 
@@ -86,3 +88,90 @@ def test_nested_parquet_is_a_422(federation):
         "/v1/analyze", headers=ADMIN, files={"file": ("n.parquet", buffer.getvalue())}
     )
     assert answer.status_code == 422 and "nested" in answer.json()["detail"]
+
+
+def test_every_answer_and_problem_carries_a_request_id(client):
+    answer = client.get("/v1/members", headers={"X-Request-ID": "trace-42"})
+    assert answer.headers["x-request-id"] == "trace-42"
+    problem = client.get("/v1/nothing-here", headers={"X-Request-ID": "trace-43"})
+    assert problem.json()["request_id"] == "trace-43"
+    made = client.get("/livez", headers={"X-Request-ID": "not ok!"}).headers["x-request-id"]
+    assert len(made) == 32  # an unusable id is replaced
+
+
+def test_log_lines_are_json_with_the_request_id(capfd):
+    import json
+    import logging
+
+    from broker.requests_log import configure_logging, current
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging()
+        token = current.set("trace-44")
+        logging.getLogger("broker.delivery").warning("delivery of %s failed", "t-1")
+        current.reset(token)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    line = json.loads(capfd.readouterr().err.strip().splitlines()[-1])
+    assert line["request_id"] == "trace-44" and line["level"] == "WARNING"
+    assert line["message"] == "delivery of t-1 failed" and line["logger"] == "broker.delivery"
+
+
+def test_prometheus_metrics_count_decisions_deliveries_and_the_outbox(federation, client):
+    answer = federation.send(
+        "sn-hospital",
+        "patients_published.csv",
+        destination="fr-research",
+        quasi_identifiers="Age,Gender",
+        sensitive="Disease",
+    )
+    assert answer.json()["status"] == "approved"
+    client.get("/v1/nothing-here")
+    text = client.get("/metrics").text
+    assert (
+        'fedbroker_decisions_total{destination_jurisdiction="FR",source_jurisdiction="SN",'
+        'status="approved"} 1.0' in text
+    )
+    assert "fedbroker_outbox_pending 1.0" in text  # no worker runs in these tests
+    assert "fedbroker_outbox_oldest_pending_seconds" in text
+    assert 'fedbroker_analysis_seconds_count{kind="transfer"} 1.0' in text
+    assert 'http_requests_total{handler="/v1/transfers",method="POST",status="2xx"} 1.0' in text
+
+
+def test_a_member_over_its_upload_rate_gets_429_with_retry_after(connection, settings):
+    from fastapi.testclient import TestClient
+
+    from broker.main import create_app
+    from tests.broker.conftest import Federation
+
+    settings = settings.model_copy(update={"rate_limit": "2/minute"})
+    with TestClient(create_app(settings, bind=connection)) as limited:
+        federation = Federation(limited)
+
+        def send(member):
+            return federation.send(member, "patients_published.csv", destination="fr-research")
+
+        for _ in range(2):
+            assert send("sn-hospital").status_code == 200
+        answer = send("sn-hospital")
+        assert answer.status_code == 429
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert 1 <= int(answer.headers["retry-after"]) <= 60
+        assert "2 per 1 minute" in answer.json()["detail"]
+        # Another member has its own budget; admins have none.
+        assert send("sn-lab").status_code == 200
+        files = {"file": ("a.csv", b"a,b\n1,2\n")}
+        for _ in range(3):
+            assert limited.post("/v1/analyze", headers=ADMIN, files=files).status_code == 200
+
+
+def test_a_bad_rate_setting_is_named():
+    from pydantic import ValidationError
+
+    from broker.config import Settings
+
+    with pytest.raises(ValidationError, match="not a rate"):
+        Settings(rate_limit="often")

@@ -299,3 +299,38 @@ def test_redirects_are_never_followed(broker, inbox):
     drain(broker)
     assert len(inbox.received) == 1
     assert delivery(broker, transfer_id)["status"] != "delivered"
+
+
+def test_a_failed_delivery_is_redelivered_by_its_source_and_audited(broker, inbox):
+    inbox.answers = [400]  # refused for good at first
+    transfer_id = approved(broker)
+    drain(broker)
+    assert delivery(broker, transfer_id)["status"] == "failed"
+    source = bearer(broker.keys["sn-hospital"])
+    other = bearer(broker.keys["ng-health"])
+    assert (
+        broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=other).status_code
+        == 404
+    )
+    answer = broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=source)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["delivery"]["status"] == "pending"
+    drain(broker)
+    assert delivery(broker, transfer_id)["status"] == "delivered"
+    assert len(inbox.received) == 2 and inbox.received[0][1] == inbox.received[1][1]
+    again = broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=source)
+    assert again.status_code == 409 and "delivered" in again.json()["detail"]
+    actions = [e["action"] for e in broker.client.get("/v1/audit", headers=ADMIN).json()["items"]]
+    assert "transfer.redelivery_requested" in actions
+
+
+def test_a_failure_older_than_the_retention_cannot_be_redelivered(broker, inbox):
+    inbox.answers = [400]
+    transfer_id = approved(broker)
+    drain(broker)
+    broker.worker.settings = broker.worker.settings.model_copy(
+        update={"delivery_failed_retention_seconds": 0}
+    )
+    drain(broker, rounds=1)  # the worker forgets the payload
+    answer = broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=ADMIN)
+    assert answer.status_code == 409 and "no longer held" in answer.json()["detail"]

@@ -170,7 +170,8 @@ class DeliveryMachine(RuleBasedStateMachine):
                 assert (status, attempts) == self.terminal[transfer_id]
             if status in TERMINAL:
                 self.terminal[transfer_id] = (status, attempts)
-                assert payload is None
+                # Delivered data is dropped; failed data is kept for a redelivery (retention).
+                assert (payload is None) == (status == "delivered")
 
     @invariant()
     def at_most_one_successful_post_per_transfer(self):
