@@ -195,8 +195,14 @@ def _suppressed_cells(
     present = [name for name in columns if name in anonymized.columns]
     lost = (len(columns) - len(present)) * len(original) + suppressed * len(present)
     for name in present:
-        masked = anonymized[name].to_numpy(dtype=object) == SUPPRESSED
+        masked = _is_suppressed(anonymized[name].to_numpy(dtype=object))
         if masked.any():
-            was = original[name].to_numpy(dtype=object)[positions[masked]] == SUPPRESSED
+            was = _is_suppressed(original[name].to_numpy(dtype=object)[positions[masked]])
             lost += int(masked.sum() - was.sum())
     return lost / total
+
+
+def _is_suppressed(values: np.ndarray) -> np.ndarray:
+    """Which cells hold ``*``; compared cell by cell as text, so that pd.NA (ambiguous in a
+    boolean test) and numbers are simply not ``*``."""
+    return np.fromiter((isinstance(v, str) and v == SUPPRESSED for v in values), bool, len(values))

@@ -132,7 +132,9 @@ class _Dimension:
 
     @property
     def span(self) -> float:
-        return float(self.position[-1] - self.position[0]) if self.card > 1 else 0.0
+        """Half the range of positions: halves of values near the largest float do not overflow
+        (only ratios of spans are used)."""
+        return float(self.position[-1] / 2 - self.position[0] / 2) if self.card > 1 else 0.0
 
 
 def mondrian(
@@ -350,7 +352,7 @@ def _split(codes, dimensions, k, diverse, l) -> tuple[np.ndarray, int]:
             values = codes[d, order]
             low = np.minimum.reduceat(values, starts)
             high = np.maximum.reduceat(values, starts)
-            width = (positions[d][high] - positions[d][low]) / spans[d]
+            width = (positions[d][high] / 2 - positions[d][low] / 2) / spans[d]
             widths[d] = np.where((high > low) & can_split, width, -1.0)
         preference = np.argsort(-widths, axis=0, kind="stable")
         cut_dim = np.full(count, -1, dtype=np.int64)
@@ -541,12 +543,20 @@ def grid_bounds(
     ([20.0, 40.0, 5550000.0], [40.0, 80.0, 5551000.0])
     >>> [b.tolist() for b in grid_bounds(np.array([5550123.0]), np.array([5550125.0]), 1e4)]
     [[5550000.0], [5560000.0]]
+
+    Where no finite grid holds the class (an overflowing spread), the bounds are infinite, and
+    the caller shows nothing of the class: this fails closed, never on the class's own values.
     """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _grid_bounds(low, high, min_step)
+
+
+def _grid_bounds(low, high, min_step):
     # No grid finer than a millionth of the values' magnitude (nor than the smallest float).
     floor = np.maximum(np.maximum(np.abs(low), np.abs(high)) * 1e-6, np.finfo(float).tiny)
     spread = np.maximum(np.maximum(high - low, 2 * min_step), floor)
     exponent = np.floor(np.log10(spread / 2))
-    best_low, best_high = low.copy(), high.copy()
+    best_low, best_high = np.full(low.shape, -np.inf), np.full(low.shape, np.inf)
     best_width = np.full(low.shape, np.inf)
     for shift in (0, 1):
         for mantissa in (1.0, 2.0, 5.0):
@@ -555,14 +565,17 @@ def grid_bounds(
             lo = np.floor(low / step) * step
             hi = np.ceil(high / step) * step
             hi = np.where(hi <= lo, lo + step, hi)
-            width = np.where(ok, hi - lo, np.inf)
+            width = np.where(ok & np.isfinite(lo) & np.isfinite(hi), hi - lo, np.inf)
             better = width < best_width
             best_low = np.where(better, lo, best_low)
             best_high = np.where(better, hi, best_high)
             best_width = np.where(better, width, best_width)
     # Grid points computed in floating point (0.1 * 3) are rounded to the step's decimals.
-    scale = 10.0 ** np.clip(-np.floor(np.log10(best_width)) + 1, 0, 15)
-    return np.round(best_low * scale) / scale + 0.0, np.round(best_high * scale) / scale + 0.0
+    finite = np.isfinite(best_width)
+    scale = np.where(finite, 10.0 ** np.clip(-np.floor(np.log10(best_width)) + 1, 0, 15), 1.0)
+    rounded_low = np.where(finite, np.round(best_low * scale) / scale + 0.0, -np.inf)
+    rounded_high = np.where(finite, np.round(best_high * scale) / scale + 0.0, np.inf)
+    return rounded_low, rounded_high
 
 
 def _grid_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
@@ -571,12 +584,17 @@ def _grid_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
     low_value = values[np.where(present, low, 0)] if values.size else np.zeros(low.shape)
     high_value = values[np.maximum(high, 0)] if values.size else np.zeros(low.shape)
     single = low_value == high_value  # one value shared by the whole class (>= k rows): shown
-    span = float(values[-1] - values[0]) if values.size else 0.0
-    grid_low, grid_high = grid_bounds(low_value, high_value, span / _GRID_CELLS)
+    # Halves first: the span of values near the largest floats must not overflow to infinity.
+    half_span = float(values[-1] / 2 - values[0] / 2) if values.size else 0.0
+    grid_low, grid_high = grid_bounds(low_value, high_value, half_span / (_GRID_CELLS / 2))
     pairs = np.stack([np.where(single, low_value, grid_low), grid_high, single])
     unique, inverse = np.unique(pairs, axis=1, return_inverse=True)
     written = [
-        format_number(a) if one else f"{format_number(a)}-{format_number(b)}"
+        format_number(a)
+        if one
+        else f"{format_number(a)}-{format_number(b)}"
+        if np.isfinite(a) and np.isfinite(b)
+        else SUPPRESSED  # no grid holds the class: say nothing of it
         for a, b, one in unique.T
     ]
     labels = np.asarray(written, dtype=object)[inverse.reshape(-1)]

@@ -37,7 +37,13 @@ DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
 DIRECT_SHARE = 0.3
 SAMPLE = 100
 
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+# Matched against whole blank-separated tokens of at most 254 characters (an address's limit):
+# searching long text with open-ended quantifiers takes time quadratic in its length.
+_EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,252}\.[A-Za-z]{2,63}")
+_MAX_TOKEN = 254
+# Content is read from the first characters of each sampled value: enough to see an address, a
+# phone number or an id, and a bound on the work a few long cells can cause.
+_MAX_CHARS = 4096
 _DIGITS = re.compile(r"\d")
 _NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
 _MIN_PHONE_DIGITS = 8
@@ -64,6 +70,7 @@ def content_of(distinct: Sequence, regions: Sequence[str] = DEFAULT_REGIONS) -> 
     present = [v for v in distinct if not _missing(v)]
     if not present:
         return Content(TEXT, None)
+    present = [v[:_MAX_CHARS] if isinstance(v, str) else v for v in present]
     kind = _kind(present)
     text = [v if isinstance(v, str) else str(v) for v in present]
     return Content(kind, _direct_identifier(text, regions))
@@ -114,7 +121,7 @@ def _dates(series: pd.Series) -> bool:
 
 def _direct_identifier(values: list[str], regions: Sequence[str]) -> str | None:
     needed = DIRECT_SHARE * len(values)
-    if sum(bool(_EMAIL.search(v)) for v in values) >= needed:
+    if sum(_holds_email(v) for v in values) >= needed:
         return EMAIL
     validators = [m for r in regions for m in _NATIONAL_IDS.get(r, ())]
     if validators and sum(any(m.is_valid(v) for m in validators) for v in values) >= needed:
@@ -124,6 +131,14 @@ def _direct_identifier(values: list[str], regions: Sequence[str]) -> str | None:
         return None
     phones = sum(_has_phone(v, regions) for v in candidates)
     return PHONE if phones >= needed else None
+
+
+def _holds_email(text: str) -> bool:
+    return any(
+        len(token) <= _MAX_TOKEN and _EMAIL.fullmatch(token.strip("<>()[],;:'\"")) is not None
+        for token in text.split()
+        if "@" in token
+    )
 
 
 def _has_phone(text: str, regions: Sequence[str]) -> bool:

@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -906,3 +907,30 @@ def test_two_releases_do_not_keep_row_order(broker, kind):
         assert sorted(order) == sorted(sent)
         assert order != sent, "a release kept the sent row order"
     assert orders[0] != orders[1], "two releases share one row order"
+
+
+# --- found by a second red-team pass -------------------------------------------------------------
+
+
+def test_a_boolean_column_with_nulls_is_decided_not_a_server_error(broker):
+    """JSON booleans with nulls made the remedy's information loss compare pd.NA: a 500."""
+    records = [{"flag": True}, {"flag": None}, {"flag": False}] * 5
+    for index, record in enumerate(records):
+        record["age"] = str(20 + index % 3)
+    answer = broker.post(json.dumps(records).encode(), "flags.json", anonymize="auto")
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_crafted_long_cell_is_measured_in_bounded_time(broker):
+    """One 100 KB cell made the e-mail pattern search take a minute (quadratic backtracking)."""
+    started = time.monotonic()
+    answer = broker.post(b"note\n" + b"a" * 100_000 + b"\n", "note.csv", dry_run="true")
+    assert answer.status_code in (200, 422), answer.text
+    assert time.monotonic() - started < 10
+
+
+def test_a_crafted_csv_header_is_refused_in_bounded_time(broker):
+    """`,"` repeated 30,000 times held the delimiter sniffer for 17 s before a 422."""
+    started = time.monotonic()
+    answer = broker.post(b',"' * 30_000, "x.csv")
+    assert answer.status_code == 422 and time.monotonic() - started < 5

@@ -304,3 +304,14 @@ def test_larger_random_frames_keep_every_class_at_least_k(seed, k):
     for name in ("income", "country"):
         sample = rng.choice(rows, 50, replace=False)
         assert all(label_holds(result.frame[name].iloc[i], frame[name].iloc[i]) for i in sample)
+
+
+def test_an_outlier_near_the_largest_float_cannot_expose_the_real_bounds():
+    """Two rows at +-1e308 made the column's span overflow and the labels fall back to the
+    classes' real extremes (red-team finding): labels now stay on the grid or say nothing."""
+    values = [10000 + 7 * i for i in range(298)] + [1e308, -1e308]
+    frame = pd.DataFrame({"ref": [str(v) for v in values]})
+    out = mondrian(frame, ["ref"], k=3).frame
+    real = {str(v) for v in values}
+    for label in set(out["ref"]):
+        assert not set(label.split("-")) & real, label
