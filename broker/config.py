@@ -29,7 +29,12 @@ class Settings(BaseSettings):
     )
     max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
     max_columns: int = Field(1_000, gt=0, description="Most columns in one dataset")
-    max_cells: int = Field(100_000_000, gt=0, description="Most cells (rows x columns)")
+    max_cells: int = Field(
+        20_000_000,
+        gt=0,
+        description="Most cells (rows x columns): the measures' working set is several times "
+        "8 bytes per cell, whatever the file's size",
+    )
     max_decoded_bytes: int = Field(
         1 << 30, gt=0, description="Most bytes a dataset may take once decompressed and decoded"
     )

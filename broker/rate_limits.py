@@ -28,6 +28,6 @@ class RateLimiter:
                 reset = self.limiter.get_window_stats(item, "uploads", key).reset_time
                 wait = max(1, math.ceil(reset - time.time()))
                 raise TooManyRequests(
-                    f"Member {key!r} sent more than {item} uploads: try again in {wait} s",
+                    f"Member {key!r} is over its upload rate ({item}): try again in {wait} s",
                     retry_after=wait,
                 )

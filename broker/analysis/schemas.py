@@ -31,6 +31,7 @@ class AttributeMeasure(MmaqFields):
         description="email, phone or national_id when the values hold such identifiers "
         "(the column is then an identifier whatever its counts or declared role)"
     )
+    singled_out_rows: int = Field(description="Rows whose value no other row holds")
 
 
 class CombinationMeasure(MmaqFields):

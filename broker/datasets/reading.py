@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from broker.metrics.content import identifier_in_text
 from broker.names import colliding_names
 
 CSV, JSON, PARQUET = "csv", "json", "parquet"
@@ -61,6 +62,7 @@ _EXTENSIONS = {
     ".pq": PARQUET,
 }
 _DELIMITERS = ",;\t|"
+MAX_NAME_LENGTH = 200
 _PARQUET_MAGIC = b"PAR1"
 # Parquet is decoded a row group at a time, strings kept as dictionaries until their decoded size
 # is known: a small file of one repeated long string must not be expanded before it is refused.
@@ -80,7 +82,7 @@ class ReadLimits:
     """Bounds on what one dataset may cost once decoded, whatever its size on the wire."""
 
     max_columns: int = 1_000
-    max_cells: int = 100_000_000
+    max_cells: int = 20_000_000
     max_decoded_bytes: int = 1 << 30
     max_row_groups: int = 10_000
 
@@ -188,6 +190,16 @@ def _check_column_names(columns: list, label: str) -> None:
             raise DatasetError(f"{label} has a column without a name")
         if any(unicodedata.category(c) == "Cc" for c in column):
             raise DatasetError(f"{label}: column name {column!r} holds control characters")
+        if len(column) > MAX_NAME_LENGTH:
+            raise DatasetError(
+                f"{label}: a column name is {len(column):,} characters long; at most "
+                f"{MAX_NAME_LENGTH} are accepted"
+            )
+        if found := identifier_in_text(column):
+            raise DatasetError(
+                f"{label}: column name {column!r} holds what looks like {found}; column names "
+                "cross the border with the data and are not measured: rename it"
+            )
         if column in seen:
             raise DatasetError(f"{label} has the column name {column!r} more than once")
         seen.add(column)

@@ -69,14 +69,18 @@ class SensitiveMeasure:
     known_attributes: tuple[str, ...] = ()
 
 
-def people_per_class(classes: Grouping, people: Grouping | None) -> np.ndarray:
+def people_per_class(classes: Grouping, people: Grouping | Sequence[Grouping] | None) -> np.ndarray:
     """The number of distinct people in each class (rows when ``people`` is None).
 
     ``people`` labels each row with its person: a declared person key, or the row's whole content
-    (identical rows may be one person sent several times, and the broker cannot tell).
+    (identical rows may be one person sent several times, and the broker cannot tell). Given
+    several labellings, each class counts the fewest people any of them sees.
     """
     if people is None:
         return classes.counts()
+    if not isinstance(people, Grouping):
+        counts = [people_per_class(classes, one) for one in people]
+        return np.minimum.reduce(counts) if counts else classes.counts()
     # Usually each person sits in one class (always when people are identical rows, which agree
     # on every attribute): then counting the people of each class needs no sort.
     class_of_person = np.empty(people.categories, dtype=np.int64)
@@ -87,7 +91,9 @@ def people_per_class(classes: Grouping, people: Grouping | None) -> np.ndarray:
     return np.bincount(pairs // people.categories, minlength=classes.categories)
 
 
-def k_anonymity_of(classes: Grouping, people: Grouping | None = None) -> KAnonymity:
+def k_anonymity_of(
+    classes: Grouping, people: Grouping | Sequence[Grouping] | None = None
+) -> KAnonymity:
     """Class sizes, k and prosecutor risk of a grouping of rows into equivalence classes."""
     sizes = classes.counts()
     rows = int(sizes.sum())
@@ -148,7 +154,7 @@ def sensitive_measure_of(
     classes: Grouping,
     sensitive: str,
     known: Sequence[str] = (),
-    people: Grouping | None = None,
+    people: Grouping | Sequence[Grouping] | None = None,
 ) -> SensitiveMeasure:
     """As :func:`sensitive_measure`, from an encoded table and its equivalence classes.
 

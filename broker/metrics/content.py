@@ -45,6 +45,7 @@ _MAX_TOKEN = 254
 # phone number or an id, and a bound on the work a few long cells can cause.
 _MAX_CHARS = 4096
 _DIGITS = re.compile(r"\d")
+_DIGIT_RUN = re.compile(r"\d{8}")
 _NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
 _MIN_PHONE_DIGITS = 8
 
@@ -131,6 +132,29 @@ def _direct_identifier(values: list[str], regions: Sequence[str]) -> str | None:
         return None
     phones = sum(_has_phone(v, regions) for v in candidates)
     return PHONE if phones >= needed else None
+
+
+def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
+    """What direct identifier one piece of text holds ("an e-mail address", "a phone number",
+    "a national id", "a run of 8 or more digits"), or None. For column names, which cross the
+    border with the data but are not measured.
+
+    Examples
+    --------
+    >>> identifier_in_text("ref 1850578006084"), identifier_in_text("zip_75001")
+    ('a run of 8 or more digits', None)
+    """
+    text = text[:_MAX_CHARS]
+    if _holds_email(text):
+        return "an e-mail address"
+    if _DIGIT_RUN.search(text):
+        return "a run of 8 or more digits"
+    validators = [m for r in regions for m in _NATIONAL_IDS.get(r, ())]
+    if any(m.is_valid(token) for token in text.split() for m in validators):
+        return "a national id"
+    if len(_DIGITS.findall(text)) >= _MIN_PHONE_DIGITS and _has_phone(text, regions):
+        return "a phone number"
+    return None
 
 
 def _holds_email(text: str) -> bool:

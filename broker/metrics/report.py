@@ -48,6 +48,7 @@ class AttributeReport:
     qir_risk_percent: float
     qir_class: str
     content: Content = field(default_factory=lambda: Content(TEXT, None))
+    singled_out: int = 0  # rows whose value no other row holds
 
     def as_dict(self) -> dict:
         return {
@@ -57,6 +58,7 @@ class AttributeReport:
             "qir_class": self.qir_class,
             "values": self.content.values,
             "direct_identifier": self.content.direct_identifier,
+            "singled_out_rows": self.singled_out,
         }
 
 
@@ -129,27 +131,36 @@ class AnalysisReport:
 
 @dataclass(frozen=True, eq=False)
 class People:
-    """Who each row of a table as sent is: a declared person key, else identical rows as one.
+    """Who each row of a table as sent may be: identical rows are one person, and so are rows
+    that share a declared person key. A class counts the fewer of the two.
 
-    Fixed on the table as sent and looked up by row label in its anonymized versions, where
+    A key can only lower the count: a member that invents one key per row (one person's row
+    sent three times, with three keys) still sends three identical rows, one person. Fixed on
+    the table as sent and looked up by row label in its anonymized versions, where
     generalization makes different people's rows identical on purpose.
     """
 
-    codes: np.ndarray  # one per row of the table as sent, in order
+    rows: np.ndarray  # identical-row codes, one per row of the table as sent, in order
+    key: np.ndarray | None  # person-key codes, when a key was declared
     by: str  # PERSON_KEY or IDENTICAL_ROWS
 
     @classmethod
     def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
-        """From a person key's values, else from the rows' whole content (one code per row)."""
-        if key is not None:
-            codes, _uniques = pd.factorize(key.to_numpy(), use_na_sentinel=False)
-            return cls(codes.astype(np.int64), PERSON_KEY)
-        return cls(EncodedTable(frame).rows_grouping().codes, IDENTICAL_ROWS)
+        rows = EncodedTable(frame).rows_grouping().codes
+        if key is None:
+            return cls(rows, None, IDENTICAL_ROWS)
+        codes, _uniques = pd.factorize(key.to_numpy(), use_na_sentinel=False)
+        return cls(rows, codes.astype(np.int64), PERSON_KEY)
 
-    def grouping(self, table: pd.DataFrame) -> Grouping:
-        """The rows of ``table`` (labelled as in the table as sent) grouped by person."""
-        codes, uniques = pd.factorize(self.codes[table.index.to_numpy()])
-        return Grouping(codes.astype(np.int64), len(uniques))
+    def groupings(self, table: pd.DataFrame) -> list[Grouping]:
+        """The rows of ``table`` (labelled as in the table as sent) grouped by each signal."""
+        positions = table.index.to_numpy()
+        found = []
+        for codes in (self.rows, self.key):
+            if codes is not None:
+                compact, uniques = pd.factorize(codes[positions])
+                found.append(Grouping(compact.astype(np.int64), len(uniques)))
+        return found
 
 
 def analyze(
@@ -214,16 +225,17 @@ def analyze(
         risk = qir_risk_percent(measure.categories, measure.rows)
         codes = table.grouping([name])
         content = content_of(sample_distinct(frame[name], codes.codes, codes.categories), regions)
+        singled_out = int(np.count_nonzero(codes.counts() == 1))
         attributes.append(
-            AttributeReport(name, measure, risk, qir_class(risk, thresholds), content)
+            AttributeReport(name, measure, risk, qir_class(risk, thresholds), content, singled_out)
         )
 
     identical = table.rows_grouping()
     duplicates = len(frame) - identical.categories
     if people is not None:
-        persons, counted_by = people.grouping(frame), people.by
+        persons, counted_by = people.groupings(frame), people.by
     else:
-        persons, counted_by = identical, IDENTICAL_ROWS
+        persons, counted_by = [identical], IDENTICAL_ROWS
     qi_report = None
     classes = table.grouping(quasi_identifiers)
     if quasi_identifiers:

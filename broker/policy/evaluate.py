@@ -98,19 +98,30 @@ class Decision:
         return tuple(rule for rule in self.rules if not rule.passed)
 
 
+# A declared-sensitive attribute singles people out when at least this share of its rows hold a
+# value no other row holds; for text, also at least this many rows (on a small table, one
+# diagnosis per patient is expected and is what l-diversity protects).
+SINGLED_OUT_SHARE = 0.5
+SINGLED_OUT_TEXT_ROWS = 20
+
+
 def identifying(attribute: AttributeReport, sensitive: tuple[str, ...] | set[str]) -> bool:
     """Whether ``attribute`` identifies rows on its own, whatever role it was declared in.
 
-    Values that hold e-mails, phone numbers or national ids always do. Otherwise an attribute
-    whose values are all distinct does, unless it is declared sensitive *and* its values are
-    text (a diagnosis per patient of a small table): unique numbers, dates or codes link to
-    outside records however they are declared.
+    Values that hold e-mails, phone numbers or national ids always do. An attribute not declared
+    sensitive does when its values are all distinct (its Mmaq class is ``identifier``). A
+    declared-sensitive one does when it singles out most rows (see the constants above): its
+    values are what is protected, but values that single people out link to outside records
+    however they are declared (national ids with one repeat, a column of names).
     """
     if attribute.content.direct_identifier:
         return True
-    if attribute.measure.attribute_class != IDENTIFIER:
-        return False
-    return attribute.name not in sensitive or attribute.content.values != TEXT
+    if attribute.name not in sensitive:
+        return attribute.measure.attribute_class == IDENTIFIER
+    many = attribute.singled_out >= SINGLED_OUT_SHARE * attribute.measure.rows
+    if attribute.content.values != TEXT:
+        return many or attribute.measure.attribute_class == IDENTIFIER
+    return many and attribute.singled_out >= SINGLED_OUT_TEXT_ROWS
 
 
 def applicable_rule_sets(
@@ -296,6 +307,10 @@ def _data_rules(
                 f"{a.name!r} holds {a.content.direct_identifier.replace('_', ' ')} values, "
                 f"direct identifiers, and {where} forbids identifiers: drop it"
                 if a.content.direct_identifier
+                else f"{a.name!r} singles out {a.singled_out:,} of {a.measure.rows:,} rows "
+                f"(a value no other row holds) and {where} forbids identifiers: declared "
+                "sensitive or not, drop or generalize it"
+                if a.measure.attribute_class != IDENTIFIER
                 else f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
                 f"distinct) and {where} forbids identifiers: drop or generalize it"
             ),

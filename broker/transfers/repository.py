@@ -23,14 +23,18 @@ def page(
     offset: int,
     limit: int,
 ) -> tuple[list[Transfer], int]:
-    """Newest first; a member sees what it sent, and what was sent to it once it was registered;
-    an admin (``member_id`` None) sees everything."""
+    """Newest first; a member sees what it sent, and the approved transfers sent to it once it
+    was registered; an admin (``member_id`` None) sees everything."""
     query = select(Transfer)
     if member_id is not None:
         query = query.where(
             or_(
                 Transfer.source_id == member_id,
-                and_(Transfer.destination_id == member_id, Transfer.created_at >= member_since),
+                and_(
+                    Transfer.destination_id == member_id,
+                    Transfer.created_at >= member_since,
+                    Transfer.status == "approved",
+                ),
             )
         )
     if status is not None:

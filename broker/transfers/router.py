@@ -14,7 +14,10 @@ from broker.uploads import Upload
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
 
-def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
+def to_read(transfer: Transfer, dry_run: bool = False, caller=None) -> TransferRead:
+    """The transfer as its source and admins see it; its destination sees less (see below)."""
+    if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
+        return _destination_view(transfer)
     return TransferRead(
         id=None if dry_run else transfer.id,
         status=transfer.status,
@@ -32,6 +35,43 @@ def to_read(transfer: Transfer, dry_run: bool = False) -> TransferRead:
         remedy=transfer.remedy,
         policy_versions=transfer.policy_versions,
         dataset=transfer.dataset,
+        delivery=service.delivery_view(transfer),
+    )
+
+
+def _destination_view(transfer: Transfer) -> TransferRead:
+    """What the destination may know: the decision and what it received, nothing the sender
+    sent that was not delivered (no report, rules or remedy of the upload, not its file name,
+    hash or size: all would cross the border unmeasured)."""
+    dataset = transfer.dataset
+    return TransferRead(
+        id=transfer.id,
+        status=transfer.status,
+        source=transfer.source_id,
+        destination=transfer.destination_id,
+        purpose=transfer.purpose,
+        anonymize=transfer.anonymize,
+        created_at=transfer.created_at,
+        quasi_identifiers=[],
+        quasi_identifiers_inferred=False,
+        sensitive=[],
+        report=None,
+        rules=[],
+        remedy=None,
+        policy_versions=transfer.policy_versions,
+        dataset={
+            "sha256": dataset.get("delivered_sha256") or "",
+            "size_bytes": 0,
+            "rows": dataset.get("delivered_rows") or 0,
+            "columns": dataset.get("delivered_columns") or 0,
+            "format": dataset["format"],
+            "filename": None,
+            "anonymized": dataset.get("anonymized", False),
+            "delivered_sha256": dataset.get("delivered_sha256"),
+            "delivered_filename": dataset.get("delivered_filename"),
+            "delivered_rows": dataset.get("delivered_rows"),
+            "delivered_columns": dataset.get("delivered_columns"),
+        },
         delivery=service.delivery_view(transfer),
     )
 
@@ -147,7 +187,9 @@ def list_transfers(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TransferPage:
     rows, total = service.list_visible(session, caller, status, offset, limit)
-    return TransferPage(items=[to_read(t) for t in rows], total=total, offset=offset, limit=limit)
+    return TransferPage(
+        items=[to_read(t, caller=caller) for t in rows], total=total, offset=offset, limit=limit
+    )
 
 
 @router.post(
@@ -168,11 +210,11 @@ def redeliver(
 ) -> TransferRead:
     delivery_service.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
-    return to_read(service.get_visible(session, caller, transfer_id))
+    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
 @router.get("/{transfer_id}", response_model=TransferRead, responses=responses(401, 403, 404, 422))
 def get_transfer(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> TransferRead:
-    return to_read(service.get_visible(session, caller, transfer_id))
+    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)

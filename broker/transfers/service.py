@@ -158,7 +158,7 @@ def submit(
         id=transfer_id,
         source_id=source.id,
         destination_id=request.destination,
-        purpose=request.purpose,
+        purpose=_policy_spelling(request.purpose, parties),
         status=outcome.status,
         anonymize=request.anonymize,
         quasi_identifiers=list(quasi_identifiers),
@@ -218,6 +218,13 @@ def submit(
         return _replay(earlier, request_fingerprint), True
     session.refresh(transfer)
     return transfer, False
+
+
+def _policy_spelling(purpose: str, parties: Parties) -> str:
+    """The purpose as the source's F-SLA record spells it: its letter case would be a channel."""
+    record = parties.policies[parties.source.jurisdiction][0]
+    wanted = purpose.strip().casefold()
+    return next((p for p in record.allowed_purposes if p.casefold() == wanted), purpose)
 
 
 def _measured_table(uploaded: Dataset, roles: Roles) -> pd.DataFrame:
@@ -429,9 +436,11 @@ def _federation_rules(
 
 
 def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
-    """The transfer, if the caller sent it, received it, or is an admin; else 404.
+    """The transfer, if the caller sent it, is an admin, or received it approved; else 404.
 
-    A member registered after a transfer was addressed to its id (then unknown) does not see it.
+    A destination sees only what was approved for it (a refused transfer, its column names or
+    the sender's file name would cross the border without being measured), and a member
+    registered after a transfer was addressed to its id (then unknown) does not see it.
     """
     transfer = repository.get(session, transfer_id)
     if transfer is None or not (caller.is_admin or _concerns(session, caller, transfer)):
@@ -442,7 +451,7 @@ def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
 def _concerns(session: Session, caller: Caller, transfer: Transfer) -> bool:
     if transfer.source_id == caller.member_id:
         return True
-    if transfer.destination_id != caller.member_id:
+    if transfer.destination_id != caller.member_id or transfer.status != APPROVED:
         return False
     member = members.get(session, caller.member_id)
     return member is not None and member.created_at <= transfer.created_at

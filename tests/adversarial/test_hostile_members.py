@@ -934,3 +934,65 @@ def test_a_crafted_csv_header_is_refused_in_bounded_time(broker):
     started = time.monotonic()
     answer = broker.post(b',"' * 30_000, "x.csv")
     assert answer.status_code == 422 and time.monotonic() - started < 5
+
+
+def test_a_made_up_person_key_does_not_turn_copies_into_people(broker):
+    """Each person's row sent three times with one invented key per copy: identical rows are
+    still one person, whatever the key says (red-team finding)."""
+    frame = triplicated_people()
+    frame["visit_id"] = [f"v{i}" for i in range(len(frame))]
+    columns = ["age", "zip", "sex", "diagnosis", "visit_id"]
+    answer = broker.send(
+        csv_bytes(frame[columns]), quasi_identifiers="age,zip,sex", person_key="visit_id"
+    )
+    delivered = settle(broker, answer, known=["age", "zip", "sex"])
+    if delivered is None:
+        return
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    table["person"] = people_of(table, frame, ["age", "zip", "sex", "diagnosis"]).to_numpy()
+    assert judge.k_anonymity(table, ["age", "zip", "sex"], person="person") == []
+
+
+@pytest.mark.parametrize("column", ["ids_with_one_repeat", "names"])
+def test_a_near_unique_column_declared_sensitive_does_not_pass(broker, column):
+    """A national id with one value repeated is not 'all distinct', and names are text: both
+    were delivered verbatim when declared sensitive (red-team finding)."""
+    frame = harmless(300, seed=71)
+    if column == "names":
+        given = ["Khady", "Moussa", "Awa", "Ibrahima", "Fatou", "Ousmane", "Aminata", "Cheikh"]
+        frame["secret"] = [f"{given[i % 8]} Diop {i:03d}" for i in range(300)]
+    else:
+        ids = national_ids(300)
+        ids[1] = ids[0]
+        frame["secret"] = ids
+    secrets = sorted(set(frame["secret"]))
+    answer = broker.send(csv_bytes(frame), sensitive="secret", anonymize="auto")
+    settle(broker, answer, known=[], secrets=secrets)
+
+
+def test_identifiers_in_column_names_are_refused(broker):
+    """Constant columns pass every measure; their names carried 50 national ids across."""
+    frame = harmless(60, seed=5)
+    for i, nin in enumerate(national_ids(5)):
+        frame[f"ref {nin}"] = "x" if i else "y"
+    answer = broker.post(csv_bytes(frame), "names.csv", anonymize="auto")
+    assert answer.status_code == 422 and "column name" in answer.json()["detail"]
+
+
+def test_the_destination_sees_nothing_of_what_was_not_delivered(broker):
+    """The sender's file name, its column names in the report, the purpose's spelling: the
+    destination's view of a transfer carried them, delivered or not (red-team finding)."""
+    frame = harmless(60, seed=6)
+    answer = broker.send(
+        csv_bytes(frame), filename="Khady Diop +221771234567.csv", purpose="ReSeArCh"
+    )
+    headers = {"Authorization": f"Bearer {broker.keys['fr-research']}"}
+    seen = broker.client.get(f"{broker.url}/v1/transfers", headers=headers).json()["items"]
+    mine = [t for t in seen if t["id"] == answer["id"]]
+    if answer["status"] != "approved":
+        assert mine == []
+        return
+    [view] = mine
+    assert view["purpose"] == "research"
+    assert view["report"] is None and view["rules"] == [] and view["dataset"]["filename"] is None
+    assert "Khady" not in json.dumps(view)

@@ -22,6 +22,7 @@ ATTRIBUTE_KEYS = {
     "qir_class",
     "values",
     "direct_identifier",
+    "singled_out_rows",
 }
 
 
