@@ -41,6 +41,12 @@ class Settings(BaseSettings):
     max_row_groups: int = Field(10_000, gt=0, description="Most row groups in a Parquet file")
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
+    remedy_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="Time budget of the search for a verified remedy; checked before each "
+        "anonymization attempt (an attempt that started finishes)",
+    )
     anonymize_max_suppression: float = Field(
         0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
     )

@@ -8,6 +8,7 @@ passes every rule that applies (the same :func:`evaluate` as the original decisi
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +129,7 @@ def find_remedy(
     destination: FSLARecord,
     max_suppression: float = 0.05,
     people: People | None = None,
+    budget_seconds: float | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; raise k until every rule passes or give up.
 
@@ -137,7 +139,15 @@ def find_remedy(
     people = people or People.of(frame)
     k = None
     last_reason = "no remedy tried"
-    for _ in range(_MAX_K_DOUBLINGS + 1):
+    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+    for attempt in range(_MAX_K_DOUBLINGS + 1):
+        if deadline is not None and attempt and time.monotonic() > deadline:
+            return VerifiedRemedy(
+                False,
+                f"no verified remedy within the broker's {budget_seconds:g} s budget "
+                f"(BROKER_REMEDY_SECONDS) after {attempt} attempt(s); the last one failed "
+                f"because {last_reason}: anonymize the data yourself, or send less of it",
+            )
         target = target_for(frame, decision, report, context, max_suppression, k)
         try:
             remedy = plan_remedy(frame, target)

@@ -135,6 +135,7 @@ def submit(
         Roles(quasi_identifiers, roles.sensitive, roles.person_key),
         Measured(frame, report, people),
         settings.anonymize_max_suppression,
+        settings.remedy_seconds,
     )
     source = parties.source
     transfer_id = str(uuid.uuid4())
@@ -316,6 +317,7 @@ def _decide(
     roles: Roles,
     measured: Measured,
     max_suppression: float,
+    budget_seconds: float | None = None,
 ) -> Outcome:
     frame, report = measured.frame, measured.report
     source, destination = parties.source, parties.destination
@@ -349,6 +351,7 @@ def _decide(
         destination_policy,
         max_suppression,
         measured.people,
+        budget_seconds,
     )
     if not found.verified:
         rules.append(

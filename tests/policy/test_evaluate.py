@@ -150,3 +150,21 @@ def test_record_refuses_its_own_jurisdiction_as_destination():
             allowed_destinations=["SN"],
             allowed_purposes=["research"],
         )
+
+
+def test_the_remedy_search_stops_at_its_time_budget():
+    """Rows sent twice: Mondrian's classes of 2 rows hold 1 person, so the search raises k
+    again; with no time left it stops after the first attempt and says why."""
+    from broker.policy.remedy import find_remedy
+
+    frame = pd.DataFrame({"age": [str(20 + i // 2) for i in range(40)]})
+    source = record("SN", export={"min_k": 2})
+    destination = record("FR", incoming={"identifiers_allowed": True})
+    report = analyze(frame, ["age"], [], max_combination_size=0)
+    context = TransferContext("SN", "FR", "research", ("age",), ())
+    decision = evaluate(report, context, source, destination)
+    assert decision.status == ANONYMIZATION_REQUIRED
+    found = find_remedy(frame, report, decision, context, source, destination, budget_seconds=0)
+    assert not found.verified
+    assert "0 s budget (BROKER_REMEDY_SECONDS) after 1 attempt(s)" in found.reason
+    assert find_remedy(frame, report, decision, context, source, destination).verified
