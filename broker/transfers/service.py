@@ -140,7 +140,8 @@ def submit(
     source = parties.source
     transfer_id = str(uuid.uuid4())
     leaving = frame if outcome.anonymized is None else outcome.anonymized
-    payload = _payload(leaving, uploaded) if outcome.status == APPROVED else None
+    delivering = outcome.status == APPROVED and not request.dry_run
+    payload = _payload(leaving, uploaded) if delivering else None
     dataset = {
         "sha256": dataset_sha256,
         "size_bytes": len(upload.data),
