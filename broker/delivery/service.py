@@ -25,6 +25,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx
@@ -39,6 +40,9 @@ from broker.errors import Conflict, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE
 from broker.transfers import repository as transfers
+
+if TYPE_CHECKING:  # the caller type only: this module does not depend on the web layer
+    from broker.deps import Caller
 
 log = logging.getLogger("broker.delivery")
 
@@ -67,7 +71,7 @@ def backoff(settings: Settings, attempts: int, retry_after: float | None) -> flo
     return delay
 
 
-def redeliver(session: Session, caller, transfer_id: str) -> None:
+def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
     """Queue a failed delivery again (its source or an admin), attempts reset; audited.
 
     Raises :class:`NotFound` for a transfer the caller may not see, :class:`Conflict` when there

@@ -3,7 +3,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
 
 from broker.delivery import service as delivery_service
-from broker.deps import CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
+from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
@@ -14,7 +14,9 @@ from broker.uploads import Upload
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
 
-def to_read(transfer: Transfer, dry_run: bool = False, caller=None) -> TransferRead:
+def to_read(
+    transfer: Transfer, dry_run: bool = False, caller: Caller | None = None
+) -> TransferRead:
     """The transfer as its source and admins see it; its destination sees less (see below)."""
     if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
         return _destination_view(transfer)
