@@ -9,6 +9,7 @@ the answer back to the rows with integer codes, so the cost per row is a few arr
 from __future__ import annotations
 
 import datetime
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -94,23 +95,35 @@ def parse_dates(uniques) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     kinds = values.map(type)
     try:
-        if kinds.map(lambda kind: issubclass(kind, _DATE_TYPES)).all():
-            stamps = pd.to_datetime(values)
-            midnight = (stamps == stamps.dt.normalize()).all()
-            text = (
-                stamps.dt.strftime("%Y-%m-%d") if midnight else stamps.map(pd.Timestamp.isoformat)
-            )
-        elif kinds.eq(str).all() and values.str.contains("-").all():
-            stamps = pd.to_datetime(values, format="ISO8601", errors="coerce")
-            text = values
-        else:
-            return None
-    except (ValueError, TypeError, OverflowError):
+        with warnings.catch_warnings():
+            # pandas warns on mixed time-zone offsets (and will raise): not one clock, not dates.
+            warnings.simplefilter("error", FutureWarning)
+            stamps, text = _stamps(values, kinds)
+    except (ValueError, TypeError, OverflowError, FutureWarning):
+        return None
+    if stamps is None:
         return None
     if stamps.isna().any() or stamps.dt.tz is not None:
         return None
     nanoseconds = stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
     return nanoseconds, text.to_numpy(dtype=object)
+
+
+def _stamps(values: pd.Series, kinds: pd.Series) -> tuple[pd.Series | None, pd.Series | None]:
+    """Datetimes and their text as written, or (None, None) when the values are not dates."""
+    if kinds.map(lambda kind: issubclass(kind, _DATE_TYPES)).all():
+        stamps = pd.to_datetime(values)
+        if not pd.api.types.is_datetime64_any_dtype(stamps):  # mixed time-zone offsets
+            return None, None
+        midnight = (stamps == stamps.dt.normalize()).all()
+        text = stamps.dt.strftime("%Y-%m-%d") if midnight else stamps.map(pd.Timestamp.isoformat)
+        return stamps, text
+    if kinds.eq(str).all() and values.str.contains("-").all():
+        stamps = pd.to_datetime(values, format="ISO8601", errors="coerce")
+        if not pd.api.types.is_datetime64_any_dtype(stamps):  # mixed time-zone offsets
+            return None, None
+        return stamps, values
+    return None, None
 
 
 def numeric_column(values: pd.Series) -> bool:

@@ -583,7 +583,10 @@ def _grid_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
     values = dimension.values.astype(float)
     low_value = values[np.where(present, low, 0)] if values.size else np.zeros(low.shape)
     high_value = values[np.maximum(high, 0)] if values.size else np.zeros(low.shape)
-    single = low_value == high_value  # one value shared by the whole class (>= k rows): shown
+    # A value is shown as such only when every row of the class holds it (>= k rows): with a
+    # missing value beside it, it may be one person's.
+    whole = present if has_missing is None else present & ~has_missing
+    single = (low_value == high_value) & whole
     # Halves first: the span of values near the largest floats must not overflow to infinity.
     half_span = float(values[-1] / 2 - values[0] / 2) if values.size else 0.0
     grid_low, grid_high = grid_bounds(low_value, high_value, half_span / (_GRID_CELLS / 2))
@@ -616,8 +619,9 @@ def _calendar_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
         first.year.to_numpy(dtype=float), last.year.to_numpy(dtype=float) + 1
     )
     years = [f"{int(a)}/{int(b) - 1}" for a, b in zip(years_low, years_high, strict=True)]
+    whole = present if has_missing is None else present & ~has_missing
     labels = np.where(
-        low == high,
+        (low == high) & whole,  # the value itself only when every row of the class holds it
         dimension.values[np.where(present, low, 0)],
         np.where(
             same_day,

@@ -103,7 +103,8 @@ def _kind(values: list) -> str:
     if _dates(series):
         return DATE
     text = series.astype(str)
-    if (~text.str.contains(r"\s") & text.str.contains(r"\d")).all():
+    code_like = ~text.str.contains(r"\s") & text.str.contains(r"\d")
+    if (code_like | text.str.contains(r"\d{4}")).all():  # "ref 1492552" is a code
         return CODE
     return TEXT
 

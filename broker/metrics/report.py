@@ -36,6 +36,8 @@ from broker.metrics.encoding import EncodedTable, Grouping, check_columns
 from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts, mmaq_of
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
 
+# Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
+_SIZES_KEPT = 101
 # How people are counted: by the declared person key, or identical rows as one person.
 PERSON_KEY = "person_key"
 IDENTICAL_ROWS = "identical_rows"
@@ -49,6 +51,12 @@ class AttributeReport:
     qir_class: str
     content: Content = field(default_factory=lambda: Content(TEXT, None))
     singled_out: int = 0  # rows whose value no other row holds
+    # class_sizes[s] = number of values held by exactly s rows, for s < len (sizes 0..100)
+    class_sizes: tuple[int, ...] = ()
+
+    def rows_in_values_smaller_than(self, k: int) -> int:
+        """Rows whose value fewer than ``k`` rows hold (values held by > 100 rows never count)."""
+        return sum(size * count for size, count in enumerate(self.class_sizes[:k]))
 
     def as_dict(self) -> dict:
         return {
@@ -225,9 +233,17 @@ def analyze(
         risk = qir_risk_percent(measure.categories, measure.rows)
         codes = table.grouping([name])
         content = content_of(sample_distinct(frame[name], codes.codes, codes.categories), regions)
-        singled_out = int(np.count_nonzero(codes.counts() == 1))
+        sizes = np.bincount(np.minimum(codes.counts(), _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
-            AttributeReport(name, measure, risk, qir_class(risk, thresholds), content, singled_out)
+            AttributeReport(
+                name,
+                measure,
+                risk,
+                qir_class(risk, thresholds),
+                content,
+                int(sizes[1]),
+                tuple(int(c) for c in sizes[:_SIZES_KEPT]),
+            )
         )
 
     identical = table.rows_grouping()

@@ -99,29 +99,33 @@ class Decision:
 
 
 # A declared-sensitive attribute singles people out when at least this share of its rows hold a
-# value no other row holds; for text, also at least this many rows (on a small table, one
-# diagnosis per patient is expected and is what l-diversity protects).
+# value that fewer than k rows hold; for text, also at least this many rows (on a small table,
+# one diagnosis per patient is expected and is what l-diversity protects).
 SINGLED_OUT_SHARE = 0.5
 SINGLED_OUT_TEXT_ROWS = 20
 
 
-def identifying(attribute: AttributeReport, sensitive: tuple[str, ...] | set[str]) -> bool:
+def identifying(
+    attribute: AttributeReport, sensitive: tuple[str, ...] | set[str], k: int | None = None
+) -> bool:
     """Whether ``attribute`` identifies rows on its own, whatever role it was declared in.
 
     Values that hold e-mails, phone numbers or national ids always do. An attribute not declared
     sensitive does when its values are all distinct (its Mmaq class is ``identifier``). A
-    declared-sensitive one does when it singles out most rows (see the constants above): its
-    values are what is protected, but values that single people out link to outside records
-    however they are declared (national ids with one repeat, a column of names).
+    declared-sensitive one does when most of its rows hold a value that fewer than ``k`` rows
+    hold (see the constants above; pairs of birth dates count, not only unique ones): its values
+    are what is protected, but values shared by so few people link to outside records however
+    they are declared (national ids, birth dates, a column of names).
     """
     if attribute.content.direct_identifier:
         return True
     if attribute.name not in sensitive:
         return attribute.measure.attribute_class == IDENTIFIER
-    many = attribute.singled_out >= SINGLED_OUT_SHARE * attribute.measure.rows
+    rare = attribute.rows_in_values_smaller_than(max(k or 2, 2))
+    many = rare >= SINGLED_OUT_SHARE * attribute.measure.rows
     if attribute.content.values != TEXT:
         return many or attribute.measure.attribute_class == IDENTIFIER
-    return many and attribute.singled_out >= SINGLED_OUT_TEXT_ROWS
+    return many and rare >= SINGLED_OUT_TEXT_ROWS
 
 
 def applicable_rule_sets(
@@ -302,14 +306,16 @@ def _data_rules(
     if not rules_.identifiers_allowed:
         per_attribute(
             "no_identifiers",
-            [(a, IDENTIFIER) for a in report.attributes if identifying(a, sensitive)],
+            [(a, IDENTIFIER) for a in report.attributes if identifying(a, sensitive, rules_.min_k)],
             lambda a: (
                 f"{a.name!r} holds {a.content.direct_identifier.replace('_', ' ')} values, "
                 f"direct identifiers, and {where} forbids identifiers: drop it"
                 if a.content.direct_identifier
-                else f"{a.name!r} singles out {a.singled_out:,} of {a.measure.rows:,} rows "
-                f"(a value no other row holds) and {where} forbids identifiers: declared "
-                "sensitive or not, drop or generalize it"
+                else f"{a.name!r} singles out "
+                f"{a.rows_in_values_smaller_than(max(rules_.min_k or 2, 2)):,} of "
+                f"{a.measure.rows:,} rows (values fewer than {max(rules_.min_k or 2, 2)} rows "
+                f"hold) and {where} forbids identifiers: declared sensitive or not, drop or "
+                "generalize it"
                 if a.measure.attribute_class != IDENTIFIER
                 else f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
                 f"distinct) and {where} forbids identifiers: drop or generalize it"

@@ -76,7 +76,7 @@ def target_for(
         drop += [
             a.name
             for a in report.attributes
-            if identifying(a, sensitive)
+            if identifying(a, sensitive, req.min_k)
             and a.name not in drop
             and not (
                 a.name in context.quasi_identifiers

@@ -996,3 +996,43 @@ def test_the_destination_sees_nothing_of_what_was_not_delivered(broker):
     assert view["purpose"] == "research"
     assert view["report"] is None and view["rules"] == [] and view["dataset"]["filename"] is None
     assert "Khady" not in json.dumps(view)
+
+
+# --- variants found by a third pass --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["birth_date_pairs", "id_pairs", "ids_mostly_unique"])
+def test_values_held_by_fewer_than_k_people_do_not_pass_as_sensitive(broker, kind):
+    """Pairs escaped a rule that counted only values held by one row."""
+    frame = harmless(300, seed=81)
+    if kind == "birth_date_pairs":
+        secret = [d for d in birth_dates(150) for _ in range(2)]
+    elif kind == "id_pairs":
+        secret = [i for i in national_ids(150) for _ in range(2)]
+    else:
+        ids = national_ids(300)
+        secret = ids[:147] + [i for i in ids[147:224] for _ in range(2)][:153]
+    frame["secret"] = secret
+    answer = broker.send(csv_bytes(frame), sensitive="secret", anonymize="auto")
+    settle(broker, answer, known=[], secrets=sorted(set(secret)))
+
+
+def test_a_value_beside_missing_ones_is_not_shown_exactly(broker):
+    """A class of one number and blanks was labelled '8288464, NA': one person's value."""
+    numbers = [str(8_288_464 + 37 * i) for i in range(21)]  # off the grid: no round number
+    frame = pd.DataFrame({"ref_no": numbers + [""] * 5, "diagnosis": (DIAGNOSES * 10)[:26]})
+    answer = broker.send(
+        csv_bytes(frame), quasi_identifiers="ref_no", sensitive="diagnosis", anonymize="auto"
+    )
+    settle(broker, answer, known=["ref_no"], secrets=numbers)
+
+
+def test_mixed_time_zone_offsets_are_decided_not_a_server_error(broker):
+    frame = harmless(60, seed=9)
+    frame["admitted"] = [
+        "2024-03-17T00:00:00+00:00",
+        "2024-03-17T01:00:00+01:00",
+        "2024-03-18T02:00:00+02:00",
+    ] * 20
+    answer = broker.post(csv_bytes(frame), "tz.csv", anonymize="auto")
+    assert answer.status_code == 200, answer.text
