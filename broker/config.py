@@ -39,6 +39,7 @@ class Settings(BaseSettings):
         1 << 30, gt=0, description="Most bytes a dataset may take once decompressed and decoded"
     )
     max_row_groups: int = Field(10_000, gt=0, description="Most row groups in a Parquet file")
+    max_cell_chars: int = Field(10_000, gt=0, description="Longest text value, in characters")
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(

@@ -23,6 +23,7 @@ def read_limits(settings: Settings) -> ReadLimits:
         max_cells=settings.max_cells,
         max_decoded_bytes=settings.max_decoded_bytes,
         max_row_groups=settings.max_row_groups,
+        max_cell_chars=settings.max_cell_chars,
     )
 
 

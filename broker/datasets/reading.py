@@ -85,6 +85,7 @@ class ReadLimits:
     max_cells: int = 20_000_000
     max_decoded_bytes: int = 1 << 30
     max_row_groups: int = 10_000
+    max_cell_chars: int = 10_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,6 +243,7 @@ def _read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
     except pa.ArrowInvalid as error:
         raise DatasetError(f"{label}: {_explain_csv_error(str(error))}") from None
     _check_size(table.num_rows, table.num_columns, label, limits)
+    _check_cells(table, label, limits)
     return Dataset(table.to_pandas(), CSV, delimiter=delimiter)
 
 
@@ -330,6 +332,9 @@ def _read_json(data: bytes, label: str, limits: ReadLimits) -> Dataset:
         frame[name], note = _json_column(name, values, label)
         if note:
             notes.append(note)
+        if frame[name].dtype == object:
+            longest = frame[name].map(lambda v: len(v) if isinstance(v, str) else 0).max()
+            _check_cell_length(name, int(longest or 0), label, limits)
     return Dataset(pd.DataFrame(frame), JSON, notes=tuple(notes))
 
 
@@ -411,6 +416,7 @@ def _read_parquet(data: bytes, label: str, limits: ReadLimits) -> Dataset:
             pieces.append(piece)
         table = pa.concat_tables(pieces) if pieces else schema.empty_table()
         table = _canonical_table(table)
+        _check_cells(table, label, limits)
         frame = table.to_pandas(ignore_metadata=True, types_mapper=_nullable_types.get)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
         message = str(error).splitlines()[0]
@@ -420,6 +426,27 @@ def _read_parquet(data: bytes, label: str, limits: ReadLimits) -> Dataset:
                 frame[name] = frame[name] + 0.0  # -0.0 -> 0.0
         return Dataset(frame, PARQUET, schema=table.schema)
     raise DatasetError(f"{label} is a damaged Parquet file: {message}")
+
+
+def _check_cells(table: pa.Table, label: str, limits: ReadLimits) -> None:
+    """No text cell longer than ``limits.max_cell_chars`` (it would carry a document, not a value,
+    and every value is read whole to find identifiers in it)."""
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            lengths = pc.utf8_length(column)
+        elif pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+            lengths = pc.binary_length(column)
+        else:
+            continue
+        _check_cell_length(name, int(pc.max(lengths).as_py() or 0), label, limits)
+
+
+def _check_cell_length(name: str, longest: int, label: str, limits: ReadLimits) -> None:
+    if longest > limits.max_cell_chars:
+        raise DatasetTooLarge(
+            f"{label}: a value of column {name!r} is {longest:,} characters long; the broker "
+            f"accepts at most {limits.max_cell_chars:,} (send documents by another channel)"
+        )
 
 
 def _too_large(label: str, size: int, limits: ReadLimits) -> DatasetTooLarge:

@@ -9,9 +9,16 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
 - ``direct_identifier``: ``email`` (addresses), ``phone`` (numbers valid for one of the given
   regions, by Google's libphonenumber through ``phonenumbers``, also found inside free text),
   ``national_id`` (numbers that pass a national identifier's checksum, by ``python-stdnum``: the
-  French NIR and tax number, the Kenyan PIN, the Senegalese NINEA), or None. A column is a direct
-  identifier when at least :data:`DIRECT_SHARE` of its sampled distinct values hold one, whatever
-  its name, its counts or its declared role.
+  French NIR and tax number, the Kenyan PIN, the Senegalese NINEA), or None. A column of text or
+  codes is a direct identifier when *one* of its sampled values holds one (a column of plain
+  numbers when :data:`NUMBERS_SHARE` of them do), whatever its name, counts or declared role.
+
+How values are read, so that a hostile sender can neither hide an identifier nor make the work
+explode: every sampled value is read whole (cells are at most ``ReadLimits.max_cell_chars``
+long); one linear pass finds the candidates (tokens with an ``@``; runs of digits and
+separators), and only those go to libphonenumber and the checksums. Up to :data:`SAMPLE` distinct
+values per column are read, all of them when there are fewer, else a random choice the sender
+cannot predict.
 
 Known limit: person names in free text are not detected (no named-entity model ships offline);
 a free-text column of names is caught only by its counts (every value distinct: an identifier).
@@ -20,6 +27,7 @@ a free-text column of names is caught only by its counts (every value distinct: 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,20 +42,29 @@ from stdnum.sn import ninea as sn_ninea
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 EMAIL, PHONE, NATIONAL_ID = "email", "phone", "national_id"
 DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
-DIRECT_SHARE = 0.3
-SAMPLE = 100
+NUMBERS_SHARE = 0.3
+SAMPLE = 1000
+# Digits with separators, 7 to 26 characters: a phone number or an id written with spaces,
+# dots, dashes, slashes, brackets or thin spaces. Bounded, so the scan is linear.
+_NUMBER_RUN = re.compile(r"\+?\d[\d \-./()\u00a0\u2009\u202f\u00b7]{5,24}\d")
+# Number-like runs checked per report (about 100 us each): past it, a column fails closed.
+MAX_CANDIDATES = 50_000
+
+
+class ScanBudget:
+    """Number-like runs a report may still check; shared by its columns."""
+
+    def __init__(self, candidates: int = MAX_CANDIDATES):
+        self.left = candidates
+
 
 # Matched against whole blank-separated tokens of at most 254 characters (an address's limit):
 # searching long text with open-ended quantifiers takes time quadratic in its length.
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,252}\.[A-Za-z]{2,63}")
 _MAX_TOKEN = 254
-# Content is read from the first characters of each sampled value: enough to see an address, a
-# phone number or an id, and a bound on the work a few long cells can cause.
-_MAX_CHARS = 4096
 _DIGITS = re.compile(r"\d")
-_DIGIT_RUN = re.compile(r"\d{8}")
+_MAX_NAME_DIGITS = 6  # in a column name: a year and a month, not a phone number or an id
 _NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
-_MIN_PHONE_DIGITS = 8
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,11 @@ class Content:
     direct_identifier: str | None
 
 
-def content_of(distinct: Sequence, regions: Sequence[str] = DEFAULT_REGIONS) -> Content:
+def content_of(
+    distinct: Sequence,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+) -> Content:
     """Classify a column from (a sample of) its distinct values; missing values are ignored.
 
     Examples
@@ -71,17 +92,20 @@ def content_of(distinct: Sequence, regions: Sequence[str] = DEFAULT_REGIONS) -> 
     present = [v for v in distinct if not _missing(v)]
     if not present:
         return Content(TEXT, None)
-    present = [v[:_MAX_CHARS] if isinstance(v, str) else v for v in present]
     kind = _kind(present)
     text = [v if isinstance(v, str) else str(v) for v in present]
-    return Content(kind, _direct_identifier(text, regions))
+    return Content(kind, _direct_identifier(text, regions, kind, budget or ScanBudget()))
 
 
 def sample_distinct(column: pd.Series, codes: np.ndarray, categories: int) -> list:
-    """Up to :data:`SAMPLE` distinct values of ``column``, spread over its category codes."""
+    """Every distinct value of ``column`` up to :data:`SAMPLE`, else a random choice of them
+    (from the operating system's randomness: a sender cannot place values where it won't look)."""
     some_row = np.empty(categories, dtype=np.int64)
     some_row[codes] = np.arange(len(codes))
-    chosen = np.unique(np.linspace(0, categories - 1, min(categories, SAMPLE)).astype(np.int64))
+    if categories <= SAMPLE:
+        chosen = np.arange(categories)
+    else:
+        chosen = np.random.default_rng(secrets.randbits(64)).choice(categories, SAMPLE, False)
     return column.iloc[some_row[chosen]].tolist()
 
 
@@ -121,41 +145,48 @@ def _dates(series: pd.Series) -> bool:
     return bool(parsed.notna().all())
 
 
-def _direct_identifier(values: list[str], regions: Sequence[str]) -> str | None:
-    needed = DIRECT_SHARE * len(values)
-    if sum(_holds_email(v) for v in values) >= needed:
-        return EMAIL
+def _direct_identifier(
+    values: list[str], regions: Sequence[str], kind: str, budget: ScanBudget
+) -> str | None:
+    needed = NUMBERS_SHARE * len(values) if kind == NUMBER else 1
+    found = {EMAIL: 0, NATIONAL_ID: 0, PHONE: 0}
     validators = [m for r in regions for m in _NATIONAL_IDS.get(r, ())]
-    if validators and sum(any(m.is_valid(v) for m in validators) for v in values) >= needed:
-        return NATIONAL_ID
-    candidates = [v for v in values if len(_DIGITS.findall(v)) >= _MIN_PHONE_DIGITS]
-    if len(candidates) < needed:
-        return None
-    phones = sum(_has_phone(v, regions) for v in candidates)
-    return PHONE if phones >= needed else None
+    for value in values:
+        if _holds_email(value):
+            found[EMAIL] += 1
+        kinds = set()
+        for match in _NUMBER_RUN.finditer(value):
+            budget.left -= 1
+            if budget.left < 0:  # far more number-like runs than a table holds: fail closed
+                return PHONE
+            candidate = match.group()
+            if any(m.is_valid(candidate) for m in validators):
+                kinds.add(NATIONAL_ID)
+            elif _is_phone(candidate, regions):
+                kinds.add(PHONE)
+        for kind_found in kinds:
+            found[kind_found] += 1
+        if any(count >= needed for count in found.values()):
+            return max(found, key=found.get)
+    return None
 
 
 def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
     """What direct identifier one piece of text holds ("an e-mail address", "a phone number",
-    "a national id", "a run of 8 or more digits"), or None. For column names, which cross the
+    "a national id", "more than 6 digits"), or None. For column names, which cross the
     border with the data but are not measured.
 
     Examples
     --------
     >>> identifier_in_text("ref 1850578006084"), identifier_in_text("zip_75001")
-    ('a run of 8 or more digits', None)
+    ('more than 6 digits', None)
     """
-    text = text[:_MAX_CHARS]
     if _holds_email(text):
         return "an e-mail address"
-    if _DIGIT_RUN.search(text):
-        return "a run of 8 or more digits"
-    validators = [m for r in regions for m in _NATIONAL_IDS.get(r, ())]
-    if any(m.is_valid(token) for token in text.split() for m in validators):
-        return "a national id"
-    if len(_DIGITS.findall(text)) >= _MIN_PHONE_DIGITS and _has_phone(text, regions):
-        return "a phone number"
-    return None
+    if len(_DIGITS.findall(text)) > _MAX_NAME_DIGITS:
+        return f"more than {_MAX_NAME_DIGITS} digits"
+    found = _direct_identifier([text], regions, TEXT, ScanBudget())
+    return {NATIONAL_ID: "a national id", PHONE: "a phone number"}.get(found)
 
 
 def _holds_email(text: str) -> bool:
@@ -166,8 +197,13 @@ def _holds_email(text: str) -> bool:
     )
 
 
-def _has_phone(text: str, regions: Sequence[str]) -> bool:
+def _is_phone(candidate: str, regions: Sequence[str]) -> bool:
+    """Whether a short run of digits and separators is a valid number in one of the regions."""
     for region in regions:
-        for _match in phonenumbers.PhoneNumberMatcher(text, region, phonenumbers.Leniency.VALID):
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
             return True
     return False

@@ -29,6 +29,7 @@ from broker.metrics.content import (
     DEFAULT_REGIONS,
     TEXT,
     Content,
+    ScanBudget,
     content_of,
     sample_distinct,
 )
@@ -228,11 +229,13 @@ def analyze(
     table = EncodedTable(frame)
     say("measuring attributes")
     attributes = []
+    scan_budget = ScanBudget()
     for name in table.columns:
         measure = mmaq_of(table, [name])
         risk = qir_risk_percent(measure.categories, measure.rows)
         codes = table.grouping([name])
-        content = content_of(sample_distinct(frame[name], codes.codes, codes.categories), regions)
+        sample = sample_distinct(frame[name], codes.codes, codes.categories)
+        content = content_of(sample, regions, scan_budget)
         sizes = np.bincount(np.minimum(codes.counts(), _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
             AttributeReport(
