@@ -145,8 +145,13 @@ def mondrian(
     sensitive: Sequence[str] = (),
     l: int | None = None,
     max_suppression: float = 0.0,
+    people: Sequence[np.ndarray] = (),
 ) -> MondrianResult:
     """k-anonymize ``frame`` on ``quasi_identifiers`` with strict Mondrian partitioning.
+
+    ``people``: labellings of ``frame``'s rows by person (one code per row each, such as a person
+    key and identical rows); a category is then named in a label only when at least ``k``
+    people hold it, counted by the labelling that sees the fewest.
 
     Parameters
     ----------
@@ -209,7 +214,7 @@ def mondrian(
         sizes = np.bincount(class_ids[kept], minlength=classes)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
         for dimension in dimensions:
-            labels = _class_labels(dimension, dimension.codes[kept_positions], starts, k)
+            labels = _class_labels(dimension, dimension.codes[kept_positions], starts, k, people)
             column = np.empty(len(frame), dtype=object)
             column[kept] = labels[class_ids[kept]]
             out[dimension.name] = pd.Series(column, index=frame.index, dtype=object)
@@ -494,7 +499,11 @@ def _apply_cuts(codes, order, part, sizes, split, cut_dim, cut_at):
 
 
 def _class_labels(
-    dimension: _Dimension, codes: np.ndarray, starts: np.ndarray, k: int
+    dimension: _Dimension,
+    codes: np.ndarray,
+    starts: np.ndarray,
+    k: int,
+    people: Sequence[np.ndarray] = (),
 ) -> np.ndarray:
     """Label of every class from its rows' codes (rows grouped by class, classes from starts).
 
@@ -506,7 +515,7 @@ def _class_labels(
         return _grid_labels(dimension, codes, starts)
     if dimension.kind == DATE:
         return _calendar_labels(dimension, codes, starts)
-    return _set_labels(dimension, codes, starts, k)
+    return _set_labels(dimension, codes, starts, k, people)
 
 
 def _extremes(dimension: _Dimension, codes, starts):
@@ -636,14 +645,29 @@ def _calendar_labels(dimension: _Dimension, codes, starts) -> np.ndarray:
     return _with_missing(labels.astype(object), present, has_missing)
 
 
-def _set_labels(dimension: _Dimension, codes, starts, k: int) -> np.ndarray:
-    """Categories: the sorted set of a class's values, naming only values held by >= k rows.
+def _holders(dimension: _Dimension, people: Sequence[np.ndarray]) -> np.ndarray:
+    """How many rows, or with ``people`` how many people (the fewest any labelling sees), hold
+    each category of the dimension."""
+    counts = np.bincount(dimension.codes, minlength=dimension.card)
+    for labelling in people:
+        _, persons = np.unique(labelling, return_inverse=True)
+        pairs = np.unique(dimension.codes * (persons.max() + 1) + persons)
+        holders = np.bincount(pairs // (persons.max() + 1), minlength=dimension.card)
+        counts = np.minimum(counts, holders)
+    return counts
+
+
+def _set_labels(
+    dimension: _Dimension, codes, starts, k: int, people: Sequence[np.ndarray] = ()
+) -> np.ndarray:
+    """Categories: the sorted set of a class's values, naming only values held by >= k people
+    (rows, without ``people``).
 
     Rarer values (an e-mail, a village of one) show as one ``*``, and a class of more than
     :data:`_SET_LABEL_NAMES` named values as ``*`` alone: a label lists what many rows share,
     never what would single one out.
     """
-    frequency = np.bincount(dimension.codes, minlength=dimension.card)
+    frequency = _holders(dimension, people)
     rare_code = dimension.card
     codes = np.where(frequency[codes] >= k, codes, rare_code)
     card = dimension.card + 1

@@ -79,6 +79,9 @@ class Target:
     max_mmaq_index: dict[str, float] = field(default_factory=dict)
     max_suppression: float = 0.05
     hierarchies: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Who each row of the frame is (labellings, one code per row), so that labels name only
+    # categories that k people hold: a village of one person sent ten times stays unnamed.
+    people: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -380,6 +383,7 @@ def plan_remedy(frame: pd.DataFrame, target: Target, method: str = MONDRIAN) -> 
                 sensitive=step.parameters["sensitive"],
                 l=step.parameters["l"],
                 max_suppression=target.max_suppression,
+                people=target.people,
             )
         except AnonymizationError as error:
             return _failed(str(error), [*steps, step], notes)

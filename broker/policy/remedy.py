@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
@@ -64,6 +65,7 @@ def target_for(
     context: TransferContext,
     max_suppression: float,
     k: int | None = None,
+    people_labellings: tuple[np.ndarray, ...] = (),
 ) -> Target:
     """What the data must meet, as the anonymizer understands it."""
     req = decision.requirements
@@ -109,6 +111,7 @@ def target_for(
         t=req.max_t if diverse else None,
         max_mmaq_index=limits,
         max_suppression=max_suppression,
+        people=people_labellings,
     )
 
 
@@ -137,6 +140,7 @@ def find_remedy(
     in the same people (by default, identical rows of ``frame`` as one person).
     """
     people = people or People.of(frame)
+    labellings = tuple(c for c in (people.rows, people.key) if c is not None)
     k = None
     last_reason = "no remedy tried"
     deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
@@ -148,7 +152,7 @@ def find_remedy(
                 f"(BROKER_REMEDY_SECONDS) after {attempt} attempt(s); the last one failed "
                 f"because {last_reason}: anonymize the data yourself, or send less of it",
             )
-        target = target_for(frame, decision, report, context, max_suppression, k)
+        target = target_for(frame, decision, report, context, max_suppression, k, labellings)
         try:
             remedy = plan_remedy(frame, target)
         except ValueError as error:

@@ -1061,3 +1061,34 @@ def test_identifiers_split_by_separators_in_column_names_are_refused(broker):
         frame[name] = "x"
         answer = broker.post(csv_bytes(frame), "n.csv")
         assert answer.status_code == 422 and "column name" in answer.json()["detail"], name
+
+
+def test_a_village_of_one_person_sent_many_times_is_never_named(broker):
+    """Labels named a category held by k rows, even when they were one declared person's."""
+    r = rng(5)
+    villages = ["Dakar", "Thies", "Mbour", "Kaolack"]
+    frame = pd.DataFrame(
+        {
+            "pid": [f"p{i}" for i in range(120)],
+            "village": [villages[i % 4] for i in range(120)],
+            "sex": r.choice(["F", "M"], 120),
+            "diagnosis": r.choice(DIAGNOSES, 120),
+        }
+    )
+    lonely = pd.DataFrame(
+        {
+            "pid": ["pX"] * 12,
+            "village": ["Ndiass-Keur-Mbaye"] * 12,
+            "sex": ["F"] * 12,
+            "diagnosis": DIAGNOSES[:12] if len(DIAGNOSES) >= 12 else (DIAGNOSES * 12)[:12],
+        }
+    )
+    both = pd.concat([frame, lonely], ignore_index=True)
+    answer = broker.send(
+        csv_bytes(both),
+        quasi_identifiers="village,sex",
+        sensitive="diagnosis",
+        person_key="pid",
+        anonymize="auto",
+    )
+    settle(broker, answer, known=["village", "sex"], secrets=["Ndiass-Keur-Mbaye"])
