@@ -208,3 +208,24 @@ def test_reading_the_written_bytes_gives_back_the_measured_table(rows, data_form
         return  # refused uploads deliver nothing
     again = read_dataset(write_dataset(dataset.frame, dataset), f"x.{data_format}")
     pd.testing.assert_frame_equal(again.frame, dataset.frame)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["tel_77_123_45_67", "nir 1850578-006084-36", "ana@example.org", "S2hhZHkgRGlvcCA3NzEyMzQ1Njc"],
+)
+def test_column_names_that_carry_identifiers_are_refused(name):
+    with pytest.raises(DatasetError, match="column name"):
+        read_dataset(f"age,{name}\n1,2\n".encode(), "a.csv")
+
+
+@pytest.mark.parametrize(
+    "name", ["zip_75001", "patientAgeAtAdmission2024", "numberOfVisitsInYear2023ByType", "ICD10"]
+)
+def test_ordinary_column_names_pass(name):
+    assert list(read_dataset(f"age,{name}\n1,2\n".encode(), "a.csv").frame.columns)[1] == name
+
+
+def test_a_cell_longer_than_the_limit_is_refused():
+    with pytest.raises(DatasetTooLarge, match="a value of column 'note' is 11 characters"):
+        read_dataset(b"note\n" + b"x" * 11 + b"\n", "a.csv", limits=ReadLimits(max_cell_chars=10))

@@ -64,6 +64,7 @@ _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,252}\.[A-Za-z]{2,63}")
 _MAX_TOKEN = 254
 _DIGITS = re.compile(r"\d")
 _MAX_NAME_DIGITS = 6  # in a column name: a year and a month, not a phone number or an id
+_TOKENS = re.compile(r"[A-Za-z0-9+/=]{20,}")
 _NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
 
 
@@ -185,8 +186,25 @@ def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> s
         return "an e-mail address"
     if len(_DIGITS.findall(text)) > _MAX_NAME_DIGITS:
         return f"more than {_MAX_NAME_DIGITS} digits"
+    if any(_encoded(token) for token in _TOKENS.findall(text)):
+        return "encoded data (a long run mixing upper and lower case and digits)"
     found = _direct_identifier([text], regions, TEXT, ScanBudget())
     return {NATIONAL_ID: "a national id", PHONE: "a phone number"}.get(found)
+
+
+def _encoded(token: str) -> bool:
+    """20+ characters in both cases with a digit, where at least 5 capitals do not begin a word
+    (are not followed by two small letters): base64, not camelCase (``numberOfVisits2023``)."""
+    if not (any(c.islower() for c in token) and any(c.isdigit() for c in token)):
+        return False
+    irregular = sum(
+        not _word_start(token[i + 1 : i + 3]) for i, c in enumerate(token) if c.isupper()
+    )
+    return irregular >= 5
+
+
+def _word_start(following: str) -> bool:
+    return len(following) == 2 and following.isalpha() and following.islower()
 
 
 def _holds_email(text: str) -> bool:
