@@ -2,10 +2,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from broker.deps import AdminOnly, CurrentCaller, SessionDep, SettingsDep
+from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
 from broker.errors import Forbidden, responses
 from broker.members import service
-from broker.members.models import ACTIVE, SUSPENDED
+from broker.members.models import ACTIVE, SUSPENDED, Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
 
 router = APIRouter(prefix="/v1/members", tags=["Members"])
@@ -40,13 +40,19 @@ def register(
     responses=responses(401, 403),
     summary="Service discovery: every member cloud",
 )
-def list_members(session: SessionDep, _: CurrentCaller) -> list[MemberRead]:
-    return [MemberRead.model_validate(m) for m in service.list_members(session)]
+def list_members(session: SessionDep, caller: CurrentCaller) -> list[MemberRead]:
+    return [_read(m, caller) for m in service.list_members(session)]
 
 
 @router.get("/{member_id}", response_model=MemberRead, responses=responses(401, 403, 404, 422))
-def get_member(member_id: MemberId, session: SessionDep, _: CurrentCaller) -> MemberRead:
-    return MemberRead.model_validate(service.get(session, member_id))
+def get_member(member_id: MemberId, session: SessionDep, caller: CurrentCaller) -> MemberRead:
+    return _read(service.get(session, member_id), caller)
+
+
+def _read(member: Member, caller: Caller) -> MemberRead:
+    """Members see each other without their inbox URLs (the broker's delivery addresses)."""
+    read = MemberRead.model_validate(member)
+    return read if caller.is_admin else read.model_copy(update={"inbox_url": None})
 
 
 @router.post(

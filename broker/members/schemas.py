@@ -29,7 +29,9 @@ class MemberRead(BaseModel):
     id: str
     name: str
     jurisdiction: str
-    inbox_url: str
+    inbox_url: str | None = Field(
+        description="Where the broker delivers; shown to admins only (None for members)"
+    )
     status: str = Field(description="`active` or `suspended`")
     created_at: datetime
 

@@ -46,3 +46,11 @@ def test_only_admins_register_or_suspend(federation):
         federation.client.post("/v1/members/fr-research/suspend", headers=member).status_code == 403
     )
     assert federation.client.post("/v1/members/nobody/suspend", headers=ADMIN).status_code == 404
+
+
+def test_members_see_each_other_without_inbox_urls(federation, client):
+    """Service discovery is ids, names, jurisdictions and status; inbox URLs are the broker's."""
+    as_member = client.get("/v1/members", headers=bearer(federation.keys["sn-hospital"])).json()
+    assert as_member and all(m["inbox_url"] is None for m in as_member)
+    as_admin = client.get("/v1/members", headers=ADMIN).json()
+    assert all(m["inbox_url"] for m in as_admin)
