@@ -34,7 +34,14 @@ from broker.metrics.content import (
     sample_distinct,
 )
 from broker.metrics.encoding import EncodedTable, Grouping, check_columns
-from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts, mmaq_of
+from broker.metrics.mmaq import (
+    ANONYMOUS,
+    IDENTIFIER,
+    QUASI_IDENTIFIER,
+    MmaqMeasure,
+    mmaq_from_counts,
+    mmaq_of,
+)
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
@@ -170,6 +177,26 @@ class People:
                 compact, uniques = pd.factorize(codes[positions])
                 found.append(Grouping(compact.astype(np.int64), len(uniques)))
         return found
+
+
+def attribute_classes(frame: pd.DataFrame) -> dict[str, str]:
+    """Each column's Mmaq class from its number of categories alone (SPEC section 2: one
+    category is anonymous, one per row an identifier, anything between a quasi-identifier).
+
+    The cheap first look that decides which attributes the full report treats as
+    quasi-identifiers, without the report's value reading and row hashing.
+    """
+    table = EncodedTable(frame)
+    classes = {}
+    for name in table.columns:
+        categories = table.grouping([name]).categories
+        if categories == table.rows:
+            classes[name] = IDENTIFIER
+        elif categories == 1:
+            classes[name] = ANONYMOUS
+        else:
+            classes[name] = QUASI_IDENTIFIER
+    return classes
 
 
 def analyze(

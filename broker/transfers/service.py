@@ -31,7 +31,7 @@ from broker.errors import IdempotencyKeyReused, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE, Member
 from broker.metrics.mmaq import QUASI_IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze
+from broker.metrics.report import AnalysisReport, People, analyze, attribute_classes
 from broker.policies import service as policies
 from broker.policy.evaluate import (
     ANONYMIZATION_REQUIRED,
@@ -78,13 +78,10 @@ def measure(
     their own rule and anonymous attributes separate no one, so nothing escapes the k, l and t
     rules by being left undeclared.
     """
-    first = analyze(frame, max_combination_size=0)
     added = tuple(
-        a.name
-        for a in first.attributes
-        if a.measure.attribute_class == QUASI_IDENTIFIER
-        and a.name not in sensitive
-        and a.name not in declared
+        name
+        for name, attribute_class in attribute_classes(frame).items()
+        if attribute_class == QUASI_IDENTIFIER and name not in sensitive and name not in declared
     )
     quasi_identifiers = declared + added
     report = analyze(frame, quasi_identifiers, sensitive, people=people)

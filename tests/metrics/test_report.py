@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from broker.metrics.report import analyze
+from broker.metrics.report import analyze, attribute_classes
 from broker.metrics.risk import QirThresholds, qir_class
 
 ATTRIBUTE_KEYS = {
@@ -160,3 +160,16 @@ def test_a_small_table_is_searched_in_full():
     search = analyze(frame, max_combination_size=3).combination_search
     assert search.complete and search.note is None
     assert [c.attributes for c in analyze(frame).combinations] == [("a", "b", "c")]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pd.DataFrame({"one": ["x"] * 4, "all": list("abcd"), "some": list("aabc")}),
+        pd.DataFrame({"single_row": ["x"]}),
+        pd.DataFrame({"missing": [None, None, "a"], "blank": ["", "", ""]}),
+    ],
+)
+def test_the_cheap_classes_are_the_reports_classes(frame):
+    full = {a.name: a.measure.attribute_class for a in analyze(frame).attributes}
+    assert attribute_classes(frame) == full
