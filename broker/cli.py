@@ -398,10 +398,11 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from broker.db import make_engine
-    from broker.delivery.signing import KeyRing, SignatureError
+    from broker.delivery.keyring import KeyRing
     from broker.main import create_app
     from broker.policies.seed import load_records
     from broker.requests_log import configure_logging
+    from broker.wire.signing import SignatureError
 
     settings = _settings(host=args.host, port=args.port)
     if settings.admin_token is None:
@@ -486,7 +487,7 @@ def _audit_check(args: argparse.Namespace) -> int:
 
 
 def _keys_generate(args: argparse.Namespace) -> int:
-    from broker.delivery.signing import generate
+    from broker.delivery.keyring import generate
 
     folder = Path(args.folder) if args.folder else _settings().signing_key_dir
     try:

@@ -32,8 +32,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 
-from broker import problems
-from broker.problems import PROBLEM_MEDIA_TYPE, Problem, responses
+from broker.wire import problems
+from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, responses
 
 __all__ = [
     "MAX_INT32",

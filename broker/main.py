@@ -16,8 +16,8 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.config import Settings, get_settings
 from broker.db import make_engine, make_sessionmaker, startup_lock, upgrade
+from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
-from broker.delivery.signing import KeyRing
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.health import router as health_router

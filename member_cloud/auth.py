@@ -27,7 +27,7 @@ from fastapi import Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from broker.problems import problem
+from broker.wire.problems import problem
 
 bearer = HTTPBearer(
     auto_error=False,

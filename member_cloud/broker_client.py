@@ -36,7 +36,8 @@ from urllib.parse import quote
 
 import httpx
 
-from broker.delivery.signing import KEYS_PATH
+from broker.wire.headers import IDEMPOTENCY_KEY
+from broker.wire.signing import KEYS_PATH
 
 USER_AGENT = "fedbroker-member-cloud/0.1"
 
@@ -209,7 +210,7 @@ class BrokerClient:
             form["quasi_identifiers"] = qi
         if (sens := _columns(sensitive)) is not None:
             form["sensitive"] = sens
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
         file = (filename, data, content_type or "application/octet-stream")
         return self._request(
             "POST", "/v1/transfers", data=form, files={"file": file}, headers=headers

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from broker.delivery.signing import UnknownKey, public_keys, verify
+from broker.wire.signing import UnknownKey, public_keys, verify
 from member_cloud.storage import atomic_write
 
 log = logging.getLogger("member_cloud")

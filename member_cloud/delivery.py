@@ -1,24 +1,11 @@
 """Accept a delivery from the broker: check that the broker signed it, then store it once.
 
-The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with these headers:
-
-===========================  ===============================================================
-``X-Fedbroker-Timestamp``    unix seconds when the broker signed
-``X-Fedbroker-Transfer``     transfer id (also ``Idempotency-Key``)
-``X-Fedbroker-Source``       source member id
-``X-Fedbroker-Purpose``      purpose of the transfer, percent-encoded UTF-8
-``X-Fedbroker-Decision``     the decision's status, e.g. ``approved``
-``X-Fedbroker-Filename``     the broker's name for the file (``transfer-<id>.csv``)
-``X-Fedbroker-Sha256``       hex SHA-256 of the body
-``X-Fedbroker-Anonymized``   ``true`` or ``false``
-``Content-Type``             the payload's media type
-``X-Fedbroker-Signature``    ``v3=<key id>:<base64url Ed25519 signature>``
-===========================  ===============================================================
-
-The signature is the broker's (Ed25519, see :mod:`broker.delivery.signing`, the wire contract
-shared by both services) over the nine headers above from the timestamp to ``Content-Type``, in
-that order, each followed by ``"\n"``, then the raw body; the broker's public keys are pinned by
-:mod:`member_cloud.broker_keys`. Nobody who merely reads the broker's database can sign.
+The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with the headers that
+:mod:`broker.wire.headers` lists (transfer id, source, purpose, decision, file name, checksum,
+anonymized, timestamp, signature). The signature is the broker's (Ed25519 over the signed headers
+and the body, :mod:`broker.wire.signing`, the wire contract shared by both services); the
+broker's public keys are pinned by :mod:`member_cloud.broker_keys`. Nobody who merely reads the
+broker's database can sign.
 
 A missing or wrong signature, or a timestamp further than the tolerance from our clock, is 401;
 a body that does not match its checksum is 400. Purpose and file name are stored decoded.
@@ -34,7 +21,8 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
 
-from broker.delivery.signing import SIGNED_HEADERS, SignatureError
+from broker.wire import headers as h
+from broker.wire.signing import SIGNED_HEADERS, SignatureError
 from member_cloud.broker_keys import BrokerKeys
 from member_cloud.errors import BadRequest, ChecksumMismatch, NotAuthenticated
 from member_cloud.storage import Delivery, Inbox, check_name
@@ -82,19 +70,19 @@ def verify_signature(
     """Check the signature and the timestamp; returns the transfer id."""
     if not headers.x_fedbroker_signature or not headers.x_fedbroker_timestamp:
         raise NotAuthenticated(
-            "A delivery must carry X-Fedbroker-Timestamp and X-Fedbroker-Signature: "
+            f"A delivery must carry {h.TIMESTAMP} and {h.SIGNATURE}: "
             "only the broker may post to this inbox"
         )
     transfer_id = headers.x_fedbroker_transfer
     if not transfer_id:
-        raise BadRequest("X-Fedbroker-Transfer is missing")
+        raise BadRequest(f"{h.TRANSFER} is missing")
     if not re.fullmatch(r"[0-9]{1,12}", headers.x_fedbroker_timestamp):
-        raise NotAuthenticated("X-Fedbroker-Timestamp is not a whole number of seconds")
+        raise NotAuthenticated(f"{h.TIMESTAMP} is not a whole number of seconds")
     timestamp = int(headers.x_fedbroker_timestamp)
     skew = abs((time.time() if now is None else now) - timestamp)
     if skew > tolerance_seconds:
         raise NotAuthenticated(
-            f"X-Fedbroker-Timestamp is {skew:.0f} s away from this member's clock "
+            f"{h.TIMESTAMP} is {skew:.0f} s away from this member's clock "
             f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
         )
     try:
@@ -116,24 +104,24 @@ def accept(
     transfer_id = verify_signature(keys, headers, body, tolerance_seconds, now)
     check_name(transfer_id, "Transfer id")
     if headers.idempotency_key and headers.idempotency_key != transfer_id:
-        raise BadRequest("Idempotency-Key differs from X-Fedbroker-Transfer")
+        raise BadRequest(f"{h.IDEMPOTENCY_KEY} differs from {h.TRANSFER}")
     required = {
-        "X-Fedbroker-Source": headers.x_fedbroker_source,
-        "X-Fedbroker-Purpose": headers.x_fedbroker_purpose,
-        "X-Fedbroker-Decision": headers.x_fedbroker_decision,
-        "X-Fedbroker-Sha256": headers.x_fedbroker_sha256,
-        "X-Fedbroker-Anonymized": headers.x_fedbroker_anonymized,
+        h.SOURCE: headers.x_fedbroker_source,
+        h.PURPOSE: headers.x_fedbroker_purpose,
+        h.DECISION: headers.x_fedbroker_decision,
+        h.SHA256: headers.x_fedbroker_sha256,
+        h.ANONYMIZED: headers.x_fedbroker_anonymized,
     }
     if missing := [name for name, value in required.items() if not value]:
         raise BadRequest(f"Missing header(s): {', '.join(missing)}")
     anonymized = (headers.x_fedbroker_anonymized or "").lower()
     if anonymized not in ("true", "false"):
-        raise BadRequest("X-Fedbroker-Anonymized must be 'true' or 'false'")
+        raise BadRequest(f"{h.ANONYMIZED} must be 'true' or 'false'")
     declared = (headers.x_fedbroker_sha256 or "").lower()
     actual = hashlib.sha256(body).hexdigest()
     if not hmac.compare_digest(declared.encode(), actual.encode()):
         raise ChecksumMismatch(
-            f"X-Fedbroker-Sha256 says {declared} but the {len(body):,}-byte body hashes to {actual}"
+            f"{h.SHA256} says {declared} but the {len(body):,}-byte body hashes to {actual}"
         )
     delivery = Delivery(
         transfer_id=transfer_id,

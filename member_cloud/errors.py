@@ -25,9 +25,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp
 
-# The problem+json machinery is shared with the broker; it holds no broker logic.
-from broker import problems
-from broker.problems import PROBLEM_MEDIA_TYPE, responses
+# The problem+json machinery is the federation's wire contract, shared with the broker.
+from broker.wire import problems
+from broker.wire.problems import PROBLEM_MEDIA_TYPE, responses
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "install_handlers", "responses"]
 

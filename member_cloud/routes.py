@@ -12,6 +12,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
+from broker.wire import headers as h
+from broker.wire.signing import KEYS_PATH, SCHEME
 from member_cloud import delivery
 from member_cloud.broker_client import BrokerClient, BrokerError, BrokerUnavailable
 from member_cloud.broker_keys import BrokerKeys
@@ -202,7 +204,8 @@ transfers = APIRouter(prefix="/transfers", tags=["Transfers"])
     "with its status and problem+json body; an unknown local dataset is 404; a broker that "
     "does not answer is 502.\n\n"
     "Without `idempotency_key` (and unless `dry_run`), this member cloud makes one (a UUID) "
-    "and sends it to the broker. The key sent is in the `Idempotency-Key` answer header; after "
+    "and sends it to the broker. The key sent is in the "
+    f"`{h.IDEMPOTENCY_KEY}` answer header; after "
     "a 502 the broker may have recorded the transfer: sending the same request again with "
     "that key as `idempotency_key` replays the broker's decision instead of making a second "
     "transfer.",
@@ -210,7 +213,7 @@ transfers = APIRouter(prefix="/transfers", tags=["Transfers"])
 def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep) -> JSONResponse:
     # A dry run records nothing at the broker (which ignores the key then): nothing to protect.
     key = body.idempotency_key or (None if body.dry_run else str(uuid.uuid4()))
-    headers = {"Idempotency-Key": key} if key else {}
+    headers = {h.IDEMPOTENCY_KEY: key} if key else {}
     try:
         with store.open(body.dataset) as data:
             answer = broker.send_transfer(
@@ -261,12 +264,12 @@ deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
     },
     summary="Delivery of an approved transfer (the broker only, signed)",
     description="The body is the dataset's bytes. The broker signs each delivery "
-    "(`X-Fedbroker-Signature: v3=<key id>:<signature>`, Ed25519 over the `X-Fedbroker-*` "
-    "headers and `Content-Type`, one per line, then the body, by the keys the broker publishes "
-    "at `/.well-known/fedbroker-keys.json`), instead of the local token; a missing or wrong "
+    f"(`{h.SIGNATURE}: {SCHEME}=<key id>:<signature>`, Ed25519 over the `X-Fedbroker-*` "
+    f"headers and `{h.CONTENT_TYPE}`, one per line, then the body, by the keys the broker "
+    f"publishes at `{KEYS_PATH}`), instead of the local token; a missing or wrong "
     "signature, or a timestamp more than the tolerance (300 s by "
-    "default) away, is 401; a body that does not match `X-Fedbroker-Sha256` is 400. "
-    "`X-Fedbroker-Purpose` and `X-Fedbroker-Filename` are percent-encoded UTF-8; they are "
+    f"default) away, is 401; a body that does not match `{h.SHA256}` is 400. "
+    f"`{h.PURPOSE}` and `{h.FILENAME}` are percent-encoded UTF-8; they are "
     "stored decoded. The first delivery of a transfer answers 201 `received`; "
     "the same one again answers 200 `already_received` and stores nothing; the same transfer "
     "id with other bytes is 409.",

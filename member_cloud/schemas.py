@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from broker.wire.headers import IDEMPOTENCY_KEY
+
 
 class MemberInfo(BaseModel):
     id: str = Field(examples=["sn-hospital"])
@@ -50,7 +52,7 @@ class TransferCreate(BaseModel):
         max_length=200,
         description="Sending the same request again with the same key replays the first "
         "decision. Without one (and unless dry_run), the member cloud makes one (a UUID); the "
-        "key sent is in the answer's Idempotency-Key header",
+        f"key sent is in the answer's {IDEMPOTENCY_KEY} header",
     )
 
 

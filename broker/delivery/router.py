@@ -1,6 +1,7 @@
 from fastapi import APIRouter, Request
 
-from broker.delivery.signing import KEYS_PATH
+from broker.wire.headers import SIGNATURE
+from broker.wire.signing import KEYS_PATH, SCHEME
 
 router = APIRouter(tags=["Delivery"])
 
@@ -8,7 +9,7 @@ router = APIRouter(tags=["Delivery"])
 @router.get(
     KEYS_PATH,
     summary="The broker's public delivery signing keys (JSON Web Key Set, Ed25519)",
-    description="Member clouds verify `X-Fedbroker-Signature: v3=<kid>:<signature>` with these "
+    description=f"Member clouds verify `{SIGNATURE}: {SCHEME}=<kid>:<signature>` with these "
     "keys (RFC 7517 and RFC 8037; `kid` is the RFC 7638 thumbprint). During a key change two "
     "keys are listed; a member that meets an unknown `kid` fetches this set again. No "
     "authentication: the keys are public.",

@@ -34,12 +34,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.audit import service as audit
 from broker.config import Settings
 from broker.delivery import repository
+from broker.delivery.keyring import KeyRing
 from broker.delivery.repository import DELIVERED, FAILED
-from broker.delivery.signing import KeyRing
 from broker.errors import Conflict, NotFound
 from broker.members import repository as members
 from broker.members.models import ACTIVE
 from broker.transfers import repository as transfers
+from broker.wire import headers as h
 
 if TYPE_CHECKING:  # the caller type only: this module does not depend on the web layer
     from broker.deps import Caller
@@ -217,19 +218,19 @@ def _headers(transfer, payload: bytes, payload_type: str, keyring: KeyRing) -> d
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
     headers = {
-        "Content-Type": payload_type,
-        "Idempotency-Key": transfer.id,
-        "X-Fedbroker-Timestamp": str(int(time.time())),
-        "X-Fedbroker-Transfer": transfer.id,
-        "X-Fedbroker-Source": transfer.source_id,
+        h.CONTENT_TYPE: payload_type,
+        h.IDEMPOTENCY_KEY: transfer.id,
+        h.TIMESTAMP: str(int(time.time())),
+        h.TRANSFER: transfer.id,
+        h.SOURCE: transfer.source_id,
         # Percent-encoded: header values are ASCII, purposes and file names need not be.
-        "X-Fedbroker-Purpose": quote(transfer.purpose, safe=""),
-        "X-Fedbroker-Decision": transfer.status,
-        "X-Fedbroker-Filename": quote(filename, safe=""),
-        "X-Fedbroker-Sha256": hashlib.sha256(payload).hexdigest(),
-        "X-Fedbroker-Anonymized": "true" if dataset.get("anonymized") else "false",
+        h.PURPOSE: quote(transfer.purpose, safe=""),
+        h.DECISION: transfer.status,
+        h.FILENAME: quote(filename, safe=""),
+        h.SHA256: hashlib.sha256(payload).hexdigest(),
+        h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
     }
-    headers["X-Fedbroker-Signature"] = keyring.sign(headers, payload)
+    headers[h.SIGNATURE] = keyring.sign(headers, payload)
     return headers
 
 

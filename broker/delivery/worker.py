@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from broker.config import Settings
 from broker.delivery import service
-from broker.delivery.signing import KeyRing
+from broker.delivery.keyring import KeyRing
 from broker.monitoring import Monitoring
 
 log = logging.getLogger("broker.delivery")

@@ -10,6 +10,7 @@ from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
 from broker.uploads import Upload
+from broker.wire.headers import IDEMPOTENCY_KEY
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
@@ -87,7 +88,7 @@ def _destination_view(transfer: Transfer) -> TransferRead:
     "destination's import rules, and answers with its decision: `approved` (the data is "
     "delivered to the destination's inbox), `anonymization_required` (with the failing rules "
     "and a remedy) or `rejected`. A policy that says no is a 200 answer, not an error. "
-    "`Idempotency-Key`: the same key with the same request replays the first answer; with "
+    f"`{IDEMPOTENCY_KEY}`: the same key with the same request replays the first answer; with "
     "another request it is refused (409).",
 )
 def create_transfer(

@@ -23,7 +23,7 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
-from broker.delivery.signing import KeyRing
+from broker.delivery.keyring import KeyRing
 from broker.delivery.worker import DeliveryWorker
 from broker.deps import MEMBER, Caller
 from broker.members import service as members

@@ -8,15 +8,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from broker.cli import main
-from broker.delivery.signing import (
-    KeyRing,
-    SignatureError,
-    UnknownKey,
-    generate,
-    key_id,
-    public_keys,
-    verify,
-)
+from broker.delivery.keyring import KeyRing, generate
+from broker.wire.signing import SignatureError, UnknownKey, key_id, public_keys, verify
 
 HEADERS = {"X-Fedbroker-Transfer": "t-1", "Content-Type": "text/csv", "X-Fedbroker-Sha256": "ab"}
 

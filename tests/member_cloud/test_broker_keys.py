@@ -2,7 +2,8 @@
 
 import pytest
 
-from broker.delivery.signing import KeyRing, SignatureError, UnknownKey, generate
+from broker.delivery.keyring import KeyRing, generate
+from broker.wire.signing import SignatureError, UnknownKey
 from member_cloud import broker_keys
 from member_cloud.broker_keys import BrokerKeys
 

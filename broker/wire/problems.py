@@ -3,7 +3,8 @@
 Shared by the broker and the member clouds (it knows nothing of either): each service keeps its
 own exception tree, whose classes carry ``type``, ``title``, ``status`` and ``detail``, and
 calls :func:`install` with it. The framework's own errors (404, 405, validation, body size)
-are answered in the same shape.
+are answered in the same shape. Every body names its request (``request_id``, from
+:mod:`broker.wire.request_id`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from broker import requests_log
+from broker.wire.headers import REQUEST_ID
+from broker.wire.request_id import RequestIdMiddleware
+from broker.wire.request_id import current as current_request_id
 
 log = logging.getLogger("fedbroker.problems")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -53,7 +56,7 @@ class Problem(BaseModel):
         None, description="Field-level errors, where the problem is about several fields"
     )
     request_id: str | None = Field(
-        None, description="The X-Request-ID of the request: quote it, the logs carry it too"
+        None, description=f"The {REQUEST_ID} of the request: quote it, the logs carry it too"
     )
 
 
@@ -87,7 +90,7 @@ def problem(
     }
     if errors:
         body["errors"] = errors
-    if request_id := requests_log.current.get():
+    if request_id := current_request_id.get():
         body["request_id"] = request_id
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
@@ -141,7 +144,7 @@ def install(
 
     def outermost() -> ASGIApp:
         stack = DeclaredOversizeAsProblem(build_stack(), limit, service)
-        return requests_log.RequestIdMiddleware(wrap(stack) if wrap else stack)
+        return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
 
