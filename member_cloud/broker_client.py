@@ -3,7 +3,7 @@
 It is the only module of the member cloud that talks to the broker, and the client your own
 scripts can import::
 
-    from member_cloud.broker_client import BrokerClient, BrokerError
+    from member_cloud.broker_client import BrokerClient, BrokerAnsweredError
 
     with BrokerClient("http://127.0.0.1:8000", token="<member API key>") as broker:
         with open("patients.csv", "rb") as f:
@@ -14,7 +14,7 @@ scripts can import::
         print(decision["status"])          # approved, anonymization_required or rejected
         try:
             broker.get_transfer("no-such-id")
-        except BrokerError as error:
+        except BrokerAnsweredError as error:
             print(error.status, error.detail)   # 404 and the broker's explanation
 
 Answers are the broker's JSON as plain ``dict`` and ``list`` values (see the broker's OpenAPI
@@ -23,7 +23,7 @@ document at ``/openapi.json`` for their fields). A policy that says no is an ans
 Exception tree::
 
     BrokerClientError
-    ├── BrokerError          the broker answered with an error status; carries its problem+json
+    ├── BrokerAnsweredError  the broker answered with an error status; carries its problem+json
     └── BrokerUnavailable    no answer: connection refused, DNS failure, timeout, ...
 """
 
@@ -46,7 +46,7 @@ class BrokerClientError(Exception):
     """Base of every error this client raises."""
 
 
-class BrokerError(BrokerClientError):
+class BrokerAnsweredError(BrokerClientError):
     """The broker answered with an error status (4xx, 5xx).
 
     ``problem`` is the RFC 9457 body the broker sent (or one built from a non-JSON answer);
@@ -147,7 +147,7 @@ class BrokerClient:
     ) -> dict[str, Any]:
         """Register a member cloud (admin token). The answer holds ``api_key``, shown once.
 
-        An existing id raises ``BrokerError`` with status 409.
+        An existing id raises ``BrokerAnsweredError`` with status 409.
         """
         body = {"id": id, "name": name, "jurisdiction": jurisdiction, "inbox_url": inbox_url}
         return self._request("POST", "/v1/members", json=body)
@@ -287,11 +287,11 @@ class BrokerClient:
                 self.base_url, f"{type(error).__name__}: {error}".rstrip(": ")
             ) from error
         if response.is_error:
-            raise BrokerError(response.status_code, _problem_of(response))
+            raise BrokerAnsweredError(response.status_code, _problem_of(response))
         try:
             return response.json()
         except ValueError as error:
-            raise BrokerError(
+            raise BrokerAnsweredError(
                 502,
                 {
                     "type": "about:blank",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from member_cloud.broker_client import BrokerClient, BrokerError, BrokerUnavailable
+from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
 from member_cloud.config import MemberSettings
 from member_cloud.storage import atomic_write
 
@@ -82,7 +82,7 @@ def register(settings: MemberSettings) -> str:
             )
         except BrokerUnavailable as error:
             raise StartupError(f"cannot register {settings.id!r}: {error}") from None
-        except BrokerError as error:
+        except BrokerAnsweredError as error:
             raise StartupError(_registration_refused(settings, error)) from None
     api_key = member["api_key"]
     write_key_file(settings, api_key)
@@ -97,7 +97,7 @@ def register(settings: MemberSettings) -> str:
     return api_key
 
 
-def _registration_refused(settings: MemberSettings, error: BrokerError) -> str:
+def _registration_refused(settings: MemberSettings, error: BrokerAnsweredError) -> str:
     if error.status == 409:
         return (
             f"member {settings.id!r} is already registered at the broker "
@@ -115,7 +115,7 @@ def _stored_key_accepted(settings: MemberSettings, api_key: str) -> bool:
         except BrokerUnavailable as error:
             log.warning("%s; using the key in %s unchecked", error, settings.api_key_file)
             return True
-        except BrokerError as error:
+        except BrokerAnsweredError as error:
             if error.status == 401:
                 return False
             if error.status == 403:
@@ -183,12 +183,12 @@ def _retrying(settings: MemberSettings, call: Callable[[], T]) -> T:
     for attempt in range(1, settings.start_attempts + 1):
         try:
             return call()
-        except (BrokerUnavailable, BrokerError) as error:
+        except (BrokerUnavailable, BrokerAnsweredError) as error:
             retry = isinstance(error, BrokerUnavailable) or error.status in RETRY_STATUSES
             if not retry:
                 raise
             if attempt == settings.start_attempts:
-                if isinstance(error, BrokerError):
+                if isinstance(error, BrokerAnsweredError):
                     raise StartupError(
                         f"the broker at {settings.broker_base_url} is not ready after "
                         f"{attempt} tries ({error.status}): {error.detail}"

@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from broker.wire import headers as h
 from broker.wire.signing import KEYS_PATH, SCHEME
 from member_cloud import delivery
-from member_cloud.broker_client import BrokerClient, BrokerError, BrokerUnavailable
+from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
 from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.delivery import DeliveryHeaders
@@ -228,7 +228,7 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
                 idempotency_key=key,
                 content_type=media_type(body.dataset),
             )
-    except BrokerError as error:
+    except BrokerAnsweredError as error:
         return JSONResponse(
             error.problem,
             status_code=error.status,

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from member_cloud.broker_client import (
+    BrokerAnsweredError,
     BrokerClient,
     BrokerClientError,
-    BrokerError,
     BrokerUnavailable,
 )
 from tests.member_cloud.conftest import ADMIN_TOKEN, FIXTURES, closed_port, unique_id
@@ -37,7 +37,7 @@ def test_a_problem_answer_becomes_a_broker_error_with_its_fields():
             422, content=json.dumps(problem), headers={"Content-Type": "application/problem+json"}
         )
 
-    with mock(handler) as broker, pytest.raises(BrokerError) as caught:
+    with mock(handler) as broker, pytest.raises(BrokerAnsweredError) as caught:
         broker.send_transfer(b"a\n1\n", "a.csv", "fr-research", "research")
 
     error = caught.value
@@ -56,7 +56,7 @@ def test_an_error_without_json_still_carries_a_problem():
     def handler(request):
         return httpx.Response(502, text="<html>Bad gateway</html>")
 
-    with mock(handler) as broker, pytest.raises(BrokerError) as caught:
+    with mock(handler) as broker, pytest.raises(BrokerAnsweredError) as caught:
         broker.list_members()
 
     assert caught.value.status == 502
@@ -71,7 +71,7 @@ def test_a_connection_error_is_broker_unavailable():
         broker.list_members()
 
     assert isinstance(caught.value, BrokerClientError)
-    assert not isinstance(caught.value, BrokerError)
+    assert not isinstance(caught.value, BrokerAnsweredError)
     assert caught.value.base_url == url
     assert caught.value.timed_out is False
     assert url in str(caught.value)
@@ -146,7 +146,7 @@ def test_the_typed_methods_against_a_real_broker(broker):
     with BrokerClient(broker.url, ADMIN_TOKEN) as admin:
         created = admin.register_member(source, "Source", "SN", "http://127.0.0.1:9/inbox")
         admin.register_member(destination, "Destination", "FR", "http://127.0.0.1:9/inbox")
-        with pytest.raises(BrokerError) as again:
+        with pytest.raises(BrokerAnsweredError) as again:
             admin.register_member(source, "Source", "SN", "http://127.0.0.1:9/inbox")
         assert again.value.status == 409
     assert created["id"] == source
@@ -175,18 +175,21 @@ def test_the_typed_methods_against_a_real_broker(broker):
         report = member.analyze(CSV, "patients.csv", quasi_identifiers=["Age", "Gender"])
         assert report["rows"] == 9
 
-        with pytest.raises(BrokerError) as missing:
+        with pytest.raises(BrokerAnsweredError) as missing:
             member.get_transfer("00000000-0000-0000-0000-000000000000")
         assert missing.value.status == 404
 
-    with BrokerClient(broker.url, "not-a-key") as stranger, pytest.raises(BrokerError) as denied:
+    with (
+        BrokerClient(broker.url, "not-a-key") as stranger,
+        pytest.raises(BrokerAnsweredError) as denied,
+    ):
         stranger.list_members()
     assert denied.value.status == 401
     assert denied.value.type == "urn:fedbroker:problem:not-authenticated"
 
 
 def test_the_client_rotates_a_key_and_an_admin_revokes(broker, admin):
-    from member_cloud.broker_client import BrokerClient, BrokerError
+    from member_cloud.broker_client import BrokerAnsweredError, BrokerClient
 
     member_id = unique_id("sn-keys")
     created = admin.post(
@@ -205,7 +208,7 @@ def test_the_client_rotates_a_key_and_an_admin_revokes(broker, admin):
         assert as_admin.revoke_api_keys(member_id)["id"] == member_id
     with (
         BrokerClient(broker.url, rotated["api_key"]) as client,
-        pytest.raises(BrokerError) as error,
+        pytest.raises(BrokerAnsweredError) as error,
     ):
         client.get_member(member_id)
     assert error.value.status == 401
