@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One image for the broker, the member clouds and the scenario runner (different commands).
+# One image for the broker, the member clouds and the demo's scenario runner (different commands).
 
 FROM python:3.11-slim AS build
 WORKDIR /src
@@ -8,6 +8,7 @@ ENV PATH=/opt/venv/bin:$PATH
 COPY pyproject.toml README.md ./
 COPY broker ./broker
 COPY member_cloud ./member_cloud
+COPY demo ./demo
 RUN pip install --no-cache-dir .
 
 FROM python:3.11-slim AS runtime

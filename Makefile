@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m member_cloud.federation $(DEMO_ARGS)
+	$(PY) -m demo $(DEMO_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,7 +1,7 @@
 """docker-compose.yml and the Dockerfile, checked without a Docker engine.
 
 Every command, module and environment variable they name must exist in the code, and the local
-demo (member_cloud/federation.py) must use the same commands and variables.
+demo (demo/federation.py) must use the same commands and variables.
 """
 
 import importlib.util
@@ -22,8 +22,8 @@ from tests.conftest import REPO, postgres_database
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 DOCKERFILE = (REPO / "Dockerfile").read_text()
-DEMO = (REPO / "member_cloud" / "federation.py").read_text()
-SCENARIO = (REPO / "member_cloud" / "scenario.py").read_text()
+DEMO = (REPO / "demo" / "federation.py").read_text()
+SCENARIO = (REPO / "demo" / "scenario.py").read_text()
 # Only inside containers: where others reach a member, and migrations run by the migrate service.
 CONTAINER_ONLY = {"MEMBER_PUBLIC_URL", "BROKER_APPLY_MIGRATIONS"}
 

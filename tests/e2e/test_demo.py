@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
     demo = subprocess.Popen(
-        [sys.executable, "-m", "member_cloud.federation", "--data", str(tmp_path / "demo")],
+        [sys.executable, "-m", "demo", "--data", str(tmp_path / "demo")],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -54,7 +54,7 @@ def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
 def test_demo_refuses_to_empty_a_folder_it_did_not_make(tmp_path):
     (tmp_path / "precious.csv").write_text("keep me")
     result = subprocess.run(
-        [sys.executable, "-m", "member_cloud.federation", "--once", "--data", str(tmp_path)],
+        [sys.executable, "-m", "demo", "--once", "--data", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,8 +1,8 @@
-"""``make demo``: the whole federation on one machine, no Docker, SQLite.
+"""``make demo`` (``python -m demo``): the whole federation on one machine, no Docker, SQLite.
 
 Starts the broker and three member clouds (Senegal, France, Nigeria) as processes on 127.0.0.1
 with the same commands and environment variables as docker-compose.yml, runs the scenario
-(``member_cloud.scenario``), prints its summary, and keeps the services up with the /docs URL
+(``demo.scenario``), prints its summary, and keeps the services up with the /docs URL
 until Ctrl-C (``--once``: stop after the summary).
 """
 
@@ -98,13 +98,11 @@ def prepare(root: Path) -> None:
             )
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    (root / MARKER).write_text("made by python -m member_cloud.federation; emptied at start\n")
+    (root / MARKER).write_text("made by python -m demo; emptied at start\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m member_cloud.federation", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="exit after the summary")
     parser.add_argument(
         "--data",
@@ -163,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             wait_for(f"{member_urls[member_id]}/livez", process, root / f"{member_id}.log")
         scenario = subprocess.run(
-            [sys.executable, "-m", "member_cloud.scenario"],
+            [sys.executable, "-m", "demo.scenario"],
             env={
                 **os.environ,
                 "SCENARIO_BROKER_URL": broker_url,

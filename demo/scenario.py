@@ -1,11 +1,11 @@
 """The demo scenario: three transfers between member clouds that show the three decisions.
 
-Run by ``make demo`` (through ``member_cloud.federation``) and by the ``scenario`` service of
+Run by ``make demo`` (through ``demo.federation``) and by the ``scenario`` service of
 docker-compose, with the same command and variables:
 
     SCENARIO_BROKER_URL=http://127.0.0.1:8000 SCENARIO_ADMIN_TOKEN=... \\
     SCENARIO_MEMBERS=sn-hospital=http://127.0.0.1:8101,fr-research=http://127.0.0.1:8102,... \\
-    SCENARIO_MEMBER_TOKEN=... python -m member_cloud.scenario
+    SCENARIO_MEMBER_TOKEN=... python -m demo.scenario
 
 (``SCENARIO_MEMBER_TOKEN``: the member clouds' ``MEMBER_LOCAL_TOKEN``, when they have one.)
 
@@ -102,7 +102,7 @@ def run(
     with httpx.Client(timeout=60, headers=headers) as http:
         for member_url in {members[s.source] for s in STEPS}:
             for name in sorted({s.dataset for s in STEPS}):
-                data = resources.files("member_cloud.sample_data").joinpath(name).read_bytes()
+                data = resources.files("demo.sample_data").joinpath(name).read_bytes()
                 answer = http.post(
                     f"{member_url}/datasets", files={"file": (name, data)}, data={"replace": "true"}
                 )
