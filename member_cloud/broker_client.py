@@ -1,5 +1,10 @@
 """A typed client of the federal broker's REST API (``/v1``), on ``httpx.Client``.
 
+One module on purpose, over 300 lines: it is the member cloud's whole boundary with the broker
+(one short method per broker route, the two errors they raise, the one ``_request`` they all
+go through), and a quarter of it is docstrings. Split by resource, that boundary would be
+spread over files that share all their plumbing.
+
 It is the only module of the member cloud that talks to the broker, and the client your own
 scripts can import::
 

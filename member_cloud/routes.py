@@ -1,13 +1,14 @@
-"""The member cloud's routes: its datasets, its requests to the broker, and its inbox."""
+"""The member cloud's routes: its datasets, its requests to the broker, and its inbox.
+
+How stored bytes are served back (attachment, allow-listed types) is :mod:`member_cloud.downloads`;
+how a delivery is checked and stored is :mod:`member_cloud.delivery`.
+"""
 
 from __future__ import annotations
 
-import mimetypes
-import pathlib
 import time
 import uuid
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
@@ -19,6 +20,13 @@ from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, Broker
 from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.delivery import DeliveryHeaders
+from member_cloud.downloads import (
+    DOWNLOAD_RESPONSE,
+    SAFE_MEDIA_TYPES,
+    download,
+    media_type,
+    safe_media_type,
+)
 from member_cloud.errors import PROBLEM_MEDIA_TYPE, BrokerUnreachable, InvalidName, responses
 from member_cloud.schemas import (
     DatasetRead,
@@ -28,8 +36,6 @@ from member_cloud.schemas import (
     TransferCreate,
 )
 from member_cloud.storage import NAME_RULE, DatasetInfo, DatasetStore, Inbox
-
-mimetypes.add_type("application/vnd.apache.parquet", ".parquet")
 
 
 def _settings(request: Request) -> MemberSettings:
@@ -62,50 +68,6 @@ InboxDep = Annotated[Inbox, Depends(_inbox)]
 BrokerDep = Annotated[BrokerClient, Depends(_broker)]
 DatasetName = Annotated[str, Path(max_length=128, description=f"Dataset name: {NAME_RULE}")]
 TransferId = Annotated[str, Path(max_length=128)]
-
-
-# The only types a download is served as: data formats no browser renders as a page.
-SAFE_MEDIA_TYPES = {
-    "text/csv": ".csv",
-    "application/json": ".json",
-    "application/vnd.apache.parquet": ".parquet",
-    "application/zip": ".zip",
-}
-OCTET_STREAM = "application/octet-stream"
-DOWNLOAD_RESPONSE = {
-    200: {
-        "content": {media: {} for media in [*SAFE_MEDIA_TYPES, OCTET_STREAM]},
-        "description": "The bytes, always as an attachment (`Content-Disposition: attachment`), "
-        "with `X-Content-Type-Options: nosniff`, as one of the types listed here: any other "
-        "type is served as application/octet-stream",
-    }
-}
-
-
-def media_type(filename: str) -> str:
-    return mimetypes.guess_type(filename)[0] or OCTET_STREAM
-
-
-def safe_media_type(declared: str | None) -> str:
-    """``declared`` when it is one of the data types of the allowlist (parameters dropped),
-    else application/octet-stream: whatever a source says, nothing is served as HTML, SVG or
-    script on this member's origin."""
-    essence = (declared or "").split(";", 1)[0].strip().lower()
-    return essence if essence in SAFE_MEDIA_TYPES else OCTET_STREAM
-
-
-def download(path: pathlib.Path, declared_type: str | None, filename: str) -> FileResponse:
-    """The file as an attachment, under ``filename``, with a type from the allowlist."""
-    content_type = safe_media_type(declared_type)
-    # no separator or control character in the name a browser saves the file under
-    name = "".join("_" if c in "/\\" or ord(c) < 32 or ord(c) == 127 else c for c in filename)
-    name = name.strip().lstrip(".") or "download" + SAFE_MEDIA_TYPES.get(content_type, "")
-    response = FileResponse(path)
-    response.headers["Content-Type"] = content_type  # set here: FileResponse adds a charset
-    response.headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    return response
 
 
 def dataset_read(info: DatasetInfo) -> DatasetRead:
