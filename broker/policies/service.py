@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.errors import Conflict, InvalidPolicy, NotFound, VersionMismatch
+from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
-from broker.policy.models import FSLARecord
 
 
 def current(session: Session, jurisdiction: str) -> PolicyVersion:

@@ -28,12 +28,7 @@ from broker.config import Settings
 from broker.datasets import Dataset, write_dataset
 from broker.deps import Caller
 from broker.errors import IdempotencyKeyReused, NotFound
-from broker.members import repository as members
-from broker.members.models import ACTIVE, Member
-from broker.metrics.mmaq import QUASI_IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze, attribute_classes
-from broker.policies import service as policies
-from broker.policy.evaluate import (
+from broker.fsla.evaluate import (
     ANONYMIZATION_REQUIRED,
     APPROVED,
     REJECTED,
@@ -41,8 +36,13 @@ from broker.policy.evaluate import (
     TransferContext,
     evaluate,
 )
-from broker.policy.models import FSLARecord
-from broker.policy.remedy import find_remedy
+from broker.fsla.models import FSLARecord
+from broker.fsla.remedy import find_remedy
+from broker.members import repository as members
+from broker.members.models import ACTIVE, Member
+from broker.metrics.mmaq import QUASI_IDENTIFIER
+from broker.metrics.report import AnalysisReport, People, analyze, attribute_classes
+from broker.policies import service as policies
 from broker.roles import Roles
 from broker.transfers import repository
 from broker.transfers.models import Delivery, Transfer

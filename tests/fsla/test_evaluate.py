@@ -3,8 +3,7 @@
 import pandas as pd
 import pytest
 
-from broker.metrics.report import analyze
-from broker.policy.evaluate import (
+from broker.fsla.evaluate import (
     ANONYMIZATION_REQUIRED,
     APPROVED,
     REJECTED,
@@ -12,7 +11,8 @@ from broker.policy.evaluate import (
     combine,
     evaluate,
 )
-from broker.policy.models import FSLARecord, RuleSet
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.metrics.report import analyze
 
 
 def record(code: str, **rules) -> FSLARecord:
@@ -155,7 +155,7 @@ def test_record_refuses_its_own_jurisdiction_as_destination():
 def test_the_remedy_search_stops_at_its_time_budget():
     """Rows sent twice: Mondrian's classes of 2 rows hold 1 person, so the search raises k
     again; with no time left it stops after the first attempt and says why."""
-    from broker.policy.remedy import find_remedy
+    from broker.fsla.remedy import find_remedy
 
     frame = pd.DataFrame({"age": [str(20 + i // 2) for i in range(40)]})
     source = record("SN", export={"min_k": 2})

@@ -17,11 +17,11 @@ import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
+from broker.fsla.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
+from broker.fsla.models import FSLARecord
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, People, analyze
 from broker.names import attribute_key
-from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
-from broker.policy.models import FSLARecord
 
 # Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
 # index, t-closeness) is finally met; each try doubles k.

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla.models import FSLARecord, RuleSet
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import PERSON_KEY, AnalysisReport, AttributeReport
 from broker.names import attribute_key
-from broker.policy.models import FSLARecord, RuleSet
 
 APPROVED = "approved"
 ANONYMIZATION_REQUIRED = "anonymization_required"
