@@ -24,10 +24,8 @@ from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import PERSON_KEY, AnalysisReport, AttributeReport
 from broker.names import attribute_key
+from broker.statuses import TransferStatus
 
-APPROVED = "approved"
-ANONYMIZATION_REQUIRED = "anonymization_required"
-REJECTED = "rejected"
 EXPORT = "export"
 IMPORT = "import"
 
@@ -89,7 +87,7 @@ class Requirements:
 
 @dataclass(frozen=True)
 class Decision:
-    status: str
+    status: TransferStatus
     rules: tuple[RuleResult, ...]
     requirements: Requirements
 
@@ -186,11 +184,11 @@ def evaluate(
         rules += _data_rules(report, context, scope, jurisdiction, rule_set)
 
     if any(not r.passed and not r.fixable for r in rules):
-        status = REJECTED
+        status = TransferStatus.REJECTED
     elif any(not r.passed for r in rules):
-        status = ANONYMIZATION_REQUIRED
+        status = TransferStatus.ANONYMIZATION_REQUIRED
     else:
-        status = APPROVED
+        status = TransferStatus.APPROVED
     return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))
 
 

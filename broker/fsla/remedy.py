@@ -17,11 +17,12 @@ import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
-from broker.fsla.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
+from broker.fsla.evaluate import Decision, TransferContext, evaluate, identifying
 from broker.fsla.models import FSLARecord
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, People, analyze
 from broker.names import attribute_key
+from broker.statuses import TransferStatus
 
 # Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
 # index, t-closeness) is finally met; each try doubles k.
@@ -173,7 +174,7 @@ def find_remedy(
             context.person_key,
         )
         after_decision = evaluate(after, after_context, source, destination)
-        if after_decision.status == APPROVED:
+        if after_decision.status == TransferStatus.APPROVED:
             return VerifiedRemedy(True, None, remedy, after, after_decision)
         failing = after_decision.failed
         last_reason = "; ".join(rule.detail for rule in failing)

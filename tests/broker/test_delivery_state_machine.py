@@ -23,6 +23,7 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
+from broker.delivery.models import Delivery
 from broker.delivery.signing import KeyRing
 from broker.delivery.worker import DeliveryWorker
 from broker.deps import MEMBER, Caller
@@ -30,7 +31,7 @@ from broker.members import service as members
 from broker.policies import service as policies
 from broker.policies.seed import load_records
 from broker.transfers import service as transfers
-from broker.transfers.models import Delivery, Transfer
+from broker.transfers.models import Transfer
 from broker.uploads import Upload
 from tests.conftest import FIXTURES, POLICIES
 
