@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import SUPPRESSED, require_columns
-from broker.metrics.encoding import Grouping, combine, encode_column
+from broker.engines.pandas import Grouping, combine, encode_column
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ from broker.anonymize._values import (
     parse_numbers,
     require_columns,
 )
-from broker.metrics.encoding import encode_column
+from broker.engines.pandas import encode_column
 
 NUMERIC = "numeric"
 DATE = "date"

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from broker.engines.base import Engine
+from broker.engines.pandas import People
 from broker.fsla.evaluate import RuleResult, TransferContext, evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
 from broker.metrics.mmaq import QUASI_IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze, attribute_classes
+from broker.metrics.report import AnalysisReport, attribute_classes, report_of
 from broker.roles import Roles
 from broker.statuses import MemberStatus, TransferStatus
 
@@ -35,12 +37,12 @@ class TransferRequest:
 
 
 def measure(
-    frame: pd.DataFrame,
-    declared: tuple[str, ...],
-    sensitive: tuple[str, ...],
-    people: People | None = None,
+    engine: Engine, declared: tuple[str, ...], sensitive: tuple[str, ...]
 ) -> tuple[AnalysisReport, tuple[str, ...], bool]:
     """The report, the quasi-identifiers it used, and whether the broker added any.
+
+    One engine serves the first look (each attribute's class) and the report, so the table's
+    values are encoded once.
 
     The sender's declaration can widen the check, never narrow it: the broker adds every
     non-sensitive attribute whose Mmaq class is ``quasi_identifier``. Identifiers are judged by
@@ -49,11 +51,11 @@ def measure(
     """
     added = tuple(
         name
-        for name, attribute_class in attribute_classes(frame).items()
+        for name, attribute_class in attribute_classes(engine).items()
         if attribute_class == QUASI_IDENTIFIER and name not in sensitive and name not in declared
     )
     quasi_identifiers = declared + added
-    report = analyze(frame, quasi_identifiers, sensitive, people=people)
+    report = report_of(engine, quasi_identifiers, sensitive)
     return report, quasi_identifiers, bool(added)
 
 

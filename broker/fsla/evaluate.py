@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.engines.pandas import PERSON_KEY
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import PERSON_KEY, AnalysisReport, AttributeReport
+from broker.metrics.report import AnalysisReport, AttributeReport
 from broker.names import attribute_key
 from broker.statuses import TransferStatus
 

@@ -17,10 +17,11 @@ import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
+from broker.engines.pandas import People
 from broker.fsla.evaluate import Decision, TransferContext, evaluate, identifying
 from broker.fsla.models import FSLARecord
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze
+from broker.metrics.report import AnalysisReport, analyze
 from broker.names import attribute_key
 from broker.statuses import TransferStatus
 

@@ -98,16 +98,14 @@ def content_of(
     return Content(kind, _direct_identifier(text, regions, kind, budget or ScanBudget()))
 
 
-def sample_distinct(column: pd.Series, codes: np.ndarray, categories: int) -> list:
-    """Every distinct value of ``column`` up to :data:`SAMPLE`, else a random choice of them
-    (from the operating system's randomness: a sender cannot place values where it won't look)."""
-    some_row = np.empty(categories, dtype=np.int64)
-    some_row[codes] = np.arange(len(codes))
-    if categories <= SAMPLE:
-        chosen = np.arange(categories)
-    else:
-        chosen = np.random.default_rng(secrets.randbits(64)).choice(categories, SAMPLE, False)
-    return column.iloc[some_row[chosen]].tolist()
+def sample_distinct(distinct: pd.Series) -> list:
+    """Every one of a column's ``distinct`` values up to :data:`SAMPLE`, else a random choice of
+    them (from the operating system's randomness: a sender cannot place values where it won't
+    look)."""
+    if len(distinct) <= SAMPLE:
+        return distinct.tolist()
+    chosen = np.random.default_rng(secrets.randbits(64)).choice(len(distinct), SAMPLE, False)
+    return distinct.iloc[chosen].tolist()
 
 
 def _missing(value) -> bool:

@@ -15,7 +15,6 @@ import hashlib
 import uuid
 from datetime import UTC, datetime
 
-import numpy as np
 import pandas as pd
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -23,9 +22,10 @@ from sqlalchemy.orm import Session
 from broker.audit import service as audit
 from broker.canonical import sha256_of
 from broker.config import Settings
-from broker.datasets import Dataset, write_dataset
+from broker.datasets import Dataset
 from broker.delivery.models import Delivery
 from broker.deps import Caller
+from broker.engines.pandas import PandasEngine, People
 from broker.errors import IdempotencyKeyReused, NotFound
 from broker.fsla.decide import (
     Measured,
@@ -38,7 +38,6 @@ from broker.fsla.decide import (
 )
 from broker.members import repository as members
 from broker.members.models import Member
-from broker.metrics.report import People
 from broker.policies import service as policies
 from broker.roles import Roles
 from broker.statuses import DeliveryStatus, TransferStatus
@@ -83,7 +82,7 @@ def submit(
     key = uploaded.frame[roles.person_key] if roles.person_key else None
     people = People.of(frame, key)
     report, quasi_identifiers, inferred = measure(
-        frame, roles.quasi_identifiers, roles.sensitive, people
+        PandasEngine(frame, people=people), roles.quasi_identifiers, roles.sensitive
     )
     parties = _read_parties(session, caller.member_id, request.destination)
     session.rollback()
@@ -99,7 +98,7 @@ def submit(
     transfer_id = str(uuid.uuid4())
     leaving = frame if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
-    payload = _payload(leaving, uploaded) if delivering else None
+    payload = PandasEngine(leaving).write(uploaded, shuffle=True) if delivering else None
     dataset = {
         "sha256": dataset_sha256,
         "size_bytes": len(upload.data),
@@ -192,16 +191,6 @@ def _measured_table(uploaded: Dataset, roles: Roles) -> pd.DataFrame:
     if roles.person_key is None:
         return uploaded.frame
     return uploaded.frame.drop(columns=[roles.person_key])
-
-
-def _payload(table: pd.DataFrame, uploaded: Dataset) -> bytes:
-    """The bytes delivered: ``table`` written fresh in the format that came in, rows shuffled.
-
-    Shuffled so that two releases of one table cannot be lined up by position (20-30 in one and
-    25-40 in the other would give 25-30), whatever each release looks like on its own.
-    """
-    shuffled = table.sample(frac=1, random_state=np.random.default_rng())
-    return write_dataset(shuffled.reset_index(drop=True), uploaded)
 
 
 def _delivered_name(transfer_id: str, uploaded: Dataset, outcome: Outcome) -> str:
