@@ -1,4 +1,4 @@
-"""Shared helpers: column checks, missing values, numbers as written in CSV, labels.
+"""Shared helpers: missing values, numbers as written in CSV, labels.
 
 A value is *missing* when pandas says so (None, NaN, NaT, pd.NA) or when it is a string that is
 empty after stripping blanks (how a CSV read with ``dtype=str, keep_default_na=False`` writes a
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,13 +19,6 @@ MISSING_LABEL = "NA"
 
 _DATE_TYPES = (pd.Timestamp, datetime.datetime, datetime.date, np.datetime64)
 _TIME_TYPES = (*_DATE_TYPES, pd.Timedelta, datetime.timedelta, np.timedelta64)
-
-
-def require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
-    """Raise ``ValueError`` naming the first of ``columns`` that ``frame`` lacks."""
-    for column in columns:
-        if column not in frame.columns:
-            raise ValueError(f"{role} {column!r} is not a column of the dataset")
 
 
 def factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray, np.ndarray]:

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import SUPPRESSED, require_columns
+from broker.anonymize._values import SUPPRESSED
 from broker.engines.pandas import Grouping, combine, encode_column
+from broker.roles import require_columns
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def information_loss(
     (54.09, 10, 0)
     """
     quasi_identifiers = list(quasi_identifiers)
-    require_columns(original, quasi_identifiers, "Quasi-identifier")
+    require_columns(original.columns, quasi_identifiers, "Quasi-identifier")
     rows = len(original)
     if rows == 0:
         raise ValueError("The original dataset has no rows: information loss is not defined")
@@ -135,7 +136,7 @@ def information_loss(
 
     if class_columns is None:
         class_columns = [name for name in quasi_identifiers if name in anonymized.columns]
-    require_columns(anonymized, class_columns, "Class column")
+    require_columns(anonymized.columns, class_columns, "Class column")
     if len(anonymized) == 0:
         squares = 0
     elif class_columns:

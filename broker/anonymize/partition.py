@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.anonymize.mondrian import _check_arguments, _check_suppression, mondrian_classes
+from broker.anonymize.cuts import check_arguments, check_suppression, mondrian_classes
 
 QUASI_IDENTIFIER_TABLE = "quasi_identifiers"
 GROUP_ID = "group_id"
@@ -138,7 +138,7 @@ def partition(
     """
     groups = _sensitive_groups(sensitive, groups)
     attributes = [name for group in groups for name in group]
-    quasi_identifiers, _ = _check_arguments(
+    quasi_identifiers, _ = check_arguments(
         frame, quasi_identifiers, k, attributes, l, max_suppression
     )
     names = {"_".join(group): group for group in groups}
@@ -152,7 +152,7 @@ def partition(
         ids[name] = class_ids
         suppressed |= class_ids < 0
     count = int(suppressed.sum())
-    _check_suppression(count, len(frame), max_suppression, k, attributes, l)
+    check_suppression(count, len(frame), max_suppression, k, attributes, l)
 
     kept = ~suppressed
     published = frame.loc[kept, [c for c in frame.columns if c not in attributes]].copy()

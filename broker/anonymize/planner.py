@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import factorize, numeric_column, require_columns
+from broker.anonymize._values import factorize, numeric_column
 from broker.anonymize.generalization import (
     generalize_date,
     generalize_hierarchy,
@@ -60,6 +60,7 @@ from broker.anonymize.partition import (
 from broker.anonymize.suppression import drop_columns, mask
 from broker.metrics.anonymity import k_anonymity, sensitive_measure
 from broker.metrics.mmaq import mmaq
+from broker.roles import require_columns, require_distinct_roles
 
 MONDRIAN = "mondrian"
 PARTITION = "partition"
@@ -472,12 +473,10 @@ def _check_target(frame: pd.DataFrame, target: Target, method: str) -> None:
         raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
     if len(frame) == 0:
         raise ValueError("The dataset has no rows: there is nothing to anonymize")
-    require_columns(frame, target.quasi_identifiers, "Quasi-identifier")
-    require_columns(frame, target.sensitive, "Sensitive attribute")
-    require_columns(frame, list(target.hierarchies), "Hierarchy column")
-    overlap = [n for n in target.quasi_identifiers if n in target.sensitive]
-    if overlap:
-        raise ValueError(f"Column {overlap[0]!r} is declared both quasi-identifier and sensitive")
+    require_columns(frame.columns, target.quasi_identifiers, "Quasi-identifier")
+    require_columns(frame.columns, target.sensitive, "Sensitive attribute")
+    require_columns(frame.columns, list(target.hierarchies), "Hierarchy column")
+    require_distinct_roles(target.quasi_identifiers, target.sensitive)
     if not frame.index.is_unique:
         raise ValueError(
             "The dataset's row labels repeat: reset its index (rows are matched by label)"

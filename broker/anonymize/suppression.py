@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import SUPPRESSED, require_columns
+from broker.anonymize._values import SUPPRESSED
+from broker.roles import require_columns
 
 
 def drop_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -40,7 +41,7 @@ def drop_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     ['Age']
     """
     columns = [columns] if isinstance(columns, str) else list(columns)
-    require_columns(frame, columns)
+    require_columns(frame.columns, columns)
     return frame.drop(columns=columns)
 
 
@@ -80,7 +81,7 @@ def mask(
     >>> mask(frame, "Age", rows=[1])["Age"].tolist()
     [28, '*', 34]
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     out = frame.copy()
     values = out[column].astype(object)
     selected = np.ones(len(out), dtype=bool) if rows is None else _row_selection(out, column, rows)
