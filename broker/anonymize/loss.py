@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import SUPPRESSED
-from broker.engines.pandas import Grouping, combine, encode_column
+from broker.engines.codes import Grouping, combine, encode_column
 from broker.roles import require_columns
 
 

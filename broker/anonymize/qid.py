@@ -27,7 +27,7 @@ import pandas as pd
 
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import mondrian
-from broker.engines.pandas import encode_column
+from broker.engines.codes import encode_column
 from broker.metrics.anonymity import k_anonymity
 from broker.metrics.risk import qir_risk_percent
 

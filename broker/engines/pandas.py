@@ -1,38 +1,33 @@
-"""The pandas engine: count tables of a frame in memory, from integer category codes.
+"""The pandas engine: count tables of a frame in memory (see :mod:`broker.engines.base`).
 
-Each column is factorized once into dense integer codes (missing values are a category of their
-own, values compare as written: the contract of :mod:`broker.engines.base`), combinations are
-built from those codes, and count tables are read off them. Nothing here loops over rows in
-Python. The row-level helpers (:class:`Grouping`, :func:`encode_column`, :func:`combine`) are
-also what the row-level anonymization code (Mondrian, information loss) builds on.
+Columns are coded once (:mod:`broker.engines.codes`) and every count table is read off the codes;
+:class:`People` says who the rows are. Fastest for data that fits in memory.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from broker.engines.base import CountTable, RecodePlan
+from broker.engines.codes import (
+    Grouping,
+    combine,
+    combined_counts,
+    encode_columns,
+    map_in_threads,
+)
 from broker.roles import require_columns
 
 if TYPE_CHECKING:
     from broker.datasets import Dataset
 
-T = TypeVar("T")
-R = TypeVar("R")
-
-# Codes of a combination are mixed as ``a * card_b + b``; below this many possible combined values
-# they are counted with ``bincount`` directly, above it they are re-compacted with a hash table.
-DENSE_LIMIT = 1 << 22
 # Odd 64-bit multipliers of the row hash (digits of pi and e; any large odd numbers would do).
 _ROW_HASH_MULTIPLIERS = (
     0x243F6A8885A308D3,
@@ -42,147 +37,6 @@ _ROW_HASH_MULTIPLIERS = (
 )
 # Multi-column groupings kept for reuse as prefixes (each holds one code per row).
 _RECENT_GROUPINGS = 4
-# From this much work (rows x columns touched) on, columns and combinations go to parallel threads.
-_THREADED_CELLS = 1 << 20
-
-
-@dataclass(frozen=True)
-class Grouping:
-    """Rows labelled by category: ``codes[i]`` in ``[0, categories)`` is row i's category."""
-
-    codes: np.ndarray
-    categories: int
-
-    def counts(self) -> np.ndarray:
-        """Category sizes n_1..n_S (all positive), computed once and read-only."""
-        return self._sizes
-
-    @cached_property
-    def _sizes(self) -> np.ndarray:
-        """Category sizes, cached on the (frozen) grouping.
-
-        Several measures of one report need the sizes of the same grouping (k-anonymity, Mmaq and
-        every sensitive attribute use the quasi-identifier classes); a 1M-row ``bincount`` is worth
-        not repeating.
-        """
-        sizes = np.bincount(self.codes, minlength=self.categories)
-        sizes.flags.writeable = False
-        return sizes
-
-    def representatives(self) -> np.ndarray:
-        """One row of each category (its last), by category code."""
-        rows = np.empty(self.categories, dtype=np.int64)
-        rows[self.codes] = np.arange(self.codes.size)
-        return rows
-
-
-def encode_column(values: pd.Series) -> Grouping:
-    """Factorize one column; a missing value (None, NaN) is a category like any other."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        codes = values.cat.codes.to_numpy().astype(np.int64)
-        # Unused categories and the -1 of missing values must not leave holes in the codes.
-        codes, uniques = pd.factorize(codes)
-        return Grouping(codes.astype(np.int64, copy=False), len(uniques))
-    if values.dtype == object:
-        return _encode_objects(values.to_numpy())
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    return Grouping(codes.astype(np.int64, copy=False), len(uniques))
-
-
-def _encode_objects(values: np.ndarray) -> Grouping:
-    """Factorize an object column by object identity first, then by value.
-
-    Hashing a million Python strings is the dominant cost of the whole report (pandas' object
-    factorize also scans for missing values and infers the type first), yet real columns hold few
-    distinct *objects*: pandas' and pyarrow's readers store each distinct string once and repeat
-    the reference. So the column's object pointers, read as integers, are factorized with the fast
-    integer hash table, and only one object per distinct pointer is factorized by value.
-
-    The result is the same as ``pd.factorize(values, use_na_sentinel=False)``: rows holding the
-    same object hold equal values, and the representatives appear in the order of their first row,
-    so every value gets the code it would get directly (codes number values by first appearance),
-    with pandas' own rules for equality and missing values.
-    """
-    values = np.ascontiguousarray(values)
-    try:
-        # The raw bytes of an object array are its PyObject pointers; nothing is dereferenced.
-        pointers = np.frombuffer(values, dtype=np.intp)
-    except (TypeError, ValueError, BufferError):  # a numpy that refuses: the direct way
-        codes, uniques = pd.factorize(values, use_na_sentinel=False)
-        return Grouping(codes.astype(np.int64, copy=False), len(uniques))
-    object_codes, distinct_objects = pd.factorize(pointers)
-    some_row = np.empty(len(distinct_objects), dtype=np.int64)
-    some_row[object_codes] = np.arange(len(values))
-    value_codes, uniques = pd.factorize(values[some_row], use_na_sentinel=False)
-    codes = value_codes.astype(np.int64, copy=False)[object_codes]
-    return Grouping(codes, len(uniques))
-
-
-def combine(groupings: Sequence[Grouping]) -> Grouping:
-    """The grouping by the tuple of several groupings (rows equal on all of them share a code)."""
-    if not groupings:
-        raise ValueError("At least one column is needed to form categories")
-    result = groupings[0]
-    for other in groupings[1:]:
-        mixed = result.codes * other.categories + other.codes
-        space = result.categories * other.categories
-        if space <= DENSE_LIMIT:
-            present = np.bincount(mixed, minlength=space) > 0
-            remap = np.cumsum(present) - 1
-            result = Grouping(remap[mixed], int(present.sum()))
-        else:
-            codes, uniques = pd.factorize(mixed)
-            result = Grouping(codes.astype(np.int64, copy=False), len(uniques))
-    return result
-
-
-def combined_counts(prefix: Grouping, last: Grouping) -> np.ndarray:
-    """Category sizes of the combination (prefix, last), without building its codes.
-
-    The same multiset as ``combine([prefix, last]).counts()``. The combination search needs only
-    the sizes, so it skips the compacted codes (a gather over every row) and the second count.
-    """
-    mixed = prefix.codes * last.categories + last.codes
-    space = prefix.categories * last.categories
-    if space <= DENSE_LIMIT:
-        counts = np.bincount(mixed, minlength=space)
-        return counts[counts > 0]
-    codes, uniques = pd.factorize(mixed)
-    return np.bincount(codes, minlength=len(uniques))
-
-
-def map_in_threads(function: Callable[[T], R], items: Sequence[T], cells: int) -> list[R]:
-    """``[function(item) for item in items]``, spread over the available cores when worth it.
-
-    pandas' integer hash tables, numpy's arithmetic and ``bincount`` release the GIL, so on
-    2 cores two columns or combinations are processed at once. Measured on a 1M x 15 Adult-like
-    table (benchmarks/analyze.py): encoding 158 -> 65 ms, combinations up to 3 1.27 -> 0.83 s.
-    When the work (``cells`` = rows x columns touched) is small, the items are processed in the
-    calling thread: starting threads would cost more than they save.
-    """
-    workers = min(len(items), _available_cores())
-    if workers < 2 or cells < _THREADED_CELLS:
-        return [function(item) for item in items]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="metrics") as pool:
-        return list(pool.map(function, items))
-
-
-def _encode_columns(columns: list[pd.Series]) -> list[Grouping]:
-    """Encode columns and count their categories (counts are cached on each grouping)."""
-
-    def encode(column: pd.Series) -> Grouping:
-        grouping = encode_column(column)
-        grouping.counts()
-        return grouping
-
-    return map_in_threads(encode, columns, sum(len(column) for column in columns))
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class People:
@@ -408,7 +262,7 @@ class PandasEngine:
         missing = list(dict.fromkeys(name for name in names if name not in self._columns))
         if missing:
             require_columns(self.frame.columns, missing)
-            encoded = _encode_columns([self.frame[name] for name in missing])
+            encoded = encode_columns([self.frame[name] for name in missing])
             self._columns.update(zip(missing, encoded, strict=True))
 
 

@@ -6,15 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.engines import pandas as encoding
+from broker.engines import codes
 from broker.engines.base import CountTable
-from broker.engines.pandas import (
-    Grouping,
-    PandasEngine,
-    combine,
-    combined_counts,
-    encode_column,
-)
+from broker.engines.codes import Grouping, combine, combined_counts, encode_column
+from broker.engines.pandas import PandasEngine
 from broker.metrics.report import analyze
 
 # Equal strings built separately are distinct objects; None, NaN and pd.NA are all missing.
@@ -88,8 +83,8 @@ def test_threaded_encoding_gives_the_serial_codes(monkeypatch):
         }
     )
     serial = PandasEngine(frame)
-    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
-    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
+    monkeypatch.setattr(codes, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(codes, "_available_cores", lambda: 2)
     threaded = PandasEngine(frame)
     for name in frame.columns:
         assert np.array_equal(serial.grouping([name]).codes, threaded.grouping([name]).codes)
@@ -109,9 +104,9 @@ def test_tuple_ids_number_the_projections_as_np_unique_does(width):
     assert np.array_equal(ids[:, None] == ids[None, :], inverse[:, None] == inverse[None, :])
 
 
-@pytest.mark.parametrize("dense_limit", [encoding.DENSE_LIMIT, 4])
+@pytest.mark.parametrize("dense_limit", [codes.DENSE_LIMIT, 4])
 def test_combined_counts_are_the_combination_sizes(monkeypatch, dense_limit):
-    monkeypatch.setattr(encoding, "DENSE_LIMIT", dense_limit)  # 4: the hash-table path
+    monkeypatch.setattr(codes, "DENSE_LIMIT", dense_limit)  # 4: the hash-table path
     rng = np.random.default_rng(dense_limit)
     prefix = Grouping(rng.integers(0, 6, 200), 6)
     last = Grouping(rng.integers(0, 5, 200), 5)
@@ -124,7 +119,7 @@ def test_threaded_combination_search_matches_serial(monkeypatch):
     rng = np.random.default_rng(11)
     frame = pd.DataFrame({name: rng.integers(0, 6, 300) for name in "abcde"})
     serial = analyze(frame, max_combination_size=3).as_dict()["combinations"]
-    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
-    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
+    monkeypatch.setattr(codes, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(codes, "_available_cores", lambda: 2)
     assert analyze(frame, max_combination_size=3).as_dict()["combinations"] == serial
     assert serial  # the case is not vacuous
