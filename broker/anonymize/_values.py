@@ -1,9 +1,8 @@
 """Shared helpers: missing values, numbers as written in CSV, labels.
 
-A value is *missing* when pandas says so (None, NaN, NaT, pd.NA) or when it is a string that is
-empty after stripping blanks (how a CSV read with ``dtype=str, keep_default_na=False`` writes a
-missing field). Every helper works on the distinct values of a column (``pd.factorize``) and maps
-the answer back to the rows with integer codes, so the cost per row is a few array operations.
+A value is *missing* as :mod:`broker.missing` defines it (NA, or a blank string). Every helper
+works on the distinct values of a column (``pd.factorize``) and maps the answer back to the rows
+with integer codes, so the cost per row is a few array operations.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
+
+from broker.missing import blank_strings
 
 SUPPRESSED = "*"
 MISSING_LABEL = "NA"
@@ -27,22 +28,12 @@ def factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray, np.
     A missing value (NA or a blank string) gets code -1.
     """
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    blank = _blank(uniques)
+    blank = blank_strings(uniques)
     if blank.any():
         remap = np.where(blank, -1, np.cumsum(~blank) - 1)
         codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
         uniques = uniques[~blank]
     return codes.astype(np.int64, copy=False), uniques, blank
-
-
-def _blank(uniques) -> np.ndarray:
-    as_series = pd.Series(np.asarray(uniques, dtype=object))
-    is_string = as_series.map(type).eq(str).to_numpy()
-    if not is_string.any():
-        return np.zeros(len(as_series), dtype=bool)
-    blank = np.zeros(len(as_series), dtype=bool)
-    blank[is_string] = as_series[is_string].str.strip().eq("").to_numpy()
-    return blank
 
 
 def is_missing(values: pd.Series) -> np.ndarray:
