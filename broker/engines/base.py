@@ -112,6 +112,10 @@ class Engine(Protocol):
     def rows(self) -> int:
         """The number of rows."""
 
+    @property
+    def people_counted_by(self) -> str:
+        """``"person_key"`` when a declared key says who the rows are, else ``"identical_rows"``."""
+
     def dictionary(self, column: str) -> pd.Series:
         """The distinct values of ``column`` as written, indexed by their code (0..m-1)."""
 
