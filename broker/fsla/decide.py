@@ -13,9 +13,10 @@ import pandas as pd
 
 from broker.engines.base import Engine
 from broker.engines.pandas import People
-from broker.fsla.evaluate import RuleResult, TransferContext, evaluate
+from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
+from broker.fsla.results import RuleResult, TransferContext
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
 from broker.roles import Roles

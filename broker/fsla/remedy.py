@@ -18,8 +18,10 @@ import pandas as pd
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
 from broker.engines.pandas import People
-from broker.fsla.evaluate import Decision, TransferContext, evaluate, identifying
+from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
+from broker.fsla.results import Decision, TransferContext
+from broker.fsla.rules import identifying
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
 from broker.names import attribute_key

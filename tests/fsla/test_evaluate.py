@@ -3,12 +3,9 @@
 import pandas as pd
 import pytest
 
-from broker.fsla.evaluate import (
-    TransferContext,
-    combine,
-    evaluate,
-)
+from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import TransferContext
 from broker.metrics.report import analyze
 from broker.statuses import TransferStatus
 

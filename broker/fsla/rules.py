@@ -1,0 +1,294 @@
+"""The rules themselves: the gate (destination, purpose) and the data rules of one rule set.
+
+Each function returns :class:`~broker.fsla.results.RuleResult` objects, passed or not; which rule
+sets apply and how they combine is :mod:`broker.fsla.evaluate`.
+"""
+
+from __future__ import annotations
+
+from broker.engines.pandas import PERSON_KEY
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
+from broker.metrics.content import TEXT
+from broker.metrics.mmaq import IDENTIFIER
+from broker.metrics.report import AnalysisReport, AttributeReport
+from broker.names import attribute_key
+
+# A declared-sensitive attribute singles people out when at least this share of its rows hold a
+# value that fewer than k rows hold; for text, also at least this many rows (on a small table,
+# one diagnosis per patient is expected and is what l-diversity protects).
+SINGLED_OUT_SHARE = 0.5
+SINGLED_OUT_TEXT_ROWS = 20
+
+
+def identifying(
+    attribute: AttributeReport, sensitive: tuple[str, ...] | set[str], k: int | None = None
+) -> bool:
+    """Whether ``attribute`` identifies rows on its own, whatever role it was declared in.
+
+    Values that hold e-mails, phone numbers or national ids always do. An attribute not declared
+    sensitive does when its values are all distinct (its Mmaq class is ``identifier``). A
+    declared-sensitive one does when most of its rows hold a value that fewer than ``k`` rows
+    hold (see the constants above; pairs of birth dates count, not only unique ones): its values
+    are what is protected, but values shared by so few people link to outside records however
+    they are declared (national ids, birth dates, a column of names).
+    """
+    if attribute.content.direct_identifier:
+        return True
+    if attribute.name not in sensitive:
+        return attribute.measure.attribute_class == IDENTIFIER
+    rare = attribute.rows_in_values_smaller_than(max(k or 2, 2))
+    many = rare >= SINGLED_OUT_SHARE * attribute.measure.rows
+    if attribute.content.values != TEXT:
+        return many or attribute.measure.attribute_class == IDENTIFIER
+    return many and rare >= SINGLED_OUT_TEXT_ROWS
+
+
+def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
+    """What the people count means, when it differs from the row count."""
+    if k == rows_k:
+        return ""
+    if report.people_counted_by == PERSON_KEY:
+        return f" people by the declared person key ({rows_k} counted in rows)"
+    return (
+        f" people ({rows_k} counted in rows: {report.duplicate_rows:,} rows repeat another row "
+        "exactly and, without a person key, the broker counts identical rows as one person; "
+        "declare person_key to count people)"
+    )
+
+
+def gate_rules(
+    context: TransferContext, source: FSLARecord, destination: FSLARecord
+) -> list[RuleResult]:
+    to = context.destination_jurisdiction
+    rules = [
+        RuleResult(
+            "destination_allowed",
+            EXPORT,
+            source.jurisdiction,
+            passed=source.allows_destination(to),
+            measured=to,
+            threshold=", ".join(source.allowed_destinations) or "domestic only",
+            detail=(
+                f"{source.jurisdiction} allows transfers to {to}"
+                if source.allows_destination(to)
+                else f"{source.jurisdiction} does not allow personal data to go to {to}"
+            ),
+            fixable=False,
+        )
+    ]
+    checks = [(EXPORT, source)] + ([(IMPORT, destination)] if context.cross_border else [])
+    for scope, record in checks:
+        allowed = record.allows_purpose(context.purpose)
+        rules.append(
+            RuleResult(
+                "purpose_allowed",
+                scope,
+                record.jurisdiction,
+                passed=allowed,
+                measured=context.purpose,
+                threshold=", ".join(record.allowed_purposes),
+                detail=(
+                    f"{record.jurisdiction} allows the purpose {context.purpose!r}"
+                    if allowed
+                    else f"{record.jurisdiction} does not allow the purpose {context.purpose!r}"
+                ),
+                fixable=False,
+            )
+        )
+    return rules
+
+
+def data_rules(
+    report: AnalysisReport, context: TransferContext, scope: str, jurisdiction: str, rules_: RuleSet
+) -> list[RuleResult]:
+    where = f"{jurisdiction} ({scope})"
+    sensitive = set(context.sensitive)
+    judged_by_mmaq = [a for a in report.attributes if a.name not in sensitive]
+    results: list[RuleResult] = []
+
+    def per_attribute(rule: str, failing: list, describe, threshold, summary: str) -> None:
+        for attribute, measured in failing:
+            results.append(
+                RuleResult(
+                    rule,
+                    scope,
+                    jurisdiction,
+                    False,
+                    describe(attribute),
+                    attribute.name,
+                    measured,
+                    threshold,
+                )
+            )
+        if not failing:
+            results.append(
+                RuleResult(rule, scope, jurisdiction, True, summary, threshold=threshold)
+            )
+
+    if rules_.require_person_key:
+        declared = context.person_key is not None
+        results.append(
+            RuleResult(
+                "person_key_declared",
+                scope,
+                jurisdiction,
+                declared,
+                f"k counts people by the declared person key {context.person_key!r}"
+                if declared
+                else f"{where} requires a person key: send again with person_key naming the "
+                "column that identifies each row's person (pseudonymous; it never leaves)",
+                context.person_key,
+                fixable=False,
+            )
+        )
+
+    if rules_.forbidden_attributes:
+        forbidden = {attribute_key(a) for a in rules_.forbidden_attributes}
+        per_attribute(
+            "forbidden_attribute",
+            [(a, a.name) for a in report.attributes if attribute_key(a.name) in forbidden],
+            lambda a: f"{where} forbids the attribute {a.name!r} from passing: drop it",
+            ", ".join(rules_.forbidden_attributes),
+            f"no attribute forbidden by {where} is present",
+        )
+
+    if not rules_.identifiers_allowed:
+        per_attribute(
+            "no_identifiers",
+            [(a, IDENTIFIER) for a in report.attributes if identifying(a, sensitive, rules_.min_k)],
+            lambda a: (
+                f"{a.name!r} holds {a.content.direct_identifier.replace('_', ' ')} values, "
+                f"direct identifiers, and {where} forbids identifiers: drop it"
+                if a.content.direct_identifier
+                else f"{a.name!r} singles out "
+                f"{a.rows_in_values_smaller_than(max(rules_.min_k or 2, 2)):,} of "
+                f"{a.measure.rows:,} rows (values fewer than {max(rules_.min_k or 2, 2)} rows "
+                f"hold) and {where} forbids identifiers: declared sensitive or not, drop or "
+                "generalize it"
+                if a.measure.attribute_class != IDENTIFIER
+                else f"{a.name!r} is an identifier (all {a.measure.categories:,} values are "
+                f"distinct) and {where} forbids identifiers: drop or generalize it"
+            ),
+            "no identifier",
+            f"no attribute is an identifier ({where} forbids them)",
+        )
+
+    if rules_.min_log10_mmaq is not None:
+        floor = rules_.min_log10_mmaq
+        per_attribute(
+            "min_log10_mmaq",
+            [
+                (a, round(a.measure.log10_mmaq, 6))
+                for a in judged_by_mmaq
+                if a.measure.log10_mmaq < floor
+            ],
+            lambda a: (
+                f"{a.name!r} has log10 Mmaq {a.measure.log10_mmaq:.4g}, below the "
+                f"{floor:g} that {where} requires: generalize or suppress it"
+            ),
+            floor,
+            f"every attribute has log10 Mmaq >= {floor:g}",
+        )
+
+    if rules_.max_mmaq_index is not None:
+        ceiling = rules_.max_mmaq_index
+        per_attribute(
+            "max_mmaq_index",
+            [
+                (a, round(a.measure.mmaq_index, 6))
+                for a in judged_by_mmaq
+                if a.measure.mmaq_index > ceiling
+            ],
+            lambda a: (
+                f"{a.name!r} has Mmaq index {a.measure.mmaq_index:.4f}, above the "
+                f"{ceiling:g} that {where} allows: generalize or suppress it"
+            ),
+            ceiling,
+            f"every attribute has Mmaq index <= {ceiling:g}",
+        )
+
+    qi = report.quasi_identifiers
+    qi_names = ", ".join(context.quasi_identifiers) or "(none)"
+    if rules_.qi_max_mmaq_index is not None:
+        measured = qi.measure.mmaq_index if qi else 0.0
+        results.append(
+            RuleResult(
+                "qi_max_mmaq_index",
+                scope,
+                jurisdiction,
+                measured <= rules_.qi_max_mmaq_index,
+                f"the quasi-identifiers {qi_names} together have Mmaq index {measured:.4f}; "
+                f"{where} allows at most {rules_.qi_max_mmaq_index:g}",
+                qi_names,
+                round(measured, 6),
+                rules_.qi_max_mmaq_index,
+            )
+        )
+
+    if rules_.min_k is not None:
+        k = qi.anonymity.k_people if qi else report.rows - report.duplicate_rows
+        rows_k = qi.anonymity.k if qi else report.rows
+        results.append(
+            RuleResult(
+                "min_k",
+                scope,
+                jurisdiction,
+                k >= rules_.min_k,
+                f"the quasi-identifiers {qi_names} give k = {k}{_in_people(report, k, rows_k)}; "
+                f"{where} requires k >= {rules_.min_k}"
+                + ("" if k >= rules_.min_k else ": k-anonymize them"),
+                qi_names,
+                k,
+                rules_.min_k,
+            )
+        )
+
+    several = len(report.sensitive) > 1
+    for measure in report.sensitive:
+        name = measure.name
+        l_value, t_value = measure.l_diversity, measure.t_closeness
+        if several and rules_.min_k is not None:
+            known = ", ".join(measure.known_attributes)
+            results.append(
+                RuleResult(
+                    "min_k",
+                    scope,
+                    jurisdiction,
+                    measure.k >= rules_.min_k,
+                    f"whoever knows {known} narrows a row down to k = {measure.k} rows before "
+                    f"learning its {name!r}; {where} requires k >= {rules_.min_k} (with several "
+                    "sensitive attributes, each is protected as if the others were known)",
+                    name,
+                    measure.k,
+                    rules_.min_k,
+                )
+            )
+        if rules_.min_l is not None:
+            results.append(
+                RuleResult(
+                    "min_l",
+                    scope,
+                    jurisdiction,
+                    l_value >= rules_.min_l,
+                    f"{name!r} has l = {l_value} distinct values in its poorest class; {where} "
+                    f"requires l >= {rules_.min_l}",
+                    name,
+                    l_value,
+                    rules_.min_l,
+                )
+            )
+        if rules_.max_t is not None:
+            results.append(
+                RuleResult(
+                    "max_t",
+                    scope,
+                    jurisdiction,
+                    t_value <= rules_.max_t,
+                    f"{name!r} has t = {t_value:.4f}; {where} allows t <= {rules_.max_t:g}",
+                    name,
+                    round(t_value, 6),
+                    rules_.max_t,
+                )
+            )
+    return results
