@@ -31,7 +31,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
 from broker.anonymize.ladder import generalize_until
@@ -43,7 +42,6 @@ from broker.anonymize.suppression import drop_columns
 from broker.anonymize.target import Acceptance, Remedy, Target
 from broker.anonymize.verify import describe, verify, verify_partition
 from broker.metrics.mmaq import mmaq
-from broker.roles import require_columns, require_distinct_roles
 
 METHODS = (MONDRIAN, PARTITION)
 
@@ -100,7 +98,9 @@ def plan_remedy(
     >>> plan_remedy(frame, Target(quasi_identifiers=("Age",), k=20)).reason  # doctest: +ELLIPSIS
     'Cannot anonymize: k = 20 needs at least 20 rows and the dataset has 8; ...'
     """
-    _check_target(frame, target, method)
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
+    target.check(frame)
     notes: list[str] = []
     drop = [name for name in target.drop if name in frame.columns]
     qis = [name for name in target.quasi_identifiers if name not in drop]
@@ -281,33 +281,6 @@ def _partition_at(frame, work, target, qis, sensitive, k, steps, notes):
         checks=tuple(checks),
         notes=tuple(notes),
     )
-
-
-def _check_target(frame: pd.DataFrame, target: Target, method: str) -> None:
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
-    if len(frame) == 0:
-        raise ValueError("The dataset has no rows: there is nothing to anonymize")
-    require_columns(frame.columns, target.quasi_identifiers, "Quasi-identifier")
-    require_columns(frame.columns, target.sensitive, "Sensitive attribute")
-    require_columns(frame.columns, list(target.hierarchies), "Hierarchy column")
-    require_distinct_roles(target.quasi_identifiers, target.sensitive)
-    if not frame.index.is_unique:
-        raise ValueError(
-            "The dataset's row labels repeat: reset its index (rows are matched by label)"
-        )
-    for name, value in (("k", target.k), ("l", target.l)):
-        if value is not None and (not isinstance(value, int | np.integer) or value < 1):
-            raise ValueError(f"Target {name} must be an integer >= 1, got {value!r}")
-    if target.t is not None and not 0.0 <= target.t <= 1.0:
-        raise ValueError(f"Target t must be in [0, 1], got {target.t!r}")
-    if not 0.0 <= target.max_suppression <= 1.0:
-        raise ValueError(f"max_suppression must be in [0, 1], got {target.max_suppression!r}")
-    for name, bound in target.max_mmaq_index.items():
-        if not (isinstance(bound, int | float) and 0.0 <= bound <= 1.0):
-            raise ValueError(f"The mmaq_index bound of column {name!r} must be in [0, 1]")
-    if (target.l is not None or target.t is not None) and not target.sensitive:
-        raise ValueError("Target l and t apply to sensitive attributes, and none is declared")
 
 
 def _failed(reason, steps, notes, checks=()) -> Remedy:

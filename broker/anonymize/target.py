@@ -12,6 +12,7 @@ from broker.anonymize.loss import InformationLoss
 from broker.anonymize.partition import Link
 from broker.anonymize.steps import Step
 from broker.anonymize.verify import Check
+from broker.roles import require_columns, require_distinct_roles
 
 Acceptance = Callable[[pd.DataFrame], "str | None"]
 """The caller's own check of an anonymized frame: None when it accepts it, else why not (for the
@@ -34,6 +35,31 @@ class Target:
     # Who each row of the frame is (labellings, one code per row), so that labels name only
     # categories that k people hold: a village of one person sent ten times stays unnamed.
     people: tuple[np.ndarray, ...] = ()
+
+    def check(self, frame: pd.DataFrame) -> None:
+        """Raise ``ValueError`` naming what makes this target malformed for ``frame``."""
+        if len(frame) == 0:
+            raise ValueError("The dataset has no rows: there is nothing to anonymize")
+        require_columns(frame.columns, self.quasi_identifiers, "Quasi-identifier")
+        require_columns(frame.columns, self.sensitive, "Sensitive attribute")
+        require_columns(frame.columns, list(self.hierarchies), "Hierarchy column")
+        require_distinct_roles(self.quasi_identifiers, self.sensitive)
+        if not frame.index.is_unique:
+            raise ValueError(
+                "The dataset's row labels repeat: reset its index (rows are matched by label)"
+            )
+        for name, value in (("k", self.k), ("l", self.l)):
+            if value is not None and (not isinstance(value, int | np.integer) or value < 1):
+                raise ValueError(f"Target {name} must be an integer >= 1, got {value!r}")
+        if self.t is not None and not 0.0 <= self.t <= 1.0:
+            raise ValueError(f"Target t must be in [0, 1], got {self.t!r}")
+        if not 0.0 <= self.max_suppression <= 1.0:
+            raise ValueError(f"max_suppression must be in [0, 1], got {self.max_suppression!r}")
+        for name, bound in self.max_mmaq_index.items():
+            if not (isinstance(bound, int | float) and 0.0 <= bound <= 1.0):
+                raise ValueError(f"The mmaq_index bound of column {name!r} must be in [0, 1]")
+        if (self.l is not None or self.t is not None) and not self.sensitive:
+            raise ValueError("Target l and t apply to sensitive attributes, and none is declared")
 
 
 @dataclass(frozen=True, eq=False)
