@@ -13,6 +13,10 @@ once and maps the answer back to the rows, so the cost per row is an array looku
 
 Every function returns a new frame (the input is untouched) in which the generalized column holds
 strings (object dtype), index and other columns unchanged.
+
+Each generalization is a map from a column's distinct values to labels, so it acts on counts as
+well as on rows (:class:`~broker.engines.base.RecodePlan`); quantile bins are the exception, as
+their edges depend on how many rows hold each value.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ For one attribute, x is a row's original value and y its published one.
 - **Suppressed cell share**: cells of the original (N x its columns) that do not reach the output
   as written: every cell of a dropped column or of a suppressed row, and each published cell that
   reads ``"*"`` where the original did not. Generalized cells are not counted here.
+
+Row-level on purpose: the loss compares each row's original value with its published one, so it
+needs counts over a row-aligned join of the two tables (the index here; a stable row id in an
+engine that does not hold the rows in memory), not the count tables of either alone.
 """
 
 from __future__ import annotations

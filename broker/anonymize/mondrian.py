@@ -25,6 +25,11 @@ when the whole table fails the condition: fewer than ``k`` rows, or fewer than `
 of a sensitive attribute. Those rows (all of them) are suppressed, that is removed from the output,
 if their share is within ``max_suppression``; otherwise :class:`AnonymizationError` (a
 ``ValueError``) is raised, saying why.
+
+Row-level today: the cuts run on each row's integer codes. Because a cut only compares values,
+Mondrian could run on the weighted distinct quasi-identifier tuples (a count table) while they fit
+in memory, and hand the engine the class labels as a recode plan; the output shuffle and writing
+stay with the engine that holds the rows.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ do is hide that the person is in the data: the quasi-identifier table keeps the 
 own k-anonymity is that of the original. Rows that cannot be placed (the whole table fails the
 condition, see :mod:`broker.anonymize.mondrian`) are suppressed from every table within
 ``max_suppression``, else :class:`~broker.anonymize.mondrian.AnonymizationError` is raised.
+
+Row-level on purpose: each row is given a group id and split across tables, which only an
+engine that holds the rows can do; the counts of :mod:`broker.engines.base` do not suffice.
 """
 
 from __future__ import annotations

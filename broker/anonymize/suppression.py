@@ -2,6 +2,9 @@
 
 Both functions return a new frame and leave their input untouched; the row index is kept so the
 output lines up with the original (information loss is measured by joining on it).
+
+Row-level: masking chosen rows needs the rows. Dropping a column or masking it whole is also a
+:class:`~broker.engines.base.RecodePlan` that an engine applies while it reads.
 """
 
 from __future__ import annotations
