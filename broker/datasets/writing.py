@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from broker.datasets.reading import CSV, JSON, PARQUET, Dataset
+from broker.datasets.dataset import CSV, JSON, PARQUET, Dataset
 
 
 def write_dataset(frame: pd.DataFrame, like: Dataset) -> bytes:
