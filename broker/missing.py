@@ -27,11 +27,16 @@ def is_missing(value: object) -> bool:
     >>> [is_missing(v) for v in (None, float("nan"), pd.NA, "", "  ", "0", 0)]
     [True, True, True, True, True, False, False]
     """
+    return is_na(value) or (isinstance(value, str) and not value.strip())
+
+
+def is_na(value: object) -> bool:
+    """Whether one value is pandas' missing value (None, NaN, NaT, pd.NA): an empty cell in
+    JSON or Parquet. The writer keeps these apart from blank strings, which are values as written.
+    """
     if value is None or value is pd.NA or value is pd.NaT:
         return True
-    if isinstance(value, float) and value != value:
-        return True
-    return isinstance(value, str) and not value.strip()
+    return isinstance(value, float) and value != value
 
 
 def blank_strings(values) -> np.ndarray:

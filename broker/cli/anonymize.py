@@ -9,7 +9,7 @@ from pathlib import Path
 
 from broker.cli.common import CommandError, CommandFailed, column_list
 from broker.cli.render import render_anonymization, render_qid_dimension
-from broker.datasets import read_path
+from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
 from broker.metrics.report import analyze
 
 
@@ -70,7 +70,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from broker.anonymize import Target, plan_remedy, qid_dimension
 
-    frame = read_path(args.data).frame
+    dataset = read_path(args.data)
+    frame = dataset.frame
     output = Path(args.output)
     if args.method == "mondrian" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
@@ -91,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
     after = None
     if remedy.frame is not None:
-        _write(remedy.frame, output)
+        _write(remedy.frame, output, dataset)
         kept_qi = [q for q in args.qi if q in remedy.frame.columns]
         after = analyze(
             remedy.frame,
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         output.mkdir(parents=True, exist_ok=True)
         for name, table in remedy.tables.items():
-            _write(table, output / f"{name}.csv")
+            _write(table, output / f"{name}.csv", dataset)
         (output / "links.json").write_text(
             json.dumps([link.as_dict() for link in remedy.links], indent=2) + "\n"
         )
@@ -129,16 +130,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(frame, path) -> None:
-    """The frame to a file in the format its suffix names; a path it cannot write is one line."""
-    suffix = path.suffix.lower()
+def _write(frame, path, source: Dataset) -> None:
+    """The frame to a file in the format its suffix names, written as the broker writes every
+    dataset (:func:`broker.datasets.write_dataset`); a path it cannot write is one line."""
+    fmt = {".parquet": PARQUET, ".json": JSON}.get(path.suffix.lower(), CSV)
+    like = source if source.format == fmt else Dataset(frame, fmt)
     try:
-        if suffix == ".parquet":
-            frame.to_parquet(path, index=False)
-        elif suffix == ".json":
-            frame.to_json(path, orient="records", force_ascii=False, indent=1)
-        else:
-            frame.to_csv(path, index=False)
+        path.write_bytes(write_dataset(frame, like))
     except OSError as error:
         reason = error.strerror or str(error)
         if isinstance(error, FileNotFoundError):

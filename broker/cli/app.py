@@ -25,6 +25,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, DatasetError, ValueError) as error:
         print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except OSError as error:  # a file the user named cannot be read or written
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"fedbroker {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return USAGE_ERROR
     except CommandFailed as failure:
         print(f"fedbroker {args.command}: {failure}", file=sys.stderr)
         return 1
