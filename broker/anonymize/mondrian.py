@@ -1,21 +1,9 @@
 """Mondrian multidimensional k-anonymity (LeFevre, DeWitt and Ramakrishnan, ICDE 2006).
 
-Naming: a *partition* is a set of rows being split; a *class* is a final partition (an equivalence
-class of the output: its rows share every quasi-identifier label).
-
-Strict multidimensional partitioning, as in the paper's Figure 4:
-
-1. Start with the whole table as one partition.
-2. For a partition, rank the quasi-identifiers by their *normalized range* there: for a numeric
-   or date one ``(max - min) / (max - min over the whole table)``; for a categorical one the same
-   on the rank of its values in sorted order. Take the widest (the first given on a tie).
-3. Cut at the median of that quasi-identifier: rows ``<= median`` left, the others right (or
-   ``< median`` left when that is more balanced: with many ties at the median one of the two is
-   allowed when the other is not). A cut is *allowed* when both halves keep at least ``k`` rows
-   and, when ``l`` is asked, at least ``l`` distinct values of every sensitive attribute. Those
-   two cuts are the only candidates: any other cut has a smaller half on one side.
-4. If no cut on the widest quasi-identifier is allowed, try the next widest; a partition with no
-   allowed cut becomes a class.
+Strict multidimensional partitioning (the paper's Figure 4): the table is cut at the median of
+its widest quasi-identifier, again and again, while both halves keep at least ``k`` rows (and
+``l`` distinct values of every sensitive attribute); each partition that cannot be cut becomes
+an equivalence class, whose rows then share every quasi-identifier label.
 
 The cuts are :mod:`broker.anonymize.cuts`; the labels, which name ranges on a grid and only
 categories that k people hold, are :mod:`broker.anonymize.labels`.

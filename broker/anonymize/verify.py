@@ -52,15 +52,7 @@ def _sensitive_checks(table, classes, name, target) -> list[Check]:
 def verify(out, target, qis, sensitive, drop, suppressed, rows) -> list[Check]:
     """Every rule of ``target`` on the anonymized frame ``out`` (``rows``: the input's rows)."""
     checks = [Check("drop", name, None, None, name not in out.columns) for name in drop]
-    checks.append(
-        Check(
-            "max_suppression",
-            None,
-            target.max_suppression,
-            suppressed / rows,
-            suppressed <= target.max_suppression * rows,
-        )
-    )
+    checks.append(_suppression(target, suppressed, rows))
     empty = len(out) == 0
     if target.k is not None:
         k = None if empty else k_anonymity(out, qis).k
@@ -82,16 +74,7 @@ def verify_partition(result, target, qis, sensitive, rows) -> list[Check]:
         Check("drop", name, None, None, all(name not in t.columns for t in result.tables.values()))
         for name in target.drop
     ]
-    suppressed = result.suppressed_rows
-    checks.append(
-        Check(
-            "max_suppression",
-            None,
-            target.max_suppression,
-            suppressed / rows,
-            suppressed <= target.max_suppression * rows,
-        )
-    )
+    checks.append(_suppression(target, result.suppressed_rows, rows))
     for name in sensitive:
         table = result.tables[f"sensitive_{name}"]
         empty = len(table) == 0
@@ -106,6 +89,11 @@ def verify_partition(result, target, qis, sensitive, rows) -> list[Check]:
         value = mmaq(published, name).mmaq_index if len(published) else None
         checks.append(Check("mmaq_index", name, bound, value, value is not None and value <= bound))
     return checks
+
+
+def _suppression(target, suppressed: int, rows: int) -> Check:
+    allowed = suppressed <= target.max_suppression * rows
+    return Check("max_suppression", None, target.max_suppression, suppressed / rows, allowed)
 
 
 def describe(failing: Sequence[Check], k: int | None = None) -> str:
