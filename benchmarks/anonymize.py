@@ -2,7 +2,7 @@
 
 Run ``.venv/bin/python benchmarks/anonymize.py`` (or ``--quick`` for a smoke run of a few seconds).
 
-The data are generated, not downloaded, by ``adult_like`` of ``benchmarks/analyze.py``: Adult's 15
+The data are generated, not downloaded, by ``adult_like`` of ``benchmarks/adult.py``: Adult's 15
 columns, dtypes, cardinalities and skewed marginals from a seeded numpy generator. Both methods
 k-anonymize the same frame on the same six quasi-identifiers (age, sex, race, education,
 marital-status, native-country) with the same k:
@@ -28,18 +28,9 @@ discernibility metric (suppressed rows cost N each), suppressed rows, and the k 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
-import os
 import pickle
-import queue
-import statistics
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from analyze import adult_like
+import harness
+from adult import adult_like
 
 from broker.anonymize import information_loss, mondrian
 from broker.metrics import k_anonymity
@@ -57,6 +48,7 @@ from broker.metrics import k_anonymity
 QUASI_IDENTIFIERS = ["age", "sex", "race", "education", "marital-status", "native-country"]
 SUPPRESSION_PERCENT = 5.0
 TARGET_SECONDS_1M = 10.0
+DEFAULTS = harness.Defaults(rows="100000,1000000", repeats=3, budget=600.0, quick_budget=30.0)
 
 EDUCATION_LEVEL = {
     "Preschool": "No-diploma",
@@ -114,60 +106,22 @@ def anjana_worker(path: str, k: int, out_path: str) -> None:
 
     frame = pd.read_pickle(path)
     hierarchies = anjana_hierarchies(frame)
-    print(json.dumps({"event": "start"}), flush=True)
-    start = time.perf_counter()
+    harness.worker_started()
     with contextlib.redirect_stdout(sys.stderr):  # anjana prints progress lines
-        out = anjana_k_anonymity(frame, [], QUASI_IDENTIFIERS, k, SUPPRESSION_PERCENT, hierarchies)
-    seconds = time.perf_counter() - start
-    out.to_pickle(out_path, protocol=pickle.HIGHEST_PROTOCOL)
-    print(json.dumps({"event": "done", "seconds": seconds}), flush=True)
-
-
-@dataclass
-class AnjanaRun:
-    seconds: float  # when finished its time, else how long it had run when stopped
-    finished: bool
-    frame: pd.DataFrame | None
-    error: str | None = None
-
-
-def run_anjana(frame: pd.DataFrame, k: int, budget: float) -> AnjanaRun:
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "frame.pkl")
-        out_path = os.path.join(directory, "out.pkl")
-        frame.to_pickle(path, protocol=pickle.HIGHEST_PROTOCOL)
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--anjana-worker", path, "--k", str(k), "--out", out_path],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        timing = harness.timed(
+            lambda: anjana_k_anonymity(
+                frame, [], QUASI_IDENTIFIERS, k, SUPPRESSION_PERCENT, hierarchies
+            ),
+            1,
         )
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in child.stdout], daemon=True).start()
-        errors: list[str] = []
-        threading.Thread(target=lambda: errors.extend(child.stderr), daemon=True).start()
-        started = None
-        load_deadline = time.monotonic() + 120  # loading the pickle is not anjana's time
-        while True:
-            deadline = load_deadline if started is None else started + budget
-            try:
-                event = json.loads(lines.get(timeout=max(deadline - time.monotonic(), 0.01)))
-            except queue.Empty:
-                if child.poll() is not None and lines.empty():
-                    last = errors[-1].strip() if errors else "child died"
-                    return AnjanaRun(0.0, False, None, last)
-                if time.monotonic() < deadline:
-                    continue
-                child.kill()
-                child.wait()
-                elapsed = 0.0 if started is None else time.monotonic() - started
-                return AnjanaRun(elapsed, False, None)
-            if event["event"] == "start":
-                started = time.monotonic()
-                continue
-            child.wait()
-            out = pd.read_pickle(out_path)
-            return AnjanaRun(event["seconds"], True, out)
+    timing.result.to_pickle(out_path, protocol=pickle.HIGHEST_PROTOCOL)
+    harness.worker_step("anjana", timing.best)
+    harness.worker_done()
+
+
+def run_anjana(frame: pd.DataFrame, k: int, budget: float) -> harness.PeerRun:
+    """anjana's k-anonymity in a child process, killed after ``budget`` seconds of computing."""
+    return harness.run_peer(__file__, frame, budget, str(k))
 
 
 def anjana_output_aligned(out: pd.DataFrame, original: pd.DataFrame) -> pd.DataFrame:
@@ -210,60 +164,41 @@ def measure(method, original, out, seconds, finished=True, note="") -> Row:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default=None, help="comma-separated row counts")
+    parser = harness.parser(__doc__.splitlines()[0], "anjana", DEFAULTS)
     parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats of ours")
-    parser.add_argument(
-        "--anjana-budget",
-        type=float,
-        default=None,
-        help="seconds of anjana computing allowed in total over all row counts (default 600); "
-        "time a smaller table leaves unused passes to the next",
-    )
-    parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--anjana-worker", metavar="PICKLE", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.anjana_worker:
-        anjana_worker(args.anjana_worker, args.k, args.out)
+    if args.worker:
+        path, output, k = args.worker
+        anjana_worker(path, int(k), output)
         return 0
 
-    default_rows = "2000,20000" if args.quick else "100000,1000000"
-    rows_list = [int(r) for r in (args.rows or default_rows).split(",")]
-    repeats = args.repeats or (2 if args.quick else 3)
-    budget_left = args.anjana_budget or (30.0 if args.quick else 600.0)
+    plan = harness.plan(args, DEFAULTS)
+    print(f"{harness.machine()}; k = {args.k} on {QUASI_IDENTIFIERS}")
     print(
-        f"python {sys.version.split()[0]}, numpy {np.__version__}, pandas {pd.__version__}, "
-        f"{os.cpu_count()} CPUs; k = {args.k} on {QUASI_IDENTIFIERS}"
-    )
-    print(
-        f"ours: best of {repeats} runs; anjana: one run, suppression up to "
-        f"{SUPPRESSION_PERCENT:g} %, budget {budget_left:g} s in total"
+        f"ours: best of {plan.repeats} runs; anjana: one run, suppression up to "
+        f"{SUPPRESSION_PERCENT:g} %, budget {plan.budget.left:g} s in total"
     )
 
     results: list[Row] = []
-    for index, rows in enumerate(rows_list):
+    for rows in plan.rows:
         frame = adult_like(rows, args.seed)
         print(f"\n{rows} rows: distinct values {frame[QUASI_IDENTIFIERS].nunique().to_dict()}")
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = mondrian(frame, QUASI_IDENTIFIERS, args.k)
-            seconds.append(time.perf_counter() - start)
+        timing = harness.timed(
+            lambda frame=frame: mondrian(frame, QUASI_IDENTIFIERS, args.k), plan.repeats
+        )
+        result = timing.result
         print(
-            f"  ours: best {min(seconds):.3f} s, median {statistics.median(seconds):.3f} s, "
+            f"  ours: best {timing.best:.3f} s, median {timing.median:.3f} s, "
             f"{result.classes} classes"
         )
-        results.append(measure("ours (Mondrian)", frame, result.frame, min(seconds)))
+        results.append(measure("ours (Mondrian)", frame, result.frame, timing.best))
 
-        share = budget_left / (len(rows_list) - index)
+        share = plan.budget.share()
         print(f"  anjana (budget {share:.0f} s) ...", flush=True)
         run = run_anjana(frame, args.k, share)
-        budget_left -= min(run.seconds, share)
-        if run.finished and len(run.frame):
-            out = anjana_output_aligned(run.frame, frame)
+        plan.budget.spend(run.seconds)
+        if run.finished and len(run.output):
+            out = anjana_output_aligned(run.output, frame)
             results.append(measure("anjana", frame, out, run.seconds))
         elif run.finished:
             results.append(Row(rows, "anjana", run.seconds, True, note="returned no data"))
@@ -273,29 +208,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  anjana {'finished' if run.finished else 'stopped'} after {run.seconds:.1f} s")
 
     print()
-    header = (
-        f"{'rows':>9} | {'method':<16} | {'seconds':>9} | {'speed-up':>8} | {'k':>4} | "
-        f"{'classes':>7} | {'suppressed':>10} | {'utility %':>9} | {'discernibility':>15}"
+    table = harness.Table(
+        ("rows", ">9"),
+        ("method", "<16"),
+        ("seconds", ">9"),
+        ("speed-up", ">8"),
+        ("k", ">4"),
+        ("classes", ">7"),
+        ("suppressed", ">10"),
+        ("utility %", ">9"),
+        ("discernibility", ">15"),
     )
-    print(header)
-    print("-" * len(header))
+    print(table.header())
     ours_seconds = {r.rows: r.seconds for r in results if r.method.startswith("ours")}
     for r in results:
-        bound = "" if r.finished else ">="
-        seconds = "-" if not r.seconds else f"{bound}{r.seconds:.2f}"
-        ratio = (
-            ""
-            if r.method.startswith("ours") or not r.seconds
-            else (f"{bound}{r.seconds / ours_seconds[r.rows]:.0f}x")
-        )
-
-        def show(value, spec):
-            return "-" if value is None else format(value, spec)
-
+        ours = r.method.startswith("ours")
+        speed_up = r.seconds / ours_seconds[r.rows] if r.seconds and not ours else None
         print(
-            f"{r.rows:>9} | {r.method:<16} | {seconds:>9} | {ratio:>8} | {show(r.k, 'd'):>4} | "
-            f"{show(r.classes, 'd'):>7} | {show(r.suppressed, 'd'):>10} | "
-            f"{show(r.utility, '.2f'):>9} | {show(r.discernibility, 'd'):>15}"
+            table.row(
+                r.rows,
+                r.method,
+                harness.bounded(r.seconds, r.finished, ".2f") if r.seconds else "-",
+                "" if speed_up is None else harness.bounded(speed_up, r.finished, ".0f", "x"),
+                harness.show(r.k, "d"),
+                harness.show(r.classes, "d"),
+                harness.show(r.suppressed, "d"),
+                harness.show(r.utility, ".2f"),
+                harness.show(r.discernibility, "d"),
+            )
             + (f"  ({r.note})" if r.note else "")
         )
     print(
@@ -307,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     at_1m = [r for r in results if r.rows == 1_000_000 and r.method.startswith("ours")]
     if at_1m:
-        verdict = "MET" if at_1m[0].seconds <= TARGET_SECONDS_1M else "NOT MET"
+        verdict = harness.verdict(at_1m[0].seconds <= TARGET_SECONDS_1M)
         print(
             f"\nTarget: Mondrian on 1,000,000 rows x {len(QUASI_IDENTIFIERS)} QIs in "
             f"<= {TARGET_SECONDS_1M:g} s: {at_1m[0].seconds:.2f} s -> {verdict}"

@@ -1,8 +1,9 @@
 """Every ORM model, imported once so that Alembic sees the whole schema."""
 
 from broker.audit.models import AuditEntry
+from broker.delivery.models import Delivery
 from broker.members.models import Member
 from broker.policies.models import PolicyVersion
-from broker.transfers.models import Delivery, Transfer
+from broker.transfers.models import Transfer
 
 __all__ = ["AuditEntry", "Delivery", "Member", "PolicyVersion", "Transfer"]

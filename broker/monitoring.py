@@ -33,7 +33,9 @@ from prometheus_fastapi_instrumentator import Instrumentator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from broker.transfers.models import Delivery, Transfer
+from broker.delivery.models import Delivery
+from broker.statuses import DeliveryStatus
+from broker.transfers.models import Transfer
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -107,7 +109,7 @@ class _Outbox:
                 select(func.count(), func.min(Transfer.created_at))
                 .select_from(Delivery)
                 .join(Transfer, Transfer.id == Delivery.transfer_id)
-                .where(Delivery.status == "pending")
+                .where(Delivery.status == DeliveryStatus.PENDING)
             ).one()
             session.rollback()
         pending.add_metric([], count)

@@ -233,6 +233,21 @@ def test_audit_head_is_exported_and_a_cut_end_of_the_chain_is_caught(tmp_path, m
     engine.dispose()
 
 
+def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from broker.db import make_engine, upgrade
+
+    url = f"sqlite:///{tmp_path / 'broker.db'}"
+    monkeypatch.setenv("BROKER_DATABASE_URL", url)
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    target = tmp_path / "missing" / "head.json"
+    assert main(["audit", "head", "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"fedbroker audit: error: {target}: No such file or directory")
+
+
 def test_audit_check_refuses_a_file_that_is_not_a_head(tmp_path, capsys):
     (tmp_path / "x.json").write_text("{}")
     assert main(["audit", "check", str(tmp_path / "x.json")]) == 2

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from broker.cli import _parser
+from broker.cli.app import build_parser as _parser
 from broker.config import Settings
 from member_cloud.config import MemberSettings
 from tests.conftest import REPO, postgres_database

@@ -52,7 +52,7 @@ def within(name: str, package: str) -> bool:
 
 @pytest.mark.parametrize(
     "package",
-    ["broker", "broker.metrics", "broker.datasets", "broker.policy.evaluate", "broker.anonymize"],
+    ["broker", "broker.metrics", "broker.datasets", "broker.fsla.evaluate", "broker.anonymize"],
 )
 def test_pure_packages_pull_in_no_web_or_database_code(package):
     loaded = loaded_by(package, walk=False)

@@ -14,19 +14,15 @@ from broker.anonymize.generalization import (
 from broker.anonymize.loss import InformationLoss, information_loss
 from broker.anonymize.mondrian import AnonymizationError, MondrianResult, mondrian
 from broker.anonymize.partition import Link, PartitionResult, partition
-from broker.anonymize.planner import (
-    Anonymized,
-    Check,
-    Remedy,
-    Step,
-    Target,
-    apply_steps,
-    plan_remedy,
-)
+from broker.anonymize.planner import plan_remedy
 from broker.anonymize.qid import QidDimension, QidLevel, qid_dimension
+from broker.anonymize.steps import Anonymized, Step, apply_steps
 from broker.anonymize.suppression import drop_columns, mask
+from broker.anonymize.target import Acceptance, Remedy, Target
+from broker.anonymize.verify import Check
 
 __all__ = [
+    "Acceptance",
     "AnonymizationError",
     "Anonymized",
     "Check",

@@ -1,19 +1,19 @@
-"""Shared helpers: column checks, missing values, numbers as written in CSV, labels.
+"""Shared helpers: missing values, numbers as written in CSV, labels.
 
-A value is *missing* when pandas says so (None, NaN, NaT, pd.NA) or when it is a string that is
-empty after stripping blanks (how a CSV read with ``dtype=str, keep_default_na=False`` writes a
-missing field). Every helper works on the distinct values of a column (``pd.factorize``) and maps
-the answer back to the rows with integer codes, so the cost per row is a few array operations.
+A value is *missing* as :mod:`broker.missing` defines it (NA, or a blank string). Every helper
+works on the distinct values of a column (``pd.factorize``) and maps the answer back to the rows
+with integer codes, so the cost per row is a few array operations.
 """
 
 from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from broker.missing import blank_strings
 
 SUPPRESSED = "*"
 MISSING_LABEL = "NA"
@@ -22,35 +22,18 @@ _DATE_TYPES = (pd.Timestamp, datetime.datetime, datetime.date, np.datetime64)
 _TIME_TYPES = (*_DATE_TYPES, pd.Timedelta, datetime.timedelta, np.timedelta64)
 
 
-def require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
-    """Raise ``ValueError`` naming the first of ``columns`` that ``frame`` lacks."""
-    for column in columns:
-        if column not in frame.columns:
-            raise ValueError(f"{role} {column!r} is not a column of the dataset")
-
-
 def factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index | np.ndarray, np.ndarray]:
     """Codes per row, the distinct values, and which distinct values are missing.
 
     A missing value (NA or a blank string) gets code -1.
     """
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    blank = _blank(uniques)
+    blank = blank_strings(uniques)
     if blank.any():
         remap = np.where(blank, -1, np.cumsum(~blank) - 1)
         codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
         uniques = uniques[~blank]
     return codes.astype(np.int64, copy=False), uniques, blank
-
-
-def _blank(uniques) -> np.ndarray:
-    as_series = pd.Series(np.asarray(uniques, dtype=object))
-    is_string = as_series.map(type).eq(str).to_numpy()
-    if not is_string.any():
-        return np.zeros(len(as_series), dtype=bool)
-    blank = np.zeros(len(as_series), dtype=bool)
-    blank[is_string] = as_series[is_string].str.strip().eq("").to_numpy()
-    return blank
 
 
 def is_missing(values: pd.Series) -> np.ndarray:

@@ -13,6 +13,10 @@ once and maps the answer back to the rows, so the cost per row is an array looku
 
 Every function returns a new frame (the input is untouched) in which the generalized column holds
 strings (object dtype), index and other columns unchanged.
+
+Each generalization is a map from a column's distinct values to labels, so it acts on counts as
+well as on rows (:class:`~broker.engines.base.RecodePlan`); quantile bins are the exception, as
+their edges depend on how many rows hold each value.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from broker.anonymize._values import (
     labels_to_rows,
     parse_numbers,
     range_label,
-    require_columns,
 )
+from broker.roles import require_columns
 
 DATE_LEVELS = ("month", "year")
 UNKNOWN_ERROR = "error"
@@ -72,7 +76,7 @@ def generalize_range(
     >>> generalize_range(frame, "Age", 10)["Age"].tolist()
     ['20-30', '30-40', '50-60', '']
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     if not (isinstance(width, int | float) and math.isfinite(width) and width > 0):
         raise ValueError(f"The range width for column {column!r} must be positive, got {width!r}")
     codes, uniques, _blank = factorize(frame[column])
@@ -119,7 +123,7 @@ def generalize_quantiles(frame: pd.DataFrame, column: str, bins: int) -> pd.Data
     >>> generalize_quantiles(frame, "income", 2)["income"].tolist()
     ['10-30', '10-30', '10-30', '40-60', '40-60', '40-60']
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     if not isinstance(bins, int | np.integer) or bins < 1:
         raise ValueError(f"The number of bins for column {column!r} must be >= 1, got {bins!r}")
     codes, uniques, _blank = factorize(frame[column])
@@ -168,7 +172,7 @@ def generalize_date(frame: pd.DataFrame, column: str, level: str = "month") -> p
     >>> generalize_date(frame, "admitted", "year")["admitted"].tolist()
     ['2024', '2023', '']
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     if level not in DATE_LEVELS:
         raise ValueError(f"Date level for column {column!r} must be one of {DATE_LEVELS}")
     codes, uniques, _blank = factorize(frame[column])
@@ -217,7 +221,7 @@ def generalize_prefix(
     >>> generalize_prefix(frame, "NIN", 2)["NIN"].iloc[0]
     '25*'
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     if not isinstance(keep, int | np.integer) or keep < 0:
         raise ValueError(f"The prefix length for column {column!r} must be >= 0, got {keep!r}")
     codes, uniques, _blank = factorize(frame[column])
@@ -270,7 +274,7 @@ def generalize_hierarchy(
     >>> generalize_hierarchy(frame, "city", tree, levels=2)["city"].tolist()
     ['Africa', 'Europe', 'Africa']
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     if not isinstance(levels, int | np.integer) or levels < 1:
         raise ValueError(f"Hierarchy levels for column {column!r} must be >= 1, got {levels!r}")
     if unknown not in (UNKNOWN_ERROR, UNKNOWN_SUPPRESS):

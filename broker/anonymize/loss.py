@@ -21,6 +21,10 @@ For one attribute, x is a row's original value and y its published one.
 - **Suppressed cell share**: cells of the original (N x its columns) that do not reach the output
   as written: every cell of a dropped column or of a suppressed row, and each published cell that
   reads ``"*"`` where the original did not. Generalized cells are not counted here.
+
+Row-level on purpose: the loss compares each row's original value with its published one, so it
+needs counts over a row-aligned join of the two tables (the index here; a stable row id in an
+engine that does not hold the rows in memory), not the count tables of either alone.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import SUPPRESSED, require_columns
-from broker.metrics.encoding import Grouping, combine, encode_column
+from broker.anonymize._values import SUPPRESSED
+from broker.engines.codes import Grouping, combine, encode_column
+from broker.roles import require_columns
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,7 @@ def information_loss(
     (54.09, 10, 0)
     """
     quasi_identifiers = list(quasi_identifiers)
-    require_columns(original, quasi_identifiers, "Quasi-identifier")
+    require_columns(original.columns, quasi_identifiers, "Quasi-identifier")
     rows = len(original)
     if rows == 0:
         raise ValueError("The original dataset has no rows: information loss is not defined")
@@ -135,7 +140,7 @@ def information_loss(
 
     if class_columns is None:
         class_columns = [name for name in quasi_identifiers if name in anonymized.columns]
-    require_columns(anonymized, class_columns, "Class column")
+    require_columns(anonymized.columns, class_columns, "Class column")
     if len(anonymized) == 0:
         squares = 0
     elif class_columns:

@@ -21,6 +21,9 @@ do is hide that the person is in the data: the quasi-identifier table keeps the 
 own k-anonymity is that of the original. Rows that cannot be placed (the whole table fails the
 condition, see :mod:`broker.anonymize.mondrian`) are suppressed from every table within
 ``max_suppression``, else :class:`~broker.anonymize.mondrian.AnonymizationError` is raised.
+
+Row-level on purpose: each row is given a group id and split across tables, which only an
+engine that holds the rows can do; the counts of :mod:`broker.engines.base` do not suffice.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.anonymize.mondrian import _check_arguments, _check_suppression, mondrian_classes
+from broker.anonymize.cuts import check_arguments, check_suppression, mondrian_classes
 
 QUASI_IDENTIFIER_TABLE = "quasi_identifiers"
 GROUP_ID = "group_id"
@@ -138,7 +141,7 @@ def partition(
     """
     groups = _sensitive_groups(sensitive, groups)
     attributes = [name for group in groups for name in group]
-    quasi_identifiers, _ = _check_arguments(
+    quasi_identifiers, _ = check_arguments(
         frame, quasi_identifiers, k, attributes, l, max_suppression
     )
     names = {"_".join(group): group for group in groups}
@@ -152,7 +155,7 @@ def partition(
         ids[name] = class_ids
         suppressed |= class_ids < 0
     count = int(suppressed.sum())
-    _check_suppression(count, len(frame), max_suppression, k, attributes, l)
+    check_suppression(count, len(frame), max_suppression, k, attributes, l)
 
     kept = ~suppressed
     published = frame.loc[kept, [c for c in frame.columns if c not in attributes]].copy()

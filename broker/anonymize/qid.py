@@ -27,8 +27,8 @@ import pandas as pd
 
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import mondrian
+from broker.engines.codes import encode_column
 from broker.metrics.anonymity import k_anonymity
-from broker.metrics.encoding import encode_column
 from broker.metrics.risk import qir_risk_percent
 
 

@@ -2,6 +2,9 @@
 
 Both functions return a new frame and leave their input untouched; the row index is kept so the
 output lines up with the original (information loss is measured by joining on it).
+
+Row-level: masking chosen rows needs the rows. Dropping a column or masking it whole is also a
+:class:`~broker.engines.base.RecodePlan` that an engine applies while it reads.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import SUPPRESSED, require_columns
+from broker.anonymize._values import SUPPRESSED
+from broker.roles import require_columns
 
 
 def drop_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -40,7 +44,7 @@ def drop_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     ['Age']
     """
     columns = [columns] if isinstance(columns, str) else list(columns)
-    require_columns(frame, columns)
+    require_columns(frame.columns, columns)
     return frame.drop(columns=columns)
 
 
@@ -80,7 +84,7 @@ def mask(
     >>> mask(frame, "Age", rows=[1])["Age"].tolist()
     [28, '*', 34]
     """
-    require_columns(frame, [column])
+    require_columns(frame.columns, [column])
     out = frame.copy()
     values = out[column].astype(object)
     selected = np.ones(len(out), dtype=bool) if rows is None else _row_selection(out, column, rows)

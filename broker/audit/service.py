@@ -8,7 +8,6 @@ makes the change, inside its transaction, so a decision and its audit entry comm
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import repository
 from broker.audit.models import AuditEntry
+from broker.canonical import sha256_of
 
 GENESIS = "0" * 64
 
@@ -37,20 +37,15 @@ def entry_hash(
     subject: str,
     details: dict[str, Any],
 ) -> str:
-    body = json.dumps(
-        {
-            "id": entry_id,
-            "created_at": _timestamp(created_at),
-            "actor": actor,
-            "action": action,
-            "subject": subject,
-            "details": details,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256((previous_hash + body).encode()).hexdigest()
+    body = {
+        "id": entry_id,
+        "created_at": _timestamp(created_at),
+        "actor": actor,
+        "action": action,
+        "subject": subject,
+        "details": details,
+    }
+    return sha256_of(body, prefix=previous_hash)
 
 
 def record(

@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from broker.datasets.reading import CSV, JSON, PARQUET, Dataset
+from broker.datasets.dataset import CSV, JSON, PARQUET, Dataset
+from broker.missing import is_na
 
 
 def write_dataset(frame: pd.DataFrame, like: Dataset) -> bytes:
@@ -45,11 +46,11 @@ def _write_csv(frame: pd.DataFrame, like: Dataset) -> bytes:
 
 def _text(values: pd.Series) -> list[str]:
     """CSV cells: text as is; anything else (a label after anonymization) as its text."""
-    return ["" if _missing(v) else v if isinstance(v, str) else str(v) for v in values.tolist()]
+    return ["" if is_na(v) else v if isinstance(v, str) else str(v) for v in values.tolist()]
 
 
 def _write_json(frame: pd.DataFrame, like: Dataset) -> bytes:
-    columns = [[None if _missing(v) else v for v in frame[name].tolist()] for name in frame]
+    columns = [[None if is_na(v) else v for v in frame[name].tolist()] for name in frame]
     names = list(frame.columns)
     records = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
     return json.dumps(records, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
@@ -79,7 +80,3 @@ def _arrow_column(values: pd.Series, original: pa.DataType | None) -> pa.Array:
         return pa.array(values, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array(_text(values), type=pa.string())
-
-
-def _missing(value) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)

@@ -5,18 +5,15 @@ from datetime import datetime
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from broker.transfers.models import Delivery
-
-PENDING = "pending"
-DELIVERED = "delivered"
-FAILED = "failed"
+from broker.delivery.models import Delivery
+from broker.statuses import DeliveryStatus
 
 
 def due(session: Session, now: datetime, limit: int) -> list[str]:
     query = (
         select(Delivery.transfer_id)
         .where(
-            Delivery.status == PENDING,
+            Delivery.status == DeliveryStatus.PENDING,
             Delivery.next_attempt_at <= now,
             or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
         )
@@ -34,7 +31,7 @@ def take_lease(
         update(Delivery)
         .where(
             Delivery.transfer_id == transfer_id,
-            Delivery.status == PENDING,
+            Delivery.status == DeliveryStatus.PENDING,
             or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
         )
         .values(lease_owner=owner, lease_expires_at=until)
@@ -46,7 +43,11 @@ def forget_failed_payloads(session: Session, before: datetime) -> int:
     """Drop the payloads of deliveries that failed before ``before``; returns how many."""
     result = session.execute(
         update(Delivery)
-        .where(Delivery.status == FAILED, Delivery.failed_at < before, Delivery.payload.isnot(None))
+        .where(
+            Delivery.status == DeliveryStatus.FAILED,
+            Delivery.failed_at < before,
+            Delivery.payload.isnot(None),
+        )
         .values(payload=None)
     )
     return result.rowcount
@@ -58,10 +59,10 @@ def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
         update(Delivery)
         .where(
             Delivery.transfer_id == transfer_id,
-            Delivery.status == FAILED,
+            Delivery.status == DeliveryStatus.FAILED,
             Delivery.payload.isnot(None),
         )
-        .values(status=PENDING, attempts=0, next_attempt_at=now, failed_at=None)
+        .values(status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, failed_at=None)
     )
     return result.rowcount == 1
 
@@ -77,7 +78,7 @@ def settle(session: Session, transfer_id: str, owner: str, **values) -> bool:
         .where(
             Delivery.transfer_id == transfer_id,
             Delivery.lease_owner == owner,
-            Delivery.status == PENDING,
+            Delivery.status == DeliveryStatus.PENDING,
         )
         .values(lease_owner=None, lease_expires_at=None, **values)
     )

@@ -35,10 +35,9 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
-from broker.delivery.repository import DELIVERED, FAILED
 from broker.errors import Conflict, NotFound
 from broker.members import repository as members
-from broker.members.models import ACTIVE
+from broker.statuses import DeliveryStatus, MemberStatus
 from broker.transfers import repository as transfers
 from broker.wire import headers as h
 
@@ -82,7 +81,7 @@ def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
     if transfer is None or not (caller.is_admin or transfer.source_id == caller.member_id):
         raise NotFound(f"No transfer {transfer_id!r} that you sent")
     delivery = transfer.delivery
-    if delivery is None or delivery.status != FAILED:
+    if delivery is None or delivery.status != DeliveryStatus.FAILED:
         state = delivery.status if delivery else "not applicable (not approved)"
         raise Conflict(f"Transfer {transfer_id!r} has no failed delivery: its delivery is {state}")
     if not repository.requeue(session, transfer_id, datetime.now(UTC)):
@@ -137,7 +136,7 @@ def deliver(
         delivery = repository.get(session, transfer_id)
         if (
             delivery is None
-            or delivery.status != repository.PENDING
+            or delivery.status != DeliveryStatus.PENDING
             or delivery.lease_owner != owner
             or delivery.payload is None
         ):
@@ -146,7 +145,7 @@ def deliver(
         destination = members.get(session, transfer.destination_id)
         payload, payload_type = delivery.payload, delivery.payload_type
         attempts = delivery.attempts + 1
-        if destination is None or destination.status != ACTIVE:
+        if destination is None or destination.status != MemberStatus.ACTIVE:
             outcome = Attempt(
                 False,
                 False,
@@ -174,12 +173,16 @@ def deliver(
     now = datetime.now(UTC)
     with factory() as session:
         if outcome.delivered:
-            status = DELIVERED
+            status = DeliveryStatus.DELIVERED
             values = dict(
-                status=DELIVERED, attempts=attempts, delivered_at=now, payload=None, last_error=None
+                status=DeliveryStatus.DELIVERED,
+                attempts=attempts,
+                delivered_at=now,
+                payload=None,
+                last_error=None,
             )
         elif outcome.retryable and attempts < settings.delivery_max_attempts:
-            status = repository.PENDING
+            status = DeliveryStatus.PENDING
             delay = backoff(settings, attempts, outcome.retry_after)
             values = dict(
                 attempts=attempts,
@@ -187,22 +190,27 @@ def deliver(
                 next_attempt_at=now + timedelta(seconds=delay),
             )
         else:
-            status = FAILED  # the payload stays for a redelivery, until the retention ends
+            status = (
+                DeliveryStatus.FAILED
+            )  # the payload stays for a redelivery, until the retention ends
             values = dict(
-                status=FAILED, attempts=attempts, failed_at=now, last_error=outcome.reason
+                status=DeliveryStatus.FAILED,
+                attempts=attempts,
+                failed_at=now,
+                last_error=outcome.reason,
             )
-        if status != DELIVERED:
+        if status != DeliveryStatus.DELIVERED:
             log.warning(
                 "delivery of %s: attempt %d %s: %s",
                 transfer_id,
                 attempts,
-                "failed for good" if status == FAILED else "failed, will retry",
+                "failed for good" if status == DeliveryStatus.FAILED else "failed, will retry",
                 outcome.reason,
             )
         if not repository.settle(session, transfer_id, owner, **values):
             session.rollback()  # our lease expired and another worker took over
             return "lease_lost"
-        if status != repository.PENDING:
+        if status != DeliveryStatus.PENDING:
             audit.record(
                 session,
                 ACTOR,

@@ -17,9 +17,14 @@ from broker.config import Settings
 from broker.delivery import service
 from broker.delivery.keyring import KeyRing
 from broker.monitoring import Monitoring
+from broker.statuses import DeliveryStatus
 
 log = logging.getLogger("broker.delivery")
-_OUTCOMES = {"delivered": "delivered", "pending": "retrying", "failed": "failed"}
+_OUTCOMES = {
+    DeliveryStatus.DELIVERED: "delivered",
+    DeliveryStatus.PENDING: "retrying",
+    DeliveryStatus.FAILED: "failed",
+}
 
 
 class DeliveryWorker:

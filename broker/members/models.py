@@ -9,9 +9,7 @@ from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broker.db import Base, UTCDateTime
-
-ACTIVE = "active"
-SUSPENDED = "suspended"
+from broker.statuses import MemberStatus
 
 
 class Member(Base):
@@ -24,5 +22,5 @@ class Member(Base):
     api_key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     previous_api_key_hash: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
     previous_key_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
-    status: Mapped[str] = mapped_column(String(16), default=ACTIVE)
+    status: Mapped[str] = mapped_column(String(16), default=MemberStatus.ACTIVE)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=lambda: datetime.now(UTC))

@@ -5,8 +5,9 @@ from fastapi import APIRouter, Path
 from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
 from broker.errors import Forbidden, responses
 from broker.members import service
-from broker.members.models import ACTIVE, SUSPENDED, Member
+from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
+from broker.statuses import MemberStatus
 
 router = APIRouter(prefix="/v1/members", tags=["Members"])
 MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
@@ -62,7 +63,9 @@ def _read(member: Member, caller: Caller) -> MemberRead:
     summary="Suspend a member (admin): its key stops working, nothing is sent to it",
 )
 def suspend(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
-    return MemberRead.model_validate(service.set_status(session, member_id, SUSPENDED, caller.name))
+    return MemberRead.model_validate(
+        service.set_status(session, member_id, MemberStatus.SUSPENDED, caller.name)
+    )
 
 
 @router.post(
@@ -72,7 +75,9 @@ def suspend(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> Memb
     summary="Reactivate a member (admin)",
 )
 def reactivate(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
-    return MemberRead.model_validate(service.set_status(session, member_id, ACTIVE, caller.name))
+    return MemberRead.model_validate(
+        service.set_status(session, member_id, MemberStatus.ACTIVE, caller.name)
+    )
 
 
 @router.post(

@@ -2,7 +2,7 @@ from datetime import datetime
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 
-from broker.policy.models import JURISDICTION_PATTERN
+from broker.fsla.models import JURISDICTION_PATTERN
 
 
 class MemberCreate(BaseModel):

@@ -14,8 +14,9 @@ from broker.audit import service as audit
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
 from broker.members.inbox_urls import InboxPolicy
-from broker.members.models import ACTIVE, SUSPENDED, Member
+from broker.members.models import Member
 from broker.policies import repository as policies
+from broker.statuses import MemberStatus
 
 KEY_PREFIX = "fbk_"
 
@@ -77,7 +78,7 @@ def register(
         jurisdiction=jurisdiction,
         inbox_url=inbox_url,
         api_key_hash=hash_key(api_key),
-        status=ACTIVE,
+        status=MemberStatus.ACTIVE,
     )
     try:
         repository.add(session, member)
@@ -99,7 +100,7 @@ def set_status(session: Session, member_id: str, status: str, actor: str) -> Mem
     member = get(session, member_id)
     if member.status != status:
         member.status = status
-        action = "member.suspended" if status == SUSPENDED else "member.reactivated"
+        action = "member.suspended" if status == MemberStatus.SUSPENDED else "member.reactivated"
         audit.record(session, actor, action, member_id, {"status": status})
         session.commit()
     return member

@@ -1,5 +1,8 @@
 """k-anonymity, prosecutor risk, l-diversity and t-closeness over declared quasi-identifiers.
 
+Kernels take count tables (:mod:`broker.engines.base`): k the tuples of the quasi-identifiers
+with their people; l and t the (class, value) pairs and the values of the sensitive attribute.
+
 Naming: an *equivalence class* is a set of rows sharing all quasi-identifier values.
 
 - k-anonymity (Sweeney 2002): the size of the smallest equivalence class.
@@ -23,7 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.metrics.encoding import DENSE_LIMIT, EncodedTable, Grouping, check_columns
+from broker.engines.base import CountTable, Engine
+from broker.engines.pandas import PandasEngine
+from broker.roles import require_columns
 
 CATEGORICAL = "categorical"
 ORDERED = "ordered"
@@ -40,8 +45,8 @@ class ProsecutorRisk:
 class KAnonymity:
     """How the rows fall into equivalence classes on the quasi-identifiers.
 
-    ``k`` counts rows; ``k_people`` counts the distinct people of the smallest class in people
-    (see :func:`people_per_class`): three copies of one person's row are a class of one.
+    ``k`` counts rows; ``k_people`` counts the distinct people of the smallest class (see
+    :class:`broker.engines.pandas.People`): three copies of one person's row are a class of one.
     """
 
     k: int
@@ -69,33 +74,10 @@ class SensitiveMeasure:
     known_attributes: tuple[str, ...] = ()
 
 
-def people_per_class(classes: Grouping, people: Grouping | Sequence[Grouping] | None) -> np.ndarray:
-    """The number of distinct people in each class (rows when ``people`` is None).
-
-    ``people`` labels each row with its person: a declared person key, or the row's whole content
-    (identical rows may be one person sent several times, and the broker cannot tell). Given
-    several labellings, each class counts the fewest people any of them sees.
-    """
-    if people is None:
-        return classes.counts()
-    if not isinstance(people, Grouping):
-        counts = [people_per_class(classes, one) for one in people]
-        return np.minimum.reduce(counts) if counts else classes.counts()
-    # Usually each person sits in one class (always when people are identical rows, which agree
-    # on every attribute): then counting the people of each class needs no sort.
-    class_of_person = np.empty(people.categories, dtype=np.int64)
-    class_of_person[people.codes] = classes.codes
-    if np.array_equal(class_of_person[people.codes], classes.codes):
-        return np.bincount(class_of_person, minlength=classes.categories)
-    pairs, _counts = _pairs_present(classes, people)
-    return np.bincount(pairs // people.categories, minlength=classes.categories)
-
-
-def k_anonymity_of(
-    classes: Grouping, people: Grouping | Sequence[Grouping] | None = None
-) -> KAnonymity:
-    """Class sizes, k and prosecutor risk of a grouping of rows into equivalence classes."""
-    sizes = classes.counts()
+def k_anonymity_of(classes: CountTable) -> KAnonymity:
+    """Class sizes, k and prosecutor risk from the count table of the equivalence classes (with
+    people counted, for ``k_people``)."""
+    sizes = classes.rows
     rows = int(sizes.sum())
     if rows == 0:
         raise ValueError("The dataset has no rows: k-anonymity is not defined")
@@ -103,16 +85,16 @@ def k_anonymity_of(
     k = int(size_values[0])
     return KAnonymity(
         k=k,
-        equivalence_classes=classes.categories,
+        equivalence_classes=classes.size,
         class_size_histogram={
             int(s): int(c) for s, c in zip(size_values, size_counts, strict=True)
         },
         prosecutor_risk=ProsecutorRisk(
             max=1.0 / k,
-            average=classes.categories / rows,
+            average=classes.size / rows,
             unique_share=float(size_counts[0]) / rows if k == 1 else 0.0,
         ),
-        k_people=int(people_per_class(classes, people).min()),
+        k_people=classes.smallest_in_people(),
     )
 
 
@@ -127,7 +109,8 @@ def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> KAnony
     (2, 2, {2: 1, 3: 1})
     """
     _require_columns(frame, quasi_identifiers, "Quasi-identifier")
-    return k_anonymity_of(EncodedTable(frame, quasi_identifiers).grouping(quasi_identifiers))
+    engine = PandasEngine(frame, quasi_identifiers)
+    return k_anonymity_of(engine.counts([quasi_identifiers], people=True)[0])
 
 
 def sensitive_measure(
@@ -144,38 +127,33 @@ def sensitive_measure(
     """
     _require_columns(frame, quasi_identifiers, "Quasi-identifier")
     _require_columns(frame, [sensitive], "Sensitive attribute")
-    table = EncodedTable(frame, [*quasi_identifiers, sensitive])
-    classes = table.grouping(quasi_identifiers)
-    return sensitive_measure_of(table, classes, sensitive, quasi_identifiers)
+    engine = PandasEngine(frame, [*quasi_identifiers, sensitive])
+    return sensitive_measure_of(engine, sensitive, quasi_identifiers)
 
 
-def sensitive_measure_of(
-    table: EncodedTable,
-    classes: Grouping,
-    sensitive: str,
-    known: Sequence[str] = (),
-    people: Grouping | Sequence[Grouping] | None = None,
-) -> SensitiveMeasure:
-    """As :func:`sensitive_measure`, from an encoded table and its equivalence classes.
+def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -> SensitiveMeasure:
+    """As :func:`sensitive_measure`, from the engine's count tables: the classes of ``known``
+    (with their people, for ``k``), the (class, value) pairs and the values of ``sensitive``."""
+    known = list(known)
+    classes, pairs, values = engine.counts([known, [*known, sensitive], [sensitive]], people=True)
+    categories = values.size
+    pair_class, class_count = pairs.tuple_ids(known)
+    pair_value = pairs.codes[-1]
+    pair_counts = pairs.rows
+    class_sizes = np.bincount(pair_class, weights=pair_counts, minlength=class_count).astype(
+        np.int64
+    )
 
-    ``known`` names the attributes ``classes`` are formed on (reported, not used); ``k`` counts
-    the ``people`` of the smallest class (rows when None).
-    """
-    values = table.grouping([sensitive])
-    pairs, pair_counts = _pairs_present(classes, values)
-    pair_class = pairs // values.categories
-    pair_value = pairs % values.categories
-    class_sizes = classes.counts()
-
-    distinct = np.bincount(pair_class, minlength=classes.categories)
+    distinct = np.bincount(pair_class, minlength=class_count)
     # H_class = ln n_c - sum_v n_cv ln n_cv / n_c
     n_log_n = np.bincount(
-        pair_class, weights=pair_counts * np.log(pair_counts), minlength=classes.categories
+        pair_class, weights=pair_counts * np.log(pair_counts), minlength=class_count
     )
     entropy = np.log(class_sizes) - n_log_n / class_sizes
 
-    table_share = values.counts() / table.rows
-    ordering = _numeric_order(table.frame[sensitive], values)
+    table_share = np.zeros(categories)
+    table_share[values.codes[0]] = values.rows / engine.rows
+    ordering = _numeric_order(engine.dictionary(sensitive))
     if ordering is None:
         t = _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share)
         method = CATEGORICAL
@@ -194,43 +172,24 @@ def sensitive_measure_of(
         entropy_l_diversity=float(np.exp(entropy.min())),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
-        k=int(people_per_class(classes, people).min()),
+        k=classes.smallest_in_people(),
         known_attributes=tuple(known),
     )
-
-
-def _pairs_present(classes: Grouping, values: Grouping) -> tuple[np.ndarray, np.ndarray]:
-    """Each (class, value) pair present as ``class * values + value``, ascending, with its rows.
-
-    Equal to ``np.unique(pair_codes, return_counts=True)``, but when the pair space is not much
-    larger than the table a ``bincount`` gives it without sorting a million codes (the sort was a
-    third of the time of a 1M-row report).
-    """
-    pair_codes = classes.codes * values.categories + values.codes
-    space = classes.categories * values.categories
-    if space > max(DENSE_LIMIT, 4 * pair_codes.size):
-        return np.unique(pair_codes, return_counts=True)
-    counts = np.bincount(pair_codes, minlength=space)
-    pairs = np.flatnonzero(counts)
-    return pairs, counts[pairs]
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> None:
     if len(columns) == 0:
         raise ValueError(f"No {role.lower()} given")
-    check_columns(frame, columns, role)
+    require_columns(frame.columns, columns, role)
     if len(frame) == 0:
         raise ValueError("The dataset has no rows")
 
 
-def _numeric_order(column: pd.Series, values: Grouping) -> np.ndarray | None:
-    """Rank of each category code in numeric order, or None when a present value is not a number.
+def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
+    """Rank of each value code in numeric order, or None when a present value is not a number.
 
-    Only the distinct values are parsed, so this costs nothing on large tables.
+    ``uniques`` are the distinct values by code, so this costs nothing on large tables.
     """
-    some_row = np.empty(values.categories, dtype=np.int64)
-    some_row[values.codes] = np.arange(len(values.codes))
-    uniques = column.iloc[some_row].reset_index(drop=True)
     if uniques.dtype == bool or isinstance(uniques.dtype, pd.BooleanDtype):
         return None
     missing = uniques.isna().to_numpy()

@@ -16,7 +16,6 @@ went and why it stopped.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from itertools import combinations as subsets
 
 import numpy as np
 
-from broker.metrics.encoding import EncodedTable, combined_counts, map_in_threads
+from broker.engines.base import Engine
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure, mmaq_from_counts
 
 DEFAULT_MAX_SIZE = 3
@@ -76,7 +75,7 @@ class CombinationSearch:
 
 
 def identifying_combinations(
-    table: EncodedTable,
+    engine: Engine,
     columns: Sequence[str],
     max_size: int = DEFAULT_MAX_SIZE,
     unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
@@ -90,14 +89,14 @@ def identifying_combinations(
         raise ValueError(f"The unique-row threshold must be in (0, 1], got {unique_threshold}")
     found: list[IdentifyingCombination] = []
     identifying: list[frozenset[str]] = []
-    combinable = _combinable(table, columns)
+    combinable = _combinable(engine, columns)
     evaluations, searched, note = 0, 0, None
     for size in range(1, min(max_size, len(columns)) + 1):
         pool = columns if size == 1 else combinable
         # A set can only contain a smaller identifying set, so one level's candidates are known
         # before any of them is measured, and can be measured in any order (or in parallel).
         level = math.comb(len(pool), size)
-        if evaluations + level > MAX_EVALUATIONS or (evaluations + level) * table.rows > MAX_CELLS:
+        if evaluations + level > MAX_EVALUATIONS or (evaluations + level) * engine.rows > MAX_CELLS:
             note = (
                 f"searched up to {searched} attribute(s): the {level:,} combinations of {size} "
                 f"of {len(pool)} attributes exceed the search's budget ({MAX_EVALUATIONS:,} "
@@ -112,8 +111,8 @@ def identifying_combinations(
             if not any(known <= frozenset(combo) for known in identifying)
         ]
         evaluations += len(candidates)
-        for combo, counts in _category_sizes(table, candidates):
-            unique_share = float(np.count_nonzero(counts == 1)) / table.rows
+        for combo, counts in zip(candidates, engine.tuple_sizes(candidates), strict=True):
+            unique_share = float(np.count_nonzero(counts == 1)) / engine.rows
             measure = mmaq_from_counts(counts)
             if measure.attribute_class == IDENTIFIER or unique_share >= unique_threshold:
                 identifying.append(frozenset(combo))
@@ -128,41 +127,15 @@ def identifying_combinations(
     return found[:MAX_REPORTED], search
 
 
-def _combinable(table: EncodedTable, columns: Sequence[str]) -> list[str]:
+def _combinable(engine: Engine, columns: Sequence[str]) -> list[str]:
     """The columns worth combining: not constant, not grouping rows as an earlier one does."""
     kept, seen = [], set()
     for name in columns:
-        grouping = table.grouping([name])
-        if grouping.categories < 2:
+        if len(engine.dictionary(name)) < 2:
             continue
-        # Same partition of the rows <=> same codes, since codes number values by first row.
-        signature = (grouping.categories, hashlib.sha1(grouping.codes.tobytes()).digest())
-        if signature in seen:
+        fingerprint = engine.partition_fingerprint(name)
+        if fingerprint in seen:
             continue
-        seen.add(signature)
+        seen.add(fingerprint)
         kept.append(name)
     return kept
-
-
-def _category_sizes(
-    table: EncodedTable, candidates: list[tuple[str, ...]]
-) -> list[tuple[tuple[str, ...], np.ndarray]]:
-    """Category sizes of each candidate combination, in the candidates' order.
-
-    Candidates sharing all but their last attribute (``subsets`` yields them one after the
-    other) share the grouping of that prefix, so each candidate costs one mixing and one count
-    over the rows; the prefixes are spread over the available cores.
-    """
-    by_prefix: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for combo in candidates:
-        by_prefix.setdefault(combo[:-1], []).append(combo)
-
-    def measure(prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], np.ndarray]]:
-        combos = by_prefix[prefix]
-        if not prefix:
-            return [(combo, table.grouping(combo).counts()) for combo in combos]
-        shared = table.grouping(prefix)
-        return [(c, combined_counts(shared, table.grouping(c[-1:]))) for c in combos]
-
-    work = table.rows * (len(candidates) + len(by_prefix))
-    return [pair for part in map_in_threads(measure, list(by_prefix), work) for pair in part]

@@ -39,6 +39,8 @@ from stdnum.fr import nir as fr_nir
 from stdnum.ke import pin as ke_pin
 from stdnum.sn import ninea as sn_ninea
 
+from broker.missing import is_missing
+
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 EMAIL, PHONE, NATIONAL_ID = "email", "phone", "national_id"
 DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
@@ -90,7 +92,7 @@ def content_of(
     >>> content_of(["call 77 123 45 67", "ok", "78 555 12 12 after 6"], ["SN"])
     Content(values='text', direct_identifier='phone')
     """
-    present = [v for v in distinct if not _missing(v)]
+    present = [v for v in distinct if not is_missing(v)]
     if not present:
         return Content(TEXT, None)
     kind = _kind(present)
@@ -98,24 +100,14 @@ def content_of(
     return Content(kind, _direct_identifier(text, regions, kind, budget or ScanBudget()))
 
 
-def sample_distinct(column: pd.Series, codes: np.ndarray, categories: int) -> list:
-    """Every distinct value of ``column`` up to :data:`SAMPLE`, else a random choice of them
-    (from the operating system's randomness: a sender cannot place values where it won't look)."""
-    some_row = np.empty(categories, dtype=np.int64)
-    some_row[codes] = np.arange(len(codes))
-    if categories <= SAMPLE:
-        chosen = np.arange(categories)
-    else:
-        chosen = np.random.default_rng(secrets.randbits(64)).choice(categories, SAMPLE, False)
-    return column.iloc[some_row[chosen]].tolist()
-
-
-def _missing(value) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    if isinstance(value, float) and value != value:
-        return True
-    return isinstance(value, str) and not value.strip()
+def sample_distinct(distinct: pd.Series) -> list:
+    """Every one of a column's ``distinct`` values up to :data:`SAMPLE`, else a random choice of
+    them (from the operating system's randomness: a sender cannot place values where it won't
+    look)."""
+    if len(distinct) <= SAMPLE:
+        return distinct.tolist()
+    chosen = np.random.default_rng(secrets.randbits(64)).choice(len(distinct), SAMPLE, False)
+    return distinct.iloc[chosen].tolist()
 
 
 def _kind(values: list) -> str:

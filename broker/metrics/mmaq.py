@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.metrics.encoding import EncodedTable
+from broker.engines.pandas import PandasEngine
 
 ANONYMOUS = "anonymous"
 QUASI_IDENTIFIER = "quasi_identifier"
@@ -158,10 +158,4 @@ def mmaq(frame: pd.DataFrame, columns: str | Sequence[str]) -> MmaqMeasure:
     '3.592e-01'
     """
     columns = [columns] if isinstance(columns, str) else list(columns)
-    table = EncodedTable(frame, columns)
-    return mmaq_of(table, columns)
-
-
-def mmaq_of(table: EncodedTable, columns: Sequence[str]) -> MmaqMeasure:
-    """Mmaq figures from an already encoded table (shares the factorization between measures)."""
-    return mmaq_from_counts(table.grouping(columns).counts())
+    return mmaq_from_counts(PandasEngine(frame, columns).counts([columns])[0].rows)

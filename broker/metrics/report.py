@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from broker.engines.base import Engine
+from broker.engines.pandas import IDENTICAL_ROWS, PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
     SensitiveMeasure,
@@ -33,22 +35,18 @@ from broker.metrics.content import (
     content_of,
     sample_distinct,
 )
-from broker.metrics.encoding import EncodedTable, Grouping, check_columns
 from broker.metrics.mmaq import (
     ANONYMOUS,
     IDENTIFIER,
     QUASI_IDENTIFIER,
     MmaqMeasure,
     mmaq_from_counts,
-    mmaq_of,
 )
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
+from broker.roles import require_columns, require_distinct_roles
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
 _SIZES_KEPT = 101
-# How people are counted: by the declared person key, or identical rows as one person.
-PERSON_KEY = "person_key"
-IDENTICAL_ROWS = "identical_rows"
 
 
 @dataclass(frozen=True)
@@ -145,52 +143,17 @@ class AnalysisReport:
         }
 
 
-@dataclass(frozen=True, eq=False)
-class People:
-    """Who each row of a table as sent may be: identical rows are one person, and so are rows
-    that share a declared person key. A class counts the fewer of the two.
-
-    A key can only lower the count: a member that invents one key per row (one person's row
-    sent three times, with three keys) still sends three identical rows, one person. Fixed on
-    the table as sent and looked up by row label in its anonymized versions, where
-    generalization makes different people's rows identical on purpose.
-    """
-
-    rows: np.ndarray  # identical-row codes, one per row of the table as sent, in order
-    key: np.ndarray | None  # person-key codes, when a key was declared
-    by: str  # PERSON_KEY or IDENTICAL_ROWS
-
-    @classmethod
-    def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
-        rows = EncodedTable(frame).rows_grouping().codes
-        if key is None:
-            return cls(rows, None, IDENTICAL_ROWS)
-        codes, _uniques = pd.factorize(key.to_numpy(), use_na_sentinel=False)
-        return cls(rows, codes.astype(np.int64), PERSON_KEY)
-
-    def groupings(self, table: pd.DataFrame) -> list[Grouping]:
-        """The rows of ``table`` (labelled as in the table as sent) grouped by each signal."""
-        positions = table.index.to_numpy()
-        found = []
-        for codes in (self.rows, self.key):
-            if codes is not None:
-                compact, uniques = pd.factorize(codes[positions])
-                found.append(Grouping(compact.astype(np.int64), len(uniques)))
-        return found
-
-
-def attribute_classes(frame: pd.DataFrame) -> dict[str, str]:
+def attribute_classes(engine: Engine) -> dict[str, str]:
     """Each column's Mmaq class from its number of categories alone (SPEC section 2: one
     category is anonymous, one per row an identifier, anything between a quasi-identifier).
 
     The cheap first look that decides which attributes the full report treats as
-    quasi-identifiers, without the report's value reading and row hashing.
+    quasi-identifiers, before the report's value reading and row hashing.
     """
-    table = EncodedTable(frame)
     classes = {}
-    for name in table.columns:
-        categories = table.grouping([name]).categories
-        if categories == table.rows:
+    for name in engine.columns:
+        categories = len(engine.dictionary(name))
+        if categories == engine.rows:
             classes[name] = IDENTIFIER
         elif categories == 1:
             classes[name] = ANONYMOUS
@@ -210,22 +173,10 @@ def analyze(
     regions: Sequence[str] = DEFAULT_REGIONS,
     people: People | None = None,
 ) -> AnalysisReport:
-    """Measure every column of ``frame``, its identifying combinations, QI set and sensitive ones.
+    """The report of a frame in memory (see :func:`report_of`), with the pandas engine.
 
-    ``max_combination_size = 0`` skips the combination search. ``regions`` are the jurisdictions
-    whose phone numbers and national ids count as direct identifiers. Each sensitive attribute is
-    measured (l, t and the smallest class k) within the classes formed by every *other* declared
-    attribute: the quasi-identifiers and, when there are several, the other sensitive attributes.
-    That is multi-attribute l-diversity (Machanavajjhala et al. 2007, section 7.1): whoever knows
-    all but one attribute of a person must still not single out the row or learn the last one, so
-    declaring a known attribute sensitive does not take it out of the check. With neither
-    quasi-identifiers nor other sensitive attributes, the whole table is one class.
-
-    k is also counted in people (``k_people``, and the sensitive attributes' ``k``): ``people``
-    says who each row is (see :class:`People`; pass the one of the table as sent when measuring
-    its anonymized version); without it, identical rows count as one person, since one person
-    sent three times looks exactly like that. ``duplicate_rows`` counts the rows identical to an
-    earlier one.
+    ``people`` says who each row is (see :class:`broker.engines.pandas.People`; pass the one of
+    the table as sent when measuring its anonymized version).
 
     Examples
     --------
@@ -240,30 +191,66 @@ def analyze(
     duplicated = frame.columns[frame.columns.duplicated()].tolist()
     if duplicated:
         raise ValueError(f"Column {duplicated[0]!r} appears more than once")
+    say = progress or (lambda _message: None)
+    say(f"encoding {len(frame.columns)} columns of {len(frame)} rows")
+    return report_of(
+        PandasEngine(frame, people=people),
+        quasi_identifiers,
+        sensitive,
+        max_combination_size,
+        thresholds,
+        unique_threshold,
+        progress,
+        regions,
+    )
+
+
+def report_of(
+    engine: Engine,
+    quasi_identifiers: Sequence[str] = (),
+    sensitive: Sequence[str] = (),
+    max_combination_size: int = DEFAULT_MAX_SIZE,
+    thresholds: QirThresholds = DEFAULT_THRESHOLDS,
+    unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
+    progress: Callable[[str], None] | None = None,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+) -> AnalysisReport:
+    """Measure every column of a table, its identifying combinations, QI set and sensitive ones.
+
+    ``max_combination_size = 0`` skips the combination search. ``regions`` are the jurisdictions
+    whose phone numbers and national ids count as direct identifiers. Each sensitive attribute is
+    measured (l, t and the smallest class k) within the classes formed by every *other* declared
+    attribute: the quasi-identifiers and, when there are several, the other sensitive attributes.
+    That is multi-attribute l-diversity (Machanavajjhala et al. 2007, section 7.1): whoever knows
+    all but one attribute of a person must still not single out the row or learn the last one, so
+    declaring a known attribute sensitive does not take it out of the check. With neither
+    quasi-identifiers nor other sensitive attributes, the whole table is one class.
+
+    k is also counted in people (``k_people``, and the sensitive attributes' ``k``), as the
+    engine knows them: identical rows are one person, since one person sent three times looks
+    exactly like that. ``duplicate_rows`` counts the rows identical to an earlier one.
+    """
+    if engine.rows == 0:
+        raise ValueError("The dataset has no rows: there is nothing to measure")
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
-    check_columns(frame, quasi_identifiers, "Quasi-identifier")
-    check_columns(frame, sensitive, "Sensitive attribute")
-    overlap = set(quasi_identifiers) & set(sensitive)
-    if overlap:
-        raise ValueError(
-            f"Column {sorted(overlap)[0]!r} is declared both quasi-identifier and sensitive"
-        )
+    require_columns(engine.columns, quasi_identifiers, "Quasi-identifier")
+    require_columns(engine.columns, sensitive, "Sensitive attribute")
+    require_distinct_roles(quasi_identifiers, sensitive)
     if max_combination_size < 0:
         raise ValueError(f"The combination size cannot be negative, got {max_combination_size}")
 
     say = progress or (lambda _message: None)
-    say(f"encoding {len(frame.columns)} columns of {len(frame)} rows")
-    table = EncodedTable(frame)
     say("measuring attributes")
     attributes = []
     scan_budget = ScanBudget()
-    for name in table.columns:
-        measure = mmaq_of(table, [name])
+    for name, counts in zip(
+        engine.columns, engine.counts([[c] for c in engine.columns]), strict=True
+    ):
+        sizes = counts.rows
+        measure = mmaq_from_counts(sizes)
         risk = qir_risk_percent(measure.categories, measure.rows)
-        codes = table.grouping([name])
-        sample = sample_distinct(frame[name], codes.codes, codes.categories)
-        content = content_of(sample, regions, scan_budget)
-        sizes = np.bincount(np.minimum(codes.counts(), _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
+        content = content_of(sample_distinct(engine.dictionary(name)), regions, scan_budget)
+        histogram = np.bincount(np.minimum(sizes, _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
             AttributeReport(
                 name,
@@ -271,45 +258,35 @@ def analyze(
                 risk,
                 qir_class(risk, thresholds),
                 content,
-                int(sizes[1]),
-                tuple(int(c) for c in sizes[:_SIZES_KEPT]),
+                int(histogram[1]),
+                tuple(int(c) for c in histogram[:_SIZES_KEPT]),
             )
         )
 
-    identical = table.rows_grouping()
-    duplicates = len(frame) - identical.categories
-    if people is not None:
-        persons, counted_by = people.groupings(frame), people.by
-    else:
-        persons, counted_by = [identical], IDENTICAL_ROWS
     qi_report = None
-    classes = table.grouping(quasi_identifiers)
     if quasi_identifiers:
         say("measuring quasi-identifiers")
-        # One grouping (and one count of its classes) serves k, the combined Mmaq, l and t.
+        [classes] = engine.counts([quasi_identifiers], people=True)
         qi_report = QuasiIdentifierReport(
-            tuple(quasi_identifiers),
-            k_anonymity_of(classes, persons),
-            mmaq_from_counts(classes.counts()),
+            tuple(quasi_identifiers), k_anonymity_of(classes), mmaq_from_counts(classes.rows)
         )
     sensitive_reports = []
     for name in sensitive:
         known = [*quasi_identifiers, *(other for other in sensitive if other != name)]
-        own = classes if len(sensitive) == 1 else table.grouping(known)
-        sensitive_reports.append(sensitive_measure_of(table, own, name, known, persons))
+        sensitive_reports.append(sensitive_measure_of(engine, name, known))
 
     found, search = [], None
     if max_combination_size > 0:
         found, search = identifying_combinations(
-            table, table.columns, max_combination_size, unique_threshold, say
+            engine, engine.columns, max_combination_size, unique_threshold, say
         )
     return AnalysisReport(
-        len(frame),
+        engine.rows,
         attributes,
         found,
         qi_report,
         sensitive_reports,
-        duplicates,
-        counted_by,
+        engine.duplicate_rows(),
+        engine.people_counted_by,
         search,
     )

@@ -4,10 +4,10 @@ from fastapi import APIRouter, Body, Header, Path, Response
 
 from broker.deps import AdminOnly, CurrentCaller, SessionDep
 from broker.errors import MAX_INT32, NotFound, responses
+from broker.fsla.models import FSLARecord
 from broker.policies import service
 from broker.policies.models import PolicyVersion
 from broker.policies.schemas import PolicyCheck, PolicyRead
-from broker.policy.models import FSLARecord
 
 router = APIRouter(prefix="/v1/policies", tags=["F-SLA policies"])
 Jurisdiction = Annotated[

@@ -2,7 +2,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from broker.policy.models import FSLARecord
+from broker.fsla.models import FSLARecord
 
 
 class PolicyRead(BaseModel):

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from broker.policy.models import FSLARecord
+from broker.fsla.models import FSLARecord
 
 
 class PolicyFileError(ValueError):

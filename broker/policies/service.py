@@ -9,10 +9,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
+from broker.canonical import sha256_of
 from broker.errors import Conflict, InvalidPolicy, NotFound, VersionMismatch
+from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
-from broker.policy.models import FSLARecord
 
 
 def current(session: Session, jurisdiction: str) -> PolicyVersion:
@@ -106,7 +107,11 @@ def update(
             actor,
             "policy.updated",
             record.jurisdiction,
-            {"version": row.version, "changed_fields": changed, "record_sha256": _digest(document)},
+            {
+                "version": row.version,
+                "changed_fields": changed,
+                "record_sha256": sha256_of(document),
+            },
         )
         session.commit()
     except IntegrityError:
@@ -136,16 +141,8 @@ def seed(session: Session, records: list[FSLARecord]) -> list[str]:
             "seed",
             "policy.seeded",
             record.jurisdiction,
-            {"version": 1, "record_sha256": _digest(document)},
+            {"version": 1, "record_sha256": sha256_of(document)},
         )
         created.append(record.jurisdiction)
     session.commit()
     return created
-
-
-def _digest(document: dict[str, Any]) -> str:
-    import hashlib
-    import json
-
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,4 +1,4 @@
-"""Transfer decisions, and the outbox rows that deliver approved data."""
+"""Transfer decisions (their outbox rows are :class:`broker.delivery.models.Delivery`)."""
 
 from datetime import datetime
 from typing import Any
@@ -7,15 +7,13 @@ from sqlalchemy import (
     JSON,
     Boolean,
     ForeignKey,
-    Integer,
-    LargeBinary,
     String,
-    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from broker.db import Base, UTCDateTime
+from broker.delivery.models import Delivery
 
 
 class Transfer(Base):
@@ -41,27 +39,6 @@ class Transfer(Base):
     request_fingerprint: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
-    delivery: Mapped["Delivery | None"] = relationship(
+    delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"
     )
-
-
-class Delivery(Base):
-    """Outbox row of an approved transfer: written in the decision's transaction."""
-
-    __tablename__ = "deliveries"
-
-    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
-    status: Mapped[str] = mapped_column(String(16), index=True)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    lease_owner: Mapped[str | None] = mapped_column(String(64))
-    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    last_error: Mapped[str | None] = mapped_column(Text)
-    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    # A failed delivery keeps its payload until this time plus the retention, for a redelivery.
-    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    payload: Mapped[bytes | None] = mapped_column(LargeBinary)
-    payload_type: Mapped[str] = mapped_column(String(100))
-
-    transfer: Mapped[Transfer] = relationship(back_populates="delivery")

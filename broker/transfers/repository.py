@@ -3,7 +3,8 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from broker.transfers.models import Delivery, Transfer
+from broker.delivery.models import Delivery
+from broker.transfers.models import Transfer
 
 
 def get(session: Session, transfer_id: str) -> Transfer | None:

@@ -6,6 +6,7 @@ from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
+from broker.statuses import TransferStatus
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
@@ -21,25 +22,8 @@ def to_read(
     """The transfer as its source and admins see it; its destination sees less (see below)."""
     if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
         return _destination_view(transfer)
-    return TransferRead(
-        id=None if dry_run else transfer.id,
-        status=transfer.status,
-        dry_run=dry_run,
-        source=transfer.source_id,
-        destination=transfer.destination_id,
-        purpose=transfer.purpose,
-        anonymize=transfer.anonymize,
-        created_at=transfer.created_at,
-        quasi_identifiers=transfer.quasi_identifiers,
-        quasi_identifiers_inferred=transfer.quasi_identifiers_inferred,
-        sensitive=transfer.sensitive,
-        report=transfer.report,
-        rules=transfer.rules,
-        remedy=transfer.remedy,
-        policy_versions=transfer.policy_versions,
-        dataset=transfer.dataset,
-        delivery=service.delivery_view(transfer),
-    )
+    read = TransferRead.model_validate(transfer)
+    return read.model_copy(update={"id": None, "dry_run": True}) if dry_run else read
 
 
 def _destination_view(transfer: Transfer) -> TransferRead:
@@ -75,7 +59,7 @@ def _destination_view(transfer: Transfer) -> TransferRead:
             "delivered_rows": dataset.get("delivered_rows"),
             "delivered_columns": dataset.get("delivered_columns"),
         },
-        delivery=service.delivery_view(transfer),
+        delivery=transfer.delivery,
     )
 
 
@@ -167,7 +151,7 @@ def create_transfer(
             "unknown",
         )
         monitoring.decisions.labels(transfer.status, caller.jurisdiction, destination).inc()
-    if transfer.status == "approved" and not dry_run:
+    if transfer.status == TransferStatus.APPROVED and not dry_run:
         http_request.app.state.delivery_worker.wake()
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
@@ -183,9 +167,7 @@ def create_transfer(
 def list_transfers(
     session: SessionDep,
     caller: CurrentCaller,
-    status: Annotated[
-        Literal["approved", "anonymization_required", "rejected"] | None, Query()
-    ] = None,
+    status: Annotated[TransferStatus | None, Query()] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TransferPage:

@@ -1,9 +1,10 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from broker.analysis.schemas import Report
+from broker.statuses import TransferStatus
 
 
 class RuleRead(BaseModel):
@@ -74,6 +75,8 @@ class DatasetRead(BaseModel):
 
 
 class DeliveryRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     status: str = Field(description="not_applicable, pending, delivered or failed")
     attempts: int = 0
     last_error: str | None = None
@@ -81,11 +84,15 @@ class DeliveryRead(BaseModel):
 
 
 class TransferRead(BaseModel):
+    """A transfer as its source and admins see it, read off the stored :class:`Transfer`."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: str | None = Field(description="None for a dry run: nothing was stored")
-    status: str = Field(description="approved, anonymization_required or rejected")
+    status: TransferStatus
     dry_run: bool = False
-    source: str
-    destination: str
+    source: str = Field(validation_alias=AliasChoices("source", "source_id"))
+    destination: str = Field(validation_alias=AliasChoices("destination", "destination_id"))
     purpose: str
     anonymize: str
     created_at: datetime
@@ -103,6 +110,12 @@ class TransferRead(BaseModel):
     policy_versions: dict[str, int] = Field(description="jurisdiction -> F-SLA version used")
     dataset: DatasetRead
     delivery: DeliveryRead
+
+    @field_validator("delivery", mode="before")
+    @classmethod
+    def _no_outbox_row(cls, delivery: object) -> object:
+        """Only approved transfers have an outbox row; the others say so."""
+        return {"status": "not_applicable", "attempts": 0} if delivery is None else delivery
 
 
 class TransferPage(BaseModel):

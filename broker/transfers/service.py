@@ -12,80 +12,40 @@ the format that came in, rows shuffled, the person key removed: never the bytes 
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
+from broker.canonical import sha256_of
 from broker.config import Settings
-from broker.datasets import Dataset, write_dataset
+from broker.datasets import Dataset
+from broker.delivery.models import Delivery
 from broker.deps import Caller
+from broker.engines.pandas import PandasEngine, People
 from broker.errors import IdempotencyKeyReused, NotFound
-from broker.members import repository as members
-from broker.members.models import ACTIVE, Member
-from broker.metrics.mmaq import QUASI_IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze, attribute_classes
-from broker.policies import service as policies
-from broker.policy.evaluate import (
-    ANONYMIZATION_REQUIRED,
-    APPROVED,
-    REJECTED,
-    RuleResult,
-    TransferContext,
-    evaluate,
+from broker.fsla.decide import (
+    Measured,
+    Outcome,
+    Parties,
+    Party,
+    TransferRequest,
+    decide,
+    measure,
 )
-from broker.policy.models import FSLARecord
-from broker.policy.remedy import find_remedy
+from broker.members import repository as members
+from broker.members.models import Member
+from broker.policies import service as policies
 from broker.roles import Roles
+from broker.statuses import DeliveryStatus, TransferStatus
 from broker.transfers import repository
-from broker.transfers.models import Delivery, Transfer
+from broker.transfers.models import Transfer
 from broker.uploads import Upload, declare_roles, read_upload
 
-FEDERATION = "federation"
-PENDING = "pending"
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
-
-
-@dataclass(frozen=True)
-class TransferRequest:
-    destination: str
-    purpose: str
-    quasi_identifiers: tuple[str, ...] = ()
-    sensitive: tuple[str, ...] = ()
-    anonymize: str = "none"
-    dry_run: bool = False
-    idempotency_key: str | None = None
-    person_key: str | None = None
-
-
-def measure(
-    frame: pd.DataFrame,
-    declared: tuple[str, ...],
-    sensitive: tuple[str, ...],
-    people: People | None = None,
-) -> tuple[AnalysisReport, tuple[str, ...], bool]:
-    """The report, the quasi-identifiers it used, and whether the broker added any.
-
-    The sender's declaration can widen the check, never narrow it: the broker adds every
-    non-sensitive attribute whose Mmaq class is ``quasi_identifier``. Identifiers are judged by
-    their own rule and anonymous attributes separate no one, so nothing escapes the k, l and t
-    rules by being left undeclared.
-    """
-    added = tuple(
-        name
-        for name, attribute_class in attribute_classes(frame).items()
-        if attribute_class == QUASI_IDENTIFIER and name not in sensitive and name not in declared
-    )
-    quasi_identifiers = declared + added
-    report = analyze(frame, quasi_identifiers, sensitive, people=people)
-    return report, quasi_identifiers, bool(added)
 
 
 def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
@@ -98,7 +58,7 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         "person_key": request.person_key,
         "dataset_sha256": dataset_sha256,
     }
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return sha256_of(body)
 
 
 def submit(
@@ -122,11 +82,11 @@ def submit(
     key = uploaded.frame[roles.person_key] if roles.person_key else None
     people = People.of(frame, key)
     report, quasi_identifiers, inferred = measure(
-        frame, roles.quasi_identifiers, roles.sensitive, people
+        PandasEngine(frame, people=people), roles.quasi_identifiers, roles.sensitive
     )
     parties = _read_parties(session, caller.member_id, request.destination)
     session.rollback()
-    outcome = _decide(
+    outcome = decide(
         parties,
         request,
         Roles(quasi_identifiers, roles.sensitive, roles.person_key),
@@ -137,8 +97,8 @@ def submit(
     source = parties.source
     transfer_id = str(uuid.uuid4())
     leaving = frame if outcome.anonymized is None else outcome.anonymized
-    delivering = outcome.status == APPROVED and not request.dry_run
-    payload = _payload(leaving, uploaded) if delivering else None
+    delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
+    payload = PandasEngine(leaving).write(uploaded, shuffle=True) if delivering else None
     dataset = {
         "sha256": dataset_sha256,
         "size_bytes": len(upload.data),
@@ -176,10 +136,10 @@ def submit(
         return transfer, False
 
     delivery = None
-    if outcome.status == APPROVED:
+    if outcome.status == TransferStatus.APPROVED:
         delivery = Delivery(
             transfer_id=transfer.id,
-            status=PENDING,
+            status=DeliveryStatus.PENDING,
             attempts=0,
             next_attempt_at=transfer.created_at,
             payload=payload,
@@ -233,16 +193,6 @@ def _measured_table(uploaded: Dataset, roles: Roles) -> pd.DataFrame:
     return uploaded.frame.drop(columns=[roles.person_key])
 
 
-def _payload(table: pd.DataFrame, uploaded: Dataset) -> bytes:
-    """The bytes delivered: ``table`` written fresh in the format that came in, rows shuffled.
-
-    Shuffled so that two releases of one table cannot be lined up by position (20-30 in one and
-    25-40 in the other would give 25-30), whatever each release looks like on its own.
-    """
-    shuffled = table.sample(frac=1, random_state=np.random.default_rng())
-    return write_dataset(shuffled.reset_index(drop=True), uploaded)
-
-
 def _delivered_name(transfer_id: str, uploaded: Dataset, outcome: Outcome) -> str:
     """The broker's own name for the delivered file: the sender's file name is free text that
     would cross the border unmeasured."""
@@ -259,34 +209,6 @@ def _replay(earlier: Transfer, request_fingerprint: str) -> Transfer:
     return earlier
 
 
-@dataclass(frozen=True, eq=False)
-class Outcome:
-    """A decision with everything the answer and the delivery need."""
-
-    status: str
-    rules: list[RuleResult]
-    remedy: dict | None
-    versions: dict[str, int]
-    report: AnalysisReport
-    anonymized: pd.DataFrame | None = None
-
-
-@dataclass(frozen=True)
-class Party:
-    id: str
-    jurisdiction: str
-    status: str
-
-
-@dataclass(frozen=True)
-class Parties:
-    """The members and the policy versions a decision uses, read in one short transaction."""
-
-    source: Party
-    destination: Party | None
-    policies: dict[str, tuple[FSLARecord, int]]
-
-
 def _read_parties(session: Session, source_id: str, destination_id: str) -> Parties:
     def party(member: Member | None) -> Party | None:
         return member and Party(member.id, member.jurisdiction, member.status)
@@ -298,142 +220,6 @@ def _read_parties(session: Session, source_id: str, destination_id: str) -> Part
         row = policies.current(session, member.jurisdiction)
         found[row.jurisdiction] = (policies.record_of(row), row.version)
     return Parties(source, destination, found)
-
-
-@dataclass(frozen=True, eq=False)
-class Measured:
-    """The table as measured, its report, and who its rows are."""
-
-    frame: pd.DataFrame
-    report: AnalysisReport
-    people: People
-
-
-def _decide(
-    parties: Parties,
-    request: TransferRequest,
-    roles: Roles,
-    measured: Measured,
-    max_suppression: float,
-    budget_seconds: float | None = None,
-) -> Outcome:
-    frame, report = measured.frame, measured.report
-    source, destination = parties.source, parties.destination
-    source_policy, source_version = parties.policies[source.jurisdiction]
-    versions = {source.jurisdiction: source_version}
-    federation_rules = _federation_rules(source, destination, request)
-    if any(not rule.passed for rule in federation_rules):
-        return Outcome(REJECTED, federation_rules, None, versions, report)
-
-    destination_policy, destination_version = parties.policies[destination.jurisdiction]
-    versions[destination.jurisdiction] = destination_version
-    context = TransferContext(
-        source.jurisdiction,
-        destination.jurisdiction,
-        request.purpose,
-        roles.quasi_identifiers,
-        roles.sensitive,
-        roles.person_key,
-    )
-    decision = evaluate(report, context, source_policy, destination_policy)
-    rules = federation_rules + list(decision.rules)
-    if decision.status != ANONYMIZATION_REQUIRED:
-        return Outcome(decision.status, rules, None, versions, report)
-
-    found = find_remedy(
-        frame,
-        report,
-        decision,
-        context,
-        source_policy,
-        destination_policy,
-        max_suppression,
-        measured.people,
-        budget_seconds,
-    )
-    if not found.verified:
-        rules.append(
-            RuleResult(
-                "remedy_found",
-                FEDERATION,
-                source.jurisdiction,
-                False,
-                found.reason or "no remedy",
-                fixable=False,
-            )
-        )
-        return Outcome(REJECTED, rules, found.as_dict(), versions, report)
-    remedy = found.as_dict()
-    if request.anonymize != "auto":
-        remedy["note"] = _join(
-            "Send again with anonymize=auto to have the broker apply these steps, or apply "
-            "them yourself",
-            remedy["note"],
-        )
-        return Outcome(ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
-    if not decision.requirements.auto_anonymize:
-        remedy["note"] = _join(
-            f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
-            "all allow the broker to anonymize: apply the steps yourself",
-            remedy["note"],
-        )
-        return Outcome(ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
-    remedy.update(
-        applied=True,
-        before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},
-    )
-    after_rules = federation_rules + list(found.decision.rules)
-    return Outcome(APPROVED, after_rules, remedy, versions, found.report, found.remedy.frame)
-
-
-def _join(*parts: str | None) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-def _federation_rules(
-    source: Party, destination: Party | None, request: TransferRequest
-) -> list[RuleResult]:
-    known = destination is not None
-    rules = [
-        RuleResult(
-            "destination_known",
-            FEDERATION,
-            source.jurisdiction,
-            known,
-            f"member cloud {request.destination!r} is "
-            + ("registered" if known else "not registered in the federation"),
-            measured=request.destination,
-            fixable=False,
-        )
-    ]
-    if known:
-        active = destination.status == ACTIVE
-        rules.append(
-            RuleResult(
-                "destination_active",
-                FEDERATION,
-                destination.jurisdiction,
-                active,
-                f"member cloud {destination.id!r} is {destination.status}",
-                measured=destination.status,
-                threshold=ACTIVE,
-                fixable=False,
-            )
-        )
-        distinct = destination.id != source.id
-        rules.append(
-            RuleResult(
-                "destination_not_source",
-                FEDERATION,
-                source.jurisdiction,
-                distinct,
-                "the destination is another member"
-                if distinct
-                else "a member cannot send a transfer to itself",
-                fixable=False,
-            )
-        )
-    return rules
 
 
 def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
@@ -452,7 +238,7 @@ def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
 def _concerns(session: Session, caller: Caller, transfer: Transfer) -> bool:
     if transfer.source_id == caller.member_id:
         return True
-    if transfer.destination_id != caller.member_id or transfer.status != APPROVED:
+    if transfer.destination_id != caller.member_id or transfer.status != TransferStatus.APPROVED:
         return False
     member = members.get(session, caller.member_id)
     return member is not None and member.created_at <= transfer.created_at
@@ -465,15 +251,3 @@ def list_visible(
         return repository.page(session, None, None, status, offset, limit)
     member = members.get(session, caller.member_id)
     return repository.page(session, member.id, member.created_at, status, offset, limit)
-
-
-def delivery_view(transfer: Transfer) -> dict[str, Any]:
-    delivery = transfer.delivery
-    if delivery is None:
-        return {"status": "not_applicable", "attempts": 0}
-    return {
-        "status": delivery.status,
-        "attempts": delivery.attempts,
-        "last_error": delivery.last_error,
-        "delivered_at": delivery.delivered_at,
-    }

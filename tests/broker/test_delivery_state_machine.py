@@ -24,13 +24,14 @@ from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
 from broker.delivery.keyring import KeyRing
+from broker.delivery.models import Delivery
 from broker.delivery.worker import DeliveryWorker
 from broker.deps import MEMBER, Caller
 from broker.members import service as members
 from broker.policies import service as policies
 from broker.policies.seed import load_records
 from broker.transfers import service as transfers
-from broker.transfers.models import Delivery, Transfer
+from broker.transfers.models import Transfer
 from broker.uploads import Upload
 from tests.conftest import FIXTURES, POLICIES
 

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from broker.engines.pandas import PandasEngine
 from broker.metrics.report import analyze, attribute_classes
 from broker.metrics.risk import QirThresholds, qir_class
 
@@ -172,4 +173,4 @@ def test_a_small_table_is_searched_in_full():
 )
 def test_the_cheap_classes_are_the_reports_classes(frame):
     full = {a.name: a.measure.attribute_class for a in analyze(frame).attributes}
-    assert attribute_classes(frame) == full
+    assert attribute_classes(PandasEngine(frame)) == full

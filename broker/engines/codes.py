@@ -1,8 +1,9 @@
-"""Integer category codes for columns and column combinations.
+"""Integer category codes for columns and column combinations: the pandas engine's machinery.
 
-Every measure in this package counts categories, so each column is factorized once into dense
-integer codes (missing values are a category of their own, values compare as written) and
-combinations are built from those codes. Nothing here loops over rows in Python.
+Each column is factorized once into dense integer codes (a missing value is a category of its
+own, values compare as written) and combinations are built from those codes. Nothing here loops
+over rows in Python. Row-level code (Mondrian, information loss, the QID dimension) builds on
+these too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 import numpy as np
@@ -22,13 +24,6 @@ R = TypeVar("R")
 # Codes of a combination are mixed as ``a * card_b + b``; below this many possible combined values
 # they are counted with ``bincount`` directly, above it they are re-compacted with a hash table.
 DENSE_LIMIT = 1 << 22
-# Odd 64-bit multipliers of the row hash (digits of pi and e; any large odd numbers would do).
-_ROW_HASH_MULTIPLIERS = (
-    0x243F6A8885A308D3,
-    0x13198A2E03707345,
-    0xA4093822299F31D1,
-    0x2B7E151628AED2A7,
-)
 # From this much work (rows x columns touched) on, columns and combinations go to parallel threads.
 _THREADED_CELLS = 1 << 20
 
@@ -41,25 +36,26 @@ class Grouping:
     categories: int
 
     def counts(self) -> np.ndarray:
-        """Category sizes n_1..n_S (all positive), computed once and read-only.
+        """Category sizes n_1..n_S (all positive), computed once and read-only."""
+        return self._sizes
+
+    @cached_property
+    def _sizes(self) -> np.ndarray:
+        """Category sizes, cached on the (frozen) grouping.
 
         Several measures of one report need the sizes of the same grouping (k-anonymity, Mmaq and
         every sensitive attribute use the quasi-identifier classes); a 1M-row ``bincount`` is worth
         not repeating.
         """
-        cached = self.__dict__.get("_counts")
-        if cached is None:
-            cached = np.bincount(self.codes, minlength=self.categories)
-            cached.flags.writeable = False
-            object.__setattr__(self, "_counts", cached)
-        return cached
+        sizes = np.bincount(self.codes, minlength=self.categories)
+        sizes.flags.writeable = False
+        return sizes
 
-
-def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str = "Column") -> None:
-    """Raise ``ValueError`` naming the first column that is not in ``frame``."""
-    for column in columns:
-        if column not in frame.columns:
-            raise ValueError(f"{role} {column!r} is not a column of the dataset")
+    def representatives(self) -> np.ndarray:
+        """One row of each category (its last), by category code."""
+        rows = np.empty(self.categories, dtype=np.int64)
+        rows[self.codes] = np.arange(self.codes.size)
+        return rows
 
 
 def encode_column(values: pd.Series) -> Grouping:
@@ -153,7 +149,7 @@ def map_in_threads(function: Callable[[T], R], items: Sequence[T], cells: int) -
         return list(pool.map(function, items))
 
 
-def _encode_columns(columns: list[pd.Series]) -> list[Grouping]:
+def encode_columns(columns: list[pd.Series]) -> list[Grouping]:
     """Encode columns and count their categories (counts are cached on each grouping)."""
 
     def encode(column: pd.Series) -> Grouping:
@@ -169,54 +165,3 @@ def _available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-class EncodedTable:
-    """A frame's columns factorized once, so that many measures can share the work."""
-
-    def __init__(self, frame: pd.DataFrame, columns: Sequence[str] | None = None):
-        columns = list(frame.columns if columns is None else columns)
-        check_columns(frame, columns)
-        self.frame = frame
-        self.rows = len(frame)
-        encoded = _encode_columns([frame[name] for name in columns])
-        self._columns = dict(zip(columns, encoded, strict=True))
-
-    @property
-    def columns(self) -> list[str]:
-        return list(self._columns)
-
-    def rows_grouping(self) -> Grouping:
-        """Rows grouped by their whole content (identical rows share a code), computed once.
-
-        Mixing a million near-unique tuples column by column costs a hash table per column, so
-        the rows' codes are hashed into one 64-bit number per row instead (a polynomial hash with
-        wrap-around), and those are factorized once: 15 columns of 1M rows take about 60 ms
-        instead of 600. Two different rows with the same hash (odds about N^2 / 2^65, 3e-8 for a
-        million rows) would be counted as one person: fewer people, never more, so a collision
-        can only make a decision stricter.
-        """
-        cached = self.__dict__.get("_rows")
-        if cached is None:
-            hashed = np.zeros(self.rows, dtype=np.uint64)
-            with np.errstate(over="ignore"):
-                for position, grouping in enumerate(self._columns.values()):
-                    multiplier = np.uint64(
-                        _ROW_HASH_MULTIPLIERS[position % len(_ROW_HASH_MULTIPLIERS)]
-                    )
-                    hashed = hashed * multiplier + grouping.codes.astype(np.uint64) + np.uint64(1)
-            codes, uniques = pd.factorize(hashed)
-            cached = Grouping(codes.astype(np.int64, copy=False), len(uniques))
-            self.__dict__["_rows"] = cached
-        return cached
-
-    def grouping(self, columns: Sequence[str]) -> Grouping:
-        """The grouping of rows by one column or by the tuple of several (none: one group)."""
-        if not columns:
-            return Grouping(np.zeros(self.rows, dtype=np.int64), 1)
-        for name in columns:
-            if name not in self._columns:
-                if name not in self.frame.columns:
-                    raise ValueError(f"Column {name!r} is not a column of the dataset")
-                self._columns[name] = encode_column(self.frame[name])
-        return combine([self._columns[name] for name in columns])

@@ -3,16 +3,11 @@
 import pandas as pd
 import pytest
 
+from broker.fsla.evaluate import combine, evaluate
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import TransferContext
 from broker.metrics.report import analyze
-from broker.policy.evaluate import (
-    ANONYMIZATION_REQUIRED,
-    APPROVED,
-    REJECTED,
-    TransferContext,
-    combine,
-    evaluate,
-)
-from broker.policy.models import FSLARecord, RuleSet
+from broker.statuses import TransferStatus
 
 
 def record(code: str, **rules) -> FSLARecord:
@@ -51,7 +46,7 @@ def test_stricter_of_export_and_import_wins():
     source = record("SN", export={"identifiers_allowed": True, "min_k": 2})
     destination = record("FR", incoming={"identifiers_allowed": True, "min_k": 5})
     decision = decide(source, destination)
-    assert decision.status == ANONYMIZATION_REQUIRED
+    assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
     [failing] = decision.failed
     assert (failing.rule, failing.scope, failing.jurisdiction) == ("min_k", "import", "FR")
     assert combine([source.cross_border_export, destination.import_rules]).min_k == 5
@@ -60,7 +55,7 @@ def test_stricter_of_export_and_import_wins():
 def test_domestic_transfer_uses_domestic_rules_only():
     source = record("SN", domestic={"identifiers_allowed": True}, export={"min_k": 100})
     decision = decide(source, source)
-    assert decision.status == APPROVED
+    assert decision.status == TransferStatus.APPROVED
     assert {r.scope for r in decision.rules} == {"export"}
 
 
@@ -101,7 +96,7 @@ def test_unfixable_rules_reject():
         record("FR", incoming={"identifiers_allowed": True}),
         purpose="marketing",
     )
-    assert decision.status == REJECTED
+    assert decision.status == TransferStatus.REJECTED
     assert {r.rule for r in decision.failed} == {"purpose_allowed"}
 
 
@@ -116,7 +111,7 @@ def test_l_and_t_thresholds():
 def test_without_quasi_identifiers_the_table_is_one_class():
     source = record("SN", export={"identifiers_allowed": True, "min_k": 8, "min_l": 3})
     decision = decide(source, record("FR", incoming={"identifiers_allowed": True}), qi=())
-    assert decision.status == APPROVED
+    assert decision.status == TransferStatus.APPROVED
     assert {r.rule: r.measured for r in decision.rules}["min_k"] == 8
 
 
@@ -155,7 +150,7 @@ def test_record_refuses_its_own_jurisdiction_as_destination():
 def test_the_remedy_search_stops_at_its_time_budget():
     """Rows sent twice: Mondrian's classes of 2 rows hold 1 person, so the search raises k
     again; with no time left it stops after the first attempt and says why."""
-    from broker.policy.remedy import find_remedy
+    from broker.fsla.remedy import find_remedy
 
     frame = pd.DataFrame({"age": [str(20 + i // 2) for i in range(40)]})
     source = record("SN", export={"min_k": 2})
@@ -163,7 +158,7 @@ def test_the_remedy_search_stops_at_its_time_budget():
     report = analyze(frame, ["age"], [], max_combination_size=0)
     context = TransferContext("SN", "FR", "research", ("age",), ())
     decision = evaluate(report, context, source, destination)
-    assert decision.status == ANONYMIZATION_REQUIRED
+    assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
     found = find_remedy(frame, report, decision, context, source, destination, budget_seconds=0)
     assert not found.verified
     assert "0 s budget (BROKER_REMEDY_SECONDS) after 1 attempt(s)" in found.reason

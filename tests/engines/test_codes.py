@@ -6,15 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.metrics import encoding
-from broker.metrics.anonymity import _pairs_present
-from broker.metrics.encoding import (
-    EncodedTable,
-    Grouping,
-    combine,
-    combined_counts,
-    encode_column,
-)
+from broker.engines import codes
+from broker.engines.base import CountTable
+from broker.engines.codes import Grouping, combine, combined_counts, encode_column
+from broker.engines.pandas import PandasEngine
 from broker.metrics.report import analyze
 
 # Equal strings built separately are distinct objects; None, NaN and pd.NA are all missing.
@@ -87,29 +82,31 @@ def test_threaded_encoding_gives_the_serial_codes(monkeypatch):
             "f": rng.choice([0.5, np.nan], 500),
         }
     )
-    serial = EncodedTable(frame)
-    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
-    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
-    threaded = EncodedTable(frame)
+    serial = PandasEngine(frame)
+    monkeypatch.setattr(codes, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(codes, "_available_cores", lambda: 2)
+    threaded = PandasEngine(frame)
     for name in frame.columns:
         assert np.array_equal(serial.grouping([name]).codes, threaded.grouping([name]).codes)
         assert serial.grouping([name]).categories == threaded.grouping([name]).categories
 
 
-@pytest.mark.parametrize(("classes", "values"), [(7, 3), (400, 9)])
-def test_class_value_pairs_equal_np_unique(classes, values):
-    # 100 rows: 7 x 3 pairs are counted with bincount, 400 x 9 with np.unique's sort.
-    rng = np.random.default_rng(classes)
-    by_class = Grouping(rng.integers(0, classes, 100), classes)
-    by_value = Grouping(rng.integers(0, values, 100), values)
-    pairs, counts = _pairs_present(by_class, by_value)
-    expected = np.unique(by_class.codes * values + by_value.codes, return_counts=True)
-    assert np.array_equal(pairs, expected[0]) and np.array_equal(counts, expected[1])
+@pytest.mark.parametrize("width", [3, 5_000_000])
+def test_tuple_ids_number_the_projections_as_np_unique_does(width):
+    # Codes up to 3: a dense table; up to 5M per column: the hash-table path.
+    rng = np.random.default_rng(width)
+    first, second = rng.integers(0, width, 100), rng.integers(0, width, 100)
+    table = CountTable(("a", "b", "v"), (first, second, rng.integers(0, 4, 100)), np.ones(100))
+    ids, count = table.tuple_ids(["a", "b"])
+    _uniques, inverse = np.unique(np.stack([first, second]), axis=1, return_inverse=True)
+    assert count == inverse.max() + 1
+    # The same partition of the tuples: equal ids exactly where np.unique's are equal.
+    assert np.array_equal(ids[:, None] == ids[None, :], inverse[:, None] == inverse[None, :])
 
 
-@pytest.mark.parametrize("dense_limit", [encoding.DENSE_LIMIT, 4])
+@pytest.mark.parametrize("dense_limit", [codes.DENSE_LIMIT, 4])
 def test_combined_counts_are_the_combination_sizes(monkeypatch, dense_limit):
-    monkeypatch.setattr(encoding, "DENSE_LIMIT", dense_limit)  # 4: the hash-table path
+    monkeypatch.setattr(codes, "DENSE_LIMIT", dense_limit)  # 4: the hash-table path
     rng = np.random.default_rng(dense_limit)
     prefix = Grouping(rng.integers(0, 6, 200), 6)
     last = Grouping(rng.integers(0, 5, 200), 5)
@@ -122,7 +119,7 @@ def test_threaded_combination_search_matches_serial(monkeypatch):
     rng = np.random.default_rng(11)
     frame = pd.DataFrame({name: rng.integers(0, 6, 300) for name in "abcde"})
     serial = analyze(frame, max_combination_size=3).as_dict()["combinations"]
-    monkeypatch.setattr(encoding, "_THREADED_CELLS", 0)
-    monkeypatch.setattr(encoding, "_available_cores", lambda: 2)
+    monkeypatch.setattr(codes, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(codes, "_available_cores", lambda: 2)
     assert analyze(frame, max_combination_size=3).as_dict()["combinations"] == serial
     assert serial  # the case is not vacuous

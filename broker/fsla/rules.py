@@ -1,102 +1,18 @@
-"""Decide a transfer from its measurement report and the F-SLA records that apply.
+"""The rules themselves: the gate (destination, purpose) and the data rules of one rule set.
 
-Pure function of its inputs: ``evaluate(report, context, source_policy, destination_policy)``.
-
-Which rule sets apply: a domestic transfer (same jurisdiction) follows the record's
-``domestic_export``; a cross-border one follows the source's ``cross_border_export`` *and* the
-destination's ``import_rules``. Every rule of every set that applies must pass, so the stricter
-rule wins; each result names its scope and jurisdiction. Declared sensitive attributes are judged
-by l and t, not by the Mmaq thresholds; but an identifier is an identifier whatever its declared
-role, and with several sensitive attributes each is judged within the classes of all the other
-attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
-it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
-k, l, t) make the decision ``anonymization_required``; rules it cannot fix (destination or
-purpose not allowed) make it ``rejected``.
+Each function returns :class:`~broker.fsla.results.RuleResult` objects, passed or not; which rule
+sets apply and how they combine is :mod:`broker.fsla.evaluate`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from broker.engines.pandas import PERSON_KEY
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import PERSON_KEY, AnalysisReport, AttributeReport
+from broker.metrics.report import AnalysisReport, AttributeReport
 from broker.names import attribute_key
-from broker.policy.models import FSLARecord, RuleSet
-
-APPROVED = "approved"
-ANONYMIZATION_REQUIRED = "anonymization_required"
-REJECTED = "rejected"
-EXPORT = "export"
-IMPORT = "import"
-
-
-@dataclass(frozen=True)
-class TransferContext:
-    source_jurisdiction: str
-    destination_jurisdiction: str
-    purpose: str
-    quasi_identifiers: tuple[str, ...] = ()
-    sensitive: tuple[str, ...] = ()
-    person_key: str | None = None
-
-    @property
-    def cross_border(self) -> bool:
-        return self.source_jurisdiction != self.destination_jurisdiction
-
-
-@dataclass(frozen=True)
-class RuleResult:
-    rule: str
-    scope: str
-    jurisdiction: str
-    passed: bool
-    detail: str
-    attribute: str | None = None
-    measured: float | int | str | None = None
-    threshold: float | int | str | None = None
-    fixable: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "scope": self.scope,
-            "jurisdiction": self.jurisdiction,
-            "attribute": self.attribute,
-            "passed": self.passed,
-            "measured": self.measured,
-            "threshold": self.threshold,
-            "detail": self.detail,
-        }
-
-
-@dataclass(frozen=True)
-class Requirements:
-    """The strictest combination of every rule set that applies: what the data must meet."""
-
-    identifiers_allowed: bool = True
-    min_log10_mmaq: float | None = None
-    max_mmaq_index: float | None = None
-    qi_max_mmaq_index: float | None = None
-    min_k: int | None = None
-    min_l: int | None = None
-    max_t: float | None = None
-    forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
-    require_person_key: bool = False
-    auto_anonymize: bool = True
-
-
-@dataclass(frozen=True)
-class Decision:
-    status: str
-    rules: tuple[RuleResult, ...]
-    requirements: Requirements
-
-    @property
-    def failed(self) -> tuple[RuleResult, ...]:
-        return tuple(rule for rule in self.rules if not rule.passed)
-
 
 # A declared-sensitive attribute singles people out when at least this share of its rows hold a
 # value that fewer than k rows hold; for text, also at least this many rows (on a small table,
@@ -128,72 +44,6 @@ def identifying(
     return many and rare >= SINGLED_OUT_TEXT_ROWS
 
 
-def applicable_rule_sets(
-    context: TransferContext, source: FSLARecord, destination: FSLARecord
-) -> list[tuple[str, str, RuleSet]]:
-    """(scope, jurisdiction, rule set) for every rule set the transfer must satisfy."""
-    if not context.cross_border:
-        return [(EXPORT, source.jurisdiction, source.domestic_export)]
-    return [
-        (EXPORT, source.jurisdiction, source.cross_border_export),
-        (IMPORT, destination.jurisdiction, destination.import_rules),
-    ]
-
-
-def combine(rule_sets: list[RuleSet]) -> Requirements:
-    """Stricter wins: the highest minimum, the lowest maximum, every prohibition."""
-
-    def highest(values):
-        present = [v for v in values if v is not None]
-        return max(present) if present else None
-
-    def lowest(values):
-        present = [v for v in values if v is not None]
-        return min(present) if present else None
-
-    return Requirements(
-        identifiers_allowed=all(r.identifiers_allowed for r in rule_sets),
-        min_log10_mmaq=highest(r.min_log10_mmaq for r in rule_sets),
-        max_mmaq_index=lowest(r.max_mmaq_index for r in rule_sets),
-        qi_max_mmaq_index=lowest(r.qi_max_mmaq_index for r in rule_sets),
-        min_k=highest(r.min_k for r in rule_sets),
-        min_l=highest(r.min_l for r in rule_sets),
-        max_t=lowest(r.max_t for r in rule_sets),
-        forbidden_attributes=frozenset(
-            attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
-        ),
-        require_person_key=any(r.require_person_key for r in rule_sets),
-        auto_anonymize=all(r.auto_anonymize for r in rule_sets),
-    )
-
-
-def evaluate(
-    report: AnalysisReport,
-    context: TransferContext,
-    source: FSLARecord,
-    destination: FSLARecord,
-) -> Decision:
-    """Check every rule that applies to the transfer and decide.
-
-    Without declared quasi-identifiers the whole table is one equivalence class (k = N, l = the
-    number of distinct sensitive values, t = 0); callers that want a stricter reading infer the
-    quasi-identifiers before measuring.
-    """
-    rules: list[RuleResult] = []
-    rules += _gate_rules(context, source, destination)
-    rule_sets = applicable_rule_sets(context, source, destination)
-    for scope, jurisdiction, rule_set in rule_sets:
-        rules += _data_rules(report, context, scope, jurisdiction, rule_set)
-
-    if any(not r.passed and not r.fixable for r in rules):
-        status = REJECTED
-    elif any(not r.passed for r in rules):
-        status = ANONYMIZATION_REQUIRED
-    else:
-        status = APPROVED
-    return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))
-
-
 def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
     """What the people count means, when it differs from the row count."""
     if k == rows_k:
@@ -207,7 +57,7 @@ def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
     )
 
 
-def _gate_rules(
+def gate_rules(
     context: TransferContext, source: FSLARecord, destination: FSLARecord
 ) -> list[RuleResult]:
     to = context.destination_jurisdiction
@@ -249,7 +99,7 @@ def _gate_rules(
     return rules
 
 
-def _data_rules(
+def data_rules(
     report: AnalysisReport, context: TransferContext, scope: str, jurisdiction: str, rules_: RuleSet
 ) -> list[RuleResult]:
     where = f"{jurisdiction} ({scope})"

@@ -17,15 +17,15 @@ import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
+from broker.engines.pandas import People
+from broker.fsla.evaluate import evaluate
+from broker.fsla.models import FSLARecord
+from broker.fsla.results import Decision, TransferContext
+from broker.fsla.rules import identifying
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, People, analyze
+from broker.metrics.report import AnalysisReport, analyze
 from broker.names import attribute_key
-from broker.policy.evaluate import APPROVED, Decision, TransferContext, evaluate, identifying
-from broker.policy.models import FSLARecord
-
-# Raising k beyond the rule's minimum is how a combination-level rule (the QI combination's Mmaq
-# index, t-closeness) is finally met; each try doubles k.
-_MAX_K_DOUBLINGS = 6
+from broker.statuses import TransferStatus
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +64,6 @@ def target_for(
     report: AnalysisReport,
     context: TransferContext,
     max_suppression: float,
-    k: int | None = None,
     people_labellings: tuple[np.ndarray, ...] = (),
 ) -> Target:
     """What the data must meet, as the anonymizer understands it."""
@@ -106,7 +105,7 @@ def target_for(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
-        k=max(needed_k, k or 1) if quasi else None,
+        k=needed_k if quasi else None,
         l=req.min_l if diverse else None,
         t=req.max_t if diverse else None,
         max_mmaq_index=limits,
@@ -134,35 +133,22 @@ def find_remedy(
     people: People | None = None,
     budget_seconds: float | None = None,
 ) -> VerifiedRemedy:
-    """Plan, apply, re-measure and re-evaluate; raise k until every rule passes or give up.
+    """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
 
-    ``people`` says who the rows of ``frame`` are, so that k of the anonymized data is counted
-    in the same people (by default, identical rows of ``frame`` as one person).
+    The F-SLA evaluation of each anonymized result is the planner's acceptance check, so the one
+    k-raising loop of :func:`broker.anonymize.plan_remedy` serves the rules the anonymizer does
+    not know (the QI combination's Mmaq, rules counted in people). ``people`` says who the rows
+    of ``frame`` are, so that k of the anonymized data is counted in the same people (by
+    default, identical rows of ``frame`` as one person).
     """
     people = people or People.of(frame)
-    labellings = tuple(c for c in (people.rows, people.key) if c is not None)
-    k = None
-    last_reason = "no remedy tried"
-    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
-    for attempt in range(_MAX_K_DOUBLINGS + 1):
-        if deadline is not None and attempt and time.monotonic() > deadline:
-            return VerifiedRemedy(
-                False,
-                f"no verified remedy within the broker's {budget_seconds:g} s budget "
-                f"(BROKER_REMEDY_SECONDS) after {attempt} attempt(s); the last one failed "
-                f"because {last_reason}: anonymize the data yourself, or send less of it",
-            )
-        target = target_for(frame, decision, report, context, max_suppression, k, labellings)
-        try:
-            remedy = plan_remedy(frame, target)
-        except ValueError as error:
-            return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
-        if not remedy.satisfied:
-            return VerifiedRemedy(False, remedy.reason)
-        kept_sensitive = [s for s in context.sensitive if s in remedy.frame.columns]
-        kept_quasi = [q for q in context.quasi_identifiers if q in remedy.frame.columns]
+    accepted: list[tuple[AnalysisReport, Decision]] = []
+
+    def accept(anonymized: pd.DataFrame) -> str | None:
+        kept_sensitive = [s for s in context.sensitive if s in anonymized.columns]
+        kept_quasi = [q for q in context.quasi_identifiers if q in anonymized.columns]
         after = analyze(
-            remedy.frame, kept_quasi, kept_sensitive, max_combination_size=0, people=people
+            anonymized, kept_quasi, kept_sensitive, max_combination_size=0, people=people
         )
         after_context = TransferContext(
             context.source_jurisdiction,
@@ -173,11 +159,26 @@ def find_remedy(
             context.person_key,
         )
         after_decision = evaluate(after, after_context, source, destination)
-        if after_decision.status == APPROVED:
-            return VerifiedRemedy(True, None, remedy, after, after_decision)
-        failing = after_decision.failed
-        last_reason = "; ".join(rule.detail for rule in failing)
-        if not kept_quasi or target.k is None or target.k >= len(frame):
-            break
-        k = min(target.k * 2, len(frame))
-    return VerifiedRemedy(False, f"anonymization could not reach compliance: {last_reason}")
+        if after_decision.status != TransferStatus.APPROVED:
+            failing = "; ".join(rule.detail for rule in after_decision.failed)
+            return f"anonymization could not reach compliance: {failing}"
+        accepted.append((after, after_decision))
+        return None
+
+    target = target_for(frame, decision, report, context, max_suppression, people.labellings())
+    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+    try:
+        remedy = plan_remedy(frame, target, accept=accept, deadline=deadline)
+    except ValueError as error:
+        return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+    if remedy.out_of_time:
+        return VerifiedRemedy(
+            False,
+            f"no verified remedy within the broker's {budget_seconds:g} s budget "
+            f"(BROKER_REMEDY_SECONDS) after {remedy.attempts} attempt(s); the last one failed "
+            f"because {remedy.reason}: anonymize the data yourself, or send less of it",
+        )
+    if not remedy.satisfied:
+        return VerifiedRemedy(False, remedy.reason)
+    after, after_decision = accepted[-1]
+    return VerifiedRemedy(True, None, remedy, after, after_decision)

@@ -1,0 +1,27 @@
+"""One canonical JSON form, so that equal documents hash equally wherever the broker hashes them.
+
+Keys sorted, no blanks, non-ASCII written as is (UTF-8). The audit chain is hashed in this form,
+so changing it would make every stored chain fail its check: it is written here once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(document: Any) -> str:
+    """``document`` as canonical JSON text.
+
+    Examples
+    --------
+    >>> canonical_json({"b": 1, "a": ["é", None]})
+    '{"a":["é",null],"b":1}'
+    """
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_of(document: Any, prefix: str = "") -> str:
+    """Hex SHA-256 of ``prefix`` followed by the canonical JSON of ``document``."""
+    return hashlib.sha256((prefix + canonical_json(document)).encode()).hexdigest()

@@ -1,0 +1,93 @@
+"""``fedbroker analyze DATA``: the measurement report of a dataset file, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from broker.cli.common import column_list
+from broker.cli.render import render_table
+from broker.datasets import read_path
+from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
+from broker.metrics.report import analyze
+from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
+
+LARGE_INPUT_ROWS = 100_000
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "analyze",
+        help="measure how well a dataset is anonymized",
+        description="Measure Mmaq, QIR risk, k-anonymity, l-diversity and t-closeness of a "
+        "CSV, JSON or Parquet dataset.",
+    )
+    command.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    command.add_argument(
+        "--qi", type=column_list, default=[], metavar="A,B,C", help="declared quasi-identifiers"
+    )
+    command.add_argument(
+        "--sensitive",
+        type=column_list,
+        default=[],
+        metavar="D,E",
+        help="declared sensitive attributes (needs --qi)",
+    )
+    command.add_argument(
+        "--combinations",
+        type=int,
+        default=DEFAULT_MAX_SIZE,
+        metavar="N",
+        help=f"largest attribute combination to search, 0 to skip (default {DEFAULT_MAX_SIZE})",
+    )
+    command.add_argument(
+        "--unique-threshold",
+        type=float,
+        default=DEFAULT_UNIQUE_THRESHOLD,
+        metavar="SHARE",
+        help="share of unique rows from which a combination "
+        f"counts as identifying (default {DEFAULT_UNIQUE_THRESHOLD})",
+    )
+    command.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"QIR threshold for 'sensitive', percent (default {DEFAULT_ALPHA})",
+    )
+    command.add_argument(
+        "--beta",
+        type=float,
+        default=DEFAULT_BETA,
+        help=f"QIR threshold for 'quasi_identifier', percent (default {DEFAULT_BETA})",
+    )
+    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    thresholds = QirThresholds(args.alpha, args.beta)
+    frame = read_path(args.data).frame
+    large = len(frame) >= LARGE_INPUT_ROWS
+    if large:
+        _progress(f"read {len(frame):,} rows x {len(frame.columns)} columns from {args.data}")
+    report = analyze(
+        frame,
+        args.qi,
+        args.sensitive,
+        args.combinations,
+        thresholds,
+        args.unique_threshold,
+        progress=_progress if large else None,
+    )
+    if args.format == "json":
+        json.dump(report.as_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_table(report, args.data))
+    return 0
+
+
+def _progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

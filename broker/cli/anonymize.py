@@ -1,0 +1,144 @@
+"""``fedbroker anonymize DATA``: anonymize, measure the result again, write it, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from broker.cli.common import CommandError, CommandFailed, column_list
+from broker.cli.render import render_anonymization, render_qid_dimension
+from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
+from broker.metrics.report import analyze
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "anonymize",
+        help="k-anonymize a dataset and report before/after figures",
+        description="Anonymize DATA (drop columns, Mondrian k-anonymity or the Anatomy-style "
+        "partition), verify the result by measuring it, write it to OUT and print the "
+        "before/after report. Exits 1 when the target cannot be met (nothing is written).",
+    )
+    command.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    command.add_argument(
+        "--qi",
+        type=column_list,
+        required=True,
+        metavar="A,B,C",
+        help="quasi-identifiers to generalize",
+    )
+    command.add_argument(
+        "--sensitive",
+        type=column_list,
+        default=[],
+        metavar="D,E",
+        help="sensitive attributes (kept; l and t are checked on them)",
+    )
+    command.add_argument("--k", type=int, required=True, help="smallest class size")
+    command.add_argument("--l", type=int, help="distinct l-diversity to reach")
+    command.add_argument("--t", type=float, help="t-closeness to reach")
+    command.add_argument(
+        "--drop", type=column_list, default=[], metavar="NIN,Name", help="columns to remove first"
+    )
+    command.add_argument("--method", choices=("mondrian", "partition"), default="mondrian")
+    command.add_argument(
+        "--max-suppression",
+        type=float,
+        default=0.05,
+        metavar="SHARE",
+        help="largest share of rows that may be suppressed (default 0.05)",
+    )
+    command.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output file (.csv, .json, .parquet), or folder for partition",
+    )
+    command.add_argument(
+        "--qid-dimension",
+        action="store_true",
+        help="also report privacy gain and utility of k-anonymizing the first d quasi-"
+        "identifiers (by falling QIR risk), d = 1..m, and the recommended d",
+    )
+    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from broker.anonymize import Target, plan_remedy, qid_dimension
+
+    dataset = read_path(args.data)
+    frame = dataset.frame
+    output = Path(args.output)
+    if args.method == "mondrian" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
+        raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
+    if args.method == "partition" and output.exists() and not output.is_dir():
+        raise CommandError(f"{output} exists and is not a folder")
+    target = Target(
+        quasi_identifiers=tuple(args.qi),
+        sensitive=tuple(args.sensitive),
+        drop=tuple(args.drop),
+        k=args.k,
+        l=args.l,
+        t=args.t,
+        max_suppression=args.max_suppression,
+    )
+    before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
+    remedy = plan_remedy(frame, target, method=args.method)
+    if not remedy.satisfied:
+        raise CommandFailed(f"cannot reach the target: {remedy.reason}")
+    after = None
+    if remedy.frame is not None:
+        _write(remedy.frame, output, dataset)
+        kept_qi = [q for q in args.qi if q in remedy.frame.columns]
+        after = analyze(
+            remedy.frame,
+            kept_qi,
+            [s for s in args.sensitive if s in remedy.frame.columns],
+            max_combination_size=0,
+        )
+    else:
+        output.mkdir(parents=True, exist_ok=True)
+        for name, table in remedy.tables.items():
+            _write(table, output / f"{name}.csv", dataset)
+        (output / "links.json").write_text(
+            json.dumps([link.as_dict() for link in remedy.links], indent=2) + "\n"
+        )
+    dimension = (
+        qid_dimension(frame, args.qi, args.k, args.max_suppression) if args.qid_dimension else None
+    )
+    if args.format == "json":
+        json.dump(
+            {
+                "qid_dimension": dimension.as_dict() if dimension else None,
+                "before": before.as_dict(),
+                "after": after.as_dict() if after else None,
+                "remedy": remedy.as_dict(),
+                "output": str(output),
+            },
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_anonymization(before, after, remedy, str(output)))
+        if dimension:
+            sys.stdout.write(render_qid_dimension(dimension))
+    return 0
+
+
+def _write(frame, path, source: Dataset) -> None:
+    """The frame to a file in the format its suffix names, written as the broker writes every
+    dataset (:func:`broker.datasets.write_dataset`); a path it cannot write is one line."""
+    fmt = {".parquet": PARQUET, ".json": JSON}.get(path.suffix.lower(), CSV)
+    like = source if source.format == fmt else Dataset(frame, fmt)
+    try:
+        path.write_bytes(write_dataset(frame, like))
+    except OSError as error:
+        reason = error.strerror or str(error)
+        if isinstance(error, FileNotFoundError):
+            reason = "the folder does not exist"
+        raise CommandError(f"{path}: {reason}") from None

@@ -1,0 +1,58 @@
+"""What several commands share: the two kinds of error, column lists, settings, database errors.
+
+A :class:`CommandError` is the user's mistake (exit status 2), a :class:`CommandFailed` a command
+that ran but could not do its job (exit status 1); :func:`broker.cli.app.main` prints either as
+one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class CommandError(Exception):
+    """A user error: its message is printed as one line and the command exits with status 2."""
+
+
+class CommandFailed(Exception):
+    """The command ran but could not do its job: one line, exit status 1."""
+
+
+def column_list(text: str) -> list[str]:
+    """``--qi A,B,C`` as ``["A", "B", "C"]``; an empty name is an argparse error."""
+    columns = [part.strip() for part in text.split(",")]
+    if any(not column for column in columns):
+        raise argparse.ArgumentTypeError(f"empty column name in {text!r}")
+    return columns
+
+
+def load_settings(**overrides):
+    """The broker's settings from ``BROKER_*`` variables; a bad one is one line naming it."""
+    from pydantic import ValidationError
+
+    from broker.config import Settings
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = "BROKER_" + "_".join(str(p) for p in first["loc"]).upper()
+        raise CommandError(f"{field}: {first['msg']}") from None
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """Database problems as one line: a bad URL, an unreachable server, a read-only file."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+
+    try:
+        yield
+    except (ArgumentError, NoSuchModuleError) as error:
+        raise CommandError(f"BROKER_DATABASE_URL: {error}") from None
+    except DBAPIError as error:
+        first = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+        raise CommandError(f"cannot use the database: {first}") from None
+    except (SQLAlchemyError, OSError) as error:
+        raise CommandError(f"cannot use the database: {error}") from None

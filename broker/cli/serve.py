@@ -1,0 +1,60 @@
+"""``fedbroker serve``: run the broker with uvicorn, after checking what would stop it at start.
+
+A missing admin token, a bad seed file, an unusable signing key folder or an unreachable
+database is one line and exit status 2 here, not a traceback from inside the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from broker.cli.common import CommandError, database_errors, load_settings
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "serve",
+        help="run the federal broker (configured by BROKER_* variables)",
+        description="Run the broker with uvicorn. Settings come from BROKER_* environment "
+        "variables; --host and --port override BROKER_HOST and BROKER_PORT.",
+    )
+    command.add_argument("--host", help="address to listen on")
+    command.add_argument("--port", type=int, help="port to listen on")
+    command.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from broker.db import make_engine
+    from broker.delivery.keyring import KeyRing
+    from broker.main import create_app
+    from broker.policies.seed import load_records
+    from broker.requests_log import configure_logging
+    from broker.wire.signing import SignatureError
+
+    settings = load_settings(host=args.host, port=args.port)
+    if settings.admin_token is None:
+        raise CommandError(
+            "BROKER_ADMIN_TOKEN is not set: give the broker an admin token of "
+            "at least 16 characters"
+        )
+    load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    try:  # and so is a signing key folder the broker cannot use
+        KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
+    except (SignatureError, OSError) as error:
+        raise CommandError(f"BROKER_SIGNING_KEY_DIR: {error}") from None
+    with database_errors():  # an unreachable database too
+        engine = make_engine(settings.database_url)
+        with engine.connect():
+            pass
+        engine.dispose()
+    configure_logging()
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        log_config=None,  # uvicorn's records go to the JSON handler, with their request id
+    )
+    return 0

@@ -1,0 +1,45 @@
+"""Which column names a dataset may have: they cross the border with the data, unmeasured.
+
+A name is text without control characters, at most :data:`MAX_NAME_LENGTH` characters long,
+holding nothing that looks like a direct identifier (``identifier_in_text``), and it differs
+from the dataset's other names by more than case, look-alike letters or invisible characters
+(``colliding_names``, one :func:`broker.names.attribute_key` per name).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from broker.datasets.dataset import DatasetError
+from broker.metrics.content import identifier_in_text
+from broker.names import colliding_names
+
+MAX_NAME_LENGTH = 200
+
+
+def check_column_names(columns: list, label: str) -> None:
+    seen = set()
+    for column in columns:
+        if not isinstance(column, str) or column.strip() == "":
+            raise DatasetError(f"{label} has a column without a name")
+        if any(unicodedata.category(c) == "Cc" for c in column):
+            raise DatasetError(f"{label}: column name {column!r} holds control characters")
+        if len(column) > MAX_NAME_LENGTH:
+            raise DatasetError(
+                f"{label}: a column name is {len(column):,} characters long; at most "
+                f"{MAX_NAME_LENGTH} are accepted"
+            )
+        if found := identifier_in_text(column):
+            raise DatasetError(
+                f"{label}: column name {column!r} holds what looks like {found}; column names "
+                "cross the border with the data and are not measured: rename it"
+            )
+        if column in seen:
+            raise DatasetError(f"{label} has the column name {column!r} more than once")
+        seen.add(column)
+    pair = colliding_names(columns)
+    if pair:
+        raise DatasetError(
+            f"{label}: columns {pair[0]!r} and {pair[1]!r} differ only by case, look-alike "
+            "letters or invisible characters; rename one of them"
+        )

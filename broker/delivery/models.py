@@ -1,0 +1,35 @@
+"""The outbox: one row per approved transfer, written in the decision's transaction."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from broker.db import Base, UTCDateTime
+
+if TYPE_CHECKING:
+    from broker.transfers.models import Transfer
+
+
+class Delivery(Base):
+    """Outbox row of an approved transfer: written in the decision's transaction."""
+
+    __tablename__ = "deliveries"
+
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # A failed delivery keeps its payload until this time plus the retention, for a redelivery.
+    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    payload: Mapped[bytes | None] = mapped_column(LargeBinary)
+    payload_type: Mapped[str] = mapped_column(String(100))
+
+    transfer: Mapped[Transfer] = relationship(back_populates="delivery")

@@ -1,0 +1,142 @@
+"""What an engine gives the pure core: count tables. The contract every engine keeps.
+
+Every measure the broker reports is a function of *count tables*: the distinct tuples of a chosen
+column set, each with its number of rows (and, when asked, of people). k and prosecutor risk need
+the tuples of the quasi-identifiers; Mmaq and the QIR risk those of each column; l and t those of
+(known attributes, sensitive value); the combination search those of small column sets. So
+:mod:`broker.metrics` takes count tables, and an engine produces them: the pandas engine for data
+in memory today; an out-of-core or a cluster engine adds one module that keeps this contract.
+
+Counts are asked per column set, never as one table of all columns: a near-unique column would
+make that as large as the data.
+
+The contract (``tests/engines/test_contract.py`` runs every case through every engine):
+
+- **Values as written.** A category is a distinct value as the reader produced it: CSV values
+  are text, so ``"007"`` and ``"7"`` are two categories, and ``1`` and ``"1"`` differ in JSON.
+- **Missing values** (None, NaN, NaT, pd.NA: the reader's missing cells) are one category of their
+  own, counted like any value (pandas and Dask need ``dropna=False`` for this). A blank string is
+  a value as written when counting; the transformations and the content checks treat it as
+  missing (:func:`broker.missing.missing_values`), which is the one rule for what "missing" means.
+- **Codes.** Each column has a dictionary of its distinct values; a count table names each tuple's
+  values by their codes (positions in those dictionaries), so the core never compares values.
+- **People.** An engine knows who each row is: identical rows are one person (the broker cannot
+  tell one person sent three times from three people), and rows sharing a declared person key are
+  one person; a tuple's people are the fewer of the two counts.
+
+What needs more than counts says so where it lives: information loss needs a row-aligned join
+(:mod:`broker.anonymize.loss`); Mondrian and the partition method, masking, the output shuffle
+and writing are row-level and run inside the engine that holds the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True, eq=False)
+class CountTable:
+    """The distinct tuples of ``columns``, in no particular order.
+
+    ``codes[i][j]`` is the code of tuple j's value in ``columns[i]`` (its position in the engine's
+    :meth:`Engine.dictionary` of that column), ``rows[j]`` the number of rows holding tuple j and
+    ``people[j]``, when asked for, the number of distinct people among them.
+    """
+
+    columns: tuple[str, ...]
+    codes: tuple[np.ndarray, ...]
+    rows: np.ndarray
+    people: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        """The number of distinct tuples."""
+        return int(self.rows.size)
+
+    def smallest_in_people(self) -> int:
+        """The fewest people holding one tuple (rows when people were not counted)."""
+        return int((self.rows if self.people is None else self.people).min())
+
+    def tuple_ids(self, columns: Sequence[str]) -> tuple[np.ndarray, int]:
+        """For each tuple, the id of its projection on ``columns`` (a prefix or any subset), and
+        how many distinct projections there are: the classes of a (class, value) table."""
+        if not columns:
+            return np.zeros(self.size, dtype=np.int64), 1
+        ids = np.zeros(self.size, dtype=np.int64)
+        space = 1
+        for name in columns:
+            codes = self.codes[self.columns.index(name)]
+            width = int(codes.max()) + 1 if codes.size else 1
+            ids, space = _compact(ids * width + codes, space * width)
+        return ids, space
+
+
+def _compact(mixed: np.ndarray, space: int) -> tuple[np.ndarray, int]:
+    """Dense ids 0..m-1 for the distinct values of ``mixed`` (which lie in [0, space))."""
+    if space <= max(1 << 22, 4 * mixed.size):
+        present = np.zeros(space, dtype=bool)
+        present[mixed] = True
+        remap = np.cumsum(present) - 1
+        return remap[mixed], int(present.sum())
+    codes, uniques = pd.factorize(mixed)
+    return codes.astype(np.int64, copy=False), len(uniques)
+
+
+@dataclass(frozen=True)
+class RecodePlan:
+    """What a generalization does to a table, as data an engine applies while it reads.
+
+    ``labels[column]`` maps a value (as written) to its label; a value the map does not name keeps
+    itself. ``drop`` lists columns that do not leave. Because a map acts on distinct values, its
+    effect on a count table is known without reading the rows (:meth:`Engine.recode` applies it to
+    the rows for the output).
+    """
+
+    labels: Mapping[str, Mapping[Any, Any]] = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+
+
+class Engine(Protocol):
+    """A table held by some engine, seen through counts."""
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names, in order."""
+
+    @property
+    def rows(self) -> int:
+        """The number of rows."""
+
+    @property
+    def people_counted_by(self) -> str:
+        """``"person_key"`` when a declared key says who the rows are, else ``"identical_rows"``."""
+
+    def dictionary(self, column: str) -> pd.Series:
+        """The distinct values of ``column`` as written, indexed by their code (0..m-1)."""
+
+    def counts(
+        self, column_sets: Sequence[Sequence[str]], people: bool = False
+    ) -> list[CountTable]:
+        """One count table per column set (none: one tuple holding every row), in order.
+
+        With ``people``, each table also counts the distinct people of each tuple.
+        """
+
+    def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Only the rows of each tuple of each column set: what a search over thousands of
+        column sets needs, without the codes."""
+
+    def duplicate_rows(self) -> int:
+        """Rows identical (on every column) to an earlier row."""
+
+    def partition_fingerprint(self, column: str) -> bytes:
+        """A digest equal for two columns exactly when they group the rows the same way (the
+        combination search leaves the second of such twins out)."""
+
+    def recode(self, plan: RecodePlan) -> Engine:
+        """The table with ``plan`` applied (people stay who they were)."""

@@ -1,0 +1,226 @@
+"""The transfer decision as a pure function: measure, federation rules, F-SLA rules, remedy.
+
+:func:`decide` takes what the service read (the parties and their policy versions, the measured
+table) and returns an :class:`Outcome`; nothing here touches a database or the network, so every
+branch of a decision is testable on its own. The service around it reads, calls it, and writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from broker.engines.base import Engine
+from broker.engines.pandas import People
+from broker.fsla.evaluate import evaluate
+from broker.fsla.models import FSLARecord
+from broker.fsla.remedy import find_remedy
+from broker.fsla.results import RuleResult, TransferContext
+from broker.metrics.mmaq import QUASI_IDENTIFIER
+from broker.metrics.report import AnalysisReport, attribute_classes, report_of
+from broker.roles import Roles
+from broker.statuses import MemberStatus, TransferStatus
+
+FEDERATION = "federation"
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    destination: str
+    purpose: str
+    quasi_identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    anonymize: str = "none"
+    dry_run: bool = False
+    idempotency_key: str | None = None
+    person_key: str | None = None
+
+
+def measure(
+    engine: Engine, declared: tuple[str, ...], sensitive: tuple[str, ...]
+) -> tuple[AnalysisReport, tuple[str, ...], bool]:
+    """The report, the quasi-identifiers it used, and whether the broker added any.
+
+    One engine serves the first look (each attribute's class) and the report, so the table's
+    values are encoded once.
+
+    The sender's declaration can widen the check, never narrow it: the broker adds every
+    non-sensitive attribute whose Mmaq class is ``quasi_identifier``. Identifiers are judged by
+    their own rule and anonymous attributes separate no one, so nothing escapes the k, l and t
+    rules by being left undeclared.
+    """
+    added = tuple(
+        name
+        for name, attribute_class in attribute_classes(engine).items()
+        if attribute_class == QUASI_IDENTIFIER and name not in sensitive and name not in declared
+    )
+    quasi_identifiers = declared + added
+    report = report_of(engine, quasi_identifiers, sensitive)
+    return report, quasi_identifiers, bool(added)
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """A decision with everything the answer and the delivery need."""
+
+    status: str
+    rules: list[RuleResult]
+    remedy: dict | None
+    versions: dict[str, int]
+    report: AnalysisReport
+    anonymized: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Party:
+    id: str
+    jurisdiction: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Parties:
+    """The members and the policy versions a decision uses, read in one short transaction."""
+
+    source: Party
+    destination: Party | None
+    policies: dict[str, tuple[FSLARecord, int]]
+
+
+@dataclass(frozen=True, eq=False)
+class Measured:
+    """The table as measured, its report, and who its rows are."""
+
+    frame: pd.DataFrame
+    report: AnalysisReport
+    people: People
+
+
+def decide(
+    parties: Parties,
+    request: TransferRequest,
+    roles: Roles,
+    measured: Measured,
+    max_suppression: float,
+    budget_seconds: float | None = None,
+) -> Outcome:
+    frame, report = measured.frame, measured.report
+    source, destination = parties.source, parties.destination
+    source_policy, source_version = parties.policies[source.jurisdiction]
+    versions = {source.jurisdiction: source_version}
+    federation = federation_rules(source, destination, request)
+    if any(not rule.passed for rule in federation):
+        return Outcome(TransferStatus.REJECTED, federation, None, versions, report)
+
+    destination_policy, destination_version = parties.policies[destination.jurisdiction]
+    versions[destination.jurisdiction] = destination_version
+    context = TransferContext(
+        source.jurisdiction,
+        destination.jurisdiction,
+        request.purpose,
+        roles.quasi_identifiers,
+        roles.sensitive,
+        roles.person_key,
+    )
+    decision = evaluate(report, context, source_policy, destination_policy)
+    rules = federation + list(decision.rules)
+    if decision.status != TransferStatus.ANONYMIZATION_REQUIRED:
+        return Outcome(decision.status, rules, None, versions, report)
+
+    found = find_remedy(
+        frame,
+        report,
+        decision,
+        context,
+        source_policy,
+        destination_policy,
+        max_suppression,
+        measured.people,
+        budget_seconds,
+    )
+    if not found.verified:
+        rules.append(
+            RuleResult(
+                "remedy_found",
+                FEDERATION,
+                source.jurisdiction,
+                False,
+                found.reason or "no remedy",
+                fixable=False,
+            )
+        )
+        return Outcome(TransferStatus.REJECTED, rules, found.as_dict(), versions, report)
+    remedy = found.as_dict()
+    if request.anonymize != "auto":
+        remedy["note"] = _join(
+            "Send again with anonymize=auto to have the broker apply these steps, or apply "
+            "them yourself",
+            remedy["note"],
+        )
+        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+    if not decision.requirements.auto_anonymize:
+        remedy["note"] = _join(
+            f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
+            "all allow the broker to anonymize: apply the steps yourself",
+            remedy["note"],
+        )
+        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+    remedy.update(
+        applied=True,
+        before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},
+    )
+    after_rules = federation + list(found.decision.rules)
+    return Outcome(
+        TransferStatus.APPROVED, after_rules, remedy, versions, found.report, found.remedy.frame
+    )
+
+
+def _join(*parts: str | None) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def federation_rules(
+    source: Party, destination: Party | None, request: TransferRequest
+) -> list[RuleResult]:
+    known = destination is not None
+    rules = [
+        RuleResult(
+            "destination_known",
+            FEDERATION,
+            source.jurisdiction,
+            known,
+            f"member cloud {request.destination!r} is "
+            + ("registered" if known else "not registered in the federation"),
+            measured=request.destination,
+            fixable=False,
+        )
+    ]
+    if known:
+        active = destination.status == MemberStatus.ACTIVE
+        rules.append(
+            RuleResult(
+                "destination_active",
+                FEDERATION,
+                destination.jurisdiction,
+                active,
+                f"member cloud {destination.id!r} is {destination.status}",
+                measured=destination.status,
+                threshold=MemberStatus.ACTIVE,
+                fixable=False,
+            )
+        )
+        distinct = destination.id != source.id
+        rules.append(
+            RuleResult(
+                "destination_not_source",
+                FEDERATION,
+                source.jurisdiction,
+                distinct,
+                "the destination is another member"
+                if distinct
+                else "a member cannot send a transfer to itself",
+                fixable=False,
+            )
+        )
+    return rules

@@ -1,0 +1,90 @@
+"""Decide a transfer from its measurement report and the F-SLA records that apply.
+
+Pure function of its inputs: ``evaluate(report, context, source_policy, destination_policy)``.
+
+Which rule sets apply: a domestic transfer (same jurisdiction) follows the record's
+``domestic_export``; a cross-border one follows the source's ``cross_border_export`` *and* the
+destination's ``import_rules``. Every rule of every set that applies must pass, so the stricter
+rule wins; each result names its scope and jurisdiction. Declared sensitive attributes are judged
+by l and t, not by the Mmaq thresholds; but an identifier is an identifier whatever its declared
+role, and with several sensitive attributes each is judged within the classes of all the other
+attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
+it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
+k, l, t) make the decision ``anonymization_required``; rules it cannot fix (destination or
+purpose not allowed) make it ``rejected``.
+"""
+
+from __future__ import annotations
+
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import EXPORT, IMPORT, Decision, Requirements, RuleResult, TransferContext
+from broker.fsla.rules import data_rules, gate_rules
+from broker.metrics.report import AnalysisReport
+from broker.names import attribute_key
+from broker.statuses import TransferStatus
+
+
+def applicable_rule_sets(
+    context: TransferContext, source: FSLARecord, destination: FSLARecord
+) -> list[tuple[str, str, RuleSet]]:
+    """(scope, jurisdiction, rule set) for every rule set the transfer must satisfy."""
+    if not context.cross_border:
+        return [(EXPORT, source.jurisdiction, source.domestic_export)]
+    return [
+        (EXPORT, source.jurisdiction, source.cross_border_export),
+        (IMPORT, destination.jurisdiction, destination.import_rules),
+    ]
+
+
+def combine(rule_sets: list[RuleSet]) -> Requirements:
+    """Stricter wins: the highest minimum, the lowest maximum, every prohibition."""
+
+    def highest(values):
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    def lowest(values):
+        present = [v for v in values if v is not None]
+        return min(present) if present else None
+
+    return Requirements(
+        identifiers_allowed=all(r.identifiers_allowed for r in rule_sets),
+        min_log10_mmaq=highest(r.min_log10_mmaq for r in rule_sets),
+        max_mmaq_index=lowest(r.max_mmaq_index for r in rule_sets),
+        qi_max_mmaq_index=lowest(r.qi_max_mmaq_index for r in rule_sets),
+        min_k=highest(r.min_k for r in rule_sets),
+        min_l=highest(r.min_l for r in rule_sets),
+        max_t=lowest(r.max_t for r in rule_sets),
+        forbidden_attributes=frozenset(
+            attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
+        ),
+        require_person_key=any(r.require_person_key for r in rule_sets),
+        auto_anonymize=all(r.auto_anonymize for r in rule_sets),
+    )
+
+
+def evaluate(
+    report: AnalysisReport,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+) -> Decision:
+    """Check every rule that applies to the transfer and decide.
+
+    Without declared quasi-identifiers the whole table is one equivalence class (k = N, l = the
+    number of distinct sensitive values, t = 0); callers that want a stricter reading infer the
+    quasi-identifiers before measuring.
+    """
+    rules: list[RuleResult] = []
+    rules += gate_rules(context, source, destination)
+    rule_sets = applicable_rule_sets(context, source, destination)
+    for scope, jurisdiction, rule_set in rule_sets:
+        rules += data_rules(report, context, scope, jurisdiction, rule_set)
+
+    if any(not r.passed and not r.fixable for r in rules):
+        status = TransferStatus.REJECTED
+    elif any(not r.passed for r in rules):
+        status = TransferStatus.ANONYMIZATION_REQUIRED
+    else:
+        status = TransferStatus.APPROVED
+    return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))

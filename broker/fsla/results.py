@@ -1,0 +1,77 @@
+"""What a decision is made of: the transfer's context, each rule's result, the decision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.statuses import TransferStatus
+
+EXPORT = "export"
+IMPORT = "import"
+
+
+@dataclass(frozen=True)
+class TransferContext:
+    source_jurisdiction: str
+    destination_jurisdiction: str
+    purpose: str
+    quasi_identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    person_key: str | None = None
+
+    @property
+    def cross_border(self) -> bool:
+        return self.source_jurisdiction != self.destination_jurisdiction
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    scope: str
+    jurisdiction: str
+    passed: bool
+    detail: str
+    attribute: str | None = None
+    measured: float | int | str | None = None
+    threshold: float | int | str | None = None
+    fixable: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "scope": self.scope,
+            "jurisdiction": self.jurisdiction,
+            "attribute": self.attribute,
+            "passed": self.passed,
+            "measured": self.measured,
+            "threshold": self.threshold,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """The strictest combination of every rule set that applies: what the data must meet."""
+
+    identifiers_allowed: bool = True
+    min_log10_mmaq: float | None = None
+    max_mmaq_index: float | None = None
+    qi_max_mmaq_index: float | None = None
+    min_k: int | None = None
+    min_l: int | None = None
+    max_t: float | None = None
+    forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
+    require_person_key: bool = False
+    auto_anonymize: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: TransferStatus
+    rules: tuple[RuleResult, ...]
+    requirements: Requirements
+
+    @property
+    def failed(self) -> tuple[RuleResult, ...]:
+        return tuple(rule for rule in self.rules if not rule.passed)

@@ -1,0 +1,233 @@
+"""Every engine keeps the contract of broker.engines.base, checked against a plain-Python engine.
+
+:class:`ReferenceEngine` implements the Engine protocol with dictionaries and Counters, the way
+the contract reads (values as written, one missing category, identical rows as one person). Each
+real engine must give the same count tables, and the pure core must give the same report from
+either, for every fixture and for generated tables. An engine added later (DuckDB, Dask) joins
+``ENGINES`` and inherits every case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.datasets import read_path
+from broker.engines.base import CountTable, RecodePlan
+from broker.engines.pandas import IDENTICAL_ROWS, PandasEngine
+from broker.metrics.report import report_of
+
+FIXTURES = sorted((Path(__file__).parents[1] / "fixtures").glob("*.csv"))
+ENGINES = {"pandas": PandasEngine}
+_NA = object()  # the one missing category of the reference
+
+
+def _key(value):
+    """A value as the contract compares it: every missing value is the same category."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return _NA
+    if isinstance(value, float) and math.isnan(value):
+        return _NA
+    return value
+
+
+class ReferenceEngine:
+    """The Engine protocol in plain Python: slow, obviously right."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self._names = list(frame.columns)
+        self._rows = [tuple(_key(v) for v in row) for row in frame.itertuples(index=False)]
+        self._frame = frame
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def rows(self) -> int:
+        return len(self._rows)
+
+    people_counted_by = IDENTICAL_ROWS
+
+    def _values(self, column: str) -> list:
+        position = self._names.index(column)
+        return [row[position] for row in self._rows]
+
+    def _codes(self, column: str) -> dict:
+        return {value: code for code, value in enumerate(dict.fromkeys(self._values(column)))}
+
+    def dictionary(self, column: str) -> pd.Series:
+        values = [None if v is _NA else v for v in self._codes(column)]
+        return pd.Series(values, dtype=object)
+
+    def counts(
+        self, column_sets: Sequence[Sequence[str]], people: bool = False
+    ) -> list[CountTable]:
+        tables = []
+        for columns in column_sets:
+            codes = [self._codes(c) for c in columns]
+            positions = [self._names.index(c) for c in columns]
+            rows, persons = Counter(), {}
+            for row in self._rows:
+                tuple_ = tuple(code[row[p]] for code, p in zip(codes, positions, strict=True))
+                rows[tuple_] += 1
+                persons.setdefault(tuple_, set()).add(row)
+            keys = list(rows)
+            tables.append(
+                CountTable(
+                    tuple(columns),
+                    tuple(
+                        np.array([k[i] for k in keys], dtype=np.int64) for i in range(len(columns))
+                    ),
+                    np.array([rows[k] for k in keys], dtype=np.int64),
+                    np.array([len(persons[k]) for k in keys], dtype=np.int64) if people else None,
+                )
+            )
+        return tables
+
+    def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        return [table.rows for table in self.counts(column_sets)]
+
+    def duplicate_rows(self) -> int:
+        return len(self._rows) - len(set(self._rows))
+
+    def partition_fingerprint(self, column: str) -> bytes:
+        codes = self._codes(column)
+        return hashlib.sha256(repr([codes[v] for v in self._values(column)]).encode()).digest()
+
+    def recode(self, plan: RecodePlan) -> ReferenceEngine:
+        frame = self._frame.drop(columns=list(plan.drop))
+        for column, labels in plan.labels.items():
+            frame[column] = [labels.get(v, v) for v in frame[column]]
+        return ReferenceEngine(frame)
+
+
+def _decoded(engine, table: CountTable) -> Counter:
+    """A count table as {tuple of values: (rows, people)}, whatever the engine's codes are."""
+    dictionaries = [engine.dictionary(c).map(_key).tolist() for c in table.columns]
+    people = table.people if table.people is not None else [None] * table.size
+    return Counter(
+        {
+            tuple(d[c] for d, c in zip(dictionaries, codes, strict=True)): (int(n), p and int(p))
+            for *codes, n, p in zip(*table.codes, table.rows, people, strict=True)
+        }
+    )
+
+
+def _column_sets(columns: list[str]) -> list[list[str]]:
+    return [[], *([c] for c in columns), *(list(p) for p in combinations(columns, 2)), columns]
+
+
+def _assert_same_counts(frame: pd.DataFrame, engine) -> None:
+    reference = ReferenceEngine(frame)
+    sets = _column_sets(list(frame.columns))
+    for ours, theirs in zip(
+        engine.counts(sets, people=True), reference.counts(sets, people=True), strict=True
+    ):
+        assert _decoded(engine, ours) == _decoded(reference, theirs), ours.columns
+    assert [sorted(s) for s in engine.tuple_sizes(sets[1:])] == [
+        sorted(s) for s in reference.tuple_sizes(sets[1:])
+    ]
+    assert engine.duplicate_rows() == reference.duplicate_rows()
+    fingerprints = [engine.partition_fingerprint(c) for c in frame.columns]
+    expected = [reference.partition_fingerprint(c) for c in frame.columns]
+    same = [[a == b for b in fingerprints] for a in fingerprints]
+    assert same == [[a == b for b in expected] for a in expected]
+
+
+def _assert_same_report(frame: pd.DataFrame, engine, qis, sensitive) -> None:
+    ours = report_of(engine, qis, sensitive, max_combination_size=2).as_dict()
+    theirs = report_of(ReferenceEngine(frame), qis, sensitive, max_combination_size=2).as_dict()
+    assert _close(ours, theirs)
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    return a == b
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.stem)
+def test_fixture_counts_and_reports_match_the_reference(engine_name, path):
+    frame = read_path(path).frame
+    engine = ENGINES[engine_name](frame)
+    _assert_same_counts(frame, engine)
+    columns = list(frame.columns)
+    _assert_same_report(frame, engine, columns[:2], columns[-1:])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_the_contract_values_as_written_and_one_missing_category(engine_name):
+    frame = pd.DataFrame(
+        {
+            "code": pd.Series(["007", "7", "007", None, np.nan, pd.NA, "", " "], dtype=object),
+            "n": pd.Series([1, 1.0, "1", None, 2, 2, 2, 2], dtype=object),
+        }
+    )
+    engine = ENGINES[engine_name](frame)
+    [codes, numbers] = engine.counts([["code"], ["n"]])
+    assert sorted(codes.rows.tolist()) == [1, 1, 1, 2, 3]  # "7", "", " ", "007" x2, missing x3
+    assert sorted(numbers.rows.tolist()) == [1, 1, 2, 4]  # "1" is not 1 (nor 1.0)
+    _assert_same_counts(frame, engine)
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_a_recode_plan_gives_the_counts_of_the_recoded_table(engine_name):
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, 300).astype(str),
+            "zip": rng.choice(["75001", "75002", "13001", None], 300),
+            "flu": rng.choice(["yes", "no"], 300),
+        }
+    )
+    plan = RecodePlan(
+        labels={
+            "age": {str(a): f"{a // 10 * 10}-{a // 10 * 10 + 10}" for a in range(18, 90)},
+            "zip": {"75001": "750**", "75002": "750**"},
+        },
+        drop=("flu",),
+    )
+    recoded = ENGINES[engine_name](frame).recode(plan)
+    reference = ReferenceEngine(frame).recode(plan)
+    assert recoded.columns == ["age", "zip"]
+    for ours, theirs in zip(
+        recoded.counts([["age"], ["zip"], ["age", "zip"]]),
+        reference.counts([["age"], ["zip"], ["age", "zip"]]),
+        strict=True,
+    ):
+        assert _decoded(recoded, ours) == _decoded(reference, theirs)
+
+
+ATOMS = st.sampled_from(["a", "b", "007", "7", "", None, float("nan"), 1, 2.5, "1"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40).flatmap(
+        lambda rows: st.lists(st.lists(ATOMS, min_size=rows, max_size=rows), min_size=3, max_size=4)
+    ),
+    st.sampled_from(sorted(ENGINES)),
+)
+def test_generated_tables_match_the_reference(columns, engine_name):
+    frame = pd.DataFrame(
+        {f"c{i}": pd.Series(values, dtype=object) for i, values in enumerate(columns)}
+    )
+    engine = ENGINES[engine_name](frame)
+    _assert_same_counts(frame, engine)
+    _assert_same_report(frame, engine, ["c0", "c1"], ["c2"])
