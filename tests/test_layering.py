@@ -2,13 +2,17 @@
 
 - The pure packages import no web, database or HTTP code, nor the peer libraries the tests and
   benchmarks compare against (STYLE: layering rule 4).
+- Only an engine module (``broker/engines/<engine>.py``) imports an engine library (DuckDB, Dask,
+  ...); the engine protocol, the metrics, the anonymization and the F-SLA code never do.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
 """
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +26,8 @@ FORBIDDEN = (
     "pycanon",
     "anjana",
 )
+ENGINE_LIBRARIES = ("duckdb", "dask", "distributed", "polars", "pyspark", "ray")
+ROOT = Path(__file__).resolve().parents[1]
 # Imports the named modules, and with --walk every module of their packages (the migrations
 # run Alembic when imported: they are left out), then prints every module loaded.
 IMPORT = """
@@ -50,13 +56,51 @@ def within(name: str, package: str) -> bool:
     return name == package or name.startswith(f"{package}.")
 
 
-@pytest.mark.parametrize(
-    "package",
-    ["broker", "broker.metrics", "broker.datasets", "broker.fsla.evaluate", "broker.anonymize"],
-)
-def test_pure_packages_pull_in_no_web_or_database_code(package):
-    loaded = loaded_by(package, walk=False)
-    assert [m for m in FORBIDDEN if m in loaded] == []
+PURE = [
+    "broker.engines.base",
+    "broker.engines.pandas",
+    "broker.metrics",
+    "broker.datasets",
+    "broker.anonymize",
+    "broker.fsla",
+    "broker.missing",
+    "broker.roles",
+    "broker.names",
+    "broker.statuses",
+]
+
+
+def test_broker_alone_pulls_in_nothing():
+    loaded = loaded_by("broker", walk=False)
+    assert [m for m in loaded if within(m, "broker") and m != "broker"] == []
+
+
+@pytest.mark.parametrize("package", PURE)
+def test_pure_packages_pull_in_no_web_database_or_engine_library(package):
+    loaded = loaded_by(package, walk=True)
+    assert [m for m in (*FORBIDDEN, *ENGINE_LIBRARIES) if m in loaded] == []
+
+
+def test_only_engine_modules_import_an_engine_library():
+    importers = []
+    for path in sorted((ROOT / "broker").rglob("*.py")) + sorted(
+        (ROOT / "member_cloud").rglob("*.py")
+    ):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            if any(n.split(".")[0] in ENGINE_LIBRARIES for n in names):
+                importers.append(path.relative_to(ROOT).as_posix())
+    allowed = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "broker" / "engines").glob("*.py")
+        if p.name not in ("__init__.py", "base.py", "codes.py")
+    }
+    assert [path for path in importers if path not in allowed] == []
 
 
 def test_the_wire_imports_nothing_else_from_broker():
