@@ -34,8 +34,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.delivery.models import Delivery
-from broker.statuses import DeliveryStatus
 from broker.transfers.models import Transfer
+from broker.wire.statuses import DeliveryStatus
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 

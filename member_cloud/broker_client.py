@@ -36,13 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import IO, Any, Literal
+from typing import IO, Any
 from urllib.parse import quote
 
 import httpx
 
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.signing import KEYS_PATH
+from broker.wire.statuses import Anonymize, TransferStatus
 
 USER_AGENT = "fedbroker-member-cloud/0.1"
 
@@ -187,7 +188,7 @@ class BrokerClient:
         purpose: str,
         quasi_identifiers: Sequence[str] | None = None,
         sensitive: Sequence[str] | None = None,
-        anonymize: Literal["none", "auto"] = "none",
+        anonymize: Anonymize = Anonymize.NONE,
         dry_run: bool = False,
         idempotency_key: str | None = None,
         content_type: str | None = None,
@@ -227,7 +228,7 @@ class BrokerClient:
 
     def list_transfers(
         self,
-        status: Literal["approved", "anonymization_required", "rejected"] | None = None,
+        status: TransferStatus | None = None,
         offset: int = 0,
         limit: int = 20,
     ) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from broker.wire.headers import IDEMPOTENCY_KEY
+from broker.wire.statuses import Anonymize
 
 
 class MemberInfo(BaseModel):
@@ -41,7 +42,7 @@ class TransferCreate(BaseModel):
         examples=[["Age", "Gender"]],
     )
     sensitive: list[str] | None = Field(None, examples=[["Disease"]])
-    anonymize: Literal["none", "auto"] = Field(
+    anonymize: Anonymize = Field(
         "none",
         description="`auto`: where both policies allow it, the broker anonymizes the data and "
         "forwards only the compliant result",

@@ -66,7 +66,7 @@ PURE = [
     "broker.missing",
     "broker.roles",
     "broker.names",
-    "broker.statuses",
+    "broker.wire.statuses",
 ]
 
 

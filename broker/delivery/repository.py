@@ -6,7 +6,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
-from broker.statuses import DeliveryStatus
+from broker.wire.statuses import DeliveryStatus
 
 
 def due(session: Session, now: datetime, limit: int) -> list[str]:

@@ -37,9 +37,9 @@ from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict, NotFound
 from broker.members import repository as members
-from broker.statuses import DeliveryStatus, MemberStatus
 from broker.transfers import repository as transfers
 from broker.wire import headers as h
+from broker.wire.statuses import DeliveryStatus, MemberStatus
 
 if TYPE_CHECKING:  # the caller type only: this module does not depend on the web layer
     from broker.deps import Caller

@@ -17,7 +17,7 @@ from broker.config import Settings
 from broker.delivery import service
 from broker.delivery.keyring import KeyRing
 from broker.monitoring import Monitoring
-from broker.statuses import DeliveryStatus
+from broker.wire.statuses import DeliveryStatus
 
 log = logging.getLogger("broker.delivery")
 _OUTCOMES = {

@@ -52,9 +52,14 @@ class Grouping:
         return sizes
 
     def representatives(self) -> np.ndarray:
-        """One row of each category (its last), by category code."""
+        """One row of each category (its last), by category code; computed once."""
+        return self._representatives
+
+    @cached_property
+    def _representatives(self) -> np.ndarray:
         rows = np.empty(self.categories, dtype=np.int64)
         rows[self.codes] = np.arange(self.codes.size)
+        rows.flags.writeable = False
         return rows
 
 

@@ -102,6 +102,8 @@ class PandasEngine:
         self._people = people
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
+        self._recent_tables: dict[tuple[tuple[str, ...], bool], CountTable] = {}
+        self._dictionaries: dict[str, pd.Series] = {}
 
     @property
     def columns(self) -> list[str]:
@@ -116,28 +118,37 @@ class PandasEngine:
         return IDENTICAL_ROWS if self._people is None else self._people.by
 
     def dictionary(self, column: str) -> pd.Series:
-        grouping = self.grouping([column])
-        values = self.frame[column].iloc[grouping.representatives()]
-        return values.reset_index(drop=True)
+        found = self._dictionaries.get(column)
+        if found is None:
+            grouping = self.grouping([column])
+            found = self.frame[column].iloc[grouping.representatives()].reset_index(drop=True)
+            self._dictionaries[column] = found
+        return found
 
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False
     ) -> list[CountTable]:
-        self._encode([name for columns in column_sets for name in columns])
-        persons = self._person_groupings() if people else None
-        tables = []
-        for columns in column_sets:
-            grouping = self._grouping_reusing(tuple(columns))
-            some_row = grouping.representatives()
-            tables.append(
-                CountTable(
-                    tuple(columns),
-                    tuple(self._columns[name].codes[some_row] for name in columns),
-                    grouping.counts(),
-                    None if persons is None else people_per_class(grouping, persons),
-                )
-            )
-        return tables
+        self._encode([name for columns in column_sets for name in columns])  # in threads, at once
+        return [self._count_table(tuple(columns), people) for columns in column_sets]
+
+    def _count_table(self, columns: tuple[str, ...], people: bool) -> CountTable:
+        """One count table, kept among the recent ones: a report asks for the quasi-identifiers'
+        classes for k and again for each sensitive attribute."""
+        found = self._recent_tables.get((columns, people))
+        if found is None:
+            self._encode(columns)
+            grouping = self._grouping_reusing(columns)
+            if len(columns) == 1:  # a column's own codes number its values
+                codes = (np.arange(grouping.categories),)
+            else:
+                some_row = grouping.representatives()
+                codes = tuple(self._columns[name].codes[some_row] for name in columns)
+            persons = people_per_class(grouping, self._person_groupings()) if people else None
+            found = CountTable(columns, codes, grouping.counts(), persons)
+            self._recent_tables[(columns, people)] = found
+            while len(self._recent_tables) > _RECENT_GROUPINGS:
+                self._recent_tables.pop(next(iter(self._recent_tables)))
+        return found
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Only the rows of each tuple, for searches over many column sets.

@@ -20,7 +20,7 @@ from broker.fsla.results import RuleResult, TransferContext
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
 from broker.roles import Roles
-from broker.statuses import MemberStatus, TransferStatus
+from broker.wire.statuses import Anonymize, MemberStatus, TransferStatus
 
 FEDERATION = "federation"
 
@@ -152,7 +152,7 @@ def decide(
         )
         return Outcome(TransferStatus.REJECTED, rules, found.as_dict(), versions, report)
     remedy = found.as_dict()
-    if request.anonymize != "auto":
+    if request.anonymize != Anonymize.AUTO:
         remedy["note"] = _join(
             "Send again with anonymize=auto to have the broker apply these steps, or apply "
             "them yourself",

@@ -21,7 +21,7 @@ from broker.fsla.results import EXPORT, IMPORT, Decision, Requirements, RuleResu
 from broker.fsla.rules import data_rules, gate_rules
 from broker.metrics.report import AnalysisReport
 from broker.names import attribute_key
-from broker.statuses import TransferStatus
+from broker.wire.statuses import TransferStatus
 
 
 def applicable_rule_sets(

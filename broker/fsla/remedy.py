@@ -25,7 +25,7 @@ from broker.fsla.rules import identifying
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze
 from broker.names import attribute_key
-from broker.statuses import TransferStatus
+from broker.wire.statuses import TransferStatus
 
 
 @dataclass(frozen=True, eq=False)

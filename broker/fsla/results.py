@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.statuses import TransferStatus
+from broker.wire.statuses import TransferStatus
 
 EXPORT = "export"
 IMPORT = "import"

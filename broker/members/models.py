@@ -9,7 +9,7 @@ from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broker.db import Base, UTCDateTime
-from broker.statuses import MemberStatus
+from broker.wire.statuses import MemberStatus
 
 
 class Member(Base):

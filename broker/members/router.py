@@ -7,7 +7,7 @@ from broker.errors import Forbidden, responses
 from broker.members import service
 from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
-from broker.statuses import MemberStatus
+from broker.wire.statuses import MemberStatus
 
 router = APIRouter(prefix="/v1/members", tags=["Members"])
 MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]

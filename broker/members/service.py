@@ -16,7 +16,7 @@ from broker.members import repository
 from broker.members.inbox_urls import InboxPolicy
 from broker.members.models import Member
 from broker.policies import repository as policies
-from broker.statuses import MemberStatus
+from broker.wire.statuses import MemberStatus
 
 KEY_PREFIX = "fbk_"
 

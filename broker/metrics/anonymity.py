@@ -135,7 +135,8 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     """As :func:`sensitive_measure`, from the engine's count tables: the classes of ``known``
     (with their people, for ``k``), the (class, value) pairs and the values of ``sensitive``."""
     known = list(known)
-    classes, pairs, values = engine.counts([known, [*known, sensitive], [sensitive]], people=True)
+    [classes] = engine.counts([known], people=True)
+    pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     categories = values.size
     pair_class, class_count = pairs.tuple_ids(known)
     pair_value = pairs.codes[-1]

@@ -1,4 +1,4 @@
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
 
@@ -6,12 +6,12 @@ from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.statuses import TransferStatus
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
 from broker.uploads import Upload
 from broker.wire.headers import IDEMPOTENCY_KEY
+from broker.wire.statuses import Anonymize, TransferStatus
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
@@ -122,12 +122,12 @@ def create_transfer(
         ),
     ] = None,
     anonymize: Annotated[
-        Literal["none", "auto"],
+        Anonymize,
         Form(
             description="`auto`: where both policies allow it, the broker anonymizes the data "
             "itself and forwards only the compliant result"
         ),
-    ] = "none",
+    ] = Anonymize.NONE,
     dry_run: Annotated[bool, Form(description="Evaluate only: store and forward nothing")] = False,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> TransferRead:

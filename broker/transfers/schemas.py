@@ -4,7 +4,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from broker.analysis.schemas import Report
-from broker.statuses import TransferStatus
+from broker.wire.statuses import TransferStatus
 
 
 class RuleRead(BaseModel):

@@ -40,10 +40,10 @@ from broker.members import repository as members
 from broker.members.models import Member
 from broker.policies import service as policies
 from broker.roles import Roles
-from broker.statuses import DeliveryStatus, TransferStatus
 from broker.transfers import repository
 from broker.transfers.models import Transfer
 from broker.uploads import Upload, declare_roles, read_upload
+from broker.wire.statuses import DeliveryStatus, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
 

@@ -7,7 +7,7 @@ from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import TransferContext
 from broker.metrics.report import analyze
-from broker.statuses import TransferStatus
+from broker.wire.statuses import TransferStatus
 
 
 def record(code: str, **rules) -> FSLARecord:

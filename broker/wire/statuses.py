@@ -1,4 +1,4 @@
-"""The federation's status vocabularies, each written once.
+"""The federation's vocabularies on the wire (statuses, the anonymize option), each written once.
 
 They are stored in the database and sent on the wire as their string values (``StrEnum``), so
 ``TransferStatus.APPROVED == "approved"`` and the JSON of a decision reads ``"approved"``.
@@ -21,6 +21,13 @@ class DeliveryStatus(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"
+
+
+class Anonymize(StrEnum):
+    """What the source asks of the broker when its data needs anonymization."""
+
+    NONE = "none"  # answer with the verified remedy; the source applies it
+    AUTO = "auto"  # apply the remedy and deliver the result, where every rule set allows it
 
 
 class MemberStatus(StrEnum):
