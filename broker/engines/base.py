@@ -31,7 +31,7 @@ and writing are row-level and run inside the engine that holds the rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,20 +43,49 @@ import pandas as pd
 class CountTable:
     """The distinct tuples of ``columns``, in no particular order.
 
-    ``codes[i][j]`` is the code of tuple j's value in ``columns[i]`` (its position in the engine's
-    :meth:`Engine.dictionary` of that column), ``rows[j]`` the number of rows holding tuple j and
-    ``people[j]``, when asked for, the number of distinct people among them.
+    ``rows[j]`` is the number of rows holding tuple j and ``people[j]``, when asked for, the
+    number of distinct people among them; :meth:`codes` gives each tuple's value in a column as
+    its code (its position in the engine's :meth:`Engine.dictionary` of that column).
+
+    An engine may hand the codes over as functions, computed when a measure first asks (k needs
+    only the sizes), and may say which tuples share a prefix of the columns (``prefix``: the
+    prefix's columns, a function giving each tuple's prefix id, and the number of prefixes),
+    which it often knows for free: the classes of a (class, value) table.
     """
 
     columns: tuple[str, ...]
-    codes: tuple[np.ndarray, ...]
     rows: np.ndarray
     people: np.ndarray | None = None
+    value_codes: Mapping[str, np.ndarray | Callable[[], np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
+    prefix: tuple[tuple[str, ...], Callable[[], np.ndarray], int] | None = field(
+        default=None, repr=False
+    )
+
+    @classmethod
+    def of(
+        cls,
+        columns: Sequence[str],
+        codes: Sequence[np.ndarray],
+        rows: np.ndarray,
+        people: np.ndarray | None = None,
+    ) -> CountTable:
+        """A count table from its codes, one array per column."""
+        return cls(tuple(columns), rows, people, dict(zip(columns, codes, strict=True)))
 
     @property
     def size(self) -> int:
         """The number of distinct tuples."""
         return int(self.rows.size)
+
+    def codes(self, column: str) -> np.ndarray:
+        """Each tuple's code in ``column``."""
+        found = self.value_codes[column]
+        if callable(found):
+            found = found()
+            self.value_codes[column] = found  # type: ignore[index]  # computed once
+        return found
 
     def smallest_in_people(self) -> int:
         """The fewest people holding one tuple (rows when people were not counted)."""
@@ -67,10 +96,12 @@ class CountTable:
         how many distinct projections there are: the classes of a (class, value) table."""
         if not columns:
             return np.zeros(self.size, dtype=np.int64), 1
+        if self.prefix is not None and tuple(columns) == self.prefix[0]:
+            return self.prefix[1](), self.prefix[2]
         ids = np.zeros(self.size, dtype=np.int64)
         space = 1
         for name in columns:
-            codes = self.codes[self.columns.index(name)]
+            codes = self.codes(name)
             width = int(codes.max()) + 1 if codes.size else 1
             ids, space = _compact(ids * width + codes, space * width)
         return ids, space

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
@@ -34,6 +34,8 @@ class Grouping:
 
     codes: np.ndarray
     categories: int
+    # For one column: its distinct values by code, as the factorization found them.
+    uniques: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> np.ndarray:
         """Category sizes n_1..n_S (all positive), computed once and read-only."""
@@ -52,14 +54,9 @@ class Grouping:
         return sizes
 
     def representatives(self) -> np.ndarray:
-        """One row of each category (its last), by category code; computed once."""
-        return self._representatives
-
-    @cached_property
-    def _representatives(self) -> np.ndarray:
+        """One row of each category (its last), by category code."""
         rows = np.empty(self.categories, dtype=np.int64)
         rows[self.codes] = np.arange(self.codes.size)
-        rows.flags.writeable = False
         return rows
 
 
@@ -69,11 +66,13 @@ def encode_column(values: pd.Series) -> Grouping:
         codes = values.cat.codes.to_numpy().astype(np.int64)
         # Unused categories and the -1 of missing values must not leave holes in the codes.
         codes, uniques = pd.factorize(codes)
-        return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+        categories = values.cat.categories.to_numpy(dtype=object)
+        distinct = np.array([None if c < 0 else categories[c] for c in uniques], dtype=object)
+        return Grouping(codes.astype(np.int64, copy=False), len(uniques), distinct)
     if values.dtype == object:
         return _encode_objects(values.to_numpy())
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+    return Grouping(codes.astype(np.int64, copy=False), len(uniques), np.asarray(uniques))
 
 
 def _encode_objects(values: np.ndarray) -> Grouping:
@@ -96,13 +95,13 @@ def _encode_objects(values: np.ndarray) -> Grouping:
         pointers = np.frombuffer(values, dtype=np.intp)
     except (TypeError, ValueError, BufferError):  # a numpy that refuses: the direct way
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
-        return Grouping(codes.astype(np.int64, copy=False), len(uniques))
+        return Grouping(codes.astype(np.int64, copy=False), len(uniques), np.asarray(uniques))
     object_codes, distinct_objects = pd.factorize(pointers)
     some_row = np.empty(len(distinct_objects), dtype=np.int64)
     some_row[object_codes] = np.arange(len(values))
     value_codes, uniques = pd.factorize(values[some_row], use_na_sentinel=False)
     codes = value_codes.astype(np.int64, copy=False)[object_codes]
-    return Grouping(codes, len(uniques))
+    return Grouping(codes, len(uniques), np.asarray(uniques, dtype=object))
 
 
 def combine(groupings: Sequence[Grouping]) -> Grouping:

@@ -36,7 +36,7 @@ _ROW_HASH_MULTIPLIERS = (
     0x2B7E151628AED2A7,
 )
 # Multi-column groupings kept for reuse as prefixes (each holds one code per row).
-_RECENT_GROUPINGS = 4
+_RECENT_GROUPINGS = 2
 
 
 class People:
@@ -103,7 +103,6 @@ class PandasEngine:
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
         self._recent_tables: dict[tuple[tuple[str, ...], bool], CountTable] = {}
-        self._dictionaries: dict[str, pd.Series] = {}
 
     @property
     def columns(self) -> list[str]:
@@ -118,12 +117,10 @@ class PandasEngine:
         return IDENTICAL_ROWS if self._people is None else self._people.by
 
     def dictionary(self, column: str) -> pd.Series:
-        found = self._dictionaries.get(column)
-        if found is None:
-            grouping = self.grouping([column])
-            found = self.frame[column].iloc[grouping.representatives()].reset_index(drop=True)
-            self._dictionaries[column] = found
-        return found
+        grouping = self.grouping([column])
+        if grouping.uniques is not None:
+            return pd.Series(grouping.uniques, copy=False)
+        return self.frame[column].iloc[grouping.representatives()].reset_index(drop=True)
 
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False
@@ -137,18 +134,27 @@ class PandasEngine:
         found = self._recent_tables.get((columns, people))
         if found is None:
             self._encode(columns)
-            grouping = self._grouping_reusing(columns)
-            if len(columns) == 1:  # a column's own codes number its values
-                codes = (np.arange(grouping.categories),)
-            else:
-                some_row = grouping.representatives()
-                codes = tuple(self._columns[name].codes[some_row] for name in columns)
-            persons = people_per_class(grouping, self._person_groupings()) if people else None
-            found = CountTable(columns, codes, grouping.counts(), persons)
+            # People first: hashing whole rows is the report's largest transient, and is best
+            # done before this grouping is held too.
+            persons = self._person_groupings() if people else None
+            grouping, prefix = self._grouping_reusing(columns)
+            found = CountTable(
+                columns,
+                grouping.counts(),
+                None if persons is None else people_per_class(grouping, persons),
+                self._codes_of(columns, grouping),
+                prefix
+                and (prefix[0], _at_representatives(prefix[1], grouping), prefix[1].categories),
+            )
             self._recent_tables[(columns, people)] = found
             while len(self._recent_tables) > _RECENT_GROUPINGS:
                 self._recent_tables.pop(next(iter(self._recent_tables)))
         return found
+
+    def _codes_of(self, columns: tuple[str, ...], grouping: Grouping) -> dict:
+        if len(columns) == 1:  # a column's own codes number its values
+            return {columns[0]: np.arange(grouping.categories)}
+        return {name: _at_representatives(self._columns[name], grouping) for name in columns}
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Only the rows of each tuple, for searches over many column sets.
@@ -236,8 +242,10 @@ class PandasEngine:
         with np.errstate(over="ignore"):
             for position, name in enumerate(self.frame.columns):
                 multiplier = np.uint64(_ROW_HASH_MULTIPLIERS[position % len(_ROW_HASH_MULTIPLIERS)])
-                codes = self._columns[name].codes.astype(np.uint64)
-                hashed = hashed * multiplier + codes + np.uint64(1)
+                # In place: a million-row report holds every column's codes already.
+                np.multiply(hashed, multiplier, out=hashed)
+                np.add(hashed, self._columns[name].codes.view(np.uint64), out=hashed)
+                np.add(hashed, np.uint64(1), out=hashed)
         codes, uniques = pd.factorize(hashed)
         return Grouping(codes.astype(np.int64, copy=False), len(uniques))
 
@@ -248,25 +256,27 @@ class PandasEngine:
         self._encode(columns)
         return combine([self._columns[name] for name in columns])
 
-    def _grouping_reusing(self, columns: tuple[str, ...]) -> Grouping:
-        """:meth:`grouping`, built on the longest recently counted prefix: a report counts the
-        quasi-identifiers' classes, then the (class, sensitive value) pairs."""
+    def _grouping_reusing(
+        self, columns: tuple[str, ...]
+    ) -> tuple[Grouping, tuple[tuple[str, ...], Grouping] | None]:
+        """:meth:`grouping`, built on the longest recently counted prefix (a report counts the
+        quasi-identifiers' classes, then the (class, sensitive value) pairs), and that prefix."""
         found = self._recent.get(columns)
+        prefix = None
         if found is None:
-            cut = next(
-                (n for n in range(len(columns) - 1, 1, -1) if columns[:n] in self._recent), 0
-            )
+            prefixes = range(len(columns) - 1, 1, -1)
+            cut = next((n for n in prefixes if columns[:n] in self._recent), 0)
             if cut:
-                self._encode(columns[cut:])
+                prefix = (columns[:cut], self._recent[columns[:cut]])
                 rest = [self._columns[name] for name in columns[cut:]]
-                found = combine([self._recent[columns[:cut]], *rest])
+                found = combine([prefix[1], *rest])
             else:
                 found = self.grouping(columns)
         self._recent[columns] = found
         self._recent.move_to_end(columns)
         while len(self._recent) > _RECENT_GROUPINGS:
             self._recent.popitem(last=False)
-        return found
+        return found, prefix
 
     def _encode(self, names: Sequence[str]) -> None:
         """Encode the columns not encoded yet, in parallel threads when worth it."""
@@ -275,6 +285,12 @@ class PandasEngine:
             require_columns(self.frame.columns, missing)
             encoded = encode_columns([self.frame[name] for name in missing])
             self._columns.update(zip(missing, encoded, strict=True))
+
+
+def _at_representatives(values: Grouping, grouping: Grouping):
+    """A function giving ``values``' code at one row of each of ``grouping``'s categories:
+    computed only if a measure asks (k needs only the sizes)."""
+    return lambda: values.codes[grouping.representatives()]
 
 
 def people_per_class(classes: Grouping, people: Sequence[Grouping]) -> np.ndarray:

@@ -139,7 +139,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     categories = values.size
     pair_class, class_count = pairs.tuple_ids(known)
-    pair_value = pairs.codes[-1]
+    pair_value = pairs.codes(sensitive)
     pair_counts = pairs.rows
     class_sizes = np.bincount(pair_class, weights=pair_counts, minlength=class_count).astype(
         np.int64
@@ -153,7 +153,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     entropy = np.log(class_sizes) - n_log_n / class_sizes
 
     table_share = np.zeros(categories)
-    table_share[values.codes[0]] = values.rows / engine.rows
+    table_share[values.codes(sensitive)] = values.rows / engine.rows
     ordering = _numeric_order(engine.dictionary(sensitive))
     if ordering is None:
         t = _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share)

@@ -96,7 +96,7 @@ def test_tuple_ids_number_the_projections_as_np_unique_does(width):
     # Codes up to 3: a dense table; up to 5M per column: the hash-table path.
     rng = np.random.default_rng(width)
     first, second = rng.integers(0, width, 100), rng.integers(0, width, 100)
-    table = CountTable(("a", "b", "v"), (first, second, rng.integers(0, 4, 100)), np.ones(100))
+    table = CountTable.of(("a", "b", "v"), (first, second, rng.integers(0, 4, 100)), np.ones(100))
     ids, count = table.tuple_ids(["a", "b"])
     _uniques, inverse = np.unique(np.stack([first, second]), axis=1, return_inverse=True)
     assert count == inverse.max() + 1

@@ -84,7 +84,7 @@ class ReferenceEngine:
                 persons.setdefault(tuple_, set()).add(row)
             keys = list(rows)
             tables.append(
-                CountTable(
+                CountTable.of(
                     tuple(columns),
                     tuple(
                         np.array([k[i] for k in keys], dtype=np.int64) for i in range(len(columns))
@@ -119,7 +119,9 @@ def _decoded(engine, table: CountTable) -> Counter:
     return Counter(
         {
             tuple(d[c] for d, c in zip(dictionaries, codes, strict=True)): (int(n), p and int(p))
-            for *codes, n, p in zip(*table.codes, table.rows, people, strict=True)
+            for *codes, n, p in zip(
+                *(table.codes(c) for c in table.columns), table.rows, people, strict=True
+            )
         }
     )
 
