@@ -7,11 +7,13 @@ import json
 import sys
 import time
 
-from broker.cli.common import column_list
+from broker.cli.common import CommandError, column_list
 from broker.cli.render import render_table
 from broker.datasets import read_path
+from broker.engines.base import Engine
+from broker.engines.pandas import PandasEngine
 from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
-from broker.metrics.report import analyze
+from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 
 LARGE_INPUT_ROWS = 100_000
@@ -62,18 +64,33 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_BETA,
         help=f"QIR threshold for 'quasi_identifier', percent (default {DEFAULT_BETA})",
     )
+    command.add_argument(
+        "--engine",
+        choices=("pandas", "duckdb"),
+        default="pandas",
+        help="pandas: read the file into memory (fastest when it fits); duckdb: count out of "
+        "core, in memory that follows the number of distinct values, not the file size (CSV; "
+        "needs the duckdb extra)",
+    )
+    command.add_argument(
+        "--memory-limit",
+        default="1GB",
+        metavar="SIZE",
+        help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
+        "folder (default 1GB)",
+    )
     command.add_argument("--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     thresholds = QirThresholds(args.alpha, args.beta)
-    frame = read_path(args.data).frame
-    large = len(frame) >= LARGE_INPUT_ROWS
+    engine = _open(args)
+    large = engine.rows >= LARGE_INPUT_ROWS
     if large:
-        _progress(f"read {len(frame):,} rows x {len(frame.columns)} columns from {args.data}")
-    report = analyze(
-        frame,
+        _progress(f"read {engine.rows:,} rows x {len(engine.columns)} columns from {args.data}")
+    report = report_of(
+        engine,
         args.qi,
         args.sensitive,
         args.combinations,
@@ -87,6 +104,18 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_table(report, args.data))
     return 0
+
+
+def _open(args: argparse.Namespace) -> Engine:
+    if args.engine == "pandas":
+        return PandasEngine(read_path(args.data).frame)
+    try:
+        from broker.engines.duckdb import DuckDBEngine
+    except ImportError:
+        raise CommandError(
+            "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
+        ) from None
+    return DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
 
 
 def _progress(message: str) -> None:

@@ -25,6 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, DatasetError, ValueError) as error:
         print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:  # the reader of our output went away (``| head``): nothing to say
+        sys.stderr.close()
+        return 141
     except OSError as error:  # a file the user named cannot be read or written
         where = f"{error.filename}: " if error.filename else ""
         print(f"fedbroker {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)

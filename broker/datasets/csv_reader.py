@@ -19,21 +19,13 @@ from broker.datasets.limits import ReadLimits, check_cells, check_size
 _DELIMITERS = ",;\t|"
 
 
+HEAD_BYTES = 1 << 16
+
+
 def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    head = data[: 1 << 16]
-    try:
-        head_text = head.decode("utf-8")
-    except UnicodeDecodeError as error:
-        if error.start < len(head) - 4:  # not just a multi-byte character cut at the boundary
-            raise DatasetError(f"{label} is not valid UTF-8 text (byte {error.start})") from None
-        head_text = head[: error.start].decode("utf-8")
-    first_line = head_text.splitlines()[0] if head_text else ""
-    delimiter = _sniff_delimiter(head_text)
-    header = next(csv.reader([first_line], delimiter=delimiter), [])
-    check_column_names(header, label)
-    check_size(0, len(header), label, limits)
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    delimiter, header = csv_header(data[:HEAD_BYTES], label, limits)
     try:
         table = pa_csv.read_csv(
             io.BytesIO(data),
@@ -49,6 +41,26 @@ def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
     check_size(table.num_rows, table.num_columns, label, limits)
     check_cells(table, label, limits)
     return Dataset(table.to_pandas(), CSV, delimiter=delimiter)
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def csv_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, list[str]]:
+    """The delimiter and the checked column names, from the first bytes of a CSV file (its BOM
+    removed): what an out-of-core engine needs to read the rest exactly as this module does."""
+    try:
+        head_text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(head) - 4:  # not just a multi-byte character cut at the boundary
+            raise DatasetError(f"{label} is not valid UTF-8 text (byte {error.start})") from None
+        head_text = head[: error.start].decode("utf-8")
+    first_line = head_text.splitlines()[0] if head_text else ""
+    delimiter = _sniff_delimiter(head_text)
+    header = next(csv.reader([first_line], delimiter=delimiter), [])
+    check_column_names(header, label)
+    check_size(0, len(header), label, limits)
+    return delimiter, header
 
 
 def _sniff_delimiter(text: str) -> str:

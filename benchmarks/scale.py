@@ -1,0 +1,137 @@
+"""Out of core: the full report of a CSV file larger than memory, against DuckDB's bare counts.
+
+Generates an Adult-shaped CSV file (15 columns, ``--rows`` rows, written in chunks, never whole in
+memory), then runs, each in its own process under ``/usr/bin/time`` (wall seconds, peak RSS):
+
+- ours: ``fedbroker analyze FILE --engine duckdb --qi ... --sensitive ... --combinations 0``, the
+  whole report (every attribute's Mmaq, QIR risk and values, the QI set's k, classes and risk,
+  l and t of two sensitive attributes, people and duplicate rows) from the file;
+- baseline: DuckDB alone, one bare ``GROUP BY`` of the quasi-identifiers and a sensitive
+  attribute over the same file, under the same memory limit (the floor any counting has to pay);
+- for reference, where the file is small enough (``--in-memory-up-to`` rows): the same report
+  with the pandas engine, which loads the file.
+
+    .venv/bin/python benchmarks/scale.py --rows 12600000     # about 1 GB
+    .venv/bin/python benchmarks/scale.py --rows 66000000     # about 5 GB
+
+Targets (issue 8): peak RSS below 1 GiB, time within 1.5x of the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from adult import adult_like
+
+QUASI_IDENTIFIERS = ["age", "education", "marital-status", "occupation", "sex", "native-country"]
+SENSITIVE = ["income", "relationship"]
+CHUNK = 1_000_000
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=12_600_000)
+    parser.add_argument("--memory-limit", default="700MB", help="DuckDB's limit, both runs")
+    parser.add_argument("--in-memory-up-to", type=int, default=3_000_000, metavar="ROWS")
+    parser.add_argument("--folder", help="where to write the file (default: a temporary folder)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.folder) as folder:
+        path = Path(folder) / "adult.csv"
+        _generate(path, args.rows)
+        size = path.stat().st_size
+        print(
+            f"{args.rows:,} rows x 15 columns, {size / 2**30:.2f} GiB CSV; "
+            f"QI {QUASI_IDENTIFIERS}, sensitive {SENSITIVE}"
+        )
+        cli = [
+            sys.executable,
+            "-m",
+            "broker.cli",
+            "analyze",
+            str(path),
+            "--qi",
+            ",".join(QUASI_IDENTIFIERS),
+            "--sensitive",
+            ",".join(SENSITIVE),
+            "--combinations",
+            "0",
+            "--format",
+            "json",
+        ]
+        runs = [
+            (
+                "ours (duckdb engine)",
+                [*cli, "--engine", "duckdb", "--memory-limit", args.memory_limit],
+            ),
+            (
+                "DuckDB bare GROUP BY",
+                [
+                    sys.executable,
+                    "-c",
+                    _BASELINE,
+                    str(path),
+                    args.memory_limit,
+                    ",".join([*QUASI_IDENTIFIERS, SENSITIVE[0]]),
+                ],
+            ),
+        ]
+        if args.rows <= args.in_memory_up_to:
+            runs.append(("ours (pandas engine)", [*cli, "--engine", "pandas"]))
+        figures = {name: _measure(command) for name, command in runs}
+    print(f"{'run':>22} | {'seconds':>8} | {'peak RSS MiB':>12}")
+    for name, (seconds, rss) in figures.items():
+        print(f"{name:>22} | {seconds:8.1f} | {rss:12,.0f}")
+    ours, base = figures["ours (duckdb engine)"], figures["DuckDB bare GROUP BY"]
+    print("Targets:")
+    print(f"  peak RSS below 1 GiB: {ours[1]:,.0f} MiB -> {'MET' if ours[1] < 1024 else 'NOT MET'}")
+    ratio = ours[0] / base[0]
+    verdict = "MET" if ratio <= 1.5 else "NOT MET"
+    print(f"  within 1.5x of DuckDB's bare counts: {ratio:.2f}x -> {verdict}")
+
+
+_BASELINE = """
+import sys, duckdb
+path, limit, columns = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+con = duckdb.connect()
+con.sql(f"SET memory_limit = '{limit}'")
+names = ", ".join('"' + c + '"' for c in columns)
+rows = con.execute(
+    f"SELECT count(*) FROM (SELECT {names}, count(*) FROM read_csv('{path}', all_varchar=true) "
+    f"GROUP BY ALL)"
+).fetchall()
+print(rows[0][0], "distinct tuples")
+"""
+
+
+def _generate(path: Path, rows: int) -> None:
+    """Write the file chunk by chunk (each chunk its own seed), header once."""
+    written = 0
+    with path.open("w", encoding="utf-8", newline="") as file:
+        while written < rows:
+            chunk = adult_like(min(CHUNK, rows - written), seed=written + 1)
+            chunk.to_csv(file, index=False, header=written == 0)
+            written += len(chunk)
+
+
+def _measure(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one process, from /usr/bin/time."""
+    result = subprocess.run(
+        ["/usr/bin/time", "-f", "%e %M", *command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if result.returncode != 0:
+        sys.exit(f"{command[:4]} failed: {result.stderr.strip().splitlines()[-1]}")
+    seconds, kib = result.stderr.strip().splitlines()[-1].split()
+    return float(seconds), int(kib) / 1024
+
+
+if __name__ == "__main__":
+    main()

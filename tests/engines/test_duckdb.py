@@ -1,0 +1,143 @@
+"""The DuckDB engine reads a CSV file out of core and gives the report the in-memory path gives."""
+
+import csv
+import io
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.cli import main
+from broker.datasets import DatasetError, read_path
+from broker.engines.duckdb import DuckDBEngine
+from broker.engines.pandas import PandasEngine
+from broker.metrics.report import report_of
+
+# Cells that test the CSV rules: text as written, quotes, delimiters and newlines inside values,
+# empty fields, blanks, non-ASCII.
+CELLS = st.sampled_from(
+    ["a", "b", "007", "7", "", " ", "x,y", 'say "hi"', "two\nlines", "é", "1.0", "1", "NA"]
+)
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    return a == b
+
+
+def _write(path, header, rows, delimiter=",") -> None:
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.lists(st.lists(CELLS, min_size=4, max_size=4), min_size=n, max_size=n)
+    ),
+    st.sampled_from([",", ";", "\t", "|"]),
+)
+def test_a_generated_csv_file_gives_the_in_memory_report(tmp_path_factory, rows, delimiter):
+    path = tmp_path_factory.mktemp("csv") / "data.csv"
+    header = ["age", "zip", "sex", "disease"]
+    _write(path, header, rows, delimiter)
+    in_memory = PandasEngine(read_path(path).frame)
+    out_of_core = DuckDBEngine.from_path(path)
+    for qis, sensitive in ((["age", "zip"], ["disease"]), ([], ["sex", "disease"]), ([], [])):
+        ours = report_of(out_of_core, qis, sensitive, max_combination_size=3).as_dict()
+        theirs = report_of(in_memory, qis, sensitive, max_combination_size=3).as_dict()
+        assert _close(ours, theirs)
+
+
+def test_a_person_key_counts_people_as_in_memory(tmp_path):
+    path = tmp_path / "people.csv"
+    rows = [
+        ["1", "30", "F"],
+        ["1", "30", "F"],
+        ["2", "30", "F"],
+        ["3", "40", "M"],
+        ["3", "41", "M"],
+    ]
+    _write(path, ["person", "age", "sex"], rows)
+    frame = read_path(path).frame
+    from broker.engines.pandas import People
+
+    measured = frame.drop(columns=["person"])
+    in_memory = PandasEngine(measured, people=People.of(measured, frame["person"]))
+    out_of_core = DuckDBEngine.from_path(path, person_key="person")
+    assert out_of_core.columns == ["age", "sex"]
+    ours = report_of(out_of_core, ["age", "sex"]).as_dict()
+    assert ours == report_of(in_memory, ["age", "sex"]).as_dict()
+    assert ours["people_counted_by"] == "person_key"
+
+
+def test_a_bom_and_the_delimiter_are_read_as_the_canonical_reader_reads_them(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b'\xef\xbb\xbfa;b\n007;\n7;"x;y"\n')
+    engine = DuckDBEngine.from_path(path)
+    assert engine.columns == ["a", "b"]
+    assert sorted(engine.dictionary("a")) == ["007", "7"]
+    assert sorted(engine.dictionary("b")) == ["", "x;y"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"a,A\n1,2\n", "look"),  # look-alike column names, as the canonical reader refuses
+        (b"\xff\xfe,b\n1,2\n", "UTF-8"),
+        (b"a,b\n1,2\n1,2,3\n", "."),  # ragged rows
+        (b"a,b\n1,\xff\n", "."),  # bad UTF-8 in the body
+    ],
+)
+def test_a_header_the_canonical_reader_refuses_is_refused(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError, match=message):
+        DuckDBEngine.from_path(path)
+
+
+def test_the_command_line_reports_the_same_with_either_engine(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    _write(
+        path,
+        ["age", "sex", "flu"],
+        [[str(20 + i % 7), "FM"[i % 2], "yn"[i % 3 == 0]] for i in range(60)],
+    )
+    reports = []
+    for engine in ("pandas", "duckdb"):
+        assert (
+            main(
+                [
+                    "analyze",
+                    str(path),
+                    "--qi",
+                    "age,sex",
+                    "--sensitive",
+                    "flu",
+                    "--engine",
+                    engine,
+                    "--format",
+                    "json",
+                ]
+            )
+            == 0
+        )
+        reports.append(json.loads(capsys.readouterr().out))
+    assert _close(reports[0], reports[1])
+
+
+def test_the_command_line_says_which_files_the_duckdb_engine_reads(tmp_path, capsys):
+    path = tmp_path / "data.json"
+    path.write_text('[{"a": 1}]')
+    assert main(["analyze", str(path), "--engine", "duckdb"]) == 2
+    assert "the duckdb engine reads CSV files" in capsys.readouterr().err
