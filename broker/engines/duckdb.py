@@ -14,6 +14,7 @@ text as written, an empty field is the empty string, never missing. DuckDB is an
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from broker.engines.base import CountTable, RecodePlan
 from broker.engines.pandas import IDENTICAL_ROWS, PERSON_KEY
 from broker.roles import require_columns
 
+_NAMES = itertools.count()  # unique names for the tables an engine creates on its connection
 _ROW = "__fedbroker_row"
 _KEY = "__fedbroker_key"
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -51,6 +53,7 @@ class DuckDBEngine:
         columns: Sequence[str],
         person_key: bool,
         keep: object = None,
+        enums: dict[str, str] | None = None,
     ):
         self._con = connection
         self._table = table
@@ -59,7 +62,9 @@ class DuckDBEngine:
         self._keep = keep  # the temporary folder, removed when the engine is collected
         self._rows = int(self._con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
         self._dictionaries: dict[str, pd.Series] = {}
-        self._indexes: dict[str, pd.Index] = {}
+        self._dictionary_tables: dict[str, str] = {}
+        # Text columns stored as DuckDB ENUMs: grouped as small integers, coded by enum_code().
+        self._enums = dict(enums or {})
 
     # --- construction -------------------------------------------------------------------------
 
@@ -131,17 +136,19 @@ class DuckDBEngine:
     @classmethod
     def _load(cls, source, columns, person_key, memory_limit, frame=None) -> DuckDBEngine:
         folder = tempfile.TemporaryDirectory(prefix="fedbroker-duckdb-")
-        con = duckdb.connect(str(Path(folder.name) / "counts.duckdb"))
+        con = duckdb.connect()  # in memory, spilling to temp_directory beyond the limit
         con.sql(f"SET memory_limit = {_text(memory_limit)}")
         con.sql(f"SET temp_directory = {_text(folder.name)}")
-        con.sql("SET preserve_insertion_order = true")  # rowid = the file's row order
+        # Row order does not matter (a partition fingerprint compares rowids within one table),
+        # and not keeping it lets DuckDB stream under a lower memory limit.
+        con.sql("SET preserve_insertion_order = false")
         if frame is not None:
             con.register("source_frame", frame)
         names = ", ".join(_quote(c) for c in columns)
         key = f", {_quote(person_key)} AS {_KEY}" if person_key else ""
         try:
             con.sql(
-                f"CREATE TABLE data AS SELECT {names}{key}, hash({names}) AS {_ROW} FROM {source}"
+                f"CREATE TABLE raw AS SELECT {names}{key}, hash({names}) AS {_ROW} FROM {source}"
             )
         except duckdb.Error as error:  # a malformed body: ragged rows, bad UTF-8, ...
             con.close()
@@ -149,7 +156,8 @@ class DuckDBEngine:
             raise DatasetError(str(error).splitlines()[0]) from None
         if frame is not None:
             con.unregister("source_frame")
-        return cls(con, "data", columns, person_key is not None, folder)
+        enums = _encode_text_columns(con, "data", columns)
+        return cls(con, "data", columns, person_key is not None, folder, enums)
 
     # --- the Engine protocol --------------------------------------------------------------------
 
@@ -167,10 +175,18 @@ class DuckDBEngine:
 
     def dictionary(self, column: str) -> pd.Series:
         found = self._dictionaries.get(column)
+        if found is None and column in self._enums:
+            query = f"SELECT unnest(enum_range(NULL::{self._enums[column]})) AS v"
+            values = list(self._con.execute(query).df()["v"].astype(object))
+            if self._has_missing(column):
+                values.append(None)  # missing values: the code after every value
+            found = self._dictionaries[column] = pd.Series(values, dtype=object)
         if found is None:
-            require_columns(self._names, [column])
-            query = f"SELECT DISTINCT {_quote(column)} AS v FROM {self._table}"
-            found = self._remember(column, self._con.execute(query).df()["v"])
+            table = self._dictionary_table(column)
+            values = self._con.execute(f"SELECT v FROM {table} ORDER BY code").df()["v"]
+            found = values.astype(object)
+            found = found.where(found.notna(), None).reset_index(drop=True)
+            self._dictionaries[column] = found
         return found
 
     def counts(
@@ -197,65 +213,122 @@ class DuckDBEngine:
     def recode(self, plan: RecodePlan) -> DuckDBEngine:
         kept = [c for c in self._names if c not in plan.drop]
         parts, joins = [], []
-        for position, name in enumerate(kept):
+        for name in kept:
             labels = plan.labels.get(name)
             if not labels:
                 parts.append(f"t.{_quote(name)}")
                 continue
-            alias = f"labels_{position}"
+            alias = f"__fedbroker_labels_{next(_NAMES)}"
             table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
             self._con.register(alias, table)
             joins.append(f"LEFT JOIN {alias} ON t.{_quote(name)} = {alias}.value")
             parts.append(f"COALESCE({alias}.label, t.{_quote(name)}) AS {_quote(name)}")
         key = f", t.{_KEY}" if self._person_key else ""
-        target = f"recoded_{id(plan)}"
+        target = f"__fedbroker_recoded_{next(_NAMES)}"
         self._con.sql(
             f"CREATE TABLE {target} AS SELECT {', '.join(parts)}{key}, t.{_ROW} "
-            f"FROM {self._table} t {' '.join(joins)} ORDER BY t.rowid"
+            f"FROM {self._table} t {' '.join(joins)}"
         )
         return DuckDBEngine(self._con, target, kept, self._person_key, self._keep)
 
     # --- internals ------------------------------------------------------------------------------
 
     def _count_table(self, columns: list[str], people: bool) -> CountTable:
-        rows, persons, values = self._grouped(columns, people)
-        if len(columns) == 1 and columns[0] not in self._dictionaries:
-            # A column's own count table lists its distinct values: its dictionary, for free.
-            self._remember(columns[0], values[columns[0]])
-            return CountTable.of(columns, [np.arange(len(rows))], rows, persons)
-        codes = [self._codes(name, values[name]) for name in columns]
+        rows, persons, codes = self._grouped(columns, people, coded=True)
         return CountTable.of(columns, codes, rows, persons)
 
-    def _remember(self, column: str, values: pd.Series) -> pd.Series:
-        found = values.astype(object)
-        found = found.where(found.notna(), None).reset_index(drop=True)
-        self._dictionaries[column] = found
-        self._indexes[column] = pd.Index(found.to_numpy(dtype=object), dtype=object)
-        return found
+    def _has_missing(self, column: str) -> bool:
+        query = f"SELECT count(*) FROM {self._table} WHERE {_quote(column)} IS NULL"
+        return int(self._con.execute(query).fetchall()[0][0]) > 0
 
-    def _grouped(self, columns: list[str], people: bool):
+    def _dictionary_table(self, column: str) -> str:
+        """A DuckDB table numbering the column's distinct values: codes are assigned there, so
+        count tables come back as integers and values cross into Python once."""
+        table = self._dictionary_tables.get(column)
+        if table is None:
+            require_columns(self._names, [column])
+            table = f"__fedbroker_dictionary_{next(_NAMES)}"
+            self._con.sql(
+                f"CREATE TABLE {table} AS SELECT v, (row_number() OVER ()) - 1 AS code "
+                f"FROM (SELECT DISTINCT {_quote(column)} AS v FROM {self._table})"
+            )
+            self._dictionary_tables[column] = table
+        return table
+
+    def _grouped(self, columns: list[str], people: bool, coded: bool = False):
+        """Rows (and people) per distinct tuple of ``columns``, and with ``coded`` each tuple's
+        codes. People are counted in two steps (distinct (tuple, person) pairs, then pairs per
+        tuple), which DuckDB does faster than ``count(DISTINCT ...)`` over many groups."""
         require_columns(self._names, columns)
-        names = ", ".join(f"{_quote(c)} AS __fedbroker_c{i}" for i, c in enumerate(columns))
-        counted = f"count(DISTINCT {_ROW})"
-        if self._person_key:
-            counted = f"least({counted}, count(DISTINCT {_KEY}))"
-        aggregates = (
-            f"count(*) AS __fedbroker_n{', ' + counted + ' AS __fedbroker_p' if people else ''}"
-        )
-        select = f"{names}, {aggregates}" if columns else aggregates
-        group = " GROUP BY ALL" if columns else ""
-        result = self._con.execute(f"SELECT {select} FROM {self._table}{group}").df()
-        rows = result["__fedbroker_n"].to_numpy(dtype=np.int64)
-        persons = result["__fedbroker_p"].to_numpy(dtype=np.int64) if people else None
-        values = {name: result[f"__fedbroker_c{i}"] for i, name in enumerate(columns)}
-        return rows, persons, values
+        aliases = [f"__fedbroker_c{i}" for i in range(len(columns))]
+        names = "".join(f"{_quote(c)} AS {a}, " for c, a in zip(columns, aliases, strict=True))
+        outer = "".join(f"{a}, " for a in aliases)
+        if people:
+            query = self._people_query(names, outer, aliases)
+        else:
+            query = f"SELECT {names}count(*) AS __fedbroker_n FROM {self._table} GROUP BY ALL"
+        if coded and columns:
+            joins, codes = [], []
+            for position, (column, alias) in enumerate(zip(columns, aliases, strict=True)):
+                if column in self._enums:
+                    size = len(self.dictionary(column))
+                    codes.append(
+                        f"coalesce(enum_code(g.{alias})::BIGINT, {size - 1}) AS "
+                        f"__fedbroker_k{position}"
+                    )
+                    continue
+                table, d = self._dictionary_table(column), f"d{position}"
+                joins.append(f"JOIN {table} {d} ON g.{alias} IS NOT DISTINCT FROM {d}.v")
+                codes.append(f"{d}.code AS __fedbroker_k{position}")
+            counted = ", g.__fedbroker_p" if people else ""
+            query = (
+                f"SELECT {', '.join(codes)}, g.__fedbroker_n{counted} FROM ({query}) g "
+                + " ".join(joins)
+            )
+        result = self._con.execute(query).fetchnumpy()
+        rows = np.asarray(result["__fedbroker_n"], dtype=np.int64)
+        persons = np.asarray(result["__fedbroker_p"], dtype=np.int64) if people else None
+        codes = [
+            np.asarray(result[f"__fedbroker_k{i}"], dtype=np.int64)
+            for i in range(len(columns) if coded else 0)
+        ]
+        return rows, persons, codes
 
-    def _codes(self, column: str, values: pd.Series) -> np.ndarray:
-        self.dictionary(column)
-        index = self._indexes[column]
-        present = values.astype(object)
-        present = present.where(present.notna(), None)
-        codes = index.get_indexer(present.to_numpy(dtype=object))
-        if (codes < 0).any():  # a value the dictionary lacks would be a broken contract
-            raise RuntimeError(f"Column {column!r}: a counted value is not in its dictionary")
-        return codes.astype(np.int64)
+    def _people_query(self, names: str, outer: str, aliases: list[str]) -> str:
+        by_row = (
+            f"SELECT {outer}sum(n)::BIGINT AS __fedbroker_n, count(*) AS __fedbroker_p FROM "
+            f"(SELECT {names}{_ROW}, count(*) AS n FROM {self._table} GROUP BY ALL) GROUP BY ALL"
+        )
+        if not self._person_key:
+            return by_row
+        by_key = (
+            f"SELECT {outer}count(*) AS __fedbroker_q FROM "
+            f"(SELECT {names}{_KEY} FROM {self._table} GROUP BY ALL) GROUP BY ALL"
+        )
+        on = " AND ".join(f"r.{a} IS NOT DISTINCT FROM k.{a}" for a in aliases) or "true"
+        kept = "".join(f"r.{a}, " for a in aliases)
+        return (
+            f"SELECT {kept}r.__fedbroker_n, least(r.__fedbroker_p, k.__fedbroker_q) AS "
+            f"__fedbroker_p FROM ({by_row}) r JOIN ({by_key}) k ON {on}"
+        )
+
+
+def _encode_text_columns(con, table: str, columns: Sequence[str]) -> dict[str, str]:
+    """Store each text column of ``raw`` as an ENUM of its distinct values in ``table``: DuckDB
+    then groups small integers instead of strings, and a value's code is its enum position."""
+    kinds = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE raw)").fetchall())
+    enums, selected = {}, []
+    for name in [*columns, *(c for c in kinds if c not in columns)]:
+        if name in columns and kinds[name] == "VARCHAR":
+            enum = f"__fedbroker_enum_{next(_NAMES)}"
+            con.sql(
+                f"CREATE TYPE {enum} AS ENUM (SELECT DISTINCT {_quote(name)} FROM raw "
+                f"WHERE {_quote(name)} IS NOT NULL)"
+            )
+            enums[name] = enum
+            selected.append(f"CAST({_quote(name)} AS {enum}) AS {_quote(name)}")
+        else:
+            selected.append(_quote(name))
+    con.sql(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM raw")
+    con.sql("DROP TABLE raw")
+    return enums
