@@ -35,6 +35,8 @@ _ROW_HASH_MULTIPLIERS = (
     0xA4093822299F31D1,
     0x2B7E151628AED2A7,
 )
+# Up to this many (column set, row) cells, a search counts its sets in one sorted matrix.
+_SMALL_SEARCH_CELLS = 1 << 21
 # Multi-column groupings kept for reuse as prefixes (each holds one code per row).
 _RECENT_GROUPINGS = 2
 
@@ -164,6 +166,8 @@ class PandasEngine:
         the rows; the prefixes are spread over the available cores.
         """
         self._encode([name for columns in column_sets for name in columns])
+        if column_sets and self._rows * len(column_sets) <= _SMALL_SEARCH_CELLS:
+            return self._small_tuple_sizes(column_sets)
         by_prefix: dict[tuple[str, ...], list[int]] = {}
         for position, columns in enumerate(column_sets):
             by_prefix.setdefault(tuple(columns[:-1]), []).append(position)
@@ -182,6 +186,29 @@ class PandasEngine:
         for part in map_in_threads(measure, list(by_prefix), work):
             for position, counts in part:
                 sizes[position] = counts
+        return sizes
+
+    def _small_tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The same sizes for a small table, with array operations over all the sets at once
+        instead of a hash table per set: one key per (set, row) mixed from the column codes,
+        one sort of the whole matrix, and the runs of equal keys in each row of it."""
+        keys = np.zeros((len(column_sets), self._rows), dtype=np.int64)
+        width = np.ones(len(column_sets), dtype=np.int64)
+        for depth in range(max(len(columns) for columns in column_sets)):
+            for position, columns in enumerate(column_sets):
+                if depth < len(columns):
+                    grouping = self._columns[columns[depth]]
+                    keys[position] = keys[position] * grouping.categories + grouping.codes
+                    width[position] *= grouping.categories
+        if (width > np.iinfo(np.int64).max // 2).any():  # could have wrapped: the exact way
+            return [self.grouping(columns).counts() for columns in column_sets]
+        keys.sort(axis=1)
+        starts = np.ones_like(keys, dtype=bool)
+        starts[:, 1:] = keys[:, 1:] != keys[:, :-1]
+        sizes = []
+        for row in starts:
+            first = np.flatnonzero(row)
+            sizes.append(np.diff(np.append(first, self._rows)))
         return sizes
 
     def duplicate_rows(self) -> int:

@@ -24,7 +24,7 @@ from itertools import combinations as subsets
 import numpy as np
 
 from broker.engines.base import Engine
-from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure, mmaq_from_counts
+from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts
 
 DEFAULT_MAX_SIZE = 3
 DEFAULT_UNIQUE_THRESHOLD = 0.1
@@ -113,8 +113,9 @@ def identifying_combinations(
         evaluations += len(candidates)
         for combo, counts in zip(candidates, engine.tuple_sizes(candidates), strict=True):
             unique_share = float(np.count_nonzero(counts == 1)) / engine.rows
-            measure = mmaq_from_counts(counts)
-            if measure.attribute_class == IDENTIFIER or unique_share >= unique_threshold:
+            # Every row distinct is the identifier class; only what identifies is measured.
+            if counts.size == engine.rows or unique_share >= unique_threshold:
+                measure = mmaq_from_counts(counts)
                 identifying.append(frozenset(combo))
                 found.append(IdentifyingCombination(combo, unique_share, measure))
         searched = size

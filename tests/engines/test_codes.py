@@ -1,5 +1,7 @@
 """The fast encodings give exactly the codes of the plain pandas ones they replace."""
 
+from itertools import combinations
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.engines import codes
+from broker.engines import pandas as pandas_engine
 from broker.engines.base import CountTable
 from broker.engines.codes import Grouping, combine, combined_counts, encode_column
 from broker.engines.pandas import PandasEngine
@@ -123,3 +126,15 @@ def test_threaded_combination_search_matches_serial(monkeypatch):
     monkeypatch.setattr(codes, "_available_cores", lambda: 2)
     assert analyze(frame, max_combination_size=3).as_dict()["combinations"] == serial
     assert serial  # the case is not vacuous
+
+
+def test_the_small_table_search_counts_as_the_hash_table_one(monkeypatch):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({name: rng.integers(0, 9, 400).astype(str) for name in "abcdef"})
+    frame["id"] = [str(i) for i in range(400)]
+    sets = [list(combo) for size in (1, 2, 3) for combo in combinations(frame.columns, size)]
+    small = PandasEngine(frame).tuple_sizes(sets)
+    monkeypatch.setattr(pandas_engine, "_SMALL_SEARCH_CELLS", 0)  # the prefix-sharing path
+    large = PandasEngine(frame).tuple_sizes(sets)
+    assert [sorted(s) for s in small] == [sorted(s) for s in large]
+    assert all(s.sum() == 400 for s in small)
