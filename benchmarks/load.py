@@ -1,0 +1,274 @@
+"""Decisions under load: a real federation on loopback, concurrent transfers, exactly-once delivery.
+
+Starts the broker (on PostgreSQL when a server answers at ``--database``, else SQLite) and two
+member clouds (Senegal, France) as processes, exactly as ``python -m demo`` does; then ``--clients``
+threads send ``--rows``-row CSV transfers from Senegal to France for ``--seconds`` seconds. It
+prints throughput, latency percentiles and errors, waits for every approved transfer to be
+delivered, and checks the French inbox: each approved transfer exactly once.
+
+Baseline, in the same run: the same decision's pure computation in this process
+(``broker.fsla.decide.measure`` on the same table), the floor that the HTTP path, the database and
+the delivery add to.
+
+    .venv/bin/python benchmarks/load.py --seconds 15 --clients 8 --rows 1000
+
+Targets (issue 8): at least 200 decisions/s for 1k-row transfers, p99 below 250 ms, no errors,
+every approved transfer delivered exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import secrets
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from broker.datasets import read_dataset  # noqa: E402
+from broker.engines.pandas import PandasEngine  # noqa: E402
+from broker.fsla.decide import measure  # noqa: E402
+from demo.federation import Federation, port_or_free, wait_for  # noqa: E402
+
+DISEASES = ["flu", "malaria", "cholera", "measles", "hepatitis", "tb", "dengue", "typhoid"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument(
+        "--database",
+        default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+        help="a PostgreSQL server's URL (a fresh database is created there), or 'sqlite'",
+    )
+    args = parser.parse_args()
+    body = _table(args.rows)
+    floor = _measure_floor(body)
+    with tempfile.TemporaryDirectory(prefix="fedbroker-load-") as folder:
+        root = Path(folder)
+        url, dropper = _database(args.database, root)
+        federation = Federation(root)
+        try:
+            broker_url, key, inbox = _start(federation, root, url)
+            print(
+                f"broker on {url.split('@')[-1]}; {args.clients} clients for {args.seconds:g} s, "
+                f"{args.rows}-row CSV transfers SN -> FR"
+            )
+            results = _drive(broker_url, key, body, args.clients, args.seconds)
+            inside = _broker_seconds(broker_url)
+            approved = [r for r in results if r[1] == "approved"]
+            delivered = _wait_delivered(inbox, len(approved))
+            _report(results, args.seconds, floor, approved, delivered)
+            print(
+                f"inside the broker, reading, deciding and recording took {inside * 1000:.1f} ms "
+                "per transfer on average (its /metrics); the rest of the latency is HTTP, the "
+                "multipart upload and waiting for the one worker"
+            )
+        finally:
+            federation.stop()
+            dropper()
+
+
+def _table(rows: int) -> bytes:
+    """A table the seed policies approve from SN to FR for research (wide, mixed classes)."""
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(
+        {
+            "age": rng.choice(["20-30", "30-40", "40-50", "50-60", "60-70"], rows),
+            "region": rng.choice(["Dakar", "Thies", "Saint-Louis"], rows),
+            "disease": rng.choice(DISEASES, rows),
+        }
+    )
+    return frame.to_csv(index=False).encode()
+
+
+def _measure_floor(body: bytes) -> float:
+    """Seconds of the decision's pure computation (read, measure) on this table, best of 20."""
+    best = float("inf")
+    for _ in range(20):
+        start = time.perf_counter()
+        frame = read_dataset(body, "load.csv").frame
+        measure(PandasEngine(frame), ("age", "region"), ("disease",))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _database(url: str, root: Path):
+    if url == "sqlite":
+        return f"sqlite:///{root / 'broker.db'}", lambda: None
+    import sqlalchemy as sa
+
+    name = f"fedbroker_load_{secrets.token_hex(4)}"
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError:
+        print("no PostgreSQL server answers: SQLite instead", file=sys.stderr)
+        return f"sqlite:///{root / 'broker.db'}", lambda: None
+
+    def drop() -> None:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return url.rsplit("/", 1)[0] + f"/{name}", drop
+
+
+def _start(federation: Federation, root: Path, database: str):
+    admin_token = secrets.token_urlsafe(24)
+    broker_port = port_or_free(8300)
+    broker_url = f"http://127.0.0.1:{broker_port}"
+    broker = federation.start(
+        "broker",
+        "broker",
+        {
+            "BROKER_DATABASE_URL": database,
+            "BROKER_ADMIN_TOKEN": admin_token,
+            "BROKER_HOST": "127.0.0.1",
+            "BROKER_PORT": str(broker_port),
+            "BROKER_POLICY_DIR": str(ROOT / "policies"),
+            "BROKER_SIGNING_KEY_DIR": str(root / "broker-keys"),
+            "BROKER_INBOX_ALLOWED_HOSTS": '["127.0.0.1"]',
+            "BROKER_RATE_LIMIT": "1000000/minute",
+        },
+    )
+    wait_for(f"{broker_url}/readyz", broker, root / "broker.log")
+    data = {}
+    for member_id, jurisdiction in (("sn-hospital", "SN"), ("fr-research", "FR")):
+        port = port_or_free(8301 if jurisdiction == "SN" else 8302)
+        data[member_id] = root / member_id
+        process = federation.start(
+            member_id,
+            "member_cloud",
+            {
+                "MEMBER_ID": member_id,
+                "MEMBER_NAME": member_id,
+                "MEMBER_JURISDICTION": jurisdiction,
+                "MEMBER_HOST": "127.0.0.1",
+                "MEMBER_PORT": str(port),
+                "MEMBER_BROKER_URL": broker_url,
+                "MEMBER_ADMIN_TOKEN": admin_token,
+                "MEMBER_LOCAL_TOKEN": secrets.token_urlsafe(24),
+                "MEMBER_DATA_DIR": str(data[member_id]),
+            },
+        )
+        wait_for(f"http://127.0.0.1:{port}/livez", process, root / f"{member_id}.log")
+    key_file = data["sn-hospital"] / "broker_api_key"
+    deadline = time.monotonic() + 30
+    while not key_file.exists() and time.monotonic() < deadline:  # self-registration
+        time.sleep(0.2)
+    key = json.loads(key_file.read_text())["api_key"]
+    return broker_url, key, data["fr-research"] / "inbox"
+
+
+def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float):
+    """(seconds, decision or error) of every request the clients sent before the deadline."""
+    results: list[tuple[float, str]] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client() -> None:
+        with httpx.Client(base_url=broker_url, timeout=60) as http:
+            while time.monotonic() < deadline:
+                start = time.perf_counter()
+                try:
+                    answer = http.post(
+                        "/v1/transfers",
+                        headers={"Authorization": f"Bearer {key}"},
+                        files={"file": ("load.csv", io.BytesIO(body), "text/csv")},
+                        data={
+                            "destination": "fr-research",
+                            "purpose": "research",
+                            "quasi_identifiers": "age,region",
+                            "sensitive": "disease",
+                        },
+                    )
+                    ok = answer.is_success
+                    outcome = answer.json()["status"] if ok else f"HTTP {answer.status_code}"
+                except httpx.HTTPError as error:
+                    outcome = f"{type(error).__name__}: {error}"[:120]
+                with lock:
+                    results.append((time.perf_counter() - start, outcome))
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _broker_seconds(broker_url: str) -> float:
+    """Mean seconds of the broker's own transfer handling, from its Prometheus histogram."""
+    text = httpx.get(f"{broker_url}/metrics", timeout=10).text
+    figures = {}
+    for line in text.splitlines():
+        for field in ("sum", "count"):
+            if line.startswith(f'fedbroker_analysis_seconds_{field}{{kind="transfer"}}'):
+                figures[field] = float(line.split()[-1])
+    return figures.get("sum", 0.0) / max(figures.get("count", 0.0), 1.0)
+
+
+def _wait_delivered(inbox: Path, expected: int, timeout: float = 120.0) -> list[Path]:
+    deadline = time.monotonic() + timeout
+    while True:
+        entries = sorted(inbox.glob("*/meta.json")) if inbox.exists() else []
+        if len(entries) >= expected or time.monotonic() > deadline:
+            return entries
+        time.sleep(0.5)
+
+
+def _report(results, seconds, floor, approved, delivered) -> None:
+    latencies = sorted(r[0] for r in results)
+    outcomes = {}
+    for _latency, outcome in results:
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    errors = sum(
+        n
+        for outcome, n in outcomes.items()
+        if outcome not in ("approved", "rejected", "anonymization_required")
+    )
+
+    def percentile(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
+
+    rate = len(results) / seconds
+    print(f"{'decisions/s':>12} | {'p50 ms':>7} | {'p95 ms':>7} | {'p99 ms':>7} | outcomes")
+    print(
+        f"{rate:12.1f} | {percentile(0.5):7.0f} | {percentile(0.95):7.0f} | "
+        f"{percentile(0.99):7.0f} | {outcomes}"
+    )
+    print(
+        f"baseline: the decision's pure computation takes {floor * 1000:.1f} ms "
+        f"({1 / floor:.0f} decisions/s on one core); mean latency "
+        f"{statistics.fmean(latencies) * 1000:.0f} ms"
+    )
+    once = len(delivered) == len(approved) == len({p.parent.name for p in delivered})
+    print(
+        f"delivered exactly once: {len(delivered)} inbox entries for {len(approved)} approved "
+        f"-> {'yes' if once else 'NO'}"
+    )
+    print("Targets:")
+    print(f"  >= 200 decisions/s: {rate:.0f} -> {'MET' if rate >= 200 else 'NOT MET'}")
+    p99 = percentile(0.99)
+    print(f"  p99 < 250 ms: {p99:.0f} ms -> {'MET' if p99 < 250 else 'NOT MET'}")
+    print(f"  0 errors: {errors} -> {'MET' if errors == 0 else 'NOT MET'}")
+    print(f"  exactly once: {'MET' if once else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
