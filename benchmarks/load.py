@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=2, help="broker worker processes")
     parser.add_argument(
         "--database",
         default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
@@ -62,20 +63,22 @@ def main() -> None:
         url, dropper = _database(args.database, root)
         federation = Federation(root)
         try:
-            broker_url, key, inbox = _start(federation, root, url)
+            broker_url, key, inbox, admin = _start(federation, root, url, args.workers)
             print(
-                f"broker on {url.split('@')[-1]}; {args.clients} clients for {args.seconds:g} s, "
-                f"{args.rows}-row CSV transfers SN -> FR"
+                f"broker ({args.workers} workers) on {url.split('@')[-1]}; {args.clients} clients "
+                f"for {args.seconds:g} s, {args.rows}-row CSV transfers SN -> FR"
             )
             results = _drive(broker_url, key, body, args.clients, args.seconds)
             inside = _broker_seconds(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
+            states = _delivery_states(broker_url, admin)
             _report(results, args.seconds, floor, approved, delivered)
+            print(f"the broker's delivery states of approved transfers: {states}")
             print(
                 f"inside the broker, reading, deciding and recording took {inside * 1000:.1f} ms "
                 "per transfer on average (its /metrics); the rest of the latency is HTTP, the "
-                "multipart upload and waiting for the one worker"
+                "multipart upload and waiting for a worker"
             )
         finally:
             federation.stop()
@@ -128,7 +131,7 @@ def _database(url: str, root: Path):
     return url.rsplit("/", 1)[0] + f"/{name}", drop
 
 
-def _start(federation: Federation, root: Path, database: str):
+def _start(federation: Federation, root: Path, database: str, workers: int):
     admin_token = secrets.token_urlsafe(24)
     broker_port = port_or_free(8300)
     broker_url = f"http://127.0.0.1:{broker_port}"
@@ -144,6 +147,7 @@ def _start(federation: Federation, root: Path, database: str):
             "BROKER_SIGNING_KEY_DIR": str(root / "broker-keys"),
             "BROKER_INBOX_ALLOWED_HOSTS": '["127.0.0.1"]',
             "BROKER_RATE_LIMIT": "1000000/minute",
+            "BROKER_WORKERS": str(workers),
         },
     )
     wait_for(f"{broker_url}/readyz", broker, root / "broker.log")
@@ -172,7 +176,7 @@ def _start(federation: Federation, root: Path, database: str):
     while not key_file.exists() and time.monotonic() < deadline:  # self-registration
         time.sleep(0.2)
     key = json.loads(key_file.read_text())["api_key"]
-    return broker_url, key, data["fr-research"] / "inbox"
+    return broker_url, key, data["fr-research"] / "inbox", admin_token
 
 
 def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float):
@@ -213,7 +217,8 @@ def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float)
 
 
 def _broker_seconds(broker_url: str) -> float:
-    """Mean seconds of the broker's own transfer handling, from its Prometheus histogram."""
+    """Mean seconds of the broker's own transfer handling, from its Prometheus histogram (of the
+    worker process that answers the scrape: each keeps its own)."""
     text = httpx.get(f"{broker_url}/metrics", timeout=10).text
     figures = {}
     for line in text.splitlines():
@@ -223,7 +228,29 @@ def _broker_seconds(broker_url: str) -> float:
     return figures.get("sum", 0.0) / max(figures.get("count", 0.0), 1.0)
 
 
-def _wait_delivered(inbox: Path, expected: int, timeout: float = 120.0) -> list[Path]:
+def _delivery_states(broker_url: str, admin: str) -> dict[str, int]:
+    """How many approved transfers the broker has delivered, still pending, failed (and why)."""
+    states: dict[str, int] = {}
+    offset = 0
+    with httpx.Client(base_url=broker_url, timeout=30) as http:
+        while True:
+            page = http.get(
+                "/v1/transfers",
+                params={"status": "approved", "offset": offset, "limit": 100},
+                headers={"Authorization": f"Bearer {admin}"},
+            ).json()
+            for item in page["items"]:
+                delivery = item["delivery"]
+                state = delivery["status"]
+                if delivery.get("last_error") and state != "delivered":
+                    state = f"{state}: {delivery['last_error'][:80]}"
+                states[state] = states.get(state, 0) + 1
+            offset += len(page["items"])
+            if not page["items"] or offset >= page["total"]:
+                return states
+
+
+def _wait_delivered(inbox: Path, expected: int, timeout: float = 60.0) -> list[Path]:
     deadline = time.monotonic() + timeout
     while True:
         entries = sorted(inbox.glob("*/meta.json")) if inbox.exists() else []

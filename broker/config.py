@@ -22,6 +22,14 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="uvicorn worker processes of `fedbroker serve`: decisions are CPU-bound, so "
+        "about one per core. Each has its own delivery worker (leases keep deliveries "
+        "exactly-once), rate-limit counters and /metrics",
+    )
     admin_token: SecretStr | None = Field(
         None,
         min_length=16,

@@ -27,6 +27,7 @@ from broker.policies import service as policies
 from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
 from broker.rate_limits import RateLimiter
+from broker.requests_log import configure_logging
 from broker.transfers.router import router as transfers_router
 
 log = logging.getLogger("broker")
@@ -115,3 +116,9 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
     ):
         app.include_router(router)
     return app
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker process of ``fedbroker serve --workers N``, from ``BROKER_*``."""
+    configure_logging()
+    return create_app()

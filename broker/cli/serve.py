@@ -20,6 +20,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     command.add_argument("--host", help="address to listen on")
     command.add_argument("--port", type=int, help="port to listen on")
+    command.add_argument("--workers", type=int, help="worker processes (BROKER_WORKERS)")
     command.set_defaults(handler=_run)
 
 
@@ -33,7 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.requests_log import configure_logging
     from broker.wire.signing import SignatureError
 
-    settings = load_settings(host=args.host, port=args.port)
+    settings = load_settings(host=args.host, port=args.port, workers=args.workers)
     if settings.admin_token is None:
         raise CommandError(
             "BROKER_ADMIN_TOKEN is not set: give the broker an admin token of "
@@ -50,11 +51,25 @@ def _run(args: argparse.Namespace) -> int:
             pass
         engine.dispose()
     configure_logging()
+    # uvicorn's records go to the JSON handler, with their request id (log_config=None).
+    if settings.workers == 1:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            log_config=None,
+        )
+        return 0
+    # Each worker process builds its own app from the same BROKER_* environment; migrations and
+    # seeding run under the database's startup lock, so the workers can start together.
     uvicorn.run(
-        create_app(settings),
+        "broker.main:worker_app",
+        factory=True,
+        workers=settings.workers,
         host=settings.host,
         port=settings.port,
         log_level="info",
-        log_config=None,  # uvicorn's records go to the JSON handler, with their request id
+        log_config=None,
     )
     return 0

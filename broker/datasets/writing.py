@@ -46,6 +46,8 @@ def _write_csv(frame: pd.DataFrame, like: Dataset) -> bytes:
 
 def _text(values: pd.Series) -> list[str]:
     """CSV cells: text as is; anything else (a label after anonymization) as its text."""
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":  # all text, none missing
+        return values.tolist()
     return ["" if is_na(v) else v if isinstance(v, str) else str(v) for v in values.tolist()]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -177,5 +178,24 @@ def test_two_brokers_on_one_postgresql_database_deliver_each_transfer_once(tmp_p
         first.stop()
         second.stop()
         drop()
+    posted = Counter(headers["idempotency-key"] for headers, _ in inbox.received)
+    assert posted == Counter({transfer_id: 1 for transfer_id in ids})
+
+
+def test_a_broker_with_two_worker_processes_delivers_each_transfer_once(tmp_path, inbox):
+    url, drop = postgres_database()
+    broker = BrokerProcess(url, tmp_path / "workers.log")
+    broker.env["BROKER_WORKERS"] = "2"
+    try:
+        broker.start()
+        key = register(broker.url, inbox.url)
+        ids = [send(broker.url, key) for _ in range(12)]
+        wait_delivered(broker.url, ids)
+        time.sleep(2.5)  # past the lease: a duplicate, if any, would have arrived
+        workers = set(re.findall(r"Started server process \[(\d+)\]", broker.log.read_text()))
+    finally:
+        broker.stop()
+        drop()
+    assert len(workers) == 2, broker.log.read_text()[-2000:]
     posted = Counter(headers["idempotency-key"] for headers, _ in inbox.received)
     assert posted == Counter({transfer_id: 1 for transfer_id in ids})
