@@ -1,0 +1,189 @@
+"""The Dask engine: count tables of a table that stays where a cluster holds it.
+
+A Dask dataframe is split into partitions held by the workers of a cluster (``dask.distributed``;
+without a client, the local threads). Every count table is a ``groupby(..., dropna=False)``
+computed there; only the distinct tuples come back, and are numbered here by each column's
+dictionary. Who the rows are travels with them: a 64-bit hash of each whole row, computed when
+the engine is made (``pandas.util.hash_pandas_object``; two different rows with one hash would
+count as one person: fewer people, never more), and the person key when one is declared.
+
+Columns must hold one type each (text, as the canonical CSV reader gives, or numbers): the hash
+of a row compares values as pandas hashes them. Dask is an optional extra
+(``pip install 'fedbroker[dask]'``); only this module imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from broker.engines.base import CountTable, RecodePlan
+from broker.engines.pandas import IDENTICAL_ROWS, PERSON_KEY
+from broker.roles import require_columns
+
+_ROW = "__fedbroker_row"
+_KEY = "__fedbroker_key"
+
+
+def _row_hashes(partition: pd.DataFrame, columns: list[str]) -> pd.Series:
+    return pd.util.hash_pandas_object(partition[columns], index=False)
+
+
+class DaskEngine:
+    """A Dask dataframe seen through counts; see the module docstring."""
+
+    def __init__(self, frame: dd.DataFrame, columns: Sequence[str], person_key: bool):
+        self._frame = frame
+        self._names = list(columns)
+        self._person_key = person_key
+        self._rows = int(frame.shape[0].compute())
+        self._dictionaries: dict[str, pd.Series] = {}
+        self._indexes: dict[str, pd.Index] = {}
+
+    @classmethod
+    def from_dask(cls, frame: dd.DataFrame, person_key: str | None = None) -> DaskEngine:
+        """A Dask dataframe (read from the cluster's storage, say ``dd.read_parquet``)."""
+        columns = [c for c in frame.columns if c != person_key]
+        require_columns(list(frame.columns), [person_key] if person_key else [], "Person key")
+        hashes = frame.map_partitions(_row_hashes, columns, meta=(_ROW, "uint64"))
+        prepared = frame[columns].assign(**{_ROW: hashes})
+        if person_key:
+            prepared = prepared.assign(**{_KEY: frame[person_key]})
+        return cls(prepared, columns, person_key is not None)
+
+    @classmethod
+    def from_pandas(
+        cls, frame: pd.DataFrame, person_key: str | None = None, partitions: int = 4
+    ) -> DaskEngine:
+        """A frame in memory split into ``partitions``: tests, and small tables."""
+        return cls.from_dask(dd.from_pandas(frame, npartitions=partitions), person_key)
+
+    # --- the Engine protocol --------------------------------------------------------------------
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    @property
+    def people_counted_by(self) -> str:
+        return PERSON_KEY if self._person_key else IDENTICAL_ROWS
+
+    def dictionary(self, column: str) -> pd.Series:
+        self._learn([column])
+        return self._dictionaries[column]
+
+    def counts(
+        self, column_sets: Sequence[Sequence[str]], people: bool = False
+    ) -> list[CountTable]:
+        found = self._grouped([list(columns) for columns in column_sets], people)
+        return [
+            CountTable.of(columns, codes, rows, persons)
+            for columns, (codes, rows, persons) in zip(column_sets, found, strict=True)
+        ]
+
+    def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        return [rows for _codes, rows, _persons in self._grouped(column_sets, False)]
+
+    def duplicate_rows(self) -> int:
+        return self._rows - int(self._frame[_ROW].nunique().compute())
+
+    def partition_fingerprint(self, column: str) -> bytes:
+        # A class is known by its size and the smallest row hash among its rows: equal
+        # partitions of the rows give equal multisets of these pairs.
+        grouped = self._frame.groupby(column, dropna=False)[_ROW].agg(["min", "size"]).compute()
+        pairs = grouped.to_numpy(dtype=np.uint64)
+        pairs = np.ascontiguousarray(pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))])
+        return hashlib.sha256(pairs.tobytes()).digest()
+
+    def recode(self, plan: RecodePlan) -> DaskEngine:
+        kept = [c for c in self._names if c not in plan.drop]
+        frame = self._frame.drop(columns=[c for c in plan.drop if c in self._names])
+        for column, labels in plan.labels.items():
+            if column in kept:
+                frame = frame.assign(
+                    **{column: frame[column].map_partitions(_relabel, dict(labels))}
+                )
+        return DaskEngine(frame, kept, self._person_key)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _learn(self, columns: Sequence[str]) -> None:
+        """The dictionaries of ``columns`` not known yet, computed together (one pass)."""
+        missing = [c for c in dict.fromkeys(columns) if c not in self._dictionaries]
+        require_columns(self._names, missing)
+        found = dask.compute(*(self._frame[c].drop_duplicates() for c in missing))
+        for column, values in zip(missing, found, strict=True):
+            values = values.astype(object)
+            values = values.where(values.notna(), None).reset_index(drop=True)
+            self._dictionaries[column] = values
+            self._indexes[column] = pd.Index(values.to_numpy(dtype=object), dtype=object)
+
+    def _grouped(self, column_sets: Sequence[Sequence[str]], people: bool):
+        """Each tuple's codes, rows and (with ``people``) people, for every set in one compute.
+        The workers replace values by their codes first, so the groups are integers: no missing
+        keys to lose, and the codes come back as they are."""
+        column_sets = [list(columns) for columns in column_sets]
+        self._learn([name for columns in column_sets for name in columns])
+        persons_of = [_ROW, _KEY] if self._person_key else [_ROW]
+        named = sorted({name for columns in column_sets for name in columns})
+        selected = self._frame[[*named, *persons_of]]
+        meta = selected._meta.astype({name: "int64" for name in named})
+        indexes = {name: self._indexes[name] for name in named}
+        coded = selected.map_partitions(_encode, indexes, meta=meta)
+        graphs = []
+        for columns in column_sets:
+            if not columns:
+                graphs.append([coded.shape[0], *(coded[p].nunique() for p in persons_of)])
+                continue
+            sizes = coded.groupby(columns).size()
+            pairs = [
+                coded[[*columns, person]].drop_duplicates().groupby(columns).size()
+                for person in (persons_of if people else [])
+            ]
+            graphs.append([sizes, *pairs])
+        results = []
+        for columns, computed in zip(column_sets, dask.compute(*graphs)[0:], strict=True):
+            sizes, *per_person = computed
+            if not columns:
+                rows = np.array([int(sizes)], dtype=np.int64)
+                persons = np.array([min(int(n) for n in per_person)]) if people else None
+                results.append(([], rows, persons))
+                continue
+            persons = None
+            if people:
+                persons = np.minimum.reduce(
+                    [n.reindex(sizes.index).to_numpy(np.int64) for n in per_person]
+                )
+            results.append((_keys(sizes.index, len(columns)), sizes.to_numpy(np.int64), persons))
+        return results
+
+
+def _encode(partition: pd.DataFrame, indexes: dict[str, pd.Index]) -> pd.DataFrame:
+    """A partition with each value replaced by its code in its column's dictionary."""
+    out = partition.copy()
+    for column, index in indexes.items():
+        values = partition[column].astype(object)
+        codes = index.get_indexer(values.where(values.notna(), None).to_numpy(dtype=object))
+        if (codes < 0).any():  # a value the dictionary lacks would be a broken contract
+            raise RuntimeError(f"Column {column!r}: a value is not in its dictionary")
+        out[column] = codes.astype(np.int64)
+    return out
+
+
+def _keys(index: pd.Index, width: int) -> list[np.ndarray]:
+    if width == 1:
+        return [index.to_numpy(dtype=np.int64)]
+    return [index.get_level_values(i).to_numpy(dtype=np.int64) for i in range(width)]
+
+
+def _relabel(values: pd.Series, labels: dict) -> pd.Series:
+    return values.map(labels).where(values.map(labels.__contains__), values)
