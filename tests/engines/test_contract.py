@@ -28,6 +28,7 @@ from broker.engines.dask import DaskEngine
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import IDENTICAL_ROWS, PandasEngine
 from broker.metrics.report import report_of
+from tests.engines.close import close
 
 FIXTURES = sorted((Path(__file__).parents[1] / "fixtures").glob("*.csv"))
 ENGINES = {
@@ -160,17 +161,7 @@ def _assert_same_counts(frame: pd.DataFrame, engine) -> None:
 def _assert_same_report(frame: pd.DataFrame, engine, qis, sensitive) -> None:
     ours = report_of(engine, qis, sensitive, max_combination_size=2).as_dict()
     theirs = report_of(ReferenceEngine(frame), qis, sensitive, max_combination_size=2).as_dict()
-    assert _close(ours, theirs)
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
-    return a == b
+    assert close(ours, theirs)
 
 
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))

@@ -1,7 +1,5 @@
 """The Dask engine on a real (local) cluster gives the in-memory report, people included."""
 
-import math
-
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -12,6 +10,7 @@ from distributed import Client, LocalCluster, get_task_stream
 from broker.engines.dask import DaskEngine
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.report import report_of
+from tests.engines.close import close
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +22,6 @@ def client():
         Client(cluster) as client,
     ):
         yield client
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
-    return a == b
 
 
 def _table(rows: int) -> pd.DataFrame:
@@ -58,7 +47,7 @@ def test_a_cluster_report_is_the_in_memory_report(client):
     theirs = report_of(
         PandasEngine(measured), ["age", "zip", "sex"], ["disease"], max_combination_size=2
     )
-    assert _close(ours.as_dict(), theirs.as_dict())
+    assert close(ours.as_dict(), theirs.as_dict())
 
 
 def test_a_person_key_counts_people_on_the_cluster_as_in_memory(client):
@@ -70,4 +59,4 @@ def test_a_person_key_counts_people_on_the_cluster_as_in_memory(client):
         ours = report_of(distributed, ["age", "sex"], ["disease"], max_combination_size=0)
     theirs = report_of(in_memory, ["age", "sex"], ["disease"], max_combination_size=0)
     assert ours.people_counted_by == "person_key"
-    assert _close(ours.as_dict(), theirs.as_dict())
+    assert close(ours.as_dict(), theirs.as_dict())

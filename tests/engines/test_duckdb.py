@@ -3,7 +3,6 @@
 import csv
 import io
 import json
-import math
 
 import pytest
 from hypothesis import given, settings
@@ -14,22 +13,13 @@ from broker.datasets import DatasetError, read_path
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.metrics.report import report_of
+from tests.engines.close import close
 
 # Cells that test the CSV rules: text as written, quotes, delimiters and newlines inside values,
 # empty fields, blanks, non-ASCII.
 CELLS = st.sampled_from(
     ["a", "b", "007", "7", "", " ", "x,y", 'say "hi"', "two\nlines", "é", "1.0", "1", "NA"]
 )
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
-    return a == b
 
 
 def _write(path, header, rows, delimiter=",") -> None:
@@ -56,7 +46,7 @@ def test_a_generated_csv_file_gives_the_in_memory_report(tmp_path_factory, rows,
     for qis, sensitive in ((["age", "zip"], ["disease"]), ([], ["sex", "disease"]), ([], [])):
         ours = report_of(out_of_core, qis, sensitive, max_combination_size=3).as_dict()
         theirs = report_of(in_memory, qis, sensitive, max_combination_size=3).as_dict()
-        assert _close(ours, theirs)
+        assert close(ours, theirs)
 
 
 def test_a_person_key_counts_people_as_in_memory(tmp_path):
@@ -133,7 +123,7 @@ def test_the_command_line_reports_the_same_with_either_engine(tmp_path, capsys):
             == 0
         )
         reports.append(json.loads(capsys.readouterr().out))
-    assert _close(reports[0], reports[1])
+    assert close(reports[0], reports[1])
 
 
 def test_the_command_line_says_which_files_the_duckdb_engine_reads(tmp_path, capsys):
