@@ -137,7 +137,13 @@ class DuckDBEngine:
     def _load(cls, source, columns, person_key, memory_limit, frame=None) -> DuckDBEngine:
         folder = tempfile.TemporaryDirectory(prefix="fedbroker-duckdb-")
         con = duckdb.connect()  # in memory, spilling to temp_directory beyond the limit
-        con.sql(f"SET memory_limit = {_text(memory_limit)}")
+        try:
+            con.sql(f"SET memory_limit = {_text(memory_limit)}")
+        except duckdb.Error as error:
+            con.close()
+            folder.cleanup()
+            message = str(error).splitlines()[0].split(": ", 1)[-1]
+            raise ValueError(f"memory limit {memory_limit!r}: {message}") from None
         con.sql(f"SET temp_directory = {_text(folder.name)}")
         # Row order does not matter (a partition fingerprint compares rowids within one table),
         # and not keeping it lets DuckDB stream under a lower memory limit.

@@ -131,3 +131,11 @@ def test_the_command_line_says_which_files_the_duckdb_engine_reads(tmp_path, cap
     path.write_text('[{"a": 1}]')
     assert main(["analyze", str(path), "--engine", "duckdb"]) == 2
     assert "the duckdb engine reads CSV files" in capsys.readouterr().err
+
+
+def test_a_memory_limit_duckdb_cannot_read_is_one_line(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    path.write_text("a,b\n1,2\n")
+    assert main(["analyze", str(path), "--engine", "duckdb", "--memory-limit", "lots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "memory limit 'lots'" in err
