@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 # The problem+json machinery is the federation's wire contract, shared with the broker.
@@ -76,18 +75,3 @@ class BrokerUnreachable(MemberError):
 def install_handlers(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
     problems.install(app, MemberError, "this member cloud", SIGNATURE_CHALLENGE, wrap)
-
-    @app.exception_handler(MemberError)  # replaces the shared one: adds the error's own headers
-    def member_error(request: Request, error: MemberError) -> JSONResponse:
-        headers = dict(error.headers)
-        if error.status == 401:
-            headers.setdefault("WWW-Authenticate", SIGNATURE_CHALLENGE)
-        return problems.problem(
-            request.url.path,
-            error.status,
-            error.type,
-            error.title,
-            error.detail,
-            getattr(error, "errors", None),
-            headers,
-        )

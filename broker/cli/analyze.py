@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from broker.cli.common import CommandError, column_list
 from broker.cli.render import render_table
@@ -17,6 +18,7 @@ from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 
 LARGE_INPUT_ROWS = 100_000
+LARGE_INPUT_BYTES = 64 << 20
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -115,7 +117,10 @@ def _open(args: argparse.Namespace) -> Engine:
         raise CommandError(
             "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
         ) from None
-    return DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    path = Path(args.data)
+    if path.is_file() and path.stat().st_size >= LARGE_INPUT_BYTES:  # the long, silent part
+        _progress(f"reading {path} ({path.stat().st_size / 2**20:,.0f} MiB) into DuckDB")
+    return DuckDBEngine.from_path(path, memory_limit=args.memory_limit)
 
 
 def _progress(message: str) -> None:

@@ -38,6 +38,17 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+# How an engine counts people: by a declared person key, or identical rows as one person.
+PERSON_KEY = "person_key"
+IDENTICAL_ROWS = "identical_rows"
+
+
+def dictionary_of(values: pd.Series) -> pd.Series:
+    """A column's distinct values as the contract hands them over: objects, a missing value as
+    None, numbered 0..m-1 by position."""
+    values = values.astype(object)
+    return values.where(values.notna(), None).reset_index(drop=True)
+
 
 @dataclass(frozen=True, eq=False)
 class CountTable:

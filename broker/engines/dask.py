@@ -22,8 +22,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import CountTable, RecodePlan
-from broker.engines.pandas import IDENTICAL_ROWS, PERSON_KEY
+from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
 from broker.roles import require_columns
 
 _ROW = "__fedbroker_row"
@@ -122,8 +121,7 @@ class DaskEngine:
         require_columns(self._names, missing)
         found = dask.compute(*(self._frame[c].drop_duplicates() for c in missing))
         for column, values in zip(missing, found, strict=True):
-            values = values.astype(object)
-            values = values.where(values.notna(), None).reset_index(drop=True)
+            values = dictionary_of(values)
             self._dictionaries[column] = values
             self._indexes[column] = pd.Index(values.to_numpy(dtype=object), dtype=object)
 

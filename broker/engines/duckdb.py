@@ -25,8 +25,7 @@ import pandas as pd
 
 from broker.datasets import CSV, DatasetError, ReadLimits, detect_format
 from broker.datasets.csv_reader import BOM, HEAD_BYTES, csv_header
-from broker.engines.base import CountTable, RecodePlan
-from broker.engines.pandas import IDENTICAL_ROWS, PERSON_KEY
+from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
 from broker.roles import require_columns
 
 _NAMES = itertools.count()  # unique names for the tables an engine creates on its connection
@@ -60,11 +59,12 @@ class DuckDBEngine:
         self._names = list(columns)
         self._person_key = person_key
         self._keep = keep  # the temporary folder, removed when the engine is collected
-        self._rows = int(self._con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
         self._dictionaries: dict[str, pd.Series] = {}
         self._dictionary_tables: dict[str, str] = {}
-        # Text columns stored as DuckDB ENUMs: grouped as small integers, coded by enum_code().
+        # Text columns stored as DuckDB ENUMs: grouped as small integers, coded by enum_code();
+        # a missing value, which an ENUM cannot hold, gets the code after every value.
         self._enums = dict(enums or {})
+        self._rows, self._with_missing = self._scan(list(self._enums))
 
     # --- construction -------------------------------------------------------------------------
 
@@ -183,16 +183,14 @@ class DuckDBEngine:
         found = self._dictionaries.get(column)
         if found is None and column in self._enums:
             query = f"SELECT unnest(enum_range(NULL::{self._enums[column]})) AS v"
-            values = list(self._con.execute(query).df()["v"].astype(object))
-            if self._has_missing(column):
-                values.append(None)  # missing values: the code after every value
-            found = self._dictionaries[column] = pd.Series(values, dtype=object)
+            values = self._con.execute(query).df()["v"]
+            if column in self._with_missing:
+                values = pd.concat([values, pd.Series([None])])  # the code after every value
+            found = self._dictionaries[column] = dictionary_of(values)
         if found is None:
             table = self._dictionary_table(column)
             values = self._con.execute(f"SELECT v FROM {table} ORDER BY code").df()["v"]
-            found = values.astype(object)
-            found = found.where(found.notna(), None).reset_index(drop=True)
-            self._dictionaries[column] = found
+            found = self._dictionaries[column] = dictionary_of(values)
         return found
 
     def counts(
@@ -243,9 +241,13 @@ class DuckDBEngine:
         rows, persons, codes = self._grouped(columns, people, coded=True)
         return CountTable.of(columns, codes, rows, persons)
 
-    def _has_missing(self, column: str) -> bool:
-        query = f"SELECT count(*) FROM {self._table} WHERE {_quote(column)} IS NULL"
-        return int(self._con.execute(query).fetchall()[0][0]) > 0
+    def _scan(self, columns: list[str]) -> tuple[int, set[str]]:
+        """The number of rows, and which of ``columns`` hold a missing value: one scan."""
+        missing = "".join(f", count(*) FILTER (WHERE {_quote(c)} IS NULL)" for c in columns)
+        rows, *found = self._con.execute(f"SELECT count(*){missing} FROM {self._table}").fetchall()[
+            0
+        ]
+        return int(rows), {column for column, n in zip(columns, found, strict=True) if n}
 
     def _dictionary_table(self, column: str) -> str:
         """A DuckDB table numbering the column's distinct values: codes are assigned there, so

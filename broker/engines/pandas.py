@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import CountTable, RecodePlan
+from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan
 from broker.engines.codes import (
     Grouping,
     combine,
@@ -58,11 +58,8 @@ class People:
 
     @classmethod
     def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
-        rows = PandasEngine(frame).rows_grouping().codes
-        if key is None:
-            return cls(rows, None, IDENTICAL_ROWS)
-        codes, _uniques = pd.factorize(key.to_numpy(), use_na_sentinel=False)
-        return cls(rows, codes.astype(np.int64), PERSON_KEY)
+        """Who the rows of ``frame`` (the table as sent) are, with ``key`` when declared."""
+        return PandasEngine(frame, person_key=key).people
 
     def labellings(self) -> tuple[np.ndarray, ...]:
         """The person codes of each signal, one per row of the table as sent."""
@@ -78,16 +75,12 @@ class People:
         return found
 
 
-# How people are counted: by the declared person key, or identical rows as one person.
-PERSON_KEY = "person_key"
-IDENTICAL_ROWS = "identical_rows"
-
-
 class PandasEngine:
     """A frame in memory, its columns factorized once so that every count table shares the work.
 
-    ``people`` says who the rows are (see :class:`People`; pass the one of the table as sent when
-    measuring its anonymized version); without it, identical rows are one person.
+    Who the rows are: for the table as sent, identical rows and, with ``person_key`` (one value
+    per row), that key (:attr:`people`, computed from this engine's own coding); for an anonymized
+    version, pass ``people``, the one of the table as sent.
     """
 
     def __init__(
@@ -95,6 +88,7 @@ class PandasEngine:
         frame: pd.DataFrame,
         columns: Sequence[str] | None = None,
         people: People | None = None,
+        person_key: pd.Series | None = None,
     ):
         columns = list(frame.columns if columns is None else columns)
         require_columns(frame.columns, columns)
@@ -102,6 +96,7 @@ class PandasEngine:
         self._names = columns
         self._rows = len(frame)
         self._people = people
+        self._person_key = person_key
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
         self._recent_tables: dict[tuple[tuple[str, ...], bool], CountTable] = {}
@@ -116,7 +111,18 @@ class PandasEngine:
 
     @property
     def people_counted_by(self) -> str:
-        return IDENTICAL_ROWS if self._people is None else self._people.by
+        return self.people.by
+
+    @cached_property
+    def people(self) -> People:
+        """Who the rows are (see the class docstring)."""
+        if self._people is not None:
+            return self._people
+        rows = self.rows_grouping().codes
+        if self._person_key is None:
+            return People(rows, None, IDENTICAL_ROWS)
+        codes, _uniques = pd.factorize(self._person_key.to_numpy(), use_na_sentinel=False)
+        return People(rows, codes.astype(np.int64), PERSON_KEY)
 
     def dictionary(self, column: str) -> pd.Series:
         grouping = self.grouping([column])
@@ -246,9 +252,9 @@ class PandasEngine:
         return write_dataset(frame.reset_index(drop=True), like)
 
     def _person_groupings(self) -> list[Grouping]:
-        if self._people is None:
+        if self._people is None and self._person_key is None:
             return [self.rows_grouping()]
-        return self._people.groupings(self.frame)
+        return self.people.groupings(self.frame)
 
     def rows_grouping(self) -> Grouping:
         """Rows grouped by their whole content (identical rows share a code), computed once.

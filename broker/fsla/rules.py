@@ -6,7 +6,7 @@ sets apply and how they combine is :mod:`broker.fsla.evaluate`.
 
 from __future__ import annotations
 
-from broker.engines.pandas import PERSON_KEY
+from broker.engines.base import PERSON_KEY
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
 from broker.metrics.content import TEXT

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import Engine
-from broker.engines.pandas import IDENTICAL_ROWS, PandasEngine, People
+from broker.engines.base import IDENTICAL_ROWS, Engine
+from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
     SensitiveMeasure,

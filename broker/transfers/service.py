@@ -25,7 +25,7 @@ from broker.config import Settings
 from broker.datasets import Dataset
 from broker.delivery.models import Delivery
 from broker.deps import Caller
-from broker.engines.pandas import PandasEngine, People
+from broker.engines.pandas import PandasEngine
 from broker.errors import IdempotencyKeyReused, NotFound
 from broker.fsla.decide import (
     Measured,
@@ -80,10 +80,9 @@ def submit(
     )
     frame = _measured_table(uploaded, roles)
     key = uploaded.frame[roles.person_key] if roles.person_key else None
-    people = People.of(frame, key)
-    report, quasi_identifiers, inferred = measure(
-        PandasEngine(frame, people=people), roles.quasi_identifiers, roles.sensitive
-    )
+    engine = PandasEngine(frame, person_key=key)  # one coding for the people and the report
+    people = engine.people
+    report, quasi_identifiers, inferred = measure(engine, roles.quasi_identifiers, roles.sensitive)
     parties = _read_parties(session, caller.member_id, request.destination)
     session.rollback()
     outcome = decide(

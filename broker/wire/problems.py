@@ -151,8 +151,8 @@ def install(
     @app.exception_handler(error_class)
     def service_error(request: Request, error: Any) -> JSONResponse:
         headers = dict(getattr(error, "headers", None) or {})
-        if error.status == 401:
-            headers["WWW-Authenticate"] = authenticate_header
+        if error.status == 401:  # the error's own challenge, else the service's
+            headers.setdefault("WWW-Authenticate", authenticate_header)
         return problem(
             request.url.path,
             error.status,

@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.datasets import read_path
-from broker.engines.base import CountTable, RecodePlan
+from broker.engines.base import IDENTICAL_ROWS, CountTable, RecodePlan
 from broker.engines.dask import DaskEngine
 from broker.engines.duckdb import DuckDBEngine
-from broker.engines.pandas import IDENTICAL_ROWS, PandasEngine
+from broker.engines.pandas import PandasEngine
 from broker.metrics.report import report_of
 from tests.engines.close import close
 
