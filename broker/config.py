@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     )
     max_row_groups: int = Field(10_000, gt=0, description="Most row groups in a Parquet file")
     max_cell_chars: int = Field(10_000, gt=0, description="Longest text value, in characters")
+    spool_dir: Path = Field(
+        Path("data/spool"),
+        description="Folder where uploads are copied while they are measured, and where jobs "
+        "keep theirs until decided; brokers sharing a database must share it",
+    )
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(

@@ -1,20 +1,92 @@
-"""An uploaded dataset, as the routes that take one (transfers, analyze) receive and check it."""
+"""An uploaded dataset, as the routes that take one (transfers, analyze) receive and check it.
+
+The upload never sits whole in memory: the multipart parser writes the file part to a temporary
+file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into the broker's spool
+folder, hashing as it copies. What is measured is then read from that copy: small files into
+memory, large ones out of core (see :mod:`broker.transfers.service`). A job that decides later
+(``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
+request ends.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+from fastapi import Depends, File, UploadFile
 
 from broker.config import Settings
 from broker.datasets import Dataset, DatasetError, DatasetTooLarge, ReadLimits, read_dataset
+from broker.deps import SettingsDep
 from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn
 from broker.roles import RoleError, Roles
+
+CHUNK = 1 << 20
+_SUFFIX = ".upload"
 
 
 @dataclass(frozen=True)
 class Upload:
-    data: bytes
+    """A file as the broker holds it: its copy in the spool folder, and what was said of it."""
+
+    path: Path
+    size: int
+    sha256: str
     filename: str | None
     content_type: str | None
+
+    def read_bytes(self) -> bytes:
+        return self.path.read_bytes()
+
+
+def receive(
+    source: BinaryIO, folder: Path, filename: str | None, content_type: str | None
+) -> Upload:
+    """Copy ``source`` into ``folder`` in chunks, hashing as it goes (bounded memory)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{uuid.uuid4().hex}{_SUFFIX}"
+    digest, size = hashlib.sha256(), 0
+    try:
+        with path.open("xb") as copy:
+            while chunk := source.read(CHUNK):
+                digest.update(chunk)
+                copy.write(chunk)
+                size += len(chunk)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return Upload(path, size, digest.hexdigest(), filename, content_type)
+
+
+def adopt(upload: Upload, path: Path) -> Upload:
+    """Move the copy to ``path`` (a job's own file): the request's cleanup no longer removes it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(upload.path, path)
+    return Upload(path, upload.size, upload.sha256, upload.filename, upload.content_type)
+
+
+def discard(upload: Upload) -> None:
+    upload.path.unlink(missing_ok=True)
+
+
+def spooled_upload(
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+) -> Iterator[Upload]:
+    """The request's file, copied into the spool folder; removed when the request ends."""
+    upload = receive(file.file, settings.spool_dir, file.filename, file.content_type)
+    try:
+        yield upload
+    finally:
+        discard(upload)
+
+
+SpooledUpload = Annotated[Upload, Depends(spooled_upload)]
 
 
 def read_limits(settings: Settings) -> ReadLimits:
@@ -29,7 +101,7 @@ def read_limits(settings: Settings) -> ReadLimits:
 
 def read_upload(upload: Upload, settings: Settings) -> Dataset:
     try:
-        return read_dataset(upload.data, upload.filename, limits=read_limits(settings))
+        return read_dataset(upload.read_bytes(), upload.filename, limits=read_limits(settings))
     except DatasetTooLarge as error:
         raise PayloadTooLarge(str(error)) from None
     except DatasetError as error:

@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 "BROKER_PORT": str(broker_port),
                 "BROKER_POLICY_DIR": "policies",
                 "BROKER_SIGNING_KEY_DIR": str(root / "broker-keys"),
+                "BROKER_SPOOL_DIR": str(root / "broker-spool"),
                 # The demo's member clouds listen on 127.0.0.1: allow it (SSRF allow-list).
                 "BROKER_INBOX_ALLOWED_HOSTS": '["127.0.0.1"]',
             },

@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Form, Request
 
 from broker.analysis.schemas import Report
 from broker.deps import RateLimitedCaller, SettingsDep
@@ -8,7 +8,7 @@ from broker.errors import Unprocessable, responses
 from broker.metrics.report import analyze
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.uploads import Upload, declare_roles, read_upload
+from broker.uploads import SpooledUpload, declare_roles, read_upload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 
@@ -23,7 +23,7 @@ def analyze_dataset(
     _: RateLimitedCaller,
     settings: SettingsDep,
     request: Request,
-    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+    upload: SpooledUpload,
     quasi_identifiers: Annotated[
         str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
     ] = None,
@@ -34,7 +34,7 @@ def analyze_dataset(
     alpha: Annotated[float, Form(gt=0, le=100)] = DEFAULT_ALPHA,
     beta: Annotated[float, Form(ge=0, le=100)] = DEFAULT_BETA,
 ) -> Report:
-    dataset = read_upload(Upload(file.file.read(), file.filename, file.content_type), settings)
+    dataset = read_upload(upload, settings)
     roles = declare_roles(dataset, parse_names(quasi_identifiers), parse_names(sensitive))
     try:
         with request.app.state.monitoring.timed("analyze"):

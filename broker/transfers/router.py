@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Header, Path, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
 
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
@@ -9,7 +9,7 @@ from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
 from broker.transfers.models import Transfer
 from broker.transfers.schemas import TransferPage, TransferRead
-from broker.uploads import Upload
+from broker.uploads import SpooledUpload
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.statuses import Anonymize, TransferStatus
 
@@ -81,7 +81,7 @@ def create_transfer(
     settings: SettingsDep,
     response: Response,
     http_request: Request,
-    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+    upload: SpooledUpload,
     destination: Annotated[
         str, Form(description="Destination member id", examples=["fr-research"], max_length=64)
     ],
@@ -131,7 +131,6 @@ def create_transfer(
     dry_run: Annotated[bool, Form(description="Evaluate only: store and forward nothing")] = False,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
 ) -> TransferRead:
-    upload = Upload(file.file.read(), file.filename, file.content_type)
     request = service.TransferRequest(
         destination=destination.strip(),
         purpose=purpose.strip(),

@@ -65,7 +65,7 @@ def submit(
     session: Session, caller: Caller, upload: Upload, request: TransferRequest, settings: Settings
 ) -> tuple[Transfer, bool]:
     """Decide a transfer; returns it and whether it replays an earlier identical request."""
-    dataset_sha256 = hashlib.sha256(upload.data).hexdigest()
+    dataset_sha256 = upload.sha256
     request_fingerprint = fingerprint(request, dataset_sha256)
     if request.idempotency_key and not request.dry_run:
         earlier = repository.by_idempotency_key(session, caller.member_id, request.idempotency_key)
@@ -100,7 +100,7 @@ def submit(
     payload = PandasEngine(leaving).write(uploaded, shuffle=True) if delivering else None
     dataset = {
         "sha256": dataset_sha256,
-        "size_bytes": len(upload.data),
+        "size_bytes": upload.size,
         "rows": len(frame),
         "columns": len(uploaded.frame.columns),
         "filename": upload.filename,

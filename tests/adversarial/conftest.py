@@ -40,6 +40,7 @@ def _settings(database_url: str, keys: Path) -> Settings:
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
         signing_key_dir=keys,
+        spool_dir=keys.parent / "spool",
         inbox_allowed_networks=[LOOPBACK],
         rate_limit="100000/minute",  # the suite sends hundreds of uploads as one member
         delivery_enabled=True,

@@ -20,6 +20,7 @@ def settings(tmp_path) -> Settings:
     return Settings(
         database_url="sqlite://",
         signing_key_dir=tmp_path / "signing-keys",
+        spool_dir=tmp_path / "spool",
         inbox_allowed_networks=["127.0.0.0/8"],
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,

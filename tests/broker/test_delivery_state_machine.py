@@ -32,12 +32,13 @@ from broker.policies import service as policies
 from broker.policies.seed import load_records
 from broker.transfers import service as transfers
 from broker.transfers.models import Transfer
-from broker.uploads import Upload
+from broker.uploads import discard, receive
 from tests.conftest import FIXTURES, POLICIES
 
 MAX_ATTEMPTS = 3
 SETTINGS = Settings(
     admin_token="x" * 16,
+    spool_dir=Path(tempfile.mkdtemp(prefix="fedbroker-spool-")),
     inbox_allowed_hosts=["inbox.test"],
     delivery_max_attempts=MAX_ATTEMPTS,
     delivery_backoff_seconds=1.0,
@@ -46,8 +47,8 @@ SETTINGS = Settings(
 # One Ed25519 key for the whole module, in a folder of its own.
 KEYRING = KeyRing.load(Path(tempfile.mkdtemp(prefix="fedbroker-keys-")), create=True)
 DATASETS = {
-    "published": (FIXTURES / "patients_published.csv").read_bytes(),
-    "original": (FIXTURES / "patients_original.csv").read_bytes(),
+    "published": FIXTURES / "patients_published.csv",
+    "original": FIXTURES / "patients_original.csv",
 }
 TERMINAL = {"delivered", "failed"}
 INBOX_MODES = {
@@ -115,9 +116,13 @@ class DeliveryMachine(RuleBasedStateMachine):
             quasi_identifiers=("Age", "Gender"),
             sensitive=("Disease",),
         )
-        upload = Upload(DATASETS[dataset], f"{dataset}.csv", "text/csv")
-        with self.factory() as session:
-            transfers.submit(session, Caller(MEMBER, "sn", "SN"), upload, request, SETTINGS)
+        with DATASETS[dataset].open("rb") as file:
+            upload = receive(file, SETTINGS.spool_dir, f"{dataset}.csv", "text/csv")
+        try:
+            with self.factory() as session:
+                transfers.submit(session, Caller(MEMBER, "sn", "SN"), upload, request, SETTINGS)
+        finally:
+            discard(upload)
 
     @initialize(mode=st.sampled_from(list(INBOX_MODES)), data=st.data())
     def approved_transfers_are_waiting(self, mode, data):

@@ -1,5 +1,6 @@
 """Transfer decisions through the API: the three outcomes, their evidence, and every error."""
 
+import hashlib
 import io
 
 import pandas as pd
@@ -169,7 +170,9 @@ def test_idempotency_key_replays_and_refuses_reuse(federation):
         ),
     ],
 )
-def test_malformed_upload_is_422_and_stores_nothing(federation, data, filename, form, message):
+def test_malformed_upload_is_422_and_stores_nothing(
+    federation, settings, data, filename, form, message
+):
     answer = federation.send(
         "sn-hospital", data, filename=filename, destination="fr-research", **form
     )
@@ -178,6 +181,16 @@ def test_malformed_upload_is_422_and_stores_nothing(federation, data, filename, 
     assert message in answer.json()["detail"]
     assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
     assert federation.client.get("/v1/audit/verify", headers=ADMIN).json()["valid"]
+    assert not list(settings.spool_dir.iterdir())  # the upload's copy went with the request
+
+
+def test_an_upload_is_copied_to_the_spool_and_removed_after_the_decision(federation, settings):
+    data = (FIXTURES / "patients_published.csv").read_bytes()
+    answer = federation.send("sn-hospital", data, destination="fr-research")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["dataset"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert answer.json()["dataset"]["size_bytes"] == len(data)
+    assert not list(settings.spool_dir.iterdir())
 
 
 def test_missing_form_fields_and_bad_anonymize_are_422(federation):

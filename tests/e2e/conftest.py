@@ -44,6 +44,7 @@ def broker_server(tmp_path) -> Iterator[ServerThread]:
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
         signing_key_dir=tmp_path / "signing-keys",
+        spool_dir=tmp_path / "spool",
         inbox_allowed_networks=["127.0.0.0/8"],
         delivery_enabled=False,
     )
