@@ -16,7 +16,7 @@ RUN useradd --create-home --uid 10001 fedbroker
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY policies ./policies
-RUN mkdir -p /app/data /app/keys && chown fedbroker /app/data /app/keys
+RUN mkdir -p /app/data /app/keys /app/spool && chown fedbroker /app/data /app/keys /app/spool
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     BROKER_HOST=0.0.0.0 \

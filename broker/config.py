@@ -53,6 +53,24 @@ class Settings(BaseSettings):
         description="Folder where uploads are copied while they are measured, and where jobs "
         "keep theirs until decided; brokers sharing a database must share it",
     )
+    decide_in_background_above_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=0,
+        description="Uploads larger than this are decided in the background: the answer is "
+        "202 Accepted with a Location to poll (so is any request sent with the header "
+        "`Prefer: respond-async`)",
+    )
+    jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
+    job_poll_seconds: float = Field(0.5, gt=0)
+    job_lease_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="How long a process holds a job between two progress reports; a job whose "
+        "process stopped is taken over once this has passed",
+    )
+    job_max_attempts: int = Field(
+        3, ge=1, description="Processes that may stop while deciding one job before it fails"
+    )
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(

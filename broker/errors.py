@@ -59,6 +59,16 @@ class BrokerError(Exception):
         self.detail = detail
         self.errors = errors
 
+    def as_problem(self) -> dict[str, Any]:
+        """The RFC 9457 body of this error, kept where a job records why it failed."""
+        body = {
+            "type": f"urn:fedbroker:problem:{self.type}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        return body | ({"errors": self.errors} if self.errors else {})
+
 
 class BadRequest(BrokerError):
     type, title, status = "bad-request", "Bad request", 400

@@ -28,6 +28,7 @@ from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
 from broker.rate_limits import RateLimiter
 from broker.requests_log import configure_logging
+from broker.transfers.jobs import JobRunner
 from broker.transfers.router import router as transfers_router
 
 log = logging.getLogger("broker")
@@ -78,11 +79,19 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             app.state.sessionmaker, client, settings, app.state.keyring, app.state.monitoring
         )
         app.state.delivery_worker = worker
+        jobs = JobRunner(
+            app.state.sessionmaker, settings, app.state.monitoring, on_approved=worker.wake
+        )
+        app.state.job_runner = jobs
         if settings.delivery_enabled:
             worker.start()
+        if settings.jobs_enabled:
+            jobs.start()
         try:
             yield
         finally:
+            if settings.jobs_enabled:
+                jobs.stop()
             if settings.delivery_enabled:
                 worker.stop()
             client.close()

@@ -85,6 +85,12 @@ class Monitoring:
     def watch_outbox(self, factory: sessionmaker[Session]) -> None:
         self.registry.register(_Outbox(factory))
 
+    def count_decision(self, status: str, rules: list[dict]) -> None:
+        """One decision, labelled with the jurisdictions its federation rules name."""
+        by_rule = {r["rule"]: r["jurisdiction"] for r in rules}
+        source = by_rule.get("destination_known", "unknown")  # judged in the source's name
+        self.decisions.labels(status, source, by_rule.get("destination_active", "unknown")).inc()
+
     def timed(self, kind: str):
         return self.analysis_seconds.labels(kind).time()
 

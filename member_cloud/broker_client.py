@@ -34,6 +34,7 @@ Exception tree::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import IO, Any
@@ -123,8 +124,12 @@ class BrokerClient:
         token: str | None,
         timeout: float = 30,
         transport: httpx.BaseTransport | None = None,
+        decision_timeout: float = 3600,
     ):
+        """``timeout`` bounds each HTTP exchange; ``decision_timeout`` how long
+        :meth:`send_transfer` polls a transfer the broker decides in the background."""
         self.base_url = base_url.rstrip("/")
+        self.decision_timeout = decision_timeout
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
@@ -218,9 +223,36 @@ class BrokerClient:
             form["sensitive"] = sens
         headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
         file = (filename, data, content_type or "application/octet-stream")
-        return self._request(
+        response = self._response(
             "POST", "/v1/transfers", data=form, files={"file": file}, headers=headers
         )
+        if response.status_code != 202:
+            return self._json(response, "POST", "/v1/transfers")
+        return self._await_job(response.headers["Location"], _retry_after(response))
+
+    def _await_job(self, location: str, delay: float) -> dict[str, Any]:
+        """Poll a transfer decided in the background (202 Accepted) until it is decided.
+
+        Returns the decision; a job that failed raises :class:`BrokerAnsweredError` with the
+        problem the broker recorded, as the synchronous answer would have.
+        """
+        deadline = time.monotonic() + self.decision_timeout
+        while True:
+            time.sleep(delay)
+            response = self._response("GET", location)
+            job = self._json(response, "GET", location)
+            if job["state"] == "done":
+                return job["transfer"]
+            if job["state"] == "failed":
+                raise BrokerAnsweredError(job["problem"]["status"], job["problem"])
+            if time.monotonic() > deadline:
+                raise BrokerUnavailable(
+                    self.base_url,
+                    f"the transfer {job['id']} was not decided within {self.decision_timeout:g} "
+                    f"s (it is {job['stage']}, {job['progress']:.0%}); poll {location}",
+                    timed_out=True,
+                )
+            delay = _retry_after(response)
 
     def get_transfer(self, transfer_id: str) -> dict[str, Any]:
         """One transfer the caller sent or received: decision, rules, delivery state."""
@@ -280,6 +312,9 @@ class BrokerClient:
     # --- plumbing --------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._json(self._response(method, path, **kwargs), method, path)
+
+    def _response(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException as error:
@@ -294,6 +329,10 @@ class BrokerClient:
             ) from error
         if response.is_error:
             raise BrokerAnsweredError(response.status_code, _problem_of(response))
+        return response
+
+    @staticmethod
+    def _json(response: httpx.Response, method: str, path: str) -> Any:
         try:
             return response.json()
         except ValueError as error:
@@ -307,6 +346,14 @@ class BrokerClient:
                     f"{response.status_code} but no JSON body",
                 },
             ) from error
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The pause the broker asks for between two polls, kept within 0.1 and 5 seconds."""
+    try:
+        return min(max(float(response.headers.get("Retry-After", "1")), 0.1), 5.0)
+    except ValueError:
+        return 1.0
 
 
 def _segment(value: str) -> str:

@@ -5,8 +5,11 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
+    Float,
     ForeignKey,
+    Integer,
     String,
     UniqueConstraint,
 )
@@ -42,3 +45,33 @@ class Transfer(Base):
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"
     )
+
+
+class TransferJob(Base):
+    """A transfer accepted for a decision in the background (``202 Accepted``).
+
+    The upload waits in the spool folder under the job's id; the transfer, once decided, gets the
+    same id, written in the transaction that marks the job done. Leases, as for deliveries, keep
+    each job with one broker process; a process that dies leaves a lease that runs out, and
+    another process (or the same one restarted) takes the job over.
+    """
+
+    __tablename__ = "transfer_jobs"
+    __table_args__ = (UniqueConstraint("source_id", "idempotency_key"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    source_id: Mapped[str] = mapped_column(ForeignKey("members.id"), index=True)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    stage: Mapped[str] = mapped_column(String(32))
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    upload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    request_fingerprint: Mapped[str] = mapped_column(String(64))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    problem: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,10 +1,14 @@
-from datetime import datetime
+"""Transfer and job queries. Job claims are conditional updates, as the outbox's are."""
 
-from sqlalchemy import and_, func, or_, select
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
-from broker.transfers.models import Transfer
+from broker.transfers.models import Transfer, TransferJob
+from broker.wire.statuses import JobState
 
 
 def get(session: Session, transfer_id: str) -> Transfer | None:
@@ -52,3 +56,82 @@ def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None
     if delivery is not None:
         session.add(delivery)
     session.flush()
+
+
+def get_job(session: Session, job_id: str) -> TransferJob | None:
+    return session.get(TransferJob, job_id)
+
+
+def job_by_idempotency_key(session: Session, source_id: str, key: str) -> TransferJob | None:
+    query = select(TransferJob).where(
+        TransferJob.source_id == source_id, TransferJob.idempotency_key == key
+    )
+    return session.scalars(query).first()
+
+
+def _takeable(now: datetime):
+    """Queued, or running under a lease that ran out (its process stopped or died)."""
+    return or_(
+        TransferJob.state == JobState.QUEUED,
+        and_(TransferJob.state == JobState.RUNNING, TransferJob.lease_expires_at < now),
+    )
+
+
+def due_jobs(session: Session, now: datetime, limit: int) -> list[str]:
+    query = (
+        select(TransferJob.id).where(_takeable(now)).order_by(TransferJob.created_at).limit(limit)
+    )
+    return list(session.scalars(query))
+
+
+def take_job(session: Session, job_id: str, owner: str, now: datetime, until: datetime) -> bool:
+    """Lease the job (one more attempt) unless another process holds it; True when we got it."""
+    result = session.execute(
+        update(TransferJob)
+        .where(TransferJob.id == job_id, _takeable(now))
+        .values(
+            state=JobState.RUNNING,
+            lease_owner=owner,
+            lease_expires_at=until,
+            attempts=TransferJob.attempts + 1,
+            updated_at=now,
+        )
+    )
+    return result.rowcount == 1
+
+
+def job_progress(
+    session: Session,
+    job_id: str,
+    owner: str,
+    stage: str,
+    progress: float,
+    now: datetime,
+    until: datetime,
+) -> bool:
+    """Record where a running job stands and extend its lease (a heartbeat)."""
+    result = session.execute(
+        update(TransferJob)
+        .where(
+            TransferJob.id == job_id,
+            TransferJob.state == JobState.RUNNING,
+            TransferJob.lease_owner == owner,
+        )
+        .values(stage=stage, progress=progress, lease_expires_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+def settle_job(session: Session, job_id: str, owner: str, now: datetime, **values: Any) -> bool:
+    """End this process's hold on the job (done, failed or queued again), only while ``owner``
+    still holds it; True when it did."""
+    result = session.execute(
+        update(TransferJob)
+        .where(
+            TransferJob.id == job_id,
+            TransferJob.state == JobState.RUNNING,
+            TransferJob.lease_owner == owner,
+        )
+        .values(lease_owner=None, lease_expires_at=None, updated_at=now, **values)
+    )
+    return result.rowcount == 1

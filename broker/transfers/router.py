@@ -1,17 +1,20 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
-from broker.transfers.models import Transfer
-from broker.transfers.schemas import TransferPage, TransferRead
+from broker.transfers.models import Transfer, TransferJob
+from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUpload
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, TransferStatus
+from broker.wire.statuses import Anonymize, JobState, TransferStatus
+
+RESPOND_ASYNC = "respond-async"
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
 
@@ -66,14 +69,22 @@ def _destination_view(transfer: Transfer) -> TransferRead:
 @router.post(
     "",
     response_model=TransferRead,
-    responses=responses(400, 401, 403, 404, 409, 413, 422, 429),
+    responses=responses(400, 401, 403, 404, 409, 413, 422, 429)
+    | {
+        202: {
+            "model": TransferJobRead,
+            "description": "Accepted: decided in the background; poll the `Location`",
+        }
+    },
     summary="Ask the broker to send a dataset to another member (member only)",
     description="The broker measures the dataset, checks the source's export rules and the "
     "destination's import rules, and answers with its decision: `approved` (the data is "
     "delivered to the destination's inbox), `anonymization_required` (with the failing rules "
     "and a remedy) or `rejected`. A policy that says no is a 200 answer, not an error. "
     f"`{IDEMPOTENCY_KEY}`: the same key with the same request replays the first answer; with "
-    "another request it is refused (409).",
+    "another request it is refused (409). Large uploads, and any request with "
+    f"`Prefer: {RESPOND_ASYNC}`, are decided in the background: `202 Accepted` with a "
+    "`Location` to poll.",
 )
 def create_transfer(
     session: SessionDep,
@@ -128,8 +139,18 @@ def create_transfer(
             "itself and forwards only the compliant result"
         ),
     ] = Anonymize.NONE,
-    dry_run: Annotated[bool, Form(description="Evaluate only: store and forward nothing")] = False,
+    dry_run: Annotated[
+        bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
+    ] = False,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    prefer: Annotated[
+        str | None,
+        Header(
+            max_length=200,
+            description=f"`{RESPOND_ASYNC}` (RFC 7240): decide in the background and answer "
+            "202 Accepted at once",
+        ),
+    ] = None,
 ) -> TransferRead:
     request = service.TransferRequest(
         destination=destination.strip(),
@@ -141,20 +162,65 @@ def create_transfer(
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
+    asked_async = RESPOND_ASYNC in _preferences(prefer)
+    in_background = asked_async or upload.size > settings.decide_in_background_above_bytes
     monitoring = http_request.app.state.monitoring
     with monitoring.timed("transfer"):
-        transfer, replayed = service.submit(session, caller, upload, request, settings)
-    if not replayed and not dry_run:
-        destination = next(
-            (r["jurisdiction"] for r in transfer.rules if r["rule"] == "destination_active"),
-            "unknown",
-        )
-        monitoring.decisions.labels(transfer.status, caller.jurisdiction, destination).inc()
+        submitted = service.submit(session, caller, upload, request, settings, in_background)
+    headers = {"Idempotent-Replayed": "true"} if submitted.replayed else {}
+    if submitted.job is not None:
+        http_request.app.state.job_runner.wake()
+        headers |= {"Location": _job_location(submitted.job.id), "Retry-After": "1"}
+        if asked_async:
+            headers["Preference-Applied"] = RESPOND_ASYNC
+        body = _job_read(session, submitted.job, caller).model_dump(mode="json")
+        return JSONResponse(body, status_code=202, headers=headers)
+    transfer = submitted.transfer
+    if not submitted.replayed and not dry_run:
+        monitoring.count_decision(transfer.status, transfer.rules)
     if transfer.status == TransferStatus.APPROVED and not dry_run:
         http_request.app.state.delivery_worker.wake()
-    if replayed:
-        response.headers["Idempotent-Replayed"] = "true"
+    response.headers.update(headers)
     return to_read(transfer, dry_run=dry_run)
+
+
+def _preferences(prefer: str | None) -> set[str]:
+    """The preference tokens of a ``Prefer`` header (RFC 7240), without their parameters."""
+    tokens = (part.split(";")[0].split("=")[0] for part in (prefer or "").split(","))
+    return {token.strip().lower() for token in tokens if token.strip()}
+
+
+def _job_location(job_id: str) -> str:
+    return f"{router.prefix}/jobs/{job_id}"
+
+
+def _job_read(session, job: TransferJob, caller: Caller) -> TransferJobRead:
+    read = TransferJobRead.model_validate(job)
+    if job.state == JobState.DONE:
+        transfer = service.get_visible(session, caller, job.id)
+        read = read.model_copy(update={"transfer": to_read(transfer, caller=caller)})
+    return read
+
+
+@router.get(
+    "/jobs/{job_id}",
+    response_model=TransferJobRead,
+    responses=responses(401, 403, 404, 422),
+    summary="Where a transfer decided in the background stands (its source or an admin)",
+    description="The `Location` of a `202 Accepted` answer. Poll it (`Retry-After` says how "
+    "soon) until `state` is `done`, with the decision in `transfer`, or `failed`, with the "
+    "problem in `problem`. A job survives a broker restart.",
+)
+def get_job(
+    job_id: Annotated[str, Path(max_length=36)],
+    session: SessionDep,
+    caller: CurrentCaller,
+    response: Response,
+) -> TransferJobRead:
+    job = service.get_visible_job(session, caller, job_id)
+    if job.state not in (JobState.DONE, JobState.FAILED):
+        response.headers["Retry-After"] = "1"
+    return _job_read(session, job, caller)
 
 
 @router.get(

@@ -4,7 +4,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from broker.analysis.schemas import Report
-from broker.wire.statuses import TransferStatus
+from broker.wire.statuses import JobState, TransferStatus
 
 
 class RuleRead(BaseModel):
@@ -123,3 +123,29 @@ class TransferPage(BaseModel):
     total: int
     offset: int
     limit: int
+
+
+class TransferJobRead(BaseModel):
+    """A transfer being decided in the background; poll its ``Location`` until ``done``."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str = Field(description="The job's id, which the transfer will have once decided")
+    state: JobState
+    stage: str = Field(
+        description="What the broker is doing: queued, reading, measuring, deciding, writing, "
+        "done or failed",
+        examples=["measuring"],
+    )
+    progress: float = Field(ge=0, le=1, description="Share of the work done, 0 to 1")
+    attempts: int = Field(description="How many times a broker process has taken the job")
+    created_at: datetime
+    updated_at: datetime
+    transfer: TransferRead | None = Field(
+        None, description="The decision, once `state` is `done` (also at /v1/transfers/{id})"
+    )
+    problem: dict[str, Any] | None = Field(
+        None,
+        description="Why the data could not be decided, once `state` is `failed` (RFC 9457 "
+        "problem details, as the synchronous answer would have given); nothing was stored",
+    )

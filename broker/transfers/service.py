@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
 from broker.canonical import sha256_of
@@ -26,7 +30,7 @@ from broker.datasets import Dataset
 from broker.delivery.models import Delivery
 from broker.deps import Caller
 from broker.engines.pandas import PandasEngine
-from broker.errors import IdempotencyKeyReused, NotFound
+from broker.errors import BrokerError, IdempotencyKeyReused, NotFound
 from broker.fsla.decide import (
     Measured,
     Outcome,
@@ -41,9 +45,9 @@ from broker.members.models import Member
 from broker.policies import service as policies
 from broker.roles import Roles
 from broker.transfers import repository
-from broker.transfers.models import Transfer
-from broker.uploads import Upload, declare_roles, read_upload
-from broker.wire.statuses import DeliveryStatus, TransferStatus
+from broker.transfers.models import Transfer, TransferJob
+from broker.uploads import Upload, adopt, declare_roles, discard, read_upload
+from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
 
@@ -61,30 +65,119 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
     return sha256_of(body)
 
 
+@dataclass(frozen=True)
+class Submitted:
+    """What a transfer request led to: a decision now, or a job that decides in the background.
+
+    ``replayed``: the idempotency key named an earlier identical request, whose result this is.
+    """
+
+    transfer: Transfer | None = None
+    job: TransferJob | None = None
+    replayed: bool = False
+
+
+Progress = Callable[[str, float], None]
+
+
+def _no_progress(stage: str, fraction: float) -> None:
+    """Synchronous decisions report no progress: the answer is the decision."""
+
+
 def submit(
-    session: Session, caller: Caller, upload: Upload, request: TransferRequest, settings: Settings
-) -> tuple[Transfer, bool]:
-    """Decide a transfer; returns it and whether it replays an earlier identical request."""
-    dataset_sha256 = upload.sha256
-    request_fingerprint = fingerprint(request, dataset_sha256)
+    session: Session,
+    caller: Caller,
+    upload: Upload,
+    request: TransferRequest,
+    settings: Settings,
+    in_background: bool = False,
+) -> Submitted:
+    """Decide a transfer now, or (``in_background``, never for a dry run) accept it as a job."""
+    request_fingerprint = fingerprint(request, upload.sha256)
     if request.idempotency_key and not request.dry_run:
-        earlier = repository.by_idempotency_key(session, caller.member_id, request.idempotency_key)
+        earlier = _earlier(session, caller.member_id, request.idempotency_key, request_fingerprint)
         if earlier is not None:
-            return _replay(earlier, request_fingerprint), True
-    # Short reads, CPU work outside any transaction, one short write: on SQLite a transaction
-    # holds the write lock, and measuring or anonymizing a large upload takes seconds.
+            return earlier
+    if in_background and not request.dry_run:
+        return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
+    transfer_id = str(uuid.uuid4())
+    decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
+    if request.dry_run:
+        return Submitted(decided.transfer)
+    try:
+        _record(session, decided)
+        session.commit()
+    except IntegrityError:
+        # The same idempotency key raced us: answer as the winner did.
+        session.rollback()
+        key = request.idempotency_key or ""
+        earlier = _earlier(session, caller.member_id, key, request_fingerprint)
+        if earlier is None:
+            raise
+        return earlier
+    session.refresh(decided.transfer)
+    return Submitted(decided.transfer)
+
+
+def _earlier(
+    session: Session, source_id: str, key: str, request_fingerprint: str
+) -> Submitted | None:
+    """The result of an earlier request with this idempotency key: its transfer, or its job
+    while that is not done; 409 when the key was used for another request."""
+    earlier: Transfer | TransferJob | None = repository.by_idempotency_key(session, source_id, key)
+    if earlier is None:
+        earlier = repository.job_by_idempotency_key(session, source_id, key)
+    if earlier is None:
+        return None
+    if earlier.request_fingerprint != request_fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency key {key!r} was used for another request "
+            f"({'transfer' if isinstance(earlier, Transfer) else 'job'} {earlier.id}); use a "
+            "new key for a new request"
+        )
+    if isinstance(earlier, Transfer):
+        return Submitted(transfer=earlier, replayed=True)
+    return Submitted(job=earlier, replayed=True)
+
+
+@dataclass(frozen=True, eq=False)
+class _Decided:
+    """A decision ready to be recorded: the transfer, its outbox row, its audit details."""
+
+    transfer: Transfer
+    delivery: Delivery | None
+    audit: dict[str, Any]
+
+
+def _decide(
+    session: Session,
+    source_id: str,
+    transfer_id: str,
+    upload: Upload,
+    request: TransferRequest,
+    settings: Settings,
+    progress: Progress = _no_progress,
+) -> _Decided:
+    """Read, measure and decide; nothing is written (see :func:`_record`).
+
+    Short reads, CPU work outside any transaction: on SQLite a transaction holds the write lock,
+    and measuring or anonymizing a large upload takes seconds.
+    """
     session.rollback()
+    progress("reading", 0.05)
     uploaded = read_upload(upload, settings)
     roles = declare_roles(
         uploaded, request.quasi_identifiers, request.sensitive, request.person_key
     )
     frame = _measured_table(uploaded, roles)
     key = uploaded.frame[roles.person_key] if roles.person_key else None
+    progress("measuring", 0.2)
     engine = PandasEngine(frame, person_key=key)  # one coding for the people and the report
     people = engine.people
     report, quasi_identifiers, inferred = measure(engine, roles.quasi_identifiers, roles.sensitive)
-    parties = _read_parties(session, caller.member_id, request.destination)
+    parties = _read_parties(session, source_id, request.destination)
     session.rollback()
+    progress("deciding", 0.5)
     outcome = decide(
         parties,
         request,
@@ -94,12 +187,12 @@ def submit(
         settings.remedy_seconds,
     )
     source = parties.source
-    transfer_id = str(uuid.uuid4())
     leaving = frame if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
+    progress("writing", 0.85)
     payload = PandasEngine(leaving).write(uploaded, shuffle=True) if delivering else None
     dataset = {
-        "sha256": dataset_sha256,
+        "sha256": upload.sha256,
         "size_bytes": upload.size,
         "rows": len(frame),
         "columns": len(uploaded.frame.columns),
@@ -128,14 +221,11 @@ def submit(
         policy_versions=outcome.versions,
         dataset=dataset,
         idempotency_key=None if request.dry_run else request.idempotency_key,
-        request_fingerprint=request_fingerprint,
+        request_fingerprint=fingerprint(request, upload.sha256),
         created_at=datetime.now(UTC),
     )
-    if request.dry_run:
-        return transfer, False
-
     delivery = None
-    if outcome.status == TransferStatus.APPROVED:
+    if delivering:
         delivery = Delivery(
             transfer_id=transfer.id,
             status=DeliveryStatus.PENDING,
@@ -144,38 +234,196 @@ def submit(
             payload=payload,
             payload_type=uploaded.media_type,  # what the broker wrote, never the sender's say-so
         )
+    audit_details = {
+        "status": outcome.status,
+        "source": source.id,
+        "destination": request.destination,
+        "purpose": request.purpose,
+        "policy_versions": outcome.versions,
+        "dataset_sha256": upload.sha256,
+        "anonymized": dataset["anonymized"],
+        "failed_rules": [
+            f"{r.rule}:{r.attribute}" if r.attribute else r.rule
+            for r in outcome.rules
+            if not r.passed
+        ],
+    }
+    return _Decided(transfer, delivery, audit_details)
+
+
+def _record(session: Session, decided: _Decided) -> None:
+    """The decision, its outbox row and its audit entry, in the caller's transaction."""
+    repository.add(session, decided.transfer, decided.delivery)
+    transfer = decided.transfer
+    audit.record(session, transfer.source_id, "transfer.decided", transfer.id, decided.audit)
+
+
+# --- decisions in the background (202 Accepted) ---------------------------------------------
+
+
+def job_upload_path(settings: Settings, job_id: str) -> Path:
+    return settings.spool_dir / "jobs" / f"{job_id}.upload"
+
+
+def _enqueue(
+    session: Session,
+    source_id: str,
+    upload: Upload,
+    request: TransferRequest,
+    request_fingerprint: str,
+    settings: Settings,
+) -> Submitted:
+    """Accept the transfer as a job: its upload moves to the job's spool file."""
+    job_id = str(uuid.uuid4())
+    now = datetime.now(UTC)
+    job = TransferJob(
+        id=job_id,
+        source_id=source_id,
+        state=JobState.QUEUED,
+        stage="queued",
+        progress=0.0,
+        request=asdict(request),
+        upload={
+            "sha256": upload.sha256,
+            "filename": upload.filename,
+            "content_type": upload.content_type,
+        },
+        size_bytes=upload.size,
+        idempotency_key=request.idempotency_key,
+        request_fingerprint=request_fingerprint,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+    )
+    kept = adopt(upload, job_upload_path(settings, job_id))
     try:
-        repository.add(session, transfer, delivery)
+        session.add(job)
         audit.record(
             session,
-            source.id,
-            "transfer.decided",
-            transfer.id,
-            {
-                "status": outcome.status,
-                "source": source.id,
-                "destination": request.destination,
-                "purpose": request.purpose,
-                "policy_versions": outcome.versions,
-                "dataset_sha256": dataset_sha256,
-                "anonymized": dataset["anonymized"],
-                "failed_rules": [
-                    f"{r.rule}:{r.attribute}" if r.attribute else r.rule
-                    for r in outcome.rules
-                    if not r.passed
-                ],
-            },
+            source_id,
+            "transfer.accepted",
+            job_id,
+            {"destination": request.destination, "dataset_sha256": upload.sha256},
         )
         session.commit()
     except IntegrityError:
-        # The same idempotency key raced us: answer as the winner did.
         session.rollback()
-        earlier = repository.by_idempotency_key(session, source.id, request.idempotency_key or "")
+        discard(kept)
+        earlier = _earlier(session, source_id, request.idempotency_key or "", request_fingerprint)
         if earlier is None:
             raise
-        return _replay(earlier, request_fingerprint), True
-    session.refresh(transfer)
-    return transfer, False
+        return earlier
+    except BaseException:
+        session.rollback()
+        discard(kept)
+        raise
+    session.refresh(job)
+    return Submitted(job=job)
+
+
+def claim_job(factory: sessionmaker[Session], owner: str, settings: Settings) -> str | None:
+    """Lease the oldest job that is queued or whose holder stopped; None when there is none.
+
+    A job whose holder stopped ``job_max_attempts`` times (a crash that it causes, say) fails
+    instead of running again.
+    """
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=settings.job_lease_seconds)
+    with factory() as session:
+        for job_id in repository.due_jobs(session, now, limit=5):
+            if not repository.take_job(session, job_id, owner, now, until):
+                continue
+            job = repository.get_job(session, job_id)
+            if job.attempts <= settings.job_max_attempts:
+                session.commit()
+                return job_id
+            failed = BrokerError(
+                f"The broker stopped {settings.job_max_attempts} times while deciding this "
+                "transfer; it was not decided. Send it again or ask the federation's admins."
+            )
+            _settle(session, job_id, owner, JobState.FAILED, failed.as_problem())
+            discard_job_upload(settings, job_id)
+        session.commit()
+    return None
+
+
+def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings) -> str:
+    """Decide a job this process has leased; returns its new state.
+
+    The transfer is recorded in the transaction that marks the job done, and only while this
+    process still holds the lease: a job taken over by another process is decided once.
+    """
+    with factory() as session:
+        job = repository.get_job(session, job_id)
+        if job is None or job.state != JobState.RUNNING or job.lease_owner != owner:
+            return "lease_lost"
+        request = TransferRequest(
+            **job.request
+            | {
+                "quasi_identifiers": tuple(job.request["quasi_identifiers"]),
+                "sensitive": tuple(job.request["sensitive"]),
+            }
+        )
+        upload = Upload(
+            job_upload_path(settings, job.id),
+            job.size_bytes,
+            job.upload["sha256"],
+            job.upload["filename"],
+            job.upload["content_type"],
+        )
+        source_id = job.source_id
+
+        def progress(stage: str, fraction: float) -> None:
+            now = datetime.now(UTC)
+            until = now + timedelta(seconds=settings.job_lease_seconds)
+            with factory() as heartbeat:
+                repository.job_progress(heartbeat, job_id, owner, stage, fraction, now, until)
+                heartbeat.commit()
+
+        try:
+            decided = _decide(session, source_id, job_id, upload, request, settings, progress)
+        except BrokerError as error:  # the data cannot be decided: say why, store nothing
+            session.rollback()
+            state = _settle(session, job_id, owner, JobState.FAILED, error.as_problem())
+        else:
+            _record(session, decided)
+            state = _settle(session, job_id, owner, JobState.DONE, None)
+        if state != "lease_lost":
+            discard(upload)
+        return state
+
+
+def requeue_job(factory: sessionmaker[Session], job_id: str, owner: str) -> None:
+    """Give a job back after an unexpected error; the next claim counts another attempt."""
+    with factory() as session:
+        repository.settle_job(
+            session, job_id, owner, datetime.now(UTC), state=JobState.QUEUED, stage="queued"
+        )
+        session.commit()
+
+
+def discard_job_upload(settings: Settings, job_id: str) -> None:
+    job_upload_path(settings, job_id).unlink(missing_ok=True)
+
+
+def _settle(
+    session: Session, job_id: str, owner: str, state: JobState, problem: dict | None
+) -> str:
+    settled = repository.settle_job(
+        session,
+        job_id,
+        owner,
+        datetime.now(UTC),
+        state=state,
+        stage=state,
+        progress=1.0,
+        problem=problem,
+    )
+    if not settled:
+        session.rollback()
+        return "lease_lost"
+    session.commit()
+    return state
 
 
 def _policy_spelling(purpose: str, parties: Parties) -> str:
@@ -197,15 +445,6 @@ def _delivered_name(transfer_id: str, uploaded: Dataset, outcome: Outcome) -> st
     would cross the border unmeasured."""
     suffix = ".anonymized" if outcome.anonymized is not None else ""
     return f"transfer-{transfer_id}{suffix}{_EXTENSIONS[uploaded.format]}"
-
-
-def _replay(earlier: Transfer, request_fingerprint: str) -> Transfer:
-    if earlier.request_fingerprint != request_fingerprint:
-        raise IdempotencyKeyReused(
-            f"Idempotency key {earlier.idempotency_key!r} was used for another request "
-            f"(transfer {earlier.id}); use a new key for a new request"
-        )
-    return earlier
 
 
 def _read_parties(session: Session, source_id: str, destination_id: str) -> Parties:
@@ -232,6 +471,15 @@ def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
     if transfer is None or not (caller.is_admin or _concerns(session, caller, transfer)):
         raise NotFound(f"No transfer {transfer_id!r}")
     return transfer
+
+
+def get_visible_job(session: Session, caller: Caller, job_id: str) -> TransferJob:
+    """The job, if the caller sent it or is an admin; else 404 (its destination learns of the
+    transfer once it is decided and approved)."""
+    job = repository.get_job(session, job_id)
+    if job is None or not (caller.is_admin or job.source_id == caller.member_id):
+        raise NotFound(f"No transfer job {job_id!r}")
+    return job
 
 
 def _concerns(session: Session, caller: Caller, transfer: Transfer) -> bool:

@@ -15,6 +15,15 @@ class TransferStatus(StrEnum):
     REJECTED = "rejected"
 
 
+class JobState(StrEnum):
+    """Where a transfer decided in the background (202 Accepted) stands."""
+
+    QUEUED = "queued"  # waiting for a broker process to take it
+    RUNNING = "running"
+    DONE = "done"  # decided: the transfer exists under the job's id
+    FAILED = "failed"  # the data could not be decided (its problem says why); nothing stored
+
+
 class DeliveryStatus(StrEnum):
     """Where the outbox row of an approved transfer stands."""
 

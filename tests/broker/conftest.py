@@ -25,6 +25,7 @@ def settings(tmp_path) -> Settings:
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
         delivery_enabled=False,
+        jobs_enabled=False,  # the tests run the job runner's passes themselves
         max_upload_bytes=UPLOAD_LIMIT,
     )
 

@@ -57,6 +57,7 @@ def broker_settings(database_url: str = "sqlite://") -> Settings:
         policy_dir=POLICIES,
         apply_migrations=False,
         delivery_enabled=False,
+        jobs_enabled=False,
         max_upload_bytes=200_000,
         inbox_allowed_networks=["127.0.0.0/8"],
     )

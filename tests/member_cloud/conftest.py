@@ -113,6 +113,7 @@ def broker_settings(tmp: Path, **overrides) -> Settings:
         policy_dir=REPO / "policies",
         delivery_enabled=False,
         signing_key_dir=tmp / "signing-keys",
+        spool_dir=tmp / "spool",
         inbox_allowed_networks=["127.0.0.0/8"],
     )
     return Settings(**(values | overrides))

@@ -7,13 +7,22 @@ import json
 import httpx
 import pytest
 
+from broker.main import create_app as create_broker
 from member_cloud.broker_client import (
     BrokerAnsweredError,
     BrokerClient,
     BrokerClientError,
     BrokerUnavailable,
 )
-from tests.member_cloud.conftest import ADMIN_TOKEN, FIXTURES, closed_port, unique_id
+from tests.member_cloud.conftest import (
+    ADMIN_TOKEN,
+    FIXTURES,
+    LiveServer,
+    broker_settings,
+    closed_port,
+    free_socket,
+    unique_id,
+)
 
 CSV = (FIXTURES / "patients_published.csv").read_bytes()
 
@@ -186,6 +195,28 @@ def test_the_typed_methods_against_a_real_broker(broker):
         stranger.list_members()
     assert denied.value.status == 401
     assert denied.value.type == "urn:fedbroker:problem:not-authenticated"
+
+
+def test_send_transfer_waits_for_a_decision_made_in_the_background(tmp_path):
+    """Every upload goes to a job here: the client polls the Location and returns the decision,
+    or raises the problem of a job that failed, as a synchronous answer would."""
+    settings = broker_settings(tmp_path, decide_in_background_above_bytes=0, job_poll_seconds=0.05)
+    server = LiveServer(create_broker(settings), free_socket()).start()
+    try:
+        with BrokerClient(server.url, ADMIN_TOKEN) as admin:
+            key = admin.register_member("sn", "Source", "SN", "http://127.0.0.1:9/inbox")
+            admin.register_member("fr", "Destination", "FR", "http://127.0.0.1:9/inbox")
+        with BrokerClient(server.url, key["api_key"]) as member:
+            decision = member.send_transfer(
+                CSV, "patients.csv", "fr", "research", ["Age", "Gender"], ["Disease"]
+            )
+            assert decision["status"] == "approved"
+            assert member.get_transfer(decision["id"])["report"] == decision["report"]
+            with pytest.raises(BrokerAnsweredError) as refused:
+                member.send_transfer(b"Age\n30,F\n", "bad.csv", "fr", "research", ["Age"])
+            assert refused.value.status == 422 and refused.value.type.endswith("invalid-dataset")
+    finally:
+        server.stop()
 
 
 def test_the_client_rotates_a_key_and_an_admin_revokes(broker, admin):
