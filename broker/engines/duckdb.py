@@ -225,7 +225,9 @@ class DuckDBEngine:
             alias = f"__fedbroker_labels_{next(_NAMES)}"
             table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
             self._con.register(alias, table)
-            joins.append(f"LEFT JOIN {alias} ON t.{_quote(name)} = {alias}.value")
+            joins.append(
+                f"LEFT JOIN {alias} ON t.{_quote(name)} IS NOT DISTINCT FROM {alias}.value"
+            )
             parts.append(f"COALESCE({alias}.label, t.{_quote(name)}) AS {_quote(name)}")
         key = f", t.{_KEY}" if self._person_key else ""
         target = f"__fedbroker_recoded_{next(_NAMES)}"
