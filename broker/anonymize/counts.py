@@ -154,6 +154,11 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
             return len(tuples.labels(qis[i], ladders[i], level)[1])
 
         levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
+        for i, name in enumerate(qis):
+            if levels[i]:
+                steps.append(ladders[i][levels[i] - 1])
+                codes, uniques = tuples.labels(name, ladders[i], levels[i])
+                labels[name] = uniques.to_numpy(dtype=object)[codes]
         failing = [check for check in checks if not check.passed]
         if failing:
             return Remedy(
@@ -165,11 +170,6 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
                 attempts=sum(levels) + 1,
                 out_of_time=out_of_time,
             )
-        for i, name in enumerate(qis):
-            if levels[i]:
-                steps.append(ladders[i][levels[i] - 1])
-                codes, uniques = tuples.labels(name, ladders[i], levels[i])
-                labels[name] = uniques.to_numpy(dtype=object)[codes]
     plan = RecodePlan(
         labels={name: _label_map(engine.dictionary(name), found) for name, found in labels.items()},
         drop=tuple(drop),
