@@ -113,6 +113,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
     sensitive = [name for name in target.sensitive if name not in drop]
     steps = [Step(name, "drop") for name in drop]
     labels: dict[str, np.ndarray] = {}  # each generalized column's label per dictionary code
+    attempts = 1  # generalizations measured
 
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
     if ignored:
@@ -154,6 +155,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
             return len(tuples.labels(qis[i], ladders[i], level)[1])
 
         levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
+        attempts = sum(levels) + 1
         for i, name in enumerate(qis):
             if levels[i]:
                 steps.append(ladders[i][levels[i] - 1])
@@ -167,7 +169,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
                 steps=tuple(steps),
                 checks=tuple(checks),
                 notes=tuple(notes),
-                attempts=sum(levels) + 1,
+                attempts=attempts,
                 out_of_time=out_of_time,
             )
     plan = RecodePlan(
@@ -185,7 +187,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
         notes=tuple(notes),
         recode=plan if not failing else None,
         engine=recoded if not failing else None,
-        attempts=1,
+        attempts=attempts,
     )
 
 
