@@ -252,3 +252,41 @@ def test_audit_check_refuses_a_file_that_is_not_a_head(tmp_path, capsys):
     (tmp_path / "x.json").write_text("{}")
     assert main(["audit", "check", str(tmp_path / "x.json")]) == 2
     assert "not a head written by" in capsys.readouterr().err
+
+
+def test_anonymize_with_duckdb_generalizes_on_counts_and_writes_by_streaming(tmp_path):
+    rng = np.random.default_rng(5)
+    source = tmp_path / "people.csv"
+    pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, 5000).astype(str),
+            "zip": rng.choice([f"{z:05d}" for z in range(57000, 57300, 3)], 5000),
+            "disease": rng.choice(["flu", "hiv", "cold"], 5000),
+        }
+    ).to_csv(source, index=False)
+    out = tmp_path / "out.parquet"
+    result = run(
+        *("anonymize", str(source), "--qi", "age,zip", "--sensitive", "disease"),
+        *("--k", "20", "--l", "2", "--method", "generalization", "--engine", "duckdb"),
+        *("--memory-limit", "200MB", "-o", str(out), "--format", "json"),
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["after"]["quasi_identifiers"]["k"] >= 20
+    written = pd.read_parquet(out)
+    assert len(written) == 5000 and written.groupby(["age", "zip"]).size().min() >= 20
+    assert written.groupby(["age", "zip"])["disease"].nunique().min() >= 2
+
+
+def test_anonymize_mondrian_above_the_row_bound_is_one_line(tmp_path):
+    result = run(
+        *("anonymize", str(FIXTURES / "patients_original.csv"), "--qi", "Age,Gender"),
+        *("--k", "3", "--engine", "duckdb", "--whole-table-rows", "5"),
+        *("-o", str(tmp_path / "x.csv")),
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "fedbroker anonymize: cannot reach the target: mondrian needs the whole table in "
+        "memory: 9 rows exceed the bound of 5; use generalization, which plans on counts"
+    ]
+    assert not (tmp_path / "x.csv").exists()

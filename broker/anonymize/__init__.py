@@ -4,6 +4,7 @@ Pure pandas/numpy code like :mod:`broker.metrics` (no web or database imports). 
 returns new data and leaves its input untouched; results are frozen dataclasses.
 """
 
+from broker.anonymize.counts import WHOLE_TABLE_ROWS, plan_on_engine
 from broker.anonymize.generalization import (
     generalize_date,
     generalize_hierarchy,
@@ -22,6 +23,7 @@ from broker.anonymize.target import Acceptance, Remedy, Target
 from broker.anonymize.verify import Check
 
 __all__ = [
+    "WHOLE_TABLE_ROWS",
     "Acceptance",
     "AnonymizationError",
     "Anonymized",
@@ -46,6 +48,7 @@ __all__ = [
     "mask",
     "mondrian",
     "partition",
+    "plan_on_engine",
     "plan_remedy",
     "qid_dimension",
 ]

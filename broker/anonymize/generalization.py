@@ -15,8 +15,8 @@ Every function returns a new frame (the input is untouched) in which the general
 strings (object dtype), index and other columns unchanged.
 
 Each generalization is a map from a column's distinct values to labels, so it acts on counts as
-well as on rows (:class:`~broker.engines.base.RecodePlan`); quantile bins are the exception, as
-their edges depend on how many rows hold each value.
+well as on rows (:class:`~broker.engines.base.RecodePlan`); quantile bins depend on how many rows
+hold each value too, which the column's count table gives (:func:`quantile_labels`).
 """
 
 from __future__ import annotations
@@ -131,7 +131,42 @@ def generalize_quantiles(frame: pd.DataFrame, column: str, bins: int) -> pd.Data
     if numbers.size == 0:
         return _replace(frame, column, [], codes)
     row_values = numbers[codes[codes >= 0]]
-    edges = np.unique(np.quantile(row_values, np.linspace(0, 1, int(bins) + 1)))
+    edges = np.quantile(row_values, np.linspace(0, 1, int(bins) + 1))
+    return _replace(frame, column, _bin_labels(numbers, edges), codes)
+
+
+def quantile_labels(numbers: np.ndarray, rows: np.ndarray, bins: int) -> np.ndarray:
+    """The labels :func:`generalize_quantiles` gives distinct values ``numbers`` held by ``rows``
+    rows each, from those counts alone (a column's count table, not its rows).
+
+    The edges are numpy's default (``"linear"``) quantiles of the rows, computed as numpy
+    computes them: the two order statistics around each virtual index ``(N - 1) q``, found in
+    the cumulative counts, and numpy's interpolation between them, so the bins are the same.
+
+    Examples
+    --------
+    >>> quantile_labels(np.array([10.0, 20, 30, 40]), np.array([1, 1, 3, 1]), 2).tolist()
+    ['10-30', '10-30', '10-30', '40']
+    """
+    order = np.argsort(numbers, kind="stable")
+    cumulative = np.cumsum(rows[order])
+    total = int(cumulative[-1])
+    virtual = (total - 1) * np.linspace(0, 1, int(bins) + 1)
+    last = virtual >= total - 1
+    previous = np.where(last, total - 1, np.floor(virtual)).astype(np.int64)
+    following = np.where(last, total - 1, previous + 1)
+    below = numbers[order][np.searchsorted(cumulative, previous, side="right")]
+    above = numbers[order][np.searchsorted(cumulative, following, side="right")]
+    gamma = np.where(last, 0.0, virtual - previous)
+    step = above - below
+    edges = np.where(gamma >= 0.5, above - step * (1 - gamma), below + step * gamma)
+    return _bin_labels(numbers, edges)
+
+
+def _bin_labels(numbers: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Each value's bin label: bins ``(e_i, e_{i+1}]`` (the first closed, equal edges merged),
+    written as the closed range of the values present in the bin."""
+    edges = np.unique(edges)
     bin_of_value = np.searchsorted(edges[1:-1], numbers, side="left")
     count = int(bin_of_value.max()) + 1
     low = np.full(count, np.inf)
@@ -139,7 +174,7 @@ def generalize_quantiles(frame: pd.DataFrame, column: str, bins: int) -> pd.Data
     np.minimum.at(low, bin_of_value, numbers)
     np.maximum.at(high, bin_of_value, numbers)
     bin_labels = [range_label(lo, hi) if lo <= hi else "" for lo, hi in zip(low, high, strict=True)]
-    return _replace(frame, column, np.asarray(bin_labels, dtype=object)[bin_of_value], codes)
+    return np.asarray(bin_labels, dtype=object)[bin_of_value]
 
 
 def generalize_date(frame: pd.DataFrame, column: str, level: str = "month") -> pd.DataFrame:

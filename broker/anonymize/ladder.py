@@ -10,17 +10,23 @@ the strongest, and the first that brings its ``mmaq_index`` under the bound is k
 - ISO 8601 dates: month, then year;
 - code-like text (no blanks, at most 32 characters): shorter prefixes;
 - last resort, always enough: mask the whole column with ``"*"``.
+
+The same ladders serve the generalization method, which climbs the quasi-identifiers' ladders
+together until k, l and t hold (:func:`climb`). A rung is a map from a column's distinct values
+to labels, so :func:`labels_of` gives its effect on a count table, and a plan made on counts
+(:mod:`broker.anonymize.counts`) makes the same choices as one made on the rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from broker.anonymize._values import factorize, numeric_column
-from broker.anonymize.generalization import generalize_date
+from broker.anonymize._values import factorize, numeric_column, parse_numbers
+from broker.anonymize.generalization import generalize_date, quantile_labels
 from broker.anonymize.steps import Step, apply_steps
 from broker.anonymize.suppression import mask
 from broker.metrics.mmaq import mmaq
@@ -37,6 +43,83 @@ def generalize_until(work, name, bound, hierarchy):
             return step, candidate
     step = Step(name, "mask")
     return step, mask(work, name)
+
+
+def rungs(values: pd.Series, name: str, hierarchy: Mapping | None) -> list[Step]:
+    """The ladder of ``name`` that applies to ``values`` (each distinct value once is enough),
+    mildest first, ending with masking the whole column."""
+    distinct = values.to_frame(name)
+    applicable = []
+    for step in _ladder(values, name, hierarchy):
+        try:
+            apply_steps(distinct, [step])
+        except ValueError:
+            continue
+        applicable.append(step)
+    return [*applicable, Step(name, "mask")]
+
+
+def labels_of(step: Step, dictionary: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The label ``step`` gives each distinct value of ``dictionary`` (held by ``rows`` rows
+    each, by code): the step's effect on a count table. Raises ``ValueError`` as the step does.
+
+    Examples
+    --------
+    >>> ages = pd.Series(["20", "30", "40", "50"])
+    >>> labels_of(Step("age", "quantile", {"bins": 2}), ages, np.array([3, 1, 1, 1])).tolist()
+    ['20', '30-50', '30-50', '30-50']
+    """
+    if step.method != "quantile":
+        return (
+            apply_steps(dictionary.to_frame(step.column), [step])
+            .frame[step.column]
+            .to_numpy(dtype=object)
+        )
+    codes, uniques, _blank = factorize(dictionary)
+    numbers = parse_numbers(uniques, step.column)
+    labels = dictionary.to_numpy(dtype=object, copy=True)
+    present = codes >= 0
+    if present.any():
+        weights = np.bincount(codes[present], weights=rows[present], minlength=len(uniques))
+        labels[present] = quantile_labels(numbers, weights, step.parameters["bins"])[codes[present]]
+    return labels
+
+
+def climb(
+    names: Sequence[str],
+    ladders: Sequence[Sequence[Step]],
+    evaluate: Callable[[list[int]], list],
+    distinct: Callable[[int, int], int],
+    deadline: float | None = None,
+) -> tuple[list[int], list, bool]:
+    """Climb the ladders, one rung at a time, until every check passes (Datafly, Sweeney 2002).
+
+    ``levels[i]`` is how many rungs of ``ladders[i]`` the quasi-identifier ``names[i]`` has
+    climbed; ``evaluate(levels)`` returns the checks of that generalization and
+    ``distinct(i, level)`` the number of distinct labels of ``names[i]`` at ``level``. While a
+    check fails, the attribute with the most distinct labels (the first on a tie) climbs one
+    rung, among those whose own mmaq bound fails when only such bounds fail. The top of every
+    ladder (masking) makes one class of the whole table, so the search ends, at worst there.
+
+    Returns the levels, their checks and whether the ``deadline`` (a ``time.monotonic()``
+    instant) stopped the search first.
+    """
+    levels = [0] * len(names)
+    while True:
+        checks = evaluate(levels)
+        failing = [check for check in checks if not check.passed]
+        if not failing:
+            return levels, checks, False
+        if deadline is not None and time.monotonic() > deadline:
+            return levels, checks, True
+        below_top = [i for i in range(len(names)) if levels[i] < len(ladders[i])]
+        if all(check.rule == "mmaq_index" for check in failing):
+            over = {check.attribute for check in failing}
+            below_top = [i for i in below_top if names[i] in over]
+        if not below_top:
+            return levels, checks, False
+        chosen = max(below_top, key=lambda i: (distinct(i, levels[i]), -i))
+        levels[chosen] += 1
 
 
 def _ladder(values: pd.Series, name: str, hierarchy: Mapping | None) -> list[Step]:

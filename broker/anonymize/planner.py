@@ -20,6 +20,13 @@ Strategy (each step recorded as a :class:`~broker.anonymize.steps.Step`, replaya
    makes t = 0) and run again: :func:`_raise_k` is the one loop that does this, for both methods.
 5. Measure the information loss against the input.
 
+With ``method="generalization"`` step 3 climbs the quasi-identifiers' generalization ladders
+instead (:func:`~broker.anonymize.ladder.climb`: ranges, quantile bins, dates, prefixes, the
+target's hierarchies, masking last), one rung of the attribute with the most distinct labels at
+a time, until every check passes; nothing is suppressed and no k is raised. Each rung maps a
+column's distinct values to labels, so the same plan can be made on an engine's count tables
+without loading the rows (:func:`broker.anonymize.counts.plan_on_engine`).
+
 With ``method="partition"`` step 3 builds linked tables instead (:mod:`broker.anonymize.partition`):
 k, l and t are then verified in each sensitive table within its groups, and the quasi-identifier
 table keeps its exact values (a note in the remedy says so).
@@ -33,17 +40,17 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from broker.anonymize.ladder import generalize_until
+from broker.anonymize.ladder import climb, generalize_until, rungs
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import AnonymizationError, mondrian
 from broker.anonymize.partition import QUASI_IDENTIFIER_TABLE, partition
-from broker.anonymize.steps import MONDRIAN, PARTITION, Step
+from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step, apply_steps
 from broker.anonymize.suppression import drop_columns
 from broker.anonymize.target import Acceptance, Remedy, Target
 from broker.anonymize.verify import describe, verify, verify_partition
 from broker.metrics.mmaq import mmaq
 
-METHODS = (MONDRIAN, PARTITION)
+METHODS = (MONDRIAN, PARTITION, GENERALIZATION)
 
 
 def plan_remedy(
@@ -61,9 +68,10 @@ def plan_remedy(
     ----------
     frame : DataFrame
     target : Target
-    method : {"mondrian", "partition"}
+    method : {"mondrian", "partition", "generalization"}
     accept : callable, optional
-        The caller's acceptance check of a Mondrian result (see :data:`Acceptance`).
+        The caller's acceptance check of a Mondrian or generalization result (see
+        :data:`Acceptance`); a generalization it refuses is not offered.
     deadline : float, optional
         A ``time.monotonic()`` instant after which no new attempt starts.
 
@@ -146,6 +154,20 @@ def plan_remedy(
             return _partition_at(frame, work, target, qis, sensitive, k, steps, notes)
 
         return _raise_k(attempt, k0, len(work), ("t",), None, deadline)
+    if method == GENERALIZATION:
+        return _generalization(
+            frame,
+            work,
+            target,
+            qis,
+            sensitive,
+            drop,
+            steps,
+            notes,
+            measured_columns,
+            accept,
+            deadline,
+        )
     if not wants_anonymity and not qi_bounds:
         checks = verify(work, target, qis, sensitive, drop, 0, len(frame))
         generalized_only = _finish(frame, work, steps, checks, 0, notes, measured_columns)
@@ -229,6 +251,48 @@ def _mondrian_at(frame, work, target, qis, sensitive, drop, k, steps, notes, mea
     return _finish(
         frame, result.frame, [*steps, step], checks, result.suppressed_rows, notes, measured_columns
     )
+
+
+def _generalization(
+    frame, work, target, qis, sensitive, drop, steps, notes, measured_columns, accept, deadline
+):
+    """Climb the quasi-identifiers' ladders on the rows until every check passes, verified."""
+    climbing = any(v is not None for v in (target.k, target.l, target.t)) or any(
+        name in target.max_mmaq_index for name in qis
+    )
+    ladders = [
+        rungs(pd.Series(work[name].unique()), name, target.hierarchies.get(name))
+        if climbing
+        else []
+        for name in qis
+    ]
+    columns: dict[tuple[int, int], pd.Series] = {}
+
+    def column(i: int, level: int) -> pd.Series:
+        if (i, level) not in columns:
+            step = ladders[i][level - 1]
+            columns[(i, level)] = apply_steps(work[[qis[i]]], [step]).frame[qis[i]]
+        return columns[(i, level)]
+
+    def generalized(levels: list[int]) -> pd.DataFrame:
+        return work.assign(**{qis[i]: column(i, n) for i, n in enumerate(levels) if n})
+
+    def evaluate(levels: list[int]) -> list:
+        return verify(generalized(levels), target, qis, sensitive, drop, 0, len(frame))
+
+    def distinct(i: int, level: int) -> int:
+        values = work[qis[i]] if level == 0 else column(i, level)
+        return len(pd.factorize(values, use_na_sentinel=False)[1])
+
+    levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
+    steps = [*steps, *(ladders[i][n - 1] for i, n in enumerate(levels) if n)]
+    out = generalized(levels)
+    remedy = _finish(frame, out, steps, checks, 0, notes, measured_columns)
+    refusal = None if accept is None or not remedy.satisfied else accept(out)
+    if refusal is not None:
+        remedy = _failed(refusal, steps, notes, checks)
+    # Each rung climbed followed one evaluation; the last evaluation ended the search.
+    return dataclasses.replace(remedy, attempts=sum(levels) + 1, out_of_time=out_of_time)
 
 
 def _partition_at(frame, work, target, qis, sensitive, k, steps, notes):

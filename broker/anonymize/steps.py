@@ -25,6 +25,7 @@ from broker.anonymize.suppression import drop_columns, mask
 
 MONDRIAN = "mondrian"
 PARTITION = "partition"
+GENERALIZATION = "generalization"  # a planner method: its steps are the one-column ones below
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +12,7 @@ from broker.anonymize.loss import InformationLoss
 from broker.anonymize.partition import Link
 from broker.anonymize.steps import Step
 from broker.anonymize.verify import Check
+from broker.engines.base import Engine, RecodePlan
 from broker.roles import require_columns, require_distinct_roles
 
 Acceptance = Callable[[pd.DataFrame], "str | None"]
@@ -38,16 +39,20 @@ class Target:
 
     def check(self, frame: pd.DataFrame) -> None:
         """Raise ``ValueError`` naming what makes this target malformed for ``frame``."""
-        if len(frame) == 0:
-            raise ValueError("The dataset has no rows: there is nothing to anonymize")
-        require_columns(frame.columns, self.quasi_identifiers, "Quasi-identifier")
-        require_columns(frame.columns, self.sensitive, "Sensitive attribute")
-        require_columns(frame.columns, list(self.hierarchies), "Hierarchy column")
-        require_distinct_roles(self.quasi_identifiers, self.sensitive)
+        self.check_table(frame.columns, len(frame))
         if not frame.index.is_unique:
             raise ValueError(
                 "The dataset's row labels repeat: reset its index (rows are matched by label)"
             )
+
+    def check_table(self, columns: Sequence[str], rows: int) -> None:
+        """:meth:`check` for a table known by its columns and number of rows (an engine's)."""
+        if rows == 0:
+            raise ValueError("The dataset has no rows: there is nothing to anonymize")
+        require_columns(columns, self.quasi_identifiers, "Quasi-identifier")
+        require_columns(columns, self.sensitive, "Sensitive attribute")
+        require_columns(columns, list(self.hierarchies), "Hierarchy column")
+        require_distinct_roles(self.quasi_identifiers, self.sensitive)
         for name, value in (("k", self.k), ("l", self.l)):
             if value is not None and (not isinstance(value, int | np.integer) or value < 1):
                 raise ValueError(f"Target {name} must be an integer >= 1, got {value!r}")
@@ -75,7 +80,8 @@ class Remedy:
     steps : tuple of Step
         What was applied, in order.
     frame : DataFrame or None
-        The data that may leave (method mondrian), None for partition or when not satisfied.
+        The data that may leave (methods mondrian and generalization planned on a frame), None
+        for partition, for a plan made on an engine's counts, or when not satisfied.
     tables : dict of str to DataFrame, or None
         The linked tables (method partition), None otherwise or when not satisfied.
     links : tuple of Link
@@ -86,6 +92,11 @@ class Remedy:
         Every verified rule of the last attempt, passed or not.
     notes : tuple of str
         What a reader should know (bounds ignored, what partition does not hide).
+    recode : RecodePlan or None
+        For a plan made on an engine's counts: what the engine applied (the steps as value ->
+        label maps).
+    engine : Engine or None
+        For a plan made on an engine's counts: the recoded table, verified, that may leave.
     attempts : int
         How many times the method ran (k doubles between attempts).
     out_of_time : bool
@@ -102,6 +113,8 @@ class Remedy:
     information_loss: InformationLoss | None = None
     checks: tuple[Check, ...] = ()
     notes: tuple[str, ...] = ()
+    recode: RecodePlan | None = None
+    engine: Engine | None = None
     attempts: int = 0
     out_of_time: bool = False
 

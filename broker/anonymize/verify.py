@@ -11,8 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker.anonymize.partition import GROUP_ID, QUASI_IDENTIFIER_TABLE
-from broker.metrics.anonymity import k_anonymity, sensitive_measure
-from broker.metrics.mmaq import mmaq
+from broker.metrics.anonymity import (
+    k_anonymity,
+    k_anonymity_of,
+    sensitive_measure,
+    sensitive_measure_of,
+)
+from broker.metrics.mmaq import mmaq, mmaq_from_counts
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,10 @@ class Check:
 def _sensitive_checks(table, classes, name, target) -> list[Check]:
     """The l and t checks of one sensitive attribute within ``classes`` (None when empty)."""
     measure = None if len(table) == 0 else sensitive_measure(table, classes, name)
+    return _l_and_t(measure, name, target)
+
+
+def _l_and_t(measure, name, target) -> list[Check]:
     checks = []
     if target.l is not None:
         value = None if measure is None else measure.l_diversity
@@ -64,6 +73,25 @@ def verify(out, target, qis, sensitive, drop, suppressed, rows) -> list[Check]:
             continue
         value = None if empty else mmaq(out, name).mmaq_index
         checks.append(Check("mmaq_index", name, bound, value, value is not None and value <= bound))
+    return checks
+
+
+def verify_counts(engine, target, qis, sensitive, drop) -> list[Check]:
+    """:func:`verify` on a table an engine holds, from its count tables (nothing suppressed):
+    the checks of a generalization planned on counts, and of the recoded table before it
+    leaves."""
+    checks = [Check("drop", name, None, None, name not in engine.columns) for name in drop]
+    checks.append(_suppression(target, 0, engine.rows))
+    if target.k is not None:
+        k = k_anonymity_of(engine.counts([qis])[0]).k
+        checks.append(Check("k", None, target.k, k, k >= target.k))
+    for name in sensitive if (target.l is not None or target.t is not None) else ():
+        checks += _l_and_t(sensitive_measure_of(engine, name, qis), name, target)
+    for name, bound in target.max_mmaq_index.items():
+        if name in sensitive or name in drop or name not in engine.columns:
+            continue
+        value = mmaq_from_counts(engine.counts([[name]])[0].rows).mmaq_index
+        checks.append(Check("mmaq_index", name, bound, value, value <= bound))
     return checks
 
 

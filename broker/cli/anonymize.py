@@ -7,19 +7,21 @@ import json
 import sys
 from pathlib import Path
 
+from broker.anonymize.counts import WHOLE_TABLE_ROWS
 from broker.cli.common import CommandError, CommandFailed, column_list
 from broker.cli.render import render_anonymization, render_qid_dimension
 from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
-from broker.metrics.report import analyze
+from broker.metrics.report import analyze, report_of
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     command = commands.add_parser(
         "anonymize",
         help="k-anonymize a dataset and report before/after figures",
-        description="Anonymize DATA (drop columns, Mondrian k-anonymity or the Anatomy-style "
-        "partition), verify the result by measuring it, write it to OUT and print the "
-        "before/after report. Exits 1 when the target cannot be met (nothing is written).",
+        description="Anonymize DATA (drop columns, Mondrian k-anonymity, the Anatomy-style "
+        "partition, or generalization of the quasi-identifiers), verify the result by measuring "
+        "it, write it to OUT and print the before/after report. Exits 1 when the target cannot "
+        "be met (nothing is written).",
     )
     command.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
     command.add_argument(
@@ -42,7 +44,37 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     command.add_argument(
         "--drop", type=column_list, default=[], metavar="NIN,Name", help="columns to remove first"
     )
-    command.add_argument("--method", choices=("mondrian", "partition"), default="mondrian")
+    command.add_argument(
+        "--method",
+        choices=("mondrian", "partition", "generalization"),
+        default="mondrian",
+        help="mondrian and partition cut rows and need the whole table in memory; "
+        "generalization maps values (ranges, quantile bins, dates, prefixes, masking) and is "
+        "planned on counts (default mondrian)",
+    )
+    command.add_argument(
+        "--engine",
+        choices=("pandas", "duckdb"),
+        default="pandas",
+        help="pandas: read the file into memory; duckdb: plan a generalization on DuckDB's count "
+        "tables and write the output from DuckDB, in memory that follows the number of distinct "
+        "values, not the file size (CSV in, CSV or Parquet out; needs the duckdb extra)",
+    )
+    command.add_argument(
+        "--memory-limit",
+        default="1GB",
+        metavar="SIZE",
+        help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
+        "folder (default 1GB)",
+    )
+    command.add_argument(
+        "--whole-table-rows",
+        type=int,
+        default=WHOLE_TABLE_ROWS,
+        metavar="N",
+        help="with --engine duckdb: the most rows mondrian and partition may load into memory "
+        f"(default {WHOLE_TABLE_ROWS:,})",
+    )
     command.add_argument(
         "--max-suppression",
         type=float,
@@ -68,12 +100,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from broker.anonymize import Target, plan_remedy, qid_dimension
+    from broker.anonymize import Target, plan_remedy
 
-    dataset = read_path(args.data)
-    frame = dataset.frame
     output = Path(args.output)
-    if args.method == "mondrian" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
+    if args.method != "partition" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
     if args.method == "partition" and output.exists() and not output.is_dir():
         raise CommandError(f"{output} exists and is not a folder")
@@ -86,8 +116,58 @@ def _run(args: argparse.Namespace) -> int:
         t=args.t,
         max_suppression=args.max_suppression,
     )
+    if args.engine == "duckdb":
+        return _run_on_duckdb(args, target, output)
+    dataset = read_path(args.data)
+    frame = dataset.frame
     before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
     remedy = plan_remedy(frame, target, method=args.method)
+    return _finish(args, frame, dataset, before, remedy, output)
+
+
+def _run_on_duckdb(args: argparse.Namespace, target, output: Path) -> int:
+    """Plan on DuckDB's count tables and write from DuckDB; Mondrian and partition load the rows
+    only up to ``--whole-table-rows``."""
+    from broker.anonymize import plan_on_engine
+
+    if args.qid_dimension:
+        raise CommandError("--qid-dimension k-anonymizes the rows in memory: use --engine pandas")
+    if args.method == "generalization" and output.suffix.lower() == ".json":
+        raise CommandError(f"{output}: --engine duckdb writes .csv or .parquet")
+    try:
+        from broker.engines.duckdb import DuckDBEngine, write
+    except ImportError:
+        raise CommandError(
+            "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
+        ) from None
+    engine = DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    before = report_of(engine, args.qi, args.sensitive, max_combination_size=0)
+    loaded: list[Dataset] = []
+
+    def load():
+        loaded.append(read_path(args.data))
+        return loaded[0].frame
+
+    remedy = plan_on_engine(engine, target, args.method, args.whole_table_rows, load)
+    if not remedy.satisfied:
+        raise CommandFailed(f"cannot reach the target: {remedy.reason}")
+    if args.method != "generalization":
+        return _finish(args, loaded[0].frame, loaded[0], before, remedy, output)
+    write(remedy.engine, output, PARQUET if output.suffix.lower() == ".parquet" else CSV)
+    after = report_of(
+        remedy.engine,
+        [q for q in args.qi if q in remedy.engine.columns],
+        [s for s in args.sensitive if s in remedy.engine.columns],
+        max_combination_size=0,
+    )
+    _print(args, None, before, after, remedy, output)
+    return 0
+
+
+def _finish(args, frame, dataset, before, remedy, output: Path) -> int:
+    """Write a remedy planned on a frame and print the report."""
+    from broker.anonymize import qid_dimension
+
     if not remedy.satisfied:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
     after = None
@@ -110,6 +190,11 @@ def _run(args: argparse.Namespace) -> int:
     dimension = (
         qid_dimension(frame, args.qi, args.k, args.max_suppression) if args.qid_dimension else None
     )
+    _print(args, dimension, before, after, remedy, output)
+    return 0
+
+
+def _print(args, dimension, before, after, remedy, output: Path) -> None:
     if args.format == "json":
         json.dump(
             {
@@ -127,7 +212,6 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_anonymization(before, after, remedy, str(output)))
         if dimension:
             sys.stdout.write(render_qid_dimension(dimension))
-    return 0
 
 
 def _write(frame, path, source: Dataset) -> None:

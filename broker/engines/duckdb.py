@@ -225,7 +225,9 @@ class DuckDBEngine:
             alias = f"__fedbroker_labels_{next(_NAMES)}"
             table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
             self._con.register(alias, table)
-            joins.append(f"LEFT JOIN {alias} ON t.{_quote(name)} = {alias}.value")
+            joins.append(
+                f"LEFT JOIN {alias} ON t.{_quote(name)} IS NOT DISTINCT FROM {alias}.value"
+            )
             parts.append(f"COALESCE({alias}.label, t.{_quote(name)}) AS {_quote(name)}")
         key = f", t.{_KEY}" if self._person_key else ""
         target = f"__fedbroker_recoded_{next(_NAMES)}"
@@ -340,3 +342,29 @@ def _encode_text_columns(con, table: str, columns: Sequence[str]) -> dict[str, s
     con.sql(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM raw")
     con.sql("DROP TABLE raw")
     return enums
+
+
+# Output formats :func:`write` knows, by their name in broker.datasets.
+_COPY_FORMATS = {"csv": "FORMAT csv, HEADER true, DELIMITER ','", "parquet": "FORMAT parquet"}
+
+
+def write(engine: DuckDBEngine, path: str | Path, fmt: str, shuffle: bool = True) -> None:
+    """Write the table ``engine`` holds (its columns, in order) to ``path`` as ``fmt`` ("csv",
+    comma-delimited with a header, or "parquet"), by DuckDB's ``COPY``: the rows stream from
+    its table to the file, spilling to disk under the memory limit, never through Python.
+
+    ``shuffle`` writes them in a fresh random order (an out-of-core sort on ``random()``), so
+    that two releases of one table cannot be lined up by position. A file it cannot write is
+    an ``OSError``.
+    """
+    if fmt not in _COPY_FORMATS:
+        raise ValueError(f"The duckdb engine writes {sorted(_COPY_FORMATS)}, not {fmt!r}")
+    columns = ", ".join(_quote(name) for name in engine.columns)
+    order = " ORDER BY random()" if shuffle else ""
+    try:
+        engine._con.sql(
+            f"COPY (SELECT {columns} FROM {engine._table}{order}) TO {_text(str(path))} "
+            f"({_COPY_FORMATS[fmt]})"
+        )
+    except duckdb.IOException as error:  # a folder that does not exist, no permission, ...
+        raise OSError(str(error).splitlines()[0]) from None
