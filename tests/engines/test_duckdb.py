@@ -85,8 +85,6 @@ def test_a_bom_and_the_delimiter_are_read_as_the_canonical_reader_reads_them(tmp
     [
         (b"a,A\n1,2\n", "look"),  # look-alike column names, as the canonical reader refuses
         (b"\xff\xfe,b\n1,2\n", "UTF-8"),
-        (b"a,b\n1,2\n1,2,3\n", "."),  # ragged rows
-        (b"a,b\n1,\xff\n", "."),  # bad UTF-8 in the body
     ],
 )
 def test_a_header_the_canonical_reader_refuses_is_refused(tmp_path, content, message):
@@ -94,6 +92,17 @@ def test_a_header_the_canonical_reader_refuses_is_refused(tmp_path, content, mes
     path.write_bytes(content)
     with pytest.raises(DatasetError, match=message):
         DuckDBEngine.from_path(path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"a,b\n1,2\n1,2,3\n", b"a,b\n1,\xff\n"],  # ragged rows, bad UTF-8 in the body
+)
+def test_a_malformed_body_is_refused_when_it_is_read(tmp_path, content):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError):
+        report_of(DuckDBEngine.from_path(path), ["a"])
 
 
 def test_the_command_line_reports_the_same_with_either_engine(tmp_path, capsys):
