@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -406,16 +407,20 @@ class _Pass:
         ]
         sets = [[], *([self._grouped[: len(self.union)]] if self.union else [])]
         sets += [[_quote(c)] for c in self.alone] + self._identities
-        self._table = f"__fedbroker_counted_{next(_NAMES)}"
+        # The counts go to a Parquet file: as a DuckDB table, one column per grouped column,
+        # mostly missing, they took more memory than the pass itself.
+        path = Path(engine._keep.name) / f"counted_{next(_NAMES)}.parquet"
+        self._table = f"read_parquet({_text(str(path))})"
         listed = ", ".join(self._grouped)
         repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
         union_hash = f", hash({', '.join(map(_quote, self.union))}) AS {_UNION}"
         engine._read(
-            f"CREATE TABLE {self._table} AS SELECT GROUPING({listed}) AS __fedbroker_g, "
-            f"{listed}, count(*) AS __fedbroker_n FROM (SELECT *{union_hash if self.union else ''}"
-            f" FROM {engine._source}) GROUP BY GROUPING SETS "
+            f"COPY (SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
+            f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
+            f"{engine._source}) GROUP BY GROUPING SETS "
             f"({', '.join('(' + ', '.join(s) + ')' for s in sets)}) "
-            f"HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)"
+            f"HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)) "
+            f"TO {_text(str(path))} (FORMAT parquet)"
         )
         self.rows = self._scalar(f"SELECT __fedbroker_n FROM {self._rows_of([])}")
         repeated_rows = self._rows_of(self._identities[0])
@@ -425,9 +430,8 @@ class _Pass:
         self._repeats = self._scalar(
             f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
         )
+        self._repeated_rows = repeated_rows
         self._shared: str | None = None  # the rows read again, made when first needed
-        # The union's tuples, each with its rows and its repeated rows ``x`` when known.
-        self._union_rows, self._union_repeats = self._union_table(repeated_rows)
 
     def answers(self, columns: list[str]) -> bool:
         if len(columns) == 1:
@@ -443,7 +447,7 @@ class _Pass:
         if column in self.union:
             return (
                 f"SELECT {_quote(column)} AS v, sum(__fedbroker_n)::BIGINT AS n "
-                f"FROM {self._union_rows} GROUP BY ALL"
+                f"FROM {self._rows_of(self.union)} GROUP BY ALL"
             )
         return None
 
@@ -460,12 +464,8 @@ class _Pass:
             rows = self.sizes(columns)
             codes = np.arange(rows.size, dtype=np.int64)
             return CountTable.of(columns, [codes], rows, rows.copy() if people else None)
-        aliases = [f"__fedbroker_c{i}" for i in range(len(columns))]
-        selected, joins = ["g.__fedbroker_n"], []
-        for position, (column, alias) in enumerate(zip(columns, aliases, strict=True)):
-            code, join = self._engine._code(column, f"g.{alias}", typed=False)
-            selected.append(f"{code} AS __fedbroker_k{position}")
-            joins.append(join)
+        keys = [f"__fedbroker_k{i}" for i in range(len(columns))]
+        selected, joins = ["g.__fedbroker_n", *(f"g.{k}" for k in keys)], []
         if people and not self._repeats:
             selected.append("g.__fedbroker_n AS p")
         elif people and not self._engine._person_key and self._repeats_known(columns):
@@ -475,16 +475,14 @@ class _Pass:
             kept = [f"g.__fedbroker_n - coalesce({alias}.x, 0)" for alias in ("r", "q")]
             fewer = f"least({', '.join(kept)})" if self._engine._person_key else kept[0]
             selected.append(f"{fewer} AS p")
-            joins.append(_repeated(shared, columns, aliases, _ROW, "r"))
+            joins.append(self._repeated(shared, columns, _ROW, "r"))
             if self._engine._person_key:
-                joins.append(_repeated(shared, columns, aliases, _KEY, "q"))
+                joins.append(self._repeated(shared, columns, _KEY, "q"))
         query = f"SELECT {', '.join(selected)} FROM ({self._tuples(columns)}) g {' '.join(joins)}"
         result = self._con.execute(query).fetchnumpy()
         rows = np.asarray(result["__fedbroker_n"], dtype=np.int64)
         persons = np.asarray(result["p"], dtype=np.int64) if people else None
-        codes = [
-            np.asarray(result[f"__fedbroker_k{i}"], dtype=np.int64) for i in range(len(columns))
-        ]
+        codes = [np.asarray(result[k], dtype=np.int64) for k in keys]
         return CountTable.of(columns, codes, rows, persons)
 
     # --- internals ------------------------------------------------------------------------------
@@ -499,43 +497,79 @@ class _Pass:
         grouped = [c if c in (_ROW, _UNION, _KEY) else _quote(c) for c in columns]
         return f"(SELECT * FROM {self._table} WHERE __fedbroker_g = {self._set_id(grouped)})"
 
-    def _union_table(self, repeated_rows: str) -> tuple[str, bool]:
-        """The union's tuples with their repeated rows ``__fedbroker_x``, found by the union
-        hash of each repeated row, and whether those are known: not when two tuples share a
-        hash (then the repeats are counted among the rows read again)."""
-        names = ", ".join(map(_quote, self.union))
-        tuples = self._rows_of(self.union)
-        if not self.union or not self._repeats:
-            return f"(SELECT {names or 1}, __fedbroker_n, 0 AS __fedbroker_x FROM {tuples})", True
+    @cached_property
+    def _coded_union(self) -> tuple[str, bool]:
+        """The union's tuples as codes (``k0``... in union order) with their rows and their
+        repeated rows ``__fedbroker_x``, found by the union hash of each repeated row; and
+        whether those are known: not when two tuples share a hash (then the repeats are
+        counted among the rows read again). Sets within the union are summed from it."""
+        names = ", ".join(f"t.{_quote(c)}" for c in self.union)
+        codes, joins = [], []
+        for position, column in enumerate(self.union):
+            code, join = self._engine._code(column, f"t.{_quote(column)}", typed=False)
+            codes.append(f"{code}::UINTEGER AS k{position}")
+            joins.append(join)
+        repeats, hashed = "0", ""
+        if self._repeats:
+            repeats = "coalesce(r.x, 0)"
+            hashed = f", hash({names}) AS {_UNION}"
+            joins.append(
+                f"LEFT JOIN (SELECT {_UNION}, sum(__fedbroker_n - 1) AS x FROM "
+                f"{self._repeated_rows} "
+                f"GROUP BY ALL) r ON hash({names}) = r.{_UNION}"
+            )
         table = f"__fedbroker_union_{next(_NAMES)}"
         self._con.sql(
-            f"CREATE TABLE {table} AS SELECT {names}, t.__fedbroker_n, coalesce(r.x, 0) AS "
-            f"__fedbroker_x, t.{_UNION} FROM (SELECT {names}, __fedbroker_n, hash({names}) AS "
-            f"{_UNION} FROM {tuples}) t LEFT JOIN (SELECT {_UNION}, sum(__fedbroker_n - 1) AS x "
-            f"FROM {repeated_rows} GROUP BY ALL) r USING ({_UNION})"
+            f"CREATE TABLE {table} AS SELECT {', '.join(codes)}, t.__fedbroker_n, {repeats} AS "
+            f"__fedbroker_x{hashed} FROM {self._rows_of(self.union)} t {' '.join(joins)}"
         )
-        shared_hashes = self._scalar(f"SELECT count(*) - count(DISTINCT {_UNION}) FROM {table}")
-        return f"(SELECT * FROM {table})", not shared_hashes
+        if not self._repeats:
+            return table, True
+        shared = self._scalar(f"SELECT count(*) - count(DISTINCT {_UNION}) FROM {table}")
+        return table, not shared
 
     def _repeats_known(self, columns: list[str]) -> bool:
         """Whether the repeated rows of each tuple of ``columns`` are known without reading
         rows again: the whole table's, or a union's subset's when the union hashes told them."""
-        return not columns or (set(columns) <= set(self.union) and self._union_repeats)
+        return not columns or (set(columns) <= set(self.union) and self._coded_union[1])
 
     def _tuples(self, columns: list[str]) -> str:
-        """SQL of the tuples of ``columns`` (aliased ``__fedbroker_c{i}``) with their rows
-        ``__fedbroker_n`` and their repeated rows ``__fedbroker_x`` where known."""
+        """SQL of the tuples of ``columns`` as codes (``__fedbroker_k{i}``) with their rows
+        ``__fedbroker_n`` and, where known, their repeated rows ``__fedbroker_x``."""
         if not columns:
             return (
                 f"SELECT __fedbroker_n, {self.duplicate_rows} AS __fedbroker_x "
                 f"FROM {self._rows_of([])}"
             )
-        names = ", ".join(f"{_quote(c)} AS __fedbroker_c{i}" for i, c in enumerate(columns))
         if len(columns) == 1 and columns[0] in self.alone:
-            return f"SELECT {names}, __fedbroker_n FROM {self._rows_of(columns)}"
+            table = self._engine._dictionary_table(columns[0])
+            return f"SELECT code AS __fedbroker_k0, n AS __fedbroker_n FROM {table}"
+        codes = ", ".join(
+            f"k{self.union.index(c)}::BIGINT AS __fedbroker_k{i}" for i, c in enumerate(columns)
+        )
+        if len(columns) == len(self.union):
+            return f"SELECT {codes}, __fedbroker_n, __fedbroker_x FROM {self._coded_union[0]}"
         return (
-            f"SELECT {names}, sum(__fedbroker_n)::BIGINT AS __fedbroker_n, "
-            f"sum(__fedbroker_x)::BIGINT AS __fedbroker_x FROM {self._union_rows} GROUP BY ALL"
+            f"SELECT {codes}, sum(__fedbroker_n)::BIGINT AS __fedbroker_n, "
+            f"sum(__fedbroker_x)::BIGINT AS __fedbroker_x FROM {self._coded_union[0]} GROUP BY ALL"
+        )
+
+    def _repeated(self, shared: str, columns: list[str], identity: str, alias: str) -> str:
+        """A join giving each tuple its repeats ``x``: its rows whose identity (row hash or
+        person key) another of its rows holds, counted among the ``shared`` rows."""
+        names = "".join(f"{_quote(c)} AS c{i}, " for i, c in enumerate(columns))
+        codes, joins = [], []
+        for i, column in enumerate(columns):
+            code, join = self._engine._code(column, f"s.c{i}", typed=False)
+            codes.append(f"{code} AS __fedbroker_k{i}, ")
+            joins.append(join)
+        on = " AND ".join(
+            f"g.__fedbroker_k{i} = {alias}.__fedbroker_k{i}" for i in range(len(columns))
+        )
+        return (
+            f"LEFT JOIN (SELECT {''.join(codes)}sum(s.m - 1) AS x FROM (SELECT {names}{identity}, "
+            f"count(*) AS m FROM {shared} GROUP BY ALL) s {' '.join(joins)} GROUP BY ALL) {alias} "
+            f"ON {on or 'true'}"
         )
 
     def _shared_rows(self) -> str:
@@ -556,15 +590,3 @@ class _Pass:
 
     def _scalar(self, query: str) -> int:
         return int(self._con.execute(query).fetchall()[0][0])
-
-
-def _repeated(shared: str, columns: list[str], aliases: list[str], identity: str, alias: str):
-    """A join giving each tuple its repeats ``x``: its rows whose identity (row hash or person
-    key) another of its rows holds, counted among the ``shared`` rows."""
-    names = "".join(f"{_quote(c)} AS {a}, " for c, a in zip(columns, aliases, strict=True))
-    outer = "".join(f"{a}, " for a in aliases)
-    on = " AND ".join(f"g.{a} IS NOT DISTINCT FROM {alias}.{a}" for a in aliases) or "true"
-    return (
-        f"LEFT JOIN (SELECT {outer}sum(m - 1) AS x FROM (SELECT {names}{identity}, count(*) "
-        f"AS m FROM {shared} GROUP BY ALL) GROUP BY ALL) {alias} ON {on}"
-    )
