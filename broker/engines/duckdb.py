@@ -1,11 +1,14 @@
 """The DuckDB engine: count tables of a file larger than memory, counted out of core.
 
-The file is read once into a DuckDB table on disk (a temporary database, spilling under a memory
-limit), with a 64-bit hash of each whole row beside the columns (identical rows are one person;
-two different rows with the same hash would count as one person: fewer people, never more, so a
-collision can only make a decision stricter). Every count table is then one ``GROUP BY`` over
-that table; only the distinct tuples come back to Python, where their values are numbered by each
-column's dictionary. Memory follows the number of distinct tuples, not the size of the file.
+A report announces its column sets (:class:`broker.engines.base.PlansCounts`) and they are
+counted from the file in one pass (:class:`_Pass`): no copy of the rows, only the distinct
+tuples, written to a Parquet file in a temporary folder and numbered there by each column's
+dictionary. Whatever no plan counted (the combination search, partitions, recoding) reads a copy
+of the rows made on first need: a DuckDB table (spilling under the memory limit) with a 64-bit
+hash of each whole row beside the columns. Identical rows are one person, by that hash: two
+different rows with the same hash would count as one person, fewer people, never more, so a
+collision can only make a decision stricter. Memory follows the number of distinct tuples, not
+the size of the file.
 
 CSV is read as the canonical reader reads it (:mod:`broker.datasets.csv_reader`): every value is
 text as written, an empty field is the empty string, never missing. DuckDB is an optional extra
