@@ -88,9 +88,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     thresholds = QirThresholds(args.alpha, args.beta)
     engine = _open(args)
-    large = engine.rows >= LARGE_INPUT_ROWS
-    if large:
-        _progress(f"read {engine.rows:,} rows x {len(engine.columns)} columns from {args.data}")
+    if isinstance(engine, PandasEngine):
+        large = engine.rows >= LARGE_INPUT_ROWS
+        if large:
+            _progress(f"read {engine.rows:,} rows x {len(engine.columns)} columns from {args.data}")
+    else:  # the rows are counted in the report's own pass over the file
+        large = Path(args.data).stat().st_size >= LARGE_INPUT_BYTES
     report = report_of(
         engine,
         args.qi,
@@ -117,10 +120,7 @@ def _open(args: argparse.Namespace) -> Engine:
         raise CommandError(
             "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
         ) from None
-    path = Path(args.data)
-    if path.is_file() and path.stat().st_size >= LARGE_INPUT_BYTES:  # the long, silent part
-        _progress(f"reading {path} ({path.stat().st_size / 2**20:,.0f} MiB) into DuckDB")
-    return DuckDBEngine.from_path(path, memory_limit=args.memory_limit)
+    return DuckDBEngine.from_path(Path(args.data), memory_limit=args.memory_limit)
 
 
 def _progress(message: str) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -182,3 +182,13 @@ class Engine(Protocol):
 
     def recode(self, plan: RecodePlan) -> Engine:
         """The table with ``plan`` applied (people stay who they were)."""
+
+
+@runtime_checkable
+class PlansCounts(Protocol):
+    """An engine that reads its source in passes (a file larger than memory) can count many
+    column sets in one pass when it is told them all before the first question."""
+
+    def plan(self, column_sets: Sequence[Sequence[str]]) -> None:
+        """Announce the column sets whose counts (with or without people), dictionaries,
+        ``rows`` and ``duplicate_rows`` will be asked; other questions stay answered."""

@@ -1,11 +1,14 @@
 """The DuckDB engine: count tables of a file larger than memory, counted out of core.
 
-The file is read once into a DuckDB table on disk (a temporary database, spilling under a memory
-limit), with a 64-bit hash of each whole row beside the columns (identical rows are one person;
-two different rows with the same hash would count as one person: fewer people, never more, so a
-collision can only make a decision stricter). Every count table is then one ``GROUP BY`` over
-that table; only the distinct tuples come back to Python, where their values are numbered by each
-column's dictionary. Memory follows the number of distinct tuples, not the size of the file.
+A report announces its column sets (:class:`broker.engines.base.PlansCounts`) and they are
+counted from the file in one pass (:class:`_Pass`): no copy of the rows, only the distinct
+tuples, written to a Parquet file in a temporary folder and numbered there by each column's
+dictionary. Whatever no plan counted (the combination search, partitions, recoding) reads a copy
+of the rows made on first need: a DuckDB table (spilling under the memory limit) with a 64-bit
+hash of each whole row beside the columns. Identical rows are one person, by that hash: two
+different rows with the same hash would count as one person, fewer people, never more, so a
+collision can only make a decision stricter. Memory follows the number of distinct tuples, not
+the size of the file.
 
 CSV is read as the canonical reader reads it (:mod:`broker.datasets.csv_reader`): every value is
 text as written, an empty field is the empty string, never missing. DuckDB is an optional extra
@@ -17,6 +20,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -31,6 +35,7 @@ from broker.roles import require_columns
 _NAMES = itertools.count()  # unique names for the tables an engine creates on its connection
 _ROW = "__fedbroker_row"
 _KEY = "__fedbroker_key"
+_UNION = "__fedbroker_union"  # the hash of a row's tuple of the planned union
 DEFAULT_MEMORY_LIMIT = "1GB"
 
 
@@ -43,28 +48,30 @@ def _text(value: str) -> str:
 
 
 class DuckDBEngine:
-    """A table held by DuckDB in a temporary database file; see the module docstring."""
+    """A table DuckDB reads from its source; see the module docstring."""
 
     def __init__(
         self,
         connection: duckdb.DuckDBPyConnection,
-        table: str,
+        source: str,
         columns: Sequence[str],
         person_key: bool,
         keep: object = None,
-        enums: dict[str, str] | None = None,
+        table: str | None = None,
     ):
         self._con = connection
-        self._table = table
+        self._source = source  # SQL of the rows: the columns, the row hash and the person key
         self._names = list(columns)
         self._person_key = person_key
         self._keep = keep  # the temporary folder, removed when the engine is collected
+        self._table = table  # the rows copied into DuckDB, made on the first unplanned question
+        self._pass: _Pass | None = None
+        self._rows: int | None = None
         self._dictionaries: dict[str, pd.Series] = {}
         self._dictionary_tables: dict[str, str] = {}
-        # Text columns stored as DuckDB ENUMs: grouped as small integers, coded by enum_code();
-        # a missing value, which an ENUM cannot hold, gets the code after every value.
-        self._enums = dict(enums or {})
-        self._rows, self._with_missing = self._scan(list(self._enums))
+        # Text columns of the copy stored as DuckDB ENUMs: grouped as small integers, coded by
+        # enum_code() (a missing value, which an ENUM cannot hold, has the dictionary's last code).
+        self._enums: dict[str, str] = {}
 
     # --- construction -------------------------------------------------------------------------
 
@@ -76,7 +83,8 @@ class DuckDBEngine:
         memory_limit: str = DEFAULT_MEMORY_LIMIT,
     ) -> DuckDBEngine:
         """A dataset file, read out of core; its header is checked as the canonical reader
-        checks it (:class:`~broker.datasets.DatasetError` otherwise). CSV only for now."""
+        checks it (:class:`~broker.datasets.DatasetError` otherwise), its body when it is read.
+        CSV only for now."""
         path = Path(path)
         try:
             with path.open("rb") as file:
@@ -108,12 +116,12 @@ class DuckDBEngine:
         not_null = ", ".join(_text(name) for name in header)
         if columns is None:
             columns = [name for name in header if name != person_key]
-        source = (
+        reader = (
             f"read_csv({_text(str(path))}, auto_detect=false, header=true, "
             f"delim={_text(delimiter)}, quote='\"', escape='\"', columns={{{types}}}, "
             f"force_not_null=[{not_null}])"
         )
-        return cls._load(source, columns, person_key, memory_limit)
+        return cls._open(reader, columns, person_key, memory_limit)
 
     @classmethod
     def from_parquet(
@@ -123,18 +131,17 @@ class DuckDBEngine:
         person_key: str | None = None,
         memory_limit: str = DEFAULT_MEMORY_LIMIT,
     ) -> DuckDBEngine:
-        return cls._load(f"read_parquet({_text(str(path))})", columns, person_key, memory_limit)
+        return cls._open(f"read_parquet({_text(str(path))})", columns, person_key, memory_limit)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, person_key: str | None = None) -> DuckDBEngine:
         """A frame whose columns each hold one type (DuckDB columns are typed): tests, and
         tables already in memory."""
         columns = [c for c in frame.columns if c != person_key]
-        engine = cls._load("source_frame", columns, person_key, DEFAULT_MEMORY_LIMIT, frame)
-        return engine
+        return cls._open(None, columns, person_key, DEFAULT_MEMORY_LIMIT, frame)
 
     @classmethod
-    def _load(cls, source, columns, person_key, memory_limit, frame=None) -> DuckDBEngine:
+    def _open(cls, reader, columns, person_key, memory_limit, frame=None) -> DuckDBEngine:
         folder = tempfile.TemporaryDirectory(prefix="fedbroker-duckdb-")
         con = duckdb.connect()  # in memory, spilling to temp_directory beyond the limit
         try:
@@ -149,21 +156,12 @@ class DuckDBEngine:
         # and not keeping it lets DuckDB stream under a lower memory limit.
         con.sql("SET preserve_insertion_order = false")
         if frame is not None:
-            con.register("source_frame", frame)
+            reader = f"__fedbroker_frame_{next(_NAMES)}"
+            con.register(reader, frame)  # for the engine's life: the source is read again
         names = ", ".join(_quote(c) for c in columns)
         key = f", {_quote(person_key)} AS {_KEY}" if person_key else ""
-        try:
-            con.sql(
-                f"CREATE TABLE raw AS SELECT {names}{key}, hash({names}) AS {_ROW} FROM {source}"
-            )
-        except duckdb.Error as error:  # a malformed body: ragged rows, bad UTF-8, ...
-            con.close()
-            folder.cleanup()
-            raise DatasetError(str(error).splitlines()[0]) from None
-        if frame is not None:
-            con.unregister("source_frame")
-        enums = _encode_text_columns(con, "data", columns)
-        return cls(con, "data", columns, person_key is not None, folder, enums)
+        source = f"(SELECT {names}{key}, hash({names}) AS {_ROW} FROM {reader})"
+        return cls(con, source, columns, person_key is not None, folder)
 
     # --- the Engine protocol --------------------------------------------------------------------
 
@@ -173,20 +171,24 @@ class DuckDBEngine:
 
     @property
     def rows(self) -> int:
+        if self._rows is None:
+            query = f"SELECT count(*) FROM {self._loaded()}"
+            self._rows = int(self._con.execute(query).fetchall()[0][0])
         return self._rows
 
     @property
     def people_counted_by(self) -> str:
         return PERSON_KEY if self._person_key else IDENTICAL_ROWS
 
+    def plan(self, column_sets: Sequence[Sequence[str]]) -> None:
+        """Count ``column_sets`` in one pass over the source (see :class:`_Pass`); a table
+        already copied, or counted by an earlier plan, answers on its own."""
+        if self._pass is None and self._table is None:
+            self._pass = _Pass(self, [list(columns) for columns in column_sets])
+            self._rows = self._pass.rows
+
     def dictionary(self, column: str) -> pd.Series:
         found = self._dictionaries.get(column)
-        if found is None and column in self._enums:
-            query = f"SELECT unnest(enum_range(NULL::{self._enums[column]})) AS v"
-            values = self._con.execute(query).df()["v"]
-            if column in self._with_missing:
-                values = pd.concat([values, pd.Series([None])])  # the code after every value
-            found = self._dictionaries[column] = dictionary_of(values)
         if found is None:
             table = self._dictionary_table(column)
             values = self._con.execute(f"SELECT v FROM {table} ORDER BY code").df()["v"]
@@ -199,17 +201,25 @@ class DuckDBEngine:
         return [self._count_table(list(columns), people) for columns in column_sets]
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        return [self._grouped(list(columns), False)[0] for columns in column_sets]
+        found = []
+        for columns in map(list, column_sets):
+            if self._pass is not None and self._pass.answers(columns):
+                found.append(self._pass.sizes(columns))
+            else:
+                found.append(self._grouped(columns, False)[0])
+        return found
 
     def duplicate_rows(self) -> int:
-        query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._table}"
+        if self._pass is not None:
+            return self._pass.duplicate_rows
+        query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._loaded()}"
         return int(self._con.execute(query).fetchall()[0][0])
 
     def partition_fingerprint(self, column: str) -> bytes:
         # Each row is labelled by the first row of its class: equal partitions, equal labels.
         query = (
             f"SELECT count(DISTINCT first), sum(hash(first)::HUGEINT) FROM (SELECT min(rowid) "
-            f"OVER (PARTITION BY {_quote(column)}) AS first FROM {self._table})"
+            f"OVER (PARTITION BY {_quote(column)}) AS first FROM {self._loaded()})"
         )
         distinct, total = self._con.execute(query).fetchall()[0]
         return f"{distinct}:{total}".encode()
@@ -233,63 +243,108 @@ class DuckDBEngine:
         target = f"__fedbroker_recoded_{next(_NAMES)}"
         self._con.sql(
             f"CREATE TABLE {target} AS SELECT {', '.join(parts)}{key}, t.{_ROW} "
-            f"FROM {self._table} t {' '.join(joins)}"
+            f"FROM {self._loaded()} t {' '.join(joins)}"
         )
-        return DuckDBEngine(self._con, target, kept, self._person_key, self._keep)
+        return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
 
     # --- internals ------------------------------------------------------------------------------
 
+    def _read(self, query: str) -> None:
+        """Run a query that reads the source: a malformed body (ragged rows, bad UTF-8, ...)
+        is a :class:`~broker.datasets.DatasetError`."""
+        try:
+            self._con.sql(query)
+        except duckdb.Error as error:
+            raise DatasetError(str(error).splitlines()[0]) from None
+
+    def _loaded(self) -> str:
+        """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan
+        counted: the combination search, partitions, recoding."""
+        if self._table is None:
+            raw = f"__fedbroker_raw_{next(_NAMES)}"
+            self._read(f"CREATE TABLE {raw} AS SELECT * FROM {self._source}")
+            self._table = raw  # where the dictionaries no plan counted are read
+            kinds = dict(
+                self._con.execute(
+                    f"SELECT column_name, column_type FROM (DESCRIBE {raw})"
+                ).fetchall()
+            )
+            selected = []
+            for name in kinds:
+                if name in self._names and kinds[name] == "VARCHAR":
+                    enum = f"__fedbroker_enum_{next(_NAMES)}"
+                    self._con.sql(
+                        f"CREATE TYPE {enum} AS ENUM (SELECT v FROM "
+                        f"{self._dictionary_table(name)} WHERE v IS NOT NULL ORDER BY code)"
+                    )
+                    self._enums[name] = enum
+                    selected.append(f"CAST({_quote(name)} AS {enum}) AS {_quote(name)}")
+                else:
+                    selected.append(_quote(name))
+            table = f"__fedbroker_data_{next(_NAMES)}"
+            self._con.sql(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM {raw}")
+            self._con.sql(f"DROP TABLE {raw}")
+            self._table = table
+        return self._table
+
     def _count_table(self, columns: list[str], people: bool) -> CountTable:
+        if self._pass is not None and self._pass.answers(columns):
+            return self._pass.count_table(columns, people)
         rows, persons, codes = self._grouped(columns, people, coded=True)
         return CountTable.of(columns, codes, rows, persons)
 
-    def _scan(self, columns: list[str]) -> tuple[int, set[str]]:
-        """The number of rows, and which of ``columns`` hold a missing value: one scan."""
-        missing = "".join(f", count(*) FILTER (WHERE {_quote(c)} IS NULL)" for c in columns)
-        rows, *found = self._con.execute(f"SELECT count(*){missing} FROM {self._table}").fetchall()[
-            0
-        ]
-        return int(rows), {column for column, n in zip(columns, found, strict=True) if n}
-
     def _dictionary_table(self, column: str) -> str:
-        """A DuckDB table numbering the column's distinct values: codes are assigned there, so
-        count tables come back as integers and values cross into Python once."""
+        """A DuckDB table numbering the column's distinct values (``v``, ``code``, rows ``n``),
+        a missing value last: codes are assigned there, so count tables come back as integers
+        and values cross into Python once. Counted by the plan's pass when it counted the
+        column, else read from the copy."""
         table = self._dictionary_tables.get(column)
         if table is None:
             require_columns(self._names, [column])
+            counted = self._pass.values(column) if self._pass is not None else None
+            if counted is None:
+                counted = (
+                    f"SELECT {_quote(column)} AS v, count(*) AS n FROM {self._loaded()} "
+                    "GROUP BY ALL"
+                )
             table = f"__fedbroker_dictionary_{next(_NAMES)}"
             self._con.sql(
-                f"CREATE TABLE {table} AS SELECT v, (row_number() OVER ()) - 1 AS code "
-                f"FROM (SELECT DISTINCT {_quote(column)} AS v FROM {self._table})"
+                f"CREATE TABLE {table} AS SELECT v, n, (row_number() OVER "
+                f"(ORDER BY v IS NULL)) - 1 AS code FROM ({counted})"
             )
             self._dictionary_tables[column] = table
         return table
 
+    def _code(self, column: str, value: str, typed: bool = True) -> tuple[str, str]:
+        """SQL giving the code of ``value`` (a value of ``column``, of the copy's type when
+        ``typed``, else as read), and the join it needs."""
+        table = self._dictionary_table(column)
+        if typed and column in self._enums:
+            size = len(self.dictionary(column))
+            return f"coalesce(enum_code({value})::BIGINT, {size - 1})", ""
+        alias = f"__fedbroker_d{next(_NAMES)}"
+        return f"{alias}.code", f"JOIN {table} {alias} ON {value} IS NOT DISTINCT FROM {alias}.v"
+
     def _grouped(self, columns: list[str], people: bool, coded: bool = False):
-        """Rows (and people) per distinct tuple of ``columns``, and with ``coded`` each tuple's
-        codes. People are counted in two steps (distinct (tuple, person) pairs, then pairs per
-        tuple), which DuckDB does faster than ``count(DISTINCT ...)`` over many groups."""
+        """Rows (and people) per distinct tuple of ``columns`` in the copy, and with ``coded``
+        each tuple's codes. People are counted in two steps (distinct (tuple, person) pairs,
+        then pairs per tuple), which DuckDB does faster than ``count(DISTINCT ...)`` over many
+        groups."""
         require_columns(self._names, columns)
+        table = self._loaded()
         aliases = [f"__fedbroker_c{i}" for i in range(len(columns))]
         names = "".join(f"{_quote(c)} AS {a}, " for c, a in zip(columns, aliases, strict=True))
         outer = "".join(f"{a}, " for a in aliases)
         if people:
-            query = self._people_query(names, outer, aliases)
+            query = self._people_query(table, names, outer, aliases)
         else:
-            query = f"SELECT {names}count(*) AS __fedbroker_n FROM {self._table} GROUP BY ALL"
+            query = f"SELECT {names}count(*) AS __fedbroker_n FROM {table} GROUP BY ALL"
         if coded and columns:
-            joins, codes = [], []
+            codes, joins = [], []
             for position, (column, alias) in enumerate(zip(columns, aliases, strict=True)):
-                if column in self._enums:
-                    size = len(self.dictionary(column))
-                    codes.append(
-                        f"coalesce(enum_code(g.{alias})::BIGINT, {size - 1}) AS "
-                        f"__fedbroker_k{position}"
-                    )
-                    continue
-                table, d = self._dictionary_table(column), f"d{position}"
-                joins.append(f"JOIN {table} {d} ON g.{alias} IS NOT DISTINCT FROM {d}.v")
-                codes.append(f"{d}.code AS __fedbroker_k{position}")
+                code, join = self._code(column, f"g.{alias}")
+                codes.append(f"{code} AS __fedbroker_k{position}")
+                joins.append(join)
             counted = ", g.__fedbroker_p" if people else ""
             query = (
                 f"SELECT {', '.join(codes)}, g.__fedbroker_n{counted} FROM ({query}) g "
@@ -304,16 +359,16 @@ class DuckDBEngine:
         ]
         return rows, persons, codes
 
-    def _people_query(self, names: str, outer: str, aliases: list[str]) -> str:
+    def _people_query(self, table: str, names: str, outer: str, aliases: list[str]) -> str:
         by_row = (
             f"SELECT {outer}sum(n)::BIGINT AS __fedbroker_n, count(*) AS __fedbroker_p FROM "
-            f"(SELECT {names}{_ROW}, count(*) AS n FROM {self._table} GROUP BY ALL) GROUP BY ALL"
+            f"(SELECT {names}{_ROW}, count(*) AS n FROM {table} GROUP BY ALL) GROUP BY ALL"
         )
         if not self._person_key:
             return by_row
         by_key = (
             f"SELECT {outer}count(*) AS __fedbroker_q FROM "
-            f"(SELECT {names}{_KEY} FROM {self._table} GROUP BY ALL) GROUP BY ALL"
+            f"(SELECT {names}{_KEY} FROM {table} GROUP BY ALL) GROUP BY ALL"
         )
         on = " AND ".join(f"r.{a} IS NOT DISTINCT FROM k.{a}" for a in aliases) or "true"
         kept = "".join(f"r.{a}, " for a in aliases)
@@ -323,25 +378,223 @@ class DuckDBEngine:
         )
 
 
-def _encode_text_columns(con, table: str, columns: Sequence[str]) -> dict[str, str]:
-    """Store each text column of ``raw`` as an ENUM of its distinct values in ``table``: DuckDB
-    then groups small integers instead of strings, and a value's code is its enum position."""
-    kinds = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE raw)").fetchall())
-    enums, selected = {}, []
-    for name in [*columns, *(c for c in kinds if c not in columns)]:
-        if name in columns and kinds[name] == "VARCHAR":
-            enum = f"__fedbroker_enum_{next(_NAMES)}"
-            con.sql(
-                f"CREATE TYPE {enum} AS ENUM (SELECT DISTINCT {_quote(name)} FROM raw "
-                f"WHERE {_quote(name)} IS NOT NULL)"
+class _Pass:
+    """Planned column sets counted in one pass over the source: DuckDB's ``GROUPING SETS``
+    feed one scan of the file into one hash table per set, and keep only the counts.
+
+    The sets of several columns are counted as their union (the report's all lie within its
+    quasi-identifiers and sensitive attributes, whose tuples it needs anyway), each then summed
+    from the union's counts; a column in no such set is counted alone.
+
+    People, in the same pass: the row hashes held by more than one row, each with the hash of
+    its union tuple (identical rows share it). A tuple's people are its rows less those
+    repeats, which is the copy's count of distinct (tuple, row hash) pairs without the copy.
+    With a person key, or a set outside the union, or (64-bit odds) two union tuples with one
+    hash, the rows whose hash or key repeats are read again, once, and the repeats counted
+    among them: none of this when no row repeats.
+    """
+
+    def __init__(self, engine: DuckDBEngine, column_sets: list[list[str]]):
+        for columns in column_sets:
+            require_columns(engine.columns, columns)
+        self._engine = engine
+        self._con = engine._con
+        several = {c for columns in column_sets if len(columns) > 1 for c in columns}
+        self.union = [c for c in engine.columns if c in several]
+        counted = {c for columns in column_sets for c in columns}
+        self.alone = [c for c in engine.columns if c in counted and c not in several]
+        # Who repeats: the row hash (with its union tuple's hash), and the person key.
+        self._identities = [[_ROW, *([_UNION] if self.union else [])]]
+        self._identities += [[_KEY]] if engine._person_key else []
+        self._grouped = [
+            *map(_quote, self.union + self.alone),
+            *(name for names in self._identities for name in names),
+        ]
+        sets = [[], *([self._grouped[: len(self.union)]] if self.union else [])]
+        sets += [[_quote(c)] for c in self.alone] + self._identities
+        # The counts go to a Parquet file: as a DuckDB table, one column per grouped column,
+        # mostly missing, they took more memory than the pass itself.
+        path = Path(engine._keep.name) / f"counted_{next(_NAMES)}.parquet"
+        self._table = f"read_parquet({_text(str(path))})"
+        listed = ", ".join(self._grouped)
+        repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
+        union_hash = f", hash({', '.join(map(_quote, self.union))}) AS {_UNION}"
+        engine._read(
+            f"COPY (SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
+            f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
+            f"{engine._source}) GROUP BY GROUPING SETS "
+            f"({', '.join('(' + ', '.join(s) + ')' for s in sets)}) "
+            f"HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)) "
+            f"TO {_text(str(path))} (FORMAT parquet)"
+        )
+        self.rows = self._scalar(f"SELECT __fedbroker_n FROM {self._rows_of([])}")
+        repeated_rows = self._rows_of(self._identities[0])
+        self.duplicate_rows = self._scalar(
+            f"SELECT coalesce(sum(__fedbroker_n - 1), 0) FROM {repeated_rows}"
+        )
+        self._repeats = self._scalar(
+            f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
+        )
+        self._repeated_rows = repeated_rows
+        self._shared: str | None = None  # the rows read again, made when first needed
+
+    def answers(self, columns: list[str]) -> bool:
+        if len(columns) == 1:
+            return columns[0] in self.union or columns[0] in self.alone
+        return set(columns) <= set(self.union)
+
+    def values(self, column: str) -> str | None:
+        """SQL of the column's distinct values ``v`` and their rows ``n``, or None."""
+        if column in self.alone:
+            return (
+                f"SELECT {_quote(column)} AS v, __fedbroker_n AS n FROM {self._rows_of([column])}"
             )
-            enums[name] = enum
-            selected.append(f"CAST({_quote(name)} AS {enum}) AS {_quote(name)}")
+        if column in self.union:
+            return (
+                f"SELECT {_quote(column)} AS v, sum(__fedbroker_n)::BIGINT AS n "
+                f"FROM {self._rows_of(self.union)} GROUP BY ALL"
+            )
+        return None
+
+    def sizes(self, columns: list[str]) -> np.ndarray:
+        if len(columns) == 1:  # in code order, as its count table gives them
+            query = f"SELECT n FROM {self._engine._dictionary_table(columns[0])} ORDER BY code"
         else:
-            selected.append(_quote(name))
-    con.sql(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM raw")
-    con.sql("DROP TABLE raw")
-    return enums
+            query = f"SELECT __fedbroker_n AS n FROM ({self._tuples(columns)})"
+        return np.asarray(self._con.execute(query).fetchnumpy()["n"], dtype=np.int64)
+
+    def count_table(self, columns: list[str], people: bool) -> CountTable:
+        if len(columns) == 1 and (not people or not self._repeats):
+            # A column alone, near-unique or not: its rows by code, read off its dictionary.
+            rows = self.sizes(columns)
+            codes = np.arange(rows.size, dtype=np.int64)
+            return CountTable.of(columns, [codes], rows, rows.copy() if people else None)
+        keys = [f"__fedbroker_k{i}" for i in range(len(columns))]
+        selected, joins = ["g.__fedbroker_n", *(f"g.{k}" for k in keys)], []
+        if people and not self._repeats:
+            selected.append("g.__fedbroker_n AS p")
+        elif people and not self._engine._person_key and self._repeats_known(columns):
+            selected.append("g.__fedbroker_n - g.__fedbroker_x AS p")
+        elif people:
+            shared = self._shared_rows()
+            kept = [f"g.__fedbroker_n - coalesce({alias}.x, 0)" for alias in ("r", "q")]
+            fewer = f"least({', '.join(kept)})" if self._engine._person_key else kept[0]
+            selected.append(f"{fewer} AS p")
+            joins.append(self._repeated(shared, columns, _ROW, "r"))
+            if self._engine._person_key:
+                joins.append(self._repeated(shared, columns, _KEY, "q"))
+        query = f"SELECT {', '.join(selected)} FROM ({self._tuples(columns)}) g {' '.join(joins)}"
+        result = self._con.execute(query).fetchnumpy()
+        rows = np.asarray(result["__fedbroker_n"], dtype=np.int64)
+        persons = np.asarray(result["p"], dtype=np.int64) if people else None
+        codes = [np.asarray(result[k], dtype=np.int64) for k in keys]
+        return CountTable.of(columns, codes, rows, persons)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _set_id(self, grouped: list[str]) -> int:
+        """The GROUPING() id of the set grouping ``grouped`` (columns quoted, or identities)."""
+        width = len(self._grouped)
+        return sum(1 << (width - 1 - i) for i, g in enumerate(self._grouped) if g not in grouped)
+
+    def _rows_of(self, columns: list[str]) -> str:
+        """The counted table's rows of one grouping set (columns unquoted, or identities)."""
+        grouped = [c if c in (_ROW, _UNION, _KEY) else _quote(c) for c in columns]
+        return f"(SELECT * FROM {self._table} WHERE __fedbroker_g = {self._set_id(grouped)})"
+
+    @cached_property
+    def _coded_union(self) -> tuple[str, bool]:
+        """The union's tuples as codes (``k0``... in union order) with their rows and their
+        repeated rows ``__fedbroker_x``, found by the union hash of each repeated row; and
+        whether those are known: not when two tuples share a hash (then the repeats are
+        counted among the rows read again). Sets within the union are summed from it."""
+        names = ", ".join(f"t.{_quote(c)}" for c in self.union)
+        codes, joins = [], []
+        for position, column in enumerate(self.union):
+            code, join = self._engine._code(column, f"t.{_quote(column)}", typed=False)
+            codes.append(f"{code}::UINTEGER AS k{position}")
+            joins.append(join)
+        repeats, hashed = "0", ""
+        if self._repeats:
+            repeats = "coalesce(r.x, 0)"
+            hashed = f", hash({names}) AS {_UNION}"
+            joins.append(
+                f"LEFT JOIN (SELECT {_UNION}, sum(__fedbroker_n - 1) AS x FROM "
+                f"{self._repeated_rows} "
+                f"GROUP BY ALL) r ON hash({names}) = r.{_UNION}"
+            )
+        table = f"__fedbroker_union_{next(_NAMES)}"
+        self._con.sql(
+            f"CREATE TABLE {table} AS SELECT {', '.join(codes)}, t.__fedbroker_n, {repeats} AS "
+            f"__fedbroker_x{hashed} FROM {self._rows_of(self.union)} t {' '.join(joins)}"
+        )
+        if not self._repeats:
+            return table, True
+        shared = self._scalar(f"SELECT count(*) - count(DISTINCT {_UNION}) FROM {table}")
+        return table, not shared
+
+    def _repeats_known(self, columns: list[str]) -> bool:
+        """Whether the repeated rows of each tuple of ``columns`` are known without reading
+        rows again: the whole table's, or a union's subset's when the union hashes told them."""
+        return not columns or (set(columns) <= set(self.union) and self._coded_union[1])
+
+    def _tuples(self, columns: list[str]) -> str:
+        """SQL of the tuples of ``columns`` as codes (``__fedbroker_k{i}``) with their rows
+        ``__fedbroker_n`` and, where known, their repeated rows ``__fedbroker_x``."""
+        if not columns:
+            return (
+                f"SELECT __fedbroker_n, {self.duplicate_rows} AS __fedbroker_x "
+                f"FROM {self._rows_of([])}"
+            )
+        if len(columns) == 1 and columns[0] in self.alone:
+            table = self._engine._dictionary_table(columns[0])
+            return f"SELECT code AS __fedbroker_k0, n AS __fedbroker_n FROM {table}"
+        codes = ", ".join(
+            f"k{self.union.index(c)}::BIGINT AS __fedbroker_k{i}" for i, c in enumerate(columns)
+        )
+        if len(columns) == len(self.union):
+            return f"SELECT {codes}, __fedbroker_n, __fedbroker_x FROM {self._coded_union[0]}"
+        return (
+            f"SELECT {codes}, sum(__fedbroker_n)::BIGINT AS __fedbroker_n, "
+            f"sum(__fedbroker_x)::BIGINT AS __fedbroker_x FROM {self._coded_union[0]} GROUP BY ALL"
+        )
+
+    def _repeated(self, shared: str, columns: list[str], identity: str, alias: str) -> str:
+        """A join giving each tuple its repeats ``x``: its rows whose identity (row hash or
+        person key) another of its rows holds, counted among the ``shared`` rows."""
+        names = "".join(f"{_quote(c)} AS c{i}, " for i, c in enumerate(columns))
+        codes, joins = [], []
+        for i, column in enumerate(columns):
+            code, join = self._engine._code(column, f"s.c{i}", typed=False)
+            codes.append(f"{code} AS __fedbroker_k{i}, ")
+            joins.append(join)
+        on = " AND ".join(
+            f"g.__fedbroker_k{i} = {alias}.__fedbroker_k{i}" for i in range(len(columns))
+        )
+        return (
+            f"LEFT JOIN (SELECT {''.join(codes)}sum(s.m - 1) AS x FROM (SELECT {names}{identity}, "
+            f"count(*) AS m FROM {shared} GROUP BY ALL) s {' '.join(joins)} GROUP BY ALL) {alias} "
+            f"ON {on or 'true'}"
+        )
+
+    def _shared_rows(self) -> str:
+        """The rows whose hash or person key another row holds, read again from the source."""
+        if self._shared is None:
+            keys = (
+                f" OR EXISTS (SELECT 1 FROM {self._rows_of([_KEY])} c WHERE c.{_KEY} IS NOT "
+                f"DISTINCT FROM s.{_KEY})"
+                if self._engine._person_key
+                else ""
+            )
+            self._shared = f"__fedbroker_shared_{next(_NAMES)}"
+            self._engine._read(
+                f"CREATE TABLE {self._shared} AS SELECT * FROM {self._engine._source} s WHERE "
+                f"s.{_ROW} IN (SELECT {_ROW} FROM {self._rows_of(self._identities[0])}){keys}"
+            )
+        return self._shared
+
+    def _scalar(self, query: str) -> int:
+        return int(self._con.execute(query).fetchall()[0][0])
 
 
 # Output formats :func:`write` knows, by their name in broker.datasets.
@@ -351,7 +604,8 @@ _COPY_FORMATS = {"csv": "FORMAT csv, HEADER true, DELIMITER ','", "parquet": "FO
 def write(engine: DuckDBEngine, path: str | Path, fmt: str, shuffle: bool = True) -> None:
     """Write the table ``engine`` holds (its columns, in order) to ``path`` as ``fmt`` ("csv",
     comma-delimited with a header, or "parquet"), by DuckDB's ``COPY``: the rows stream from
-    its table to the file, spilling to disk under the memory limit, never through Python.
+    its source (or its recoded copy) to the file, spilling to disk under the memory limit,
+    never through Python.
 
     ``shuffle`` writes them in a fresh random order (an out-of-core sort on ``random()``), so
     that two releases of one table cannot be lined up by position. A file it cannot write is
@@ -361,9 +615,10 @@ def write(engine: DuckDBEngine, path: str | Path, fmt: str, shuffle: bool = True
         raise ValueError(f"The duckdb engine writes {sorted(_COPY_FORMATS)}, not {fmt!r}")
     columns = ", ".join(_quote(name) for name in engine.columns)
     order = " ORDER BY random()" if shuffle else ""
+    rows = engine._table or engine._source
     try:
         engine._con.sql(
-            f"COPY (SELECT {columns} FROM {engine._table}{order}) TO {_text(str(path))} "
+            f"COPY (SELECT {columns} FROM {rows}{order}) TO {_text(str(path))} "
             f"({_COPY_FORMATS[fmt]})"
         )
     except duckdb.IOException as error:  # a folder that does not exist, no permission, ...

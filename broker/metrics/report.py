@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import IDENTICAL_ROWS, Engine
+from broker.engines.base import IDENTICAL_ROWS, Engine, PlansCounts
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
@@ -230,16 +230,19 @@ def report_of(
     engine knows them: identical rows are one person, since one person sent three times looks
     exactly like that. ``duplicate_rows`` counts the rows identical to an earlier one.
     """
-    if engine.rows == 0:
-        raise ValueError("The dataset has no rows: there is nothing to measure")
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
     require_columns(engine.columns, quasi_identifiers, "Quasi-identifier")
     require_columns(engine.columns, sensitive, "Sensitive attribute")
     require_distinct_roles(quasi_identifiers, sensitive)
     if max_combination_size < 0:
         raise ValueError(f"The combination size cannot be negative, got {max_combination_size}")
-
     say = progress or (lambda _message: None)
+    if isinstance(engine, PlansCounts):
+        say("counting the report's column sets in one pass")
+        engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive))
+    if engine.rows == 0:
+        raise ValueError("The dataset has no rows: there is nothing to measure")
+
     say("measuring attributes")
     attributes = []
     scan_budget = ScanBudget()
@@ -270,10 +273,10 @@ def report_of(
         qi_report = QuasiIdentifierReport(
             tuple(quasi_identifiers), k_anonymity_of(classes), mmaq_from_counts(classes.rows)
         )
-    sensitive_reports = []
-    for name in sensitive:
-        known = [*quasi_identifiers, *(other for other in sensitive if other != name)]
-        sensitive_reports.append(sensitive_measure_of(engine, name, known))
+    sensitive_reports = [
+        sensitive_measure_of(engine, name, _known(name, quasi_identifiers, sensitive))
+        for name in sensitive
+    ]
 
     found, search = [], None
     if max_combination_size > 0:
@@ -290,3 +293,19 @@ def report_of(
         engine.people_counted_by,
         search,
     )
+
+
+def _known(name: str, quasi_identifiers: list[str], sensitive: list[str]) -> list[str]:
+    """The attributes whose classes a sensitive attribute is measured within."""
+    return [*quasi_identifiers, *(other for other in sensitive if other != name)]
+
+
+def _column_sets(
+    columns: list[str], quasi_identifiers: list[str], sensitive: list[str]
+) -> list[list[str]]:
+    """Every column set the report counts, in the order it asks (combinations aside)."""
+    sets = [[c] for c in columns] + ([quasi_identifiers] if quasi_identifiers else [])
+    for name in sensitive:
+        known = _known(name, quasi_identifiers, sensitive)
+        sets += [known, [*known, name], [name]]
+    return sets

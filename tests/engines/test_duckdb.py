@@ -4,6 +4,7 @@ import csv
 import io
 import json
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.metrics.report import report_of
 from tests.engines.close import close
+from tests.engines.test_contract import _assert_same_counts, _assert_same_report
 
 # Cells that test the CSV rules: text as written, quotes, delimiters and newlines inside values,
 # empty fields, blanks, non-ASCII.
@@ -85,8 +87,6 @@ def test_a_bom_and_the_delimiter_are_read_as_the_canonical_reader_reads_them(tmp
     [
         (b"a,A\n1,2\n", "look"),  # look-alike column names, as the canonical reader refuses
         (b"\xff\xfe,b\n1,2\n", "UTF-8"),
-        (b"a,b\n1,2\n1,2,3\n", "."),  # ragged rows
-        (b"a,b\n1,\xff\n", "."),  # bad UTF-8 in the body
     ],
 )
 def test_a_header_the_canonical_reader_refuses_is_refused(tmp_path, content, message):
@@ -94,6 +94,17 @@ def test_a_header_the_canonical_reader_refuses_is_refused(tmp_path, content, mes
     path.write_bytes(content)
     with pytest.raises(DatasetError, match=message):
         DuckDBEngine.from_path(path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"a,b\n1,2\n1,2,3\n", b"a,b\n1,\xff\n"],  # ragged rows, bad UTF-8 in the body
+)
+def test_a_malformed_body_is_refused_when_it_is_read(tmp_path, content):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError):
+        report_of(DuckDBEngine.from_path(path), ["a"])
 
 
 def test_the_command_line_reports_the_same_with_either_engine(tmp_path, capsys):
@@ -139,3 +150,61 @@ def test_a_memory_limit_duckdb_cannot_read_is_one_line(tmp_path, capsys):
     assert main(["analyze", str(path), "--engine", "duckdb", "--memory-limit", "lots"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "memory limit 'lots'" in err
+
+
+def test_the_report_is_counted_from_the_file_without_a_copy(tmp_path):
+    # A near-unique column, identical rows (people), empty cells and a column outside the
+    # quasi-identifiers and sensitive attributes: the report is the in-memory one, and the
+    # rows were never copied into DuckDB (the planned pass answered everything).
+    rows = [[str(i % 7), f"id{i}", "FM"[i % 2], "", "yn"[i % 3 == 0]] for i in range(300)]
+    rows += [rows[5], rows[5], rows[8]] + [["99", "x", "F", "", "y"]] * 3  # a class of 1 person
+    path = tmp_path / "data.csv"
+    _write(path, ["age", "ref", "sex", "note", "flu"], rows)
+    engine = DuckDBEngine.from_path(path)
+    ours = report_of(engine, ["age", "sex"], ["flu", "note"], max_combination_size=0).as_dict()
+    in_memory = PandasEngine(read_path(path).frame)
+    assert ours == report_of(in_memory, ["age", "sex"], ["flu", "note"], 0).as_dict()
+    assert ours["duplicate_rows"] == 5
+    assert ours["quasi_identifiers"]["k_people"] == 1
+    assert engine._table is None  # no copy of the rows was made
+
+
+def test_a_person_key_with_repeated_keys_counts_people_in_the_planned_pass(tmp_path):
+    # Keys repeat across tuples of the quasi-identifiers and within them, and two rows are
+    # identical under different keys (``ref`` tells the others apart, so keys bind): the rows
+    # whose key or hash repeats are read again.
+    path = tmp_path / "people.csv"
+    rows = [
+        [f"p{i % 40}", str(20 + i % 5), "FM"[i % 2], "ab"[i % 3 == 0], f"r{i}"] for i in range(120)
+    ]
+    rows += [["q1", "20", "F", "a", "r"], ["q2", "20", "F", "a", "r"]]
+    _write(path, ["person", "age", "sex", "flu", "ref"], rows)
+    frame = read_path(path).frame
+    from broker.engines.pandas import People
+
+    measured = frame.drop(columns=["person"])
+    in_memory = PandasEngine(measured, people=People.of(measured, frame["person"]))
+    out_of_core = DuckDBEngine.from_path(path, person_key="person")
+    ours = report_of(out_of_core, ["age", "sex"], ["flu"], max_combination_size=0).as_dict()
+    assert ours == report_of(in_memory, ["age", "sex"], ["flu"], 0).as_dict()
+    assert out_of_core._table is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 30).flatmap(
+        lambda n: st.lists(
+            st.lists(st.sampled_from(["a", "b", "", None, "7"]), min_size=n, max_size=n),
+            min_size=4,
+            max_size=4,
+        )
+    )
+)
+def test_planned_counts_keep_the_contract(columns):
+    # Every count table, planned or not (a column outside the union with people reads the
+    # repeated rows again; unplanned sets copy the rows), with missing values and repeats.
+    frame = pd.DataFrame({f"c{i}": pd.Series(v, dtype=object) for i, v in enumerate(columns)})
+    engine = DuckDBEngine.from_frame(frame)
+    engine.plan([["c0"], ["c1"], ["c0", "c1"], ["c2"], []])
+    _assert_same_counts(frame, engine)
+    _assert_same_report(frame, engine, ["c0", "c1"], ["c2"])
