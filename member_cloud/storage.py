@@ -38,6 +38,7 @@ NAME_RULE = (
     "digit, without '..'"
 )
 _CHUNK = 1024 * 1024
+_TMP_SUFFIX = ".tmp"
 
 
 def check_name(name: str, what: str = "Dataset name") -> str:
@@ -65,7 +66,7 @@ def _spooled(
     Whatever is still there on the way out (an error, a checksum refused) is removed.
     """
     digest, size = hashlib.sha256(), 0
-    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TMP_SUFFIX)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -202,7 +203,11 @@ class Inbox:
         self._lock = threading.Lock()
 
     def prepare(self) -> None:
+        """Create the inbox folder; remove the temporary files a crash left in it (no delivery
+        is under way before the member serves)."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for leftover in self.root.glob(f".*{_TMP_SUFFIX}"):
+            leftover.unlink(missing_ok=True)
 
     def store(self, delivery: Delivery, chunks: Iterable[bytes]) -> bool:
         """Store a delivery's bytes as they arrive; True when stored now, False when this

@@ -20,7 +20,7 @@ from member_cloud import delivery
 from member_cloud.broker_keys import BrokerKeys
 from member_cloud.delivery import DeliveryHeaders
 from member_cloud.errors import NotAuthenticated
-from member_cloud.storage import Inbox
+from member_cloud.storage import Delivery, Inbox
 from tests.member_cloud.conftest import (
     BROKER_TEST_KEY,
     FIXTURES,
@@ -494,3 +494,26 @@ def test_the_body_is_not_read_before_the_headers_are_accepted(tmp_path):
 
     assert pulled == []
     assert files_under(tmp_path / "inbox") == set()
+
+
+def test_temporary_files_a_crash_left_in_the_inbox_are_removed_at_start(tmp_path):
+    inbox = Inbox(tmp_path / "inbox")
+    inbox.prepare()
+    inbox.store(
+        Delivery(
+            "t-1",
+            "sn",
+            "research",
+            "approved",
+            "",
+            hashlib.sha256(b"x").hexdigest(),
+            False,
+            "text/csv",
+        ),
+        [b"x"],
+    )
+    (tmp_path / "inbox" / ".t-2.abc123.tmp").write_bytes(b"half a deliv")
+
+    inbox.prepare()
+
+    assert files_under(tmp_path / "inbox") == {"t-1", "t-1/data", "t-1/meta.json"}
