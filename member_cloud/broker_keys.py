@@ -40,14 +40,15 @@ class BrokerKeys:
             except (OSError, ValueError):
                 log.warning("cannot read the pinned broker keys in %s; fetching them", self.path)
 
-    def verify(self, header: str | None, headers: dict[str, str], body: bytes) -> str:
-        """Verify a delivery's signature; fetch the broker's keys once on an unknown key id."""
+    def verify(self, header: str | None, headers: dict[str, str]) -> str:
+        """Verify a delivery's signature (over its headers, the body's SHA-256 among them);
+        fetch the broker's keys once on an unknown key id."""
         try:
-            return verify(header, headers, body, self._keys)
+            return verify(header, headers, self._keys)
         except UnknownKey:
             if not self.refresh():
                 raise
-        return verify(header, headers, body, self._keys)
+        return verify(header, headers, self._keys)
 
     def refresh(self) -> bool:
         """Fetch and pin the broker's key set; False when not allowed or tried too recently."""

@@ -86,7 +86,11 @@ class MemberSettings(BaseSettings):
         None,
         description=f"Where a self-registered key is kept (default <data_dir>/{KEY_FILE_NAME})",
     )
-    max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    max_upload_bytes: int = Field(
+        10 * 1024**3,
+        gt=0,
+        description="Largest request body: a delivery (streamed to disk) or a dataset upload",
+    )
     broker_keys_refresh: bool = Field(
         True,
         description="Fetch the broker's signing keys again when a delivery names an unknown "

@@ -2,21 +2,23 @@
 
 The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with the headers that
 :mod:`broker.wire.headers` lists (transfer id, source, purpose, decision, file name, checksum,
-anonymized, timestamp, signature). The signature is the broker's (Ed25519 over the signed headers
-and the body, :mod:`broker.wire.signing`, the wire contract shared by both services); the
-broker's public keys are pinned by :mod:`member_cloud.broker_keys`. Nobody who merely reads the
-broker's database can sign.
+anonymized, timestamp, signature). The signature is the broker's (scheme ``v4``: Ed25519 over the
+signed headers, which hold the body's SHA-256, :mod:`broker.wire.signing`, the wire contract
+shared by both services); the broker's public keys are pinned by :mod:`member_cloud.broker_keys`.
+Nobody who merely reads the broker's database can sign.
 
-A missing or wrong signature, or a timestamp further than the tolerance from our clock, is 401;
-a body that does not match its checksum is 400. Purpose and file name are stored decoded.
+Everything is checked before the body is read: a missing or wrong signature, or a timestamp
+further than the tolerance from our clock, is 401, a missing or malformed header 400, and an
+unsigned delivery costs no disk. The body is then streamed to the inbox and hashed on the way
+(:meth:`member_cloud.storage.Inbox.store`); a body that does not match the signed checksum is
+400 and nothing of it is kept. Purpose and file name are stored decoded.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 import time
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
@@ -24,7 +26,7 @@ from pydantic import BaseModel, Field
 from broker.wire import headers as h
 from broker.wire.signing import SIGNED_HEADERS, SignatureError
 from member_cloud.broker_keys import BrokerKeys
-from member_cloud.errors import BadRequest, ChecksumMismatch, NotAuthenticated
+from member_cloud.errors import BadRequest, NotAuthenticated
 from member_cloud.storage import Delivery, Inbox, check_name
 
 
@@ -43,11 +45,13 @@ class DeliveryHeaders(BaseModel):
     x_fedbroker_filename: str | None = Field(
         None, description="File name, percent-encoded UTF-8, may be empty"
     )
-    x_fedbroker_sha256: str | None = Field(None, description="Hex SHA-256 of the body (required)")
+    x_fedbroker_sha256: str | None = Field(
+        None, description="Hex SHA-256 of the body, signed: it binds the body (required)"
+    )
     x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
     x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
     x_fedbroker_signature: str | None = Field(
-        None, description="v3=<key id>:<base64url Ed25519 signature> (required)"
+        None, description="v4=<key id>:<base64url Ed25519 signature> (required)"
     )
 
 
@@ -61,13 +65,9 @@ def _signed_headers(headers: DeliveryHeaders) -> dict[str, str]:
 
 
 def verify_signature(
-    keys: BrokerKeys,
-    headers: DeliveryHeaders,
-    body: bytes,
-    tolerance_seconds: int,
-    now: float | None = None,
+    keys: BrokerKeys, headers: DeliveryHeaders, tolerance_seconds: int, now: float | None = None
 ) -> str:
-    """Check the signature and the timestamp; returns the transfer id."""
+    """Check the signature and the timestamp (the body is not needed); returns the transfer id."""
     if not headers.x_fedbroker_signature or not headers.x_fedbroker_timestamp:
         raise NotAuthenticated(
             f"A delivery must carry {h.TIMESTAMP} and {h.SIGNATURE}: "
@@ -86,7 +86,7 @@ def verify_signature(
             f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
         )
     try:
-        keys.verify(headers.x_fedbroker_signature, _signed_headers(headers), body)
+        keys.verify(headers.x_fedbroker_signature, _signed_headers(headers))
     except SignatureError as error:
         raise NotAuthenticated(str(error)) from None
     return transfer_id
@@ -96,12 +96,13 @@ def accept(
     inbox: Inbox,
     keys: BrokerKeys,
     headers: DeliveryHeaders,
-    body: bytes,
+    body: Iterable[bytes],
     tolerance_seconds: int,
     now: float | None = None,
 ) -> tuple[str, bool]:
-    """Verify and store one delivery; returns (transfer id, stored now)."""
-    transfer_id = verify_signature(keys, headers, body, tolerance_seconds, now)
+    """Verify one delivery, then store its body, read from ``body`` chunk by chunk only once
+    the headers are accepted; returns (transfer id, stored now)."""
+    transfer_id = verify_signature(keys, headers, tolerance_seconds, now)
     check_name(transfer_id, "Transfer id")
     if headers.idempotency_key and headers.idempotency_key != transfer_id:
         raise BadRequest(f"{h.IDEMPOTENCY_KEY} differs from {h.TRANSFER}")
@@ -109,7 +110,6 @@ def accept(
         h.SOURCE: headers.x_fedbroker_source,
         h.PURPOSE: headers.x_fedbroker_purpose,
         h.DECISION: headers.x_fedbroker_decision,
-        h.SHA256: headers.x_fedbroker_sha256,
         h.ANONYMIZED: headers.x_fedbroker_anonymized,
     }
     if missing := [name for name, value in required.items() if not value]:
@@ -117,12 +117,6 @@ def accept(
     anonymized = (headers.x_fedbroker_anonymized or "").lower()
     if anonymized not in ("true", "false"):
         raise BadRequest(f"{h.ANONYMIZED} must be 'true' or 'false'")
-    declared = (headers.x_fedbroker_sha256 or "").lower()
-    actual = hashlib.sha256(body).hexdigest()
-    if not hmac.compare_digest(declared.encode(), actual.encode()):
-        raise ChecksumMismatch(
-            f"{h.SHA256} says {declared} but the {len(body):,}-byte body hashes to {actual}"
-        )
     delivery = Delivery(
         transfer_id=transfer_id,
         source=headers.x_fedbroker_source or "",
@@ -130,7 +124,7 @@ def accept(
         purpose=unquote(headers.x_fedbroker_purpose or ""),
         decision=headers.x_fedbroker_decision or "",
         filename=unquote(headers.x_fedbroker_filename or ""),
-        sha256=actual,
+        sha256=headers.x_fedbroker_sha256 or "",  # hex SHA-256: no v4 signature without one
         anonymized=anonymized == "true",
         content_type=headers.content_type or "application/octet-stream",
     )

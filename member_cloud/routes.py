@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Annotated
 
+from anyio import from_thread
 from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
@@ -58,8 +60,17 @@ def _broker_keys(request: Request) -> BrokerKeys:
     return request.app.state.broker_keys
 
 
-async def _raw_body(request: Request) -> bytes:
-    return await request.body()
+def _streamed_body(request: Request) -> Iterator[bytes]:
+    """The request body chunk by chunk as it arrives, for a ``def`` route (run in a worker
+    thread): each chunk is received on the event loop, none is kept after it is yielded."""
+    stream = request.stream()
+
+    async def next_chunk() -> bytes | None:
+        return await anext(stream, None)
+
+    while (chunk := from_thread.run(next_chunk)) is not None:
+        if chunk:
+            yield chunk
 
 
 SettingsDep = Annotated[MemberSettings, Depends(_settings)]
@@ -225,12 +236,17 @@ deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
         **responses(400, 401, 409, 413, 422),
     },
     summary="Delivery of an approved transfer (the broker only, signed)",
-    description="The body is the dataset's bytes. The broker signs each delivery "
+    description="The body is the dataset's bytes, of any size up to the member's "
+    "`max_upload_bytes` (10 GiB by default; 413 beyond). The broker signs each delivery "
     f"(`{h.SIGNATURE}: {SCHEME}=<key id>:<signature>`, Ed25519 over the `X-Fedbroker-*` "
-    f"headers and `{h.CONTENT_TYPE}`, one per line, then the body, by the keys the broker "
-    f"publishes at `{KEYS_PATH}`), instead of the local token; a missing or wrong "
-    "signature, or a timestamp more than the tolerance (300 s by "
-    f"default) away, is 401; a body that does not match `{h.SHA256}` is 400. "
+    f"headers and `{h.CONTENT_TYPE}`, one per line, by the keys the broker publishes at "
+    f"`{KEYS_PATH}`) instead of the local token. The body is bound through `{h.SHA256}`, one "
+    "of the signed headers, as HTTP Message Signatures (RFC 9421) bind a body through its "
+    "Content-Digest (RFC 9530): the headers are checked before the body is read, then the body "
+    "is streamed to disk, hashed on the way, and kept only if it matches. A missing or wrong "
+    "signature (including the former `v3`, which signed the body itself), or a timestamp more "
+    "than the tolerance (300 s by default) away, is 401 and nothing of the body is read; a body "
+    f"that does not match `{h.SHA256}` is 400 and nothing of it is kept. "
     f"`{h.PURPOSE}` and `{h.FILENAME}` are percent-encoded UTF-8; they are "
     "stored decoded. The first delivery of a transfer answers 201 `received`; "
     "the same one again answers 200 `already_received` and stores nothing; the same transfer "
@@ -243,15 +259,20 @@ deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
     },
 )
 def receive_delivery(
+    request: Request,
     headers: Annotated[DeliveryHeaders, Header()],
-    body: Annotated[bytes, Depends(_raw_body)],
     store: InboxDep,
     settings: SettingsDep,
     keys: Annotated[BrokerKeys, Depends(_broker_keys)],
     response: Response,
 ) -> DeliveryReceipt:
     transfer_id, stored = delivery.accept(
-        store, keys, headers, body, settings.signature_tolerance_seconds, time.time()
+        store,
+        keys,
+        headers,
+        _streamed_body(request),
+        settings.signature_tolerance_seconds,
+        time.time(),
     )
     if not stored:
         response.status_code = 200

@@ -7,9 +7,12 @@
     <data_dir>/inbox/<transfer_id>/meta.json   who sent it, why, its checksum, when it arrived
 
 Folders are 0700 and files 0600 (the data may be personal). Every file is written atomically:
-a temporary file in the same folder, fsync, ``os.replace``, then an fsync of the folder. An
-inbox entry is complete once its ``meta.json`` exists (written last); an entry without one (a
-crash in between) is invisible and a redelivery overwrites it.
+a temporary file in the same folder, fsync, ``os.replace``, then an fsync of the folder.
+Delivered bytes are streamed to a temporary file in ``<data_dir>/inbox``, hashed as they are
+written, and moved into their entry only when they match the SHA-256 the broker signed: no
+delivery is held in memory, whatever its size. An inbox entry is complete once its ``meta.json``
+exists (written last); an entry without one (a crash in between) is invisible and a redelivery
+overwrites it.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import os
 import re
 import tempfile
 import threading
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from member_cloud.errors import Conflict, InvalidName, NotFound
+from member_cloud.errors import ChecksumMismatch, Conflict, InvalidName, NotFound
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 NAME_RULE = (
@@ -34,6 +38,7 @@ NAME_RULE = (
     "digit, without '..'"
 )
 _CHUNK = 1024 * 1024
+_TMP_SUFFIX = ".tmp"
 
 
 def check_name(name: str, what: str = "Dataset name") -> str:
@@ -51,31 +56,42 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, source: bytes | IO[bytes], mode: int = 0o600) -> tuple[int, str]:
-    """Write ``source`` to ``path`` atomically; returns (size, sha256 hex) of what was written."""
+@contextmanager
+def _spooled(
+    folder: Path, name: str, chunks: Iterable[bytes], mode: int = 0o600
+) -> Iterator[tuple[Path, int, str]]:
+    """Write ``chunks`` to a temporary file in ``folder``, hashing them, and fsync it.
+
+    Yields (its path, size, sha256 hex); the caller moves it into place with ``os.replace``.
+    Whatever is still there on the way out (an error, a checksum refused) is removed.
+    """
     digest, size = hashlib.sha256(), 0
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=_TMP_SUFFIX)
+    tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            if isinstance(source, bytes | bytearray | memoryview):
-                out.write(source)
-                digest.update(source)
-                size = len(source)
-            else:
-                while chunk := source.read(_CHUNK):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    size += len(chunk)
+            for chunk in chunks:
+                out.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+        yield tmp, size, digest.hexdigest()
+    finally:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
+
+
+def atomic_write(path: Path, source: bytes | IO[bytes], mode: int = 0o600) -> None:
+    """Write ``source`` (bytes, or a file read in chunks) to ``path`` atomically."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        chunks: Iterable[bytes] = (source,)
+    else:
+        chunks = iter(lambda: source.read(_CHUNK), b"")
+    with _spooled(path.parent, path.name, chunks, mode) as (tmp, _, _):
+        os.replace(tmp, path)
     _fsync_dir(path.parent)
-    return size, digest.hexdigest()
 
 
 def _sha256_of(path: Path) -> str:
@@ -187,28 +203,54 @@ class Inbox:
         self._lock = threading.Lock()
 
     def prepare(self) -> None:
+        """Create the inbox folder; remove the temporary files a crash left in it (no delivery
+        is under way before the member serves)."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for leftover in self.root.glob(f".*{_TMP_SUFFIX}"):
+            leftover.unlink(missing_ok=True)
 
-    def store(self, delivery: Delivery, body: bytes) -> bool:
-        """Store a delivery; True when stored now, False when the same bytes were already here.
+    def store(self, delivery: Delivery, chunks: Iterable[bytes]) -> bool:
+        """Store a delivery's bytes as they arrive; True when stored now, False when this
+        transfer was already received with the same SHA-256 (``chunks`` is then read to its end
+        and dropped: the sender gets its answer on a clean connection).
 
-        The same transfer id with other bytes is a ``Conflict``: nothing is overwritten.
+        The bytes go to a temporary file in the inbox folder, hashed on the way, and are moved
+        into place only if they hash to ``delivery.sha256`` (``ChecksumMismatch`` otherwise:
+        nothing is kept). The same transfer id with another SHA-256 is a ``Conflict``: nothing
+        is overwritten.
         """
         entry = self.root / check_name(delivery.transfer_id, "Transfer id")
-        with self._lock:
-            existing = self._read_meta(entry)
-            if existing is not None:
-                if existing["sha256"] == delivery.sha256:
-                    return False
-                raise Conflict(
-                    f"Transfer {delivery.transfer_id!r} was already received with other "
-                    f"content (sha256 {existing['sha256']}); the new delivery was refused"
+        if self._received(entry, delivery):
+            for _ in chunks:
+                pass
+            return False
+        with _spooled(self.root, entry.name, chunks) as (tmp, size, sha256):
+            if sha256 != delivery.sha256:
+                raise ChecksumMismatch(
+                    f"The {size:,}-byte body hashes to {sha256}, not to the SHA-256 the broker "
+                    f"signed ({delivery.sha256}): nothing was stored"
                 )
-            entry.mkdir(mode=0o700, exist_ok=True)
-            _fsync_dir(self.root)
-            size, _ = atomic_write(entry / self.DATA, body)
-            meta = {**asdict(delivery), "size_bytes": size, "received_at": _now()}
-            atomic_write(entry / self.META, json.dumps(meta, indent=2).encode())
+            with self._lock:
+                if self._received(entry, delivery):  # the same delivery, stored meanwhile
+                    return False
+                entry.mkdir(mode=0o700, exist_ok=True)
+                _fsync_dir(self.root)
+                os.replace(tmp, entry / self.DATA)
+                _fsync_dir(entry)
+                meta = {**asdict(delivery), "size_bytes": size, "received_at": _now()}
+                atomic_write(entry / self.META, json.dumps(meta, indent=2).encode())
+        return True
+
+    def _received(self, entry: Path, delivery: Delivery) -> bool:
+        """True when ``entry`` holds this delivery already; ``Conflict`` when other bytes."""
+        existing = self._read_meta(entry)
+        if existing is None:
+            return False
+        if existing["sha256"] != delivery.sha256:
+            raise Conflict(
+                f"Transfer {delivery.transfer_id!r} was already received with other "
+                f"content (sha256 {existing['sha256']}); the new delivery was refused"
+            )
         return True
 
     def list(self) -> list[dict[str, Any]]:

@@ -61,9 +61,10 @@ class KeyRing:
     def active_id(self) -> str:
         return key_id(self.keys[-1].public_key())
 
-    def sign(self, headers: Mapping[str, str], body: bytes) -> str:
-        """The ``X-Fedbroker-Signature`` value for a delivery, by the newest key."""
-        return sign(self.keys[-1], headers, body)
+    def sign(self, headers: Mapping[str, str]) -> str:
+        """The ``X-Fedbroker-Signature`` value for a delivery, by the newest key: over its
+        headers, which hold the body's SHA-256 (:func:`broker.wire.signing.sign`)."""
+        return sign(self.keys[-1], headers)
 
     def jwks(self) -> dict:
         """The published key set, newest first."""

@@ -238,7 +238,7 @@ def _headers(transfer, payload: bytes, payload_type: str, keyring: KeyRing) -> d
         h.SHA256: hashlib.sha256(payload).hexdigest(),
         h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
     }
-    headers[h.SIGNATURE] = keyring.sign(headers, payload)
+    headers[h.SIGNATURE] = keyring.sign(headers)
     return headers
 
 

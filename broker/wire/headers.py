@@ -12,13 +12,14 @@ A delivery (the broker POSTs an approved transfer's bytes to the destination's i
 ``X-Fedbroker-Sha256``       hex SHA-256 of the body
 ``X-Fedbroker-Anonymized``   ``true`` or ``false``
 ``Content-Type``             the payload's media type
-``X-Fedbroker-Signature``    ``v3=<key id>:<base64url Ed25519 signature>``
+``X-Fedbroker-Signature``    ``v4=<key id>:<base64url Ed25519 signature>``
 ===========================  ===============================================================
 
-The signature covers the headers from the timestamp to ``Content-Type`` and the body
-(:mod:`broker.wire.signing`). ``Idempotency-Key`` is also what a member sends with
-``POST /v1/transfers`` so that a retry replays the broker's first decision; ``X-Request-ID``
-names a request in both services' answers, problems and logs (:mod:`broker.wire.request_id`).
+The signature covers the headers from the timestamp to ``Content-Type``; the body is bound
+through ``X-Fedbroker-Sha256`` (:mod:`broker.wire.signing`). ``Idempotency-Key`` is also what a
+member sends with ``POST /v1/transfers`` so that a retry replays the broker's first decision;
+``X-Request-ID`` names a request in both services' answers, problems and logs
+(:mod:`broker.wire.request_id`).
 """
 
 from __future__ import annotations

@@ -8,11 +8,18 @@ a JSON Web Key Set (RFC 7517, Ed25519 keys as in RFC 8037, :func:`key_set`) at
 
 Signature header (:data:`broker.wire.headers.SIGNATURE`)::
 
-    X-Fedbroker-Signature: v3=<kid>:<base64url signature>
+    X-Fedbroker-Signature: v4=<kid>:<base64url signature>
 
-over the delivery's metadata headers, one per line, then the body (:data:`SIGNED_HEADERS`, each
-value exactly as sent, a missing header as the empty string). Several comma-separated values may
-be offered; one valid value suffices.
+over the delivery's metadata headers, one per line (:data:`SIGNED_HEADERS`, each value exactly
+as sent, a missing header as the empty string). Several comma-separated values may be offered;
+one valid value suffices.
+
+The body is not signed itself: it is bound through its SHA-256, ``X-Fedbroker-Sha256``, one of
+the signed headers, which scheme ``v4`` requires (64 lower-case hex digits). This is how HTTP
+Message Signatures (RFC 9421) cover a body: through its ``Content-Digest`` (RFC 9530). Neither
+side holds the body in memory to sign or verify: the broker hashes it as it reads it; a member
+checks the signature before it reads the body, then hashes the body as it stores it and keeps it
+only if it matches the signed digest. Scheme ``v3`` signed the body itself and is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 
 from cryptography.exceptions import InvalidSignature
@@ -28,7 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from broker.wire import headers as h
 
-SCHEME = "v3"
+SCHEME = "v4"
 KEYS_PATH = "/.well-known/fedbroker-keys.json"
 SIGNED_HEADERS = (
     h.TIMESTAMP,
@@ -41,6 +49,7 @@ SIGNED_HEADERS = (
     h.ANONYMIZED,
     h.CONTENT_TYPE,
 )
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class SignatureError(ValueError):
@@ -55,14 +64,21 @@ class UnknownKey(SignatureError):
         self.kid = kid
 
 
-def signed_message(headers: Mapping[str, str], body: bytes) -> bytes:
-    """The bytes a signature covers: :data:`SIGNED_HEADERS`' values, one per line, then the body.
+def signed_message(headers: Mapping[str, str]) -> bytes:
+    """The bytes a signature covers: :data:`SIGNED_HEADERS`' values, one per line.
 
     ``headers`` is looked up without regard to case (HTTP header names are case-insensitive).
+    Raises ``ValueError`` unless they hold the body's SHA-256 (:data:`broker.wire.headers.SHA256`,
+    64 lower-case hex digits): without it a signature would not bind the body.
     """
     lowered = {name.lower(): value for name, value in headers.items()}
-    lines = "".join(f"{lowered.get(name.lower(), '')}\n" for name in SIGNED_HEADERS)
-    return lines.encode() + body
+    digest = lowered.get(h.SHA256.lower(), "")
+    if not _SHA256_HEX.fullmatch(digest):
+        raise ValueError(
+            f"{h.SHA256} must be the body's SHA-256 as 64 lower-case hex digits, not {digest!r}: "
+            f"a {SCHEME} signature binds the body through it"
+        )
+    return "".join(f"{lowered.get(name.lower(), '')}\n" for name in SIGNED_HEADERS).encode()
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -103,31 +119,42 @@ def public_keys(jwks: Mapping) -> dict[str, Ed25519PublicKey]:
     return found
 
 
-def sign(key: Ed25519PrivateKey, headers: Mapping[str, str], body: bytes) -> str:
-    """The ``X-Fedbroker-Signature`` value of a delivery, signed by ``key``."""
-    signature = key.sign(signed_message(headers, body))
+def sign(key: Ed25519PrivateKey, headers: Mapping[str, str]) -> str:
+    """The ``X-Fedbroker-Signature`` value of a delivery, signed by ``key``.
+
+    ``headers`` must hold the body's SHA-256 (``ValueError`` otherwise, see
+    :func:`signed_message`): the body itself is not needed.
+    """
+    signature = key.sign(signed_message(headers))
     return f"{SCHEME}={key_id(key.public_key())}:{_b64(signature)}"
 
 
 def verify(
     header: str | None,
     headers: Mapping[str, str],
-    body: bytes,
     keys: Mapping[str, Ed25519PublicKey],
 ) -> str:
     """Check ``X-Fedbroker-Signature`` against ``keys``; returns the id of the key that matched.
 
-    Raises :class:`UnknownKey` when every offered value names a key not in ``keys`` (fetch the
-    broker's key set again, then retry), :class:`SignatureError` otherwise.
+    Only the headers are checked: the caller must then check that the body hashes to the signed
+    ``X-Fedbroker-Sha256`` before it trusts the body. Raises :class:`UnknownKey` when every
+    offered value names a key not in ``keys`` (fetch the broker's key set again, then retry),
+    :class:`SignatureError` otherwise.
     """
     offered = [part.strip() for part in (header or "").split(",") if part.strip()]
     values = [v.removeprefix(f"{SCHEME}=") for v in offered if v.startswith(f"{SCHEME}=")]
     if not values:
+        schemes = sorted({v.partition("=")[0] for v in offered if "=" in v})
+        found = f" (it offers {', '.join(schemes)})" if schemes else ""
         raise SignatureError(
-            f"{h.SIGNATURE} has no {SCHEME}= value: only {SCHEME} signatures (Ed25519, "
-            "by the broker's published keys) are accepted"
+            f"{h.SIGNATURE} has no {SCHEME}= value{found}: only {SCHEME} signatures (Ed25519 "
+            f"over the signed headers, the body bound by {h.SHA256}, by the broker's published "
+            "keys) are accepted"
         )
-    message = signed_message(headers, body)
+    try:
+        message = signed_message(headers)
+    except ValueError as error:
+        raise SignatureError(str(error)) from None
     unknown = None
     for value in values:
         kid, _, encoded = value.partition(":")
@@ -142,8 +169,8 @@ def verify(
     if unknown is not None and all(v.partition(":")[0] not in keys for v in values):
         raise UnknownKey(unknown)
     raise SignatureError(
-        f"{h.SIGNATURE} does not match: a signed header or the body was changed, or the "
-        "delivery was not signed by the broker"
+        f"{h.SIGNATURE} does not match: a signed header was changed, or the delivery was not "
+        "signed by the broker"
     )
 
 

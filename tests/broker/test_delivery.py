@@ -108,17 +108,19 @@ def test_signature_verifies_with_the_brokers_published_ed25519_key(broker, inbox
         "x-fedbroker-anonymized",
         "content-type",
     ]
-    message = "".join(f"{headers.get(name, '')}\n" for name in signed).encode() + body
+    # v4: the headers alone; the body is bound by its SHA-256, one of them
+    message = "".join(f"{headers.get(name, '')}\n" for name in signed).encode()
+    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
     keys = broker.client.get("/.well-known/fedbroker-keys.json").json()["keys"]
     [jwk] = keys
     assert (jwk["kty"], jwk["crv"], jwk["alg"]) == ("OKP", "Ed25519", "EdDSA")
     scheme, _, value = headers["x-fedbroker-signature"].partition("=")
     kid, _, signature = value.partition(":")
-    assert (scheme, kid) == ("v3", jwk["kid"])
+    assert (scheme, kid) == ("v4", jwk["kid"])
     public = Ed25519PublicKey.from_public_bytes(unb64(jwk["x"]))
     public.verify(unb64(signature), message)  # raises if it does not verify
     with pytest.raises(InvalidSignature):
-        public.verify(unb64(signature), message + b"x")
+        public.verify(unb64(signature), message + body)  # v3's message
     assert headers["x-fedbroker-transfer"] == transfer_id
     assert headers["content-type"] == "text/csv"  # from the parsed format, not the sender
 

@@ -1,5 +1,7 @@
 """Delivery signatures: Ed25519 keys from files, published as a JWKS, rotated by adding a key."""
 
+import base64
+import hashlib
 import json
 import os
 import stat
@@ -11,7 +13,11 @@ from broker.cli import main
 from broker.delivery.keyring import KeyRing, generate
 from broker.wire.signing import SignatureError, UnknownKey, key_id, public_keys, verify
 
-HEADERS = {"X-Fedbroker-Transfer": "t-1", "Content-Type": "text/csv", "X-Fedbroker-Sha256": "ab"}
+HEADERS = {
+    "X-Fedbroker-Transfer": "t-1",
+    "Content-Type": "text/csv",
+    "X-Fedbroker-Sha256": hashlib.sha256(b"body").hexdigest(),
+}
 
 
 def test_key_ids_are_rfc7638_thumbprints():
@@ -41,23 +47,58 @@ def test_the_newest_key_signs_and_every_key_is_published(tmp_path):
     ring = KeyRing.load(tmp_path)
     assert ring.active_id == new.stem
     assert [k["kid"] for k in ring.jwks()["keys"]] == [new.stem, old.stem]
-    signature = ring.sign(HEADERS, b"body")
+    signature = ring.sign(HEADERS)
     keys = public_keys(json.loads(json.dumps(ring.jwks())))
-    assert verify(signature, HEADERS, b"body", keys) == new.stem
+    assert verify(signature, HEADERS, keys) == new.stem
 
 
 def test_verification_refuses_changes_unknown_keys_and_other_schemes(tmp_path):
     ring = KeyRing.load(tmp_path, create=True)
     keys = public_keys(ring.jwks())
-    signature = ring.sign(HEADERS, b"body")
+    signature = ring.sign(HEADERS)
+    other_body = {**HEADERS, "X-Fedbroker-Sha256": hashlib.sha256(b"other body").hexdigest()}
     with pytest.raises(SignatureError, match="does not match"):
-        verify(signature, HEADERS, b"other body", keys)
+        verify(signature, other_body, keys)
     with pytest.raises(SignatureError, match="does not match"):
-        verify(signature, {**HEADERS, "content-type": "text/html"}, b"body", keys)
+        verify(signature, {**HEADERS, "content-type": "text/html"}, keys)
     with pytest.raises(UnknownKey):
-        verify(signature, HEADERS, b"body", {})
-    with pytest.raises(SignatureError, match="only v3"):
-        verify("v2=" + "0" * 64, HEADERS, b"body", keys)
+        verify(signature, HEADERS, {})
+    with pytest.raises(SignatureError, match="only v4"):
+        verify("v2=" + "0" * 64, HEADERS, keys)
+
+
+def test_v4_signs_the_headers_alone_and_binds_the_body_by_its_sha256(tmp_path):
+    """RFC 9421 binds a body through Content-Digest (RFC 9530); v4 through X-Fedbroker-Sha256."""
+    ring = KeyRing.load(tmp_path, create=True)
+    value = ring.sign(HEADERS)
+    scheme, _, rest = value.partition("=")
+    kid, _, encoded = rest.partition(":")
+    assert (scheme, kid) == ("v4", ring.active_id)
+    lines = ["", "t-1", "", "", "", "", hashlib.sha256(b"body").hexdigest(), "", "text/csv"]
+    message = "".join(f"{line}\n" for line in lines).encode()  # SIGNED_HEADERS' order
+    raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    ring.keys[-1].public_key().verify(raw, message)  # raises if it does not verify
+
+
+@pytest.mark.parametrize("digest", [None, "", "ab", "A" * 64, "g" * 64, "a" * 65])
+def test_there_is_no_v4_signature_without_the_bodys_sha256(tmp_path, digest):
+    ring = KeyRing.load(tmp_path, create=True)
+    headers = {k: v for k, v in HEADERS.items() if k != "X-Fedbroker-Sha256"}
+    if digest is not None:
+        headers["X-Fedbroker-Sha256"] = digest
+    with pytest.raises(ValueError, match="64 lower-case hex digits"):
+        ring.sign(headers)
+    # a v4 value signed over such headers anyway (by hand) does not verify either
+    forged = f"v4={ring.active_id}:" + "A" * 86
+    with pytest.raises(SignatureError, match="64 lower-case hex digits"):
+        verify(forged, headers, public_keys(ring.jwks()))
+
+
+def test_a_v3_signature_is_refused_with_a_message_naming_v4(tmp_path):
+    ring = KeyRing.load(tmp_path, create=True)
+    v3 = "v3=" + ring.sign(HEADERS).removeprefix("v4=")
+    with pytest.raises(SignatureError, match=r"no v4= value \(it offers v3\): only v4 signatures"):
+        verify(v3, HEADERS, public_keys(ring.jwks()))
 
 
 def test_a_folder_holding_another_kind_of_key_is_refused(tmp_path):

@@ -207,12 +207,12 @@ def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
     (data_dir / "broker-keys.json").write_text(json.dumps(document))
 
 
-def sign(headers: dict[str, str], body: bytes, key: Ed25519PrivateKey = BROKER_TEST_KEY) -> str:
-    """``v3=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
-    followed by a newline (a missing one is empty), then the body."""
+def sign(headers: dict[str, str], key: Ed25519PrivateKey = BROKER_TEST_KEY) -> str:
+    """``v4=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
+    followed by a newline (a missing one is empty); the body is bound by its SHA-256 header."""
     lines = [headers.get(name, "") for name in SIGNED_HEADERS]
-    message = "\n".join(lines).encode("utf-8") + b"\n" + body
-    return f"v3={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
+    message = "\n".join(lines).encode("utf-8") + b"\n"
+    return f"v4={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
 
 
 def delivery_headers(
@@ -246,7 +246,7 @@ def delivery_headers(
         "X-Fedbroker-Timestamp": str(timestamp),
     }
     _change(headers, replace)
-    headers["X-Fedbroker-Signature"] = sign(headers, body, key)
+    headers["X-Fedbroker-Signature"] = sign(headers, key)
     _change(headers, tamper)
     return headers
 

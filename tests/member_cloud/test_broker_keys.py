@@ -7,7 +7,11 @@ from broker.wire.signing import SignatureError, UnknownKey
 from member_cloud import broker_keys
 from member_cloud.broker_keys import BrokerKeys
 
-HEADERS = {"X-Fedbroker-Transfer": "t-1", "Content-Type": "text/csv"}
+HEADERS = {
+    "X-Fedbroker-Transfer": "t-1",
+    "Content-Type": "text/csv",
+    "X-Fedbroker-Sha256": "a" * 64,
+}
 
 
 def test_a_rotation_at_the_broker_reaches_the_member(tmp_path, monkeypatch):
@@ -23,26 +27,26 @@ def test_a_rotation_at_the_broker_reaches_the_member(tmp_path, monkeypatch):
 
     keys = BrokerKeys(tmp_path / "member" / "broker-keys.json", fetch)
     (tmp_path / "member").mkdir()
-    assert keys.verify(first.sign(HEADERS, b"x"), HEADERS, b"x") == first.active_id
+    assert keys.verify(first.sign(HEADERS), HEADERS) == first.active_id
     assert len(fetched) == 1 and (tmp_path / "member" / "broker-keys.json").exists()
 
     generate(folder)  # the broker rotates: both keys published, the new one signs
     rotated = KeyRing.load(folder)
     published["set"] = rotated.jwks()
-    assert keys.verify(rotated.sign(HEADERS, b"x"), HEADERS, b"x") == rotated.active_id
-    assert keys.verify(first.sign(HEADERS, b"x"), HEADERS, b"x") == first.active_id
+    assert keys.verify(rotated.sign(HEADERS), HEADERS) == rotated.active_id
+    assert keys.verify(first.sign(HEADERS), HEADERS) == first.active_id
     assert len(fetched) == 2
 
     # Pinned on disk: a restarted member verifies without the broker.
     offline = BrokerKeys(tmp_path / "member" / "broker-keys.json", fetch=None)
-    assert offline.verify(rotated.sign(HEADERS, b"x"), HEADERS, b"x") == rotated.active_id
+    assert offline.verify(rotated.sign(HEADERS), HEADERS) == rotated.active_id
 
 
 def test_strict_pinning_never_fetches(tmp_path):
     ring = KeyRing.load(tmp_path / "broker", create=True)
     keys = BrokerKeys(tmp_path / "keys.json", lambda: ring.jwks(), refresh=False)
     with pytest.raises(UnknownKey):
-        keys.verify(ring.sign(HEADERS, b"x"), HEADERS, b"x")
+        keys.verify(ring.sign(HEADERS), HEADERS)
 
 
 def test_unknown_key_ids_cannot_make_the_member_fetch_in_a_loop(tmp_path):
@@ -52,5 +56,5 @@ def test_unknown_key_ids_cannot_make_the_member_fetch_in_a_loop(tmp_path):
     keys = BrokerKeys(tmp_path / "keys.json", lambda: calls.append(1) or ring.jwks())
     for _ in range(5):
         with pytest.raises(SignatureError):
-            keys.verify(forger.sign(HEADERS, b"x"), HEADERS, b"x")
+            keys.verify(forger.sign(HEADERS), HEADERS)
     assert len(calls) == 1  # at most once per REFRESH_SECONDS

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import os
 import stat
 import time
+import tracemalloc
 import uuid
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from member_cloud import delivery
+from member_cloud.broker_keys import BrokerKeys
+from member_cloud.delivery import DeliveryHeaders
+from member_cloud.errors import NotAuthenticated
+from member_cloud.storage import Delivery, Inbox
 from tests.member_cloud.conftest import (
     BROKER_TEST_KEY,
     FIXTURES,
@@ -21,8 +29,10 @@ from tests.member_cloud.conftest import (
     Members,
     closed_port,
     delivery_headers,
+    pin_broker_keys,
     public_jwk,
     sign,
+    unique_id,
 )
 
 API_KEY = "member-key-for-inbox-tests"
@@ -60,6 +70,10 @@ def deliver(client, body, transfer_id=None, **kwargs):
     transfer_id = transfer_id or str(uuid.uuid4())
     headers = delivery_headers(transfer_id, body, **kwargs)
     return transfer_id, client.post("/inbox", content=body, headers=headers)
+
+
+def files_under(folder) -> set[str]:
+    return {str(path.relative_to(folder)) for path in folder.rglob("*")}
 
 
 def assert_problem(answer, status, type_suffix=None):
@@ -156,7 +170,9 @@ def test_a_delivery_without_signature_or_timestamp_is_401(client, dropped):
     assert answer.headers["www-authenticate"].startswith("FedbrokerSignature")
 
 
-def test_the_signature_covers_the_body(client):
+def test_a_body_swapped_together_with_its_checksum_is_401(client):
+    """The body is bound through its signed SHA-256: a new body needs a new checksum, which the
+    signature refuses."""
     body = b"a\n1\n"
     transfer_id = str(uuid.uuid4())
     headers = delivery_headers(transfer_id, body)
@@ -211,7 +227,23 @@ def test_the_former_hmac_signatures_are_no_longer_accepted(client):
     digest = hashlib.sha256(API_KEY.encode()).digest()
     v2 = "v2=" + hmac.new(digest, b"anything" + body, "sha256").hexdigest()
     _, answer = deliver(client, body, tamper={"X-Fedbroker-Signature": v2})
-    assert "only v3 signatures" in assert_problem(answer, 401)["detail"]
+    assert "only v4 signatures" in assert_problem(answer, 401)["detail"]
+
+
+def test_v3_signatures_over_the_body_are_refused_naming_v4(client):
+    """v3 signed the headers then the body, so both sides held the body in memory."""
+    body = b"a\n1\n"
+    transfer_id = str(uuid.uuid4())
+    headers = delivery_headers(transfer_id, body)
+    message = "".join(f"{headers[name]}\n" for name in SIGNED_HEADERS).encode() + body
+    signature = base64.urlsafe_b64encode(BROKER_TEST_KEY.sign(message)).rstrip(b"=").decode()
+    v3 = f"v3={public_jwk(BROKER_TEST_KEY)['kid']}:{signature}"
+
+    answer = client.post("/inbox", content=body, headers={**headers, "X-Fedbroker-Signature": v3})
+
+    detail = assert_problem(answer, 401, "not-authenticated")["detail"]
+    assert "offers v3" in detail and "only v4 signatures" in detail
+    assert transfer_id not in listed(client)
 
 
 def test_any_one_of_several_signatures_may_match(client):
@@ -219,7 +251,7 @@ def test_any_one_of_several_signatures_may_match(client):
     transfer_id = str(uuid.uuid4())
     headers = delivery_headers(transfer_id, body)
     signed = {k: v for k, v in headers.items() if k != "X-Fedbroker-Signature"}
-    forged = sign(signed, body, FORGER_KEY)
+    forged = sign(signed, FORGER_KEY)
     both = {**headers, "X-Fedbroker-Signature": f"{forged}, {headers['X-Fedbroker-Signature']}"}
 
     answer = client.post("/inbox", content=body, headers=both)
@@ -260,10 +292,30 @@ def test_a_timestamp_within_the_tolerance_is_accepted(client, offset):
     assert answer.status_code == 201, answer.text
 
 
-def test_a_body_that_does_not_match_its_checksum_is_400(client):
+def test_a_body_that_does_not_match_its_signed_checksum_is_400_and_leaves_no_file(client, member):
+    inbox = member.app.state.settings.data_dir / "inbox"
+    before = files_under(inbox)
+
     transfer_id, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Sha256": "0" * 64})
-    assert_problem(answer, 400, "checksum-mismatch")
+
+    assert "nothing was stored" in assert_problem(answer, 400, "checksum-mismatch")["detail"]
     assert transfer_id not in listed(client)
+    assert files_under(inbox) == before  # neither an entry nor the temporary file
+
+
+def test_an_unsigned_delivery_is_refused_without_its_body_being_stored(client, member):
+    inbox = member.app.state.settings.data_dir / "inbox"
+    before = files_under(inbox)
+
+    _, answer = deliver(client, b"a\n1\n" * 100_000, tamper={"X-Fedbroker-Signature": None})
+
+    assert_problem(answer, 401, "not-authenticated")
+    assert files_under(inbox) == before
+
+
+def test_a_malformed_checksum_is_401_before_the_body_is_read(client):
+    _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Sha256": "not-a-digest"})
+    assert "64 lower-case hex digits" in assert_problem(answer, 401)["detail"]
 
 
 def test_an_idempotency_key_other_than_the_transfer_id_is_400(client):
@@ -274,10 +326,6 @@ def test_an_idempotency_key_other_than_the_transfer_id_is_400(client):
 def test_a_missing_source_header_is_400_after_authentication(client):
     _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Source": None})
     assert "X-Fedbroker-Source" in assert_problem(answer, 400)["detail"]
-
-
-def files_under(folder) -> set[str]:
-    return {str(path.relative_to(folder)) for path in folder.rglob("*")}
 
 
 @pytest.mark.parametrize("transfer_id", ["..", ".", "../escape", "a/b", ".hidden", "x..y"])
@@ -362,3 +410,110 @@ def test_files_are_not_world_writable(client, member):
     transfer_id, _ = deliver(client, b"a\n1\n")
     data = member.app.state.settings.data_dir / "inbox" / transfer_id / "data"
     assert not os.stat(data).st_mode & stat.S_IWOTH
+
+
+MiB = 1024 * 1024
+
+
+def chunked(size: int, chunk: int = 256 * 1024) -> Iterator[bytes]:
+    """``size`` bytes of varied content, made chunk by chunk (never held whole)."""
+    for start in range(0, size, chunk):
+        yield bytes((start // chunk + i) % 251 for i in range(256)) * (chunk // 256)
+
+
+def test_a_large_delivery_is_streamed_to_disk_not_held_in_memory(client, member):
+    """20 MiB through the real server: stored intact, while the process (client and member
+    cloud alike) never holds a quarter of it (reading it whole would take all of it, twice)."""
+    size = 20 * MiB
+    digest = hashlib.sha256()
+    for piece in chunked(size):
+        digest.update(piece)
+    transfer_id = str(uuid.uuid4())
+    headers = delivery_headers(transfer_id, b"", replace={"X-Fedbroker-Sha256": digest.hexdigest()})
+
+    tracemalloc.start()
+    try:
+        answer = client.post("/inbox", content=chunked(size), headers=headers)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert answer.status_code == 201, answer.text
+    assert peak < size / 4, f"{peak:,} bytes allocated at the peak"
+    stored = member.app.state.settings.data_dir / "inbox" / transfer_id / "data"
+    assert stored.stat().st_size == size
+    with stored.open("rb") as data:
+        assert hashlib.file_digest(data, "sha256").hexdigest() == digest.hexdigest()
+    assert member_meta(member, transfer_id)["size_bytes"] == size
+
+
+@pytest.fixture
+def small_member(members):
+    """A member cloud that accepts request bodies of 64 KiB at most."""
+    return members.start(
+        unique_id("fr-small"),
+        "FR",
+        api_key=API_KEY,
+        broker_url=f"http://127.0.0.1:{closed_port()}",
+        max_upload_bytes=64 * 1024,
+    )
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_a_delivery_over_the_members_limit_is_413_and_leaves_nothing(small_member, declared):
+    body = b"a,b\n" * 50_000  # 200,000 bytes
+    headers = delivery_headers(str(uuid.uuid4()), body)
+    inbox = small_member.app.state.settings.data_dir / "inbox"
+
+    with httpx.Client(base_url=small_member.url, timeout=10) as client:
+        content = body if declared else (body[i : i + 8192] for i in range(0, len(body), 8192))
+        answer = client.post("/inbox", content=content, headers=headers)
+
+    assert_problem(answer, 413, "payload-too-large")
+    assert files_under(inbox) == set()
+
+
+def test_the_body_is_not_read_before_the_headers_are_accepted(tmp_path):
+    """A forged delivery costs neither disk nor reading: ``accept`` refuses before it pulls
+    a single chunk of the body."""
+    pulled = []
+
+    def body():
+        pulled.append(True)
+        yield b"a\n1\n"
+
+    pin_broker_keys(tmp_path)
+    keys = BrokerKeys(tmp_path / "broker-keys.json", fetch=None)
+    inbox = Inbox(tmp_path / "inbox")
+    inbox.prepare()
+    sent = delivery_headers("t-1", b"a\n1\n", tamper={"X-Fedbroker-Source": "ng-health"})
+    headers = DeliveryHeaders(**{k.lower().replace("-", "_"): v for k, v in sent.items()})
+
+    with pytest.raises(NotAuthenticated, match="does not match"):
+        delivery.accept(inbox, keys, headers, body(), 300)
+
+    assert pulled == []
+    assert files_under(tmp_path / "inbox") == set()
+
+
+def test_temporary_files_a_crash_left_in_the_inbox_are_removed_at_start(tmp_path):
+    inbox = Inbox(tmp_path / "inbox")
+    inbox.prepare()
+    inbox.store(
+        Delivery(
+            "t-1",
+            "sn",
+            "research",
+            "approved",
+            "",
+            hashlib.sha256(b"x").hexdigest(),
+            False,
+            "text/csv",
+        ),
+        [b"x"],
+    )
+    (tmp_path / "inbox" / ".t-2.abc123.tmp").write_bytes(b"half a deliv")
+
+    inbox.prepare()
+
+    assert files_under(tmp_path / "inbox") == {"t-1", "t-1/data", "t-1/meta.json"}
