@@ -35,7 +35,21 @@ class Settings(BaseSettings):
         min_length=16,
         description="Bearer token of the federation's administrators (required to serve)",
     )
-    max_upload_bytes: int = Field(50 * 1024 * 1024, gt=0, description="Largest request body")
+    max_upload_bytes: int = Field(
+        10 * 1024**3,
+        gt=0,
+        description="Largest request body; the upload is spooled to disk, never held in memory",
+    )
+    in_memory_max_bytes: int = Field(
+        64 * 1024**2,
+        ge=0,
+        description="Larger uploads are counted out of core by DuckDB (CSV only; JSON and "
+        "Parquet are read in memory up to this size), in memory bounded by "
+        "`duckdb_memory_limit` whatever their size",
+    )
+    duckdb_memory_limit: str = Field(
+        "1GB", description="DuckDB's memory limit when it counts an upload ('1GB', '700MB')"
+    )
     max_columns: int = Field(1_000, gt=0, description="Most columns in one dataset")
     max_cells: int = Field(
         20_000_000,

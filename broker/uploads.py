@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -21,8 +21,21 @@ from typing import Annotated, BinaryIO
 from fastapi import Depends, File, UploadFile
 
 from broker.config import Settings
-from broker.datasets import Dataset, DatasetError, DatasetTooLarge, ReadLimits, read_dataset
+from broker.datasets import (
+    CSV,
+    MEDIA_TYPES,
+    Dataset,
+    DatasetError,
+    DatasetTooLarge,
+    ReadLimits,
+    detect_format,
+    read_dataset,
+)
+from broker.datasets.csv_reader import BOM, HEAD_BYTES, csv_header
+from broker.datasets.limits import check_cell_length
 from broker.deps import SettingsDep
+from broker.engines.base import Engine
+from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn
 from broker.roles import RoleError, Roles
 
@@ -109,12 +122,122 @@ def read_upload(upload: Upload, settings: Settings) -> Dataset:
 
 
 def declare_roles(
-    dataset: Dataset,
+    columns: Sequence[str],
     quasi_identifiers: tuple[str, ...],
     sensitive: tuple[str, ...],
     person_key: str | None = None,
 ) -> Roles:
     try:
-        return Roles.declare(list(dataset.frame.columns), quasi_identifiers, sensitive, person_key)
+        return Roles.declare(list(columns), quasi_identifiers, sensitive, person_key)
     except RoleError as error:
         raise UnknownColumn(str(error)) from None
+
+
+# --- opening an upload for measuring: in memory, or out of core -----------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    """What will leave: the bytes (in memory) or the file (out of core), and their digest."""
+
+    sha256: str
+    size: int
+    data: bytes | None = None
+    path: Path | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """An upload opened for measuring: its engine (the person key apart), the declared roles,
+    and how to write a table like it again (its format; in memory, the canonical table)."""
+
+    engine: Engine
+    roles: Roles
+    format: str
+    columns: int  # as uploaded, the person key included
+    notes: tuple[str, ...] = ()
+    dataset: Dataset | None = None  # in memory only
+
+    @property
+    def media_type(self) -> str:
+        return MEDIA_TYPES[self.format]
+
+    def write(self, engine: Engine, folder: Path, name: str) -> Written:
+        """``engine``'s rows, shuffled, in this table's format: bytes in memory, else a file
+        ``folder/name`` written by the out-of-core engine and hashed in chunks."""
+        if self.dataset is not None:
+            data = engine.write(self.dataset, shuffle=True)
+            return Written(hashlib.sha256(data).hexdigest(), len(data), data=data)
+        from broker.engines.duckdb import write  # the optional extra, present out of core
+
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        write(engine, path, self.format, shuffle=True)
+        digest = hashlib.sha256()
+        with path.open("rb") as file:
+            while chunk := file.read(CHUNK):
+                digest.update(chunk)
+        return Written(digest.hexdigest(), path.stat().st_size, path=path)
+
+
+def open_upload(
+    upload: Upload,
+    settings: Settings,
+    quasi_identifiers: tuple[str, ...],
+    sensitive: tuple[str, ...],
+    person_key: str | None,
+) -> Table:
+    """The upload as a table to measure: in memory up to ``settings.in_memory_max_bytes``,
+    beyond that counted out of core by DuckDB (CSV only), memory bounded by
+    ``settings.duckdb_memory_limit`` whatever the file's size."""
+    if upload.size <= settings.in_memory_max_bytes:
+        return _in_memory(upload, settings, quasi_identifiers, sensitive, person_key)
+    return _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key)
+
+
+def _in_memory(upload, settings, quasi_identifiers, sensitive, person_key) -> Table:
+    dataset = read_upload(upload, settings)
+    roles = declare_roles(dataset.frame.columns, quasi_identifiers, sensitive, person_key)
+    frame, key = dataset.frame, None
+    if roles.person_key is not None:  # measured, never delivered
+        frame, key = frame.drop(columns=[roles.person_key]), frame[roles.person_key]
+    engine = PandasEngine(frame, person_key=key)  # one coding for the people and the report
+    return Table(engine, roles, dataset.format, len(dataset.frame.columns), dataset.notes, dataset)
+
+
+def _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key) -> Table:
+    label = "The dataset"
+    bound = f"{settings.in_memory_max_bytes / 2**20:,.0f} MiB"
+    with upload.path.open("rb") as file:
+        head = file.read(HEAD_BYTES + len(BOM))
+    try:
+        data_format = detect_format(upload.filename, head[:16])
+    except DatasetError as error:
+        raise InvalidDataset(str(error)) from None
+    if data_format != CSV:
+        raise PayloadTooLarge(
+            f"{data_format.upper()} uploads are read in memory, up to {bound}; this one is "
+            f"{upload.size / 2**20:,.0f} MiB: send a dataset this large as CSV, which the broker "
+            "counts out of core"
+        )
+    try:
+        from broker.engines.duckdb import DuckDBEngine
+    except ImportError:
+        raise PayloadTooLarge(
+            f"This broker measures datasets in memory only, up to {bound}: its operator has "
+            "not installed the out-of-core engine (pip install 'fedbroker[duckdb]')"
+        ) from None
+    head = head[len(BOM) :] if head.startswith(BOM) else head[:HEAD_BYTES]
+    try:
+        delimiter, header = csv_header(head, label, read_limits(settings))
+        roles = declare_roles(header, quasi_identifiers, sensitive, person_key)
+        engine = DuckDBEngine.from_csv(
+            upload.path, header, delimiter, roles.person_key, settings.duckdb_memory_limit
+        )
+        for name, longest in engine.longest_values().items():
+            check_cell_length(name, longest, label, read_limits(settings))
+    except DatasetTooLarge as error:
+        raise PayloadTooLarge(str(error)) from None
+    except DatasetError as error:
+        raise InvalidDataset(str(error)) from None
+    return Table(engine, roles, CSV, len(header))

@@ -5,10 +5,10 @@ from fastapi import APIRouter, Form, Request
 from broker.analysis.schemas import Report
 from broker.deps import RateLimitedCaller, SettingsDep
 from broker.errors import Unprocessable, responses
-from broker.metrics.report import analyze
+from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.uploads import SpooledUpload, declare_roles, read_upload
+from broker.uploads import SpooledUpload, open_upload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 
@@ -34,12 +34,14 @@ def analyze_dataset(
     alpha: Annotated[float, Form(gt=0, le=100)] = DEFAULT_ALPHA,
     beta: Annotated[float, Form(ge=0, le=100)] = DEFAULT_BETA,
 ) -> Report:
-    dataset = read_upload(upload, settings)
-    roles = declare_roles(dataset, parse_names(quasi_identifiers), parse_names(sensitive))
+    table = open_upload(
+        upload, settings, parse_names(quasi_identifiers), parse_names(sensitive), None
+    )
+    roles = table.roles
     try:
         with request.app.state.monitoring.timed("analyze"):
-            report = analyze(
-                dataset.frame,
+            report = report_of(
+                table.engine,
                 roles.quasi_identifiers,
                 roles.sensitive,
                 combinations,

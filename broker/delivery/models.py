@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text, or_
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from broker.db import Base, UTCDateTime
@@ -29,7 +30,20 @@ class Delivery(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # A failed delivery keeps its payload until this time plus the retention, for a redelivery.
     failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # What leaves: bytes, or for data measured out of core the file the broker wrote (held
+    # in the spool folder; removed with the payload).
     payload: Mapped[bytes | None] = mapped_column(LargeBinary)
+    payload_file: Mapped[str | None] = mapped_column(String(1000))
     payload_type: Mapped[str] = mapped_column(String(100))
 
     transfer: Mapped[Transfer] = relationship(back_populates="delivery")
+
+    @hybrid_property
+    def held(self) -> bool:
+        """Whether the data that leaves is still here (bytes or file)."""
+        return self.payload is not None or self.payload_file is not None
+
+    @held.inplace.expression
+    @classmethod
+    def _held(cls):
+        return or_(cls.payload.isnot(None), cls.payload_file.isnot(None))

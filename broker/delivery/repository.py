@@ -39,18 +39,17 @@ def take_lease(
     return result.rowcount == 1
 
 
-def forget_failed_payloads(session: Session, before: datetime) -> int:
-    """Drop the payloads of deliveries that failed before ``before``; returns how many."""
-    result = session.execute(
-        update(Delivery)
-        .where(
-            Delivery.status == DeliveryStatus.FAILED,
-            Delivery.failed_at < before,
-            Delivery.payload.isnot(None),
-        )
-        .values(payload=None)
+def forget_failed_payloads(session: Session, before: datetime) -> list[str]:
+    """Drop the payloads of deliveries that failed before ``before``; returns the files that
+    held some of them (to remove once this commits)."""
+    expired = (
+        Delivery.status == DeliveryStatus.FAILED,
+        Delivery.failed_at < before,
+        Delivery.held,
     )
-    return result.rowcount
+    files = session.scalars(select(Delivery.payload_file).where(*expired)).all()
+    session.execute(update(Delivery).where(*expired).values(payload=None, payload_file=None))
+    return [f for f in files if f is not None]
 
 
 def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
@@ -60,7 +59,7 @@ def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
         .where(
             Delivery.transfer_id == transfer_id,
             Delivery.status == DeliveryStatus.FAILED,
-            Delivery.payload.isnot(None),
+            Delivery.held,
         )
         .values(status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, failed_at=None)
     )

@@ -23,8 +23,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -41,13 +43,15 @@ from broker.transfers import repository as transfers
 from broker.wire import headers as h
 from broker.wire.statuses import DeliveryStatus, MemberStatus
 
-if TYPE_CHECKING:  # the caller type only: this module does not depend on the web layer
+if TYPE_CHECKING:  # types only: this module does not depend on the web layer
+    from broker.delivery.models import Delivery
     from broker.deps import Caller
 
 log = logging.getLogger("broker.delivery")
 
 RETRYABLE = {408, 429}
 ACTOR = "broker"
+CHUNK = 1 << 20  # a payload file is posted in pieces of this size
 
 
 @dataclass(frozen=True)
@@ -99,13 +103,44 @@ def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
     session.commit()
 
 
-def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> int:
+def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> None:
     """Drop the payloads of failures older than the retention (nothing to redeliver then)."""
     before = datetime.now(UTC) - timedelta(seconds=settings.delivery_failed_retention_seconds)
     with factory() as session:
-        forgotten = repository.forget_failed_payloads(session, before)
+        files = repository.forget_failed_payloads(session, before)
         session.commit()
-    return forgotten
+    for name in files:
+        Path(name).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The data that leaves: bytes, or a file the broker wrote (streamed, never read whole)."""
+
+    sha256: str
+    size: int
+    data: bytes | None = None
+    path: Path | None = None
+
+    @classmethod
+    def of(cls, delivery: Delivery, transfer) -> Payload:
+        if delivery.payload is not None:
+            data = delivery.payload
+            return cls(hashlib.sha256(data).hexdigest(), len(data), data=data)
+        path = Path(delivery.payload_file)
+        # Hashed when written, in the decision's transaction; the member checks it against
+        # what arrives, so a file altered since is refused, never delivered as approved.
+        return cls(transfer.dataset["delivered_sha256"], path.stat().st_size, path=path)
+
+    def content(self) -> bytes | Iterator[bytes]:
+        if self.data is not None:
+            return self.data
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[bytes]:
+        with self.path.open("rb") as file:
+            while chunk := file.read(CHUNK):
+                yield chunk
 
 
 def claim(
@@ -138,12 +173,12 @@ def deliver(
             delivery is None
             or delivery.status != DeliveryStatus.PENDING
             or delivery.lease_owner != owner
-            or delivery.payload is None
+            or not delivery.held
         ):
             return "lease_lost"  # settled or taken over since we claimed it
         transfer = transfers.get(session, transfer_id)
         destination = members.get(session, transfer.destination_id)
-        payload, payload_type = delivery.payload, delivery.payload_type
+        payload_type, payload_file = delivery.payload_type, delivery.payload_file
         attempts = delivery.attempts + 1
         if destination is None or destination.status != MemberStatus.ACTIVE:
             outcome = Attempt(
@@ -155,6 +190,7 @@ def deliver(
         else:
             inbox_url = destination.inbox_url
             try:
+                payload = Payload.of(delivery, transfer)
                 headers = _headers(transfer, payload, payload_type, keyring)
             except Exception as error:  # a bad stored value must not stall the outbox
                 headers, outcome = (
@@ -179,6 +215,7 @@ def deliver(
                 attempts=attempts,
                 delivered_at=now,
                 payload=None,
+                payload_file=None,
                 last_error=None,
             )
         elif outcome.retryable and attempts < settings.delivery_max_attempts:
@@ -219,10 +256,12 @@ def deliver(
                 {"attempts": attempts, "reason": outcome.reason},
             )
         session.commit()
+    if status == DeliveryStatus.DELIVERED and payload_file is not None:
+        Path(payload_file).unlink(missing_ok=True)  # the decision keeps its hash
     return status
 
 
-def _headers(transfer, payload: bytes, payload_type: str, keyring: KeyRing) -> dict[str, str]:
+def _headers(transfer, payload: Payload, payload_type: str, keyring: KeyRing) -> dict[str, str]:
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
     headers = {
@@ -235,16 +274,17 @@ def _headers(transfer, payload: bytes, payload_type: str, keyring: KeyRing) -> d
         h.PURPOSE: quote(transfer.purpose, safe=""),
         h.DECISION: transfer.status,
         h.FILENAME: quote(filename, safe=""),
-        h.SHA256: hashlib.sha256(payload).hexdigest(),
+        h.SHA256: payload.sha256,
         h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
     }
     headers[h.SIGNATURE] = keyring.sign(headers)
+    headers["Content-Length"] = str(payload.size)  # streamed files too: the member can refuse
     return headers
 
 
-def _post(client: httpx.Client, url: str, payload: bytes, headers: dict[str, str]) -> Attempt:
+def _post(client: httpx.Client, url: str, payload: Payload, headers: dict[str, str]) -> Attempt:
     try:
-        response = client.post(url, content=payload, headers=headers)
+        response = client.post(url, content=payload.content(), headers=headers)
     except httpx.TimeoutException:
         return Attempt(False, True, f"timed out posting to {url}")
     except httpx.TransportError as error:

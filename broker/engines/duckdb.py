@@ -247,6 +247,20 @@ class DuckDBEngine:
         )
         return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
 
+    def longest_values(self) -> dict[str, int]:
+        """Each column's longest value, in characters, from one streaming scan of the source
+        (nothing reaches Python but the numbers): what an upload's bound on a value's length
+        is checked against before any value is read whole. A malformed body (ragged rows,
+        bad UTF-8) is a :class:`~broker.datasets.DatasetError` here already."""
+        lengths = ", ".join(
+            f"coalesce(max(length(CAST({_quote(c)} AS VARCHAR))), 0)" for c in self._names
+        )
+        try:
+            found = self._con.execute(f"SELECT {lengths} FROM {self._source}").fetchall()[0]
+        except duckdb.Error as error:
+            raise DatasetError(str(error).splitlines()[0]) from None
+        return dict(zip(self._names, map(int, found), strict=True))
+
     # --- internals ------------------------------------------------------------------------------
 
     def _read(self, query: str) -> None:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
 from broker.engines.base import Engine
-from broker.engines.pandas import People
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
@@ -69,7 +66,7 @@ class Outcome:
     remedy: dict | None
     versions: dict[str, int]
     report: AnalysisReport
-    anonymized: pd.DataFrame | None = None
+    anonymized: Engine | None = None  # the anonymized table that leaves instead
 
 
 @dataclass(frozen=True)
@@ -90,11 +87,10 @@ class Parties:
 
 @dataclass(frozen=True, eq=False)
 class Measured:
-    """The table as measured, its report, and who its rows are."""
+    """The table as measured (its engine knows who its rows are) and its report."""
 
-    frame: pd.DataFrame
+    engine: Engine
     report: AnalysisReport
-    people: People
 
 
 def decide(
@@ -105,7 +101,7 @@ def decide(
     max_suppression: float,
     budget_seconds: float | None = None,
 ) -> Outcome:
-    frame, report = measured.frame, measured.report
+    report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
     versions = {source.jurisdiction: source_version}
@@ -129,14 +125,13 @@ def decide(
         return Outcome(decision.status, rules, None, versions, report)
 
     found = find_remedy(
-        frame,
+        measured.engine,
         report,
         decision,
         context,
         source_policy,
         destination_policy,
         max_suppression,
-        measured.people,
         budget_seconds,
     )
     if not found.verified:
@@ -172,7 +167,7 @@ def decide(
     )
     after_rules = federation + list(found.decision.rules)
     return Outcome(
-        TransferStatus.APPROVED, after_rules, remedy, versions, found.report, found.remedy.frame
+        TransferStatus.APPROVED, after_rules, remedy, versions, found.report, found.anonymized
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,13 +18,16 @@ import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
 from broker.anonymize._values import ordered
-from broker.engines.pandas import People
+from broker.anonymize.counts import plan_on_engine
+from broker.anonymize.steps import GENERALIZATION
+from broker.engines.base import Engine
+from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, analyze
+from broker.metrics.report import AnalysisReport, analyze, report_of
 from broker.names import attribute_key
 from broker.wire.statuses import TransferStatus
 
@@ -35,6 +39,15 @@ class VerifiedRemedy:
     remedy: Remedy | None = None
     report: AnalysisReport | None = None
     decision: Decision | None = None
+
+    @property
+    def anonymized(self) -> Engine | None:
+        """The anonymized table, which leaves instead of the one sent."""
+        if not self.verified:
+            return None
+        if self.remedy.engine is not None:  # recoded by an out-of-core engine
+            return self.remedy.engine
+        return PandasEngine(self.remedy.frame)
 
     def as_dict(self) -> dict[str, Any]:
         """The answer's ``remedy`` field: steps, checks, information loss, figures after."""
@@ -59,14 +72,15 @@ class VerifiedRemedy:
 
 
 def target_for(
-    frame: pd.DataFrame,
+    values: Callable[[str], pd.Series],
     decision: Decision,
     report: AnalysisReport,
     context: TransferContext,
     max_suppression: float,
     people_labellings: tuple[np.ndarray, ...] = (),
 ) -> Target:
-    """What the data must meet, as the anonymizer understands it."""
+    """What the data must meet, as the anonymizer understands it; ``values(name)`` gives a
+    column's values (all of them, or its distinct ones: only their kind matters)."""
     req = decision.requirements
     sensitive = set(context.sensitive)
     drop = [a.name for a in report.attributes if attribute_key(a.name) in req.forbidden_attributes]
@@ -82,7 +96,7 @@ def target_for(
             and not (
                 a.name in context.quasi_identifiers
                 and not a.content.direct_identifier
-                and ordered(frame[a.name])
+                and ordered(values(a.name))
             )
         ]
     quasi = tuple(q for q in context.quasi_identifiers if q not in drop)
@@ -123,54 +137,131 @@ def _index_bound(max_index: float | None, min_log10: float | None, rows: int) ->
 
 
 def find_remedy(
-    frame: pd.DataFrame,
+    engine: Engine,
     report: AnalysisReport,
     decision: Decision,
     context: TransferContext,
     source: FSLARecord,
     destination: FSLARecord,
     max_suppression: float = 0.05,
-    people: People | None = None,
     budget_seconds: float | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
 
-    The F-SLA evaluation of each anonymized result is the planner's acceptance check, so the one
-    k-raising loop of :func:`broker.anonymize.plan_remedy` serves the rules the anonymizer does
-    not know (the QI combination's Mmaq, rules counted in people). ``people`` says who the rows
-    of ``frame`` are, so that k of the anonymized data is counted in the same people (by
-    default, identical rows of ``frame`` as one person).
+    A table in memory (:class:`PandasEngine`) is anonymized row by row (:func:`plan_remedy`);
+    any other engine holds data too large to load, and gets a generalization planned on its
+    count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
+    result decides whether the remedy is offered.
     """
-    people = people or People.of(frame)
+    plan = _in_memory if isinstance(engine, PandasEngine) else _on_counts
+    return plan(
+        engine, report, decision, context, source, destination, max_suppression, budget_seconds
+    )
+
+
+def _in_memory(
+    engine: PandasEngine,
+    report: AnalysisReport,
+    decision: Decision,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+    max_suppression: float,
+    budget_seconds: float | None,
+) -> VerifiedRemedy:
+    """The F-SLA evaluation of each anonymized result is the planner's acceptance check, so the
+    one k-raising loop of :func:`broker.anonymize.plan_remedy` serves the rules the anonymizer
+    does not know (the QI combination's Mmaq, rules counted in people). The anonymized data's
+    k is counted in the people of the data as sent."""
+    frame, people = engine.frame, engine.people
+    deadline = _deadline(budget_seconds)
     accepted: list[tuple[AnalysisReport, Decision]] = []
 
     def accept(anonymized: pd.DataFrame) -> str | None:
-        kept_sensitive = [s for s in context.sensitive if s in anonymized.columns]
-        kept_quasi = [q for q in context.quasi_identifiers if q in anonymized.columns]
-        after = analyze(
-            anonymized, kept_quasi, kept_sensitive, max_combination_size=0, people=people
-        )
-        after_context = TransferContext(
-            context.source_jurisdiction,
-            context.destination_jurisdiction,
-            context.purpose,
-            tuple(kept_quasi),
-            tuple(kept_sensitive),
-            context.person_key,
-        )
-        after_decision = evaluate(after, after_context, source, destination)
-        if after_decision.status != TransferStatus.APPROVED:
-            failing = "; ".join(rule.detail for rule in after_decision.failed)
-            return f"anonymization could not reach compliance: {failing}"
-        accepted.append((after, after_decision))
-        return None
+        kept = _kept(context, anonymized.columns)
+        after = analyze(anonymized, *kept, max_combination_size=0, people=people)
+        return _judge(after, kept, context, source, destination, accepted)
 
-    target = target_for(frame, decision, report, context, max_suppression, people.labellings())
-    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+    target = target_for(
+        frame.__getitem__, decision, report, context, max_suppression, people.labellings()
+    )
     try:
         remedy = plan_remedy(frame, target, accept=accept, deadline=deadline)
     except ValueError as error:
         return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+    return _verified(remedy, accepted, budget_seconds)
+
+
+def _on_counts(
+    engine: Engine,
+    report: AnalysisReport,
+    decision: Decision,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+    max_suppression: float,
+    budget_seconds: float | None,
+) -> VerifiedRemedy:
+    """A generalization chosen on the engine's count tables and applied by the engine; the
+    recoded table is measured and evaluated again before it is offered. (Only generalization
+    works on counts: Mondrian and the partition need the rows, which do not fit in memory.)"""
+    target = target_for(engine.dictionary, decision, report, context, max_suppression)
+    try:
+        remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=_deadline(budget_seconds))
+    except ValueError as error:
+        return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+    accepted: list[tuple[AnalysisReport, Decision]] = []
+    if remedy.satisfied:
+        kept = _kept(context, remedy.engine.columns)
+        after = report_of(remedy.engine, *kept, max_combination_size=0)
+        failing = _judge(after, kept, context, source, destination, accepted)
+        if failing is not None:
+            return VerifiedRemedy(False, failing)
+    return _verified(remedy, accepted, budget_seconds)
+
+
+def _deadline(budget_seconds: float | None) -> float | None:
+    return None if budget_seconds is None else time.monotonic() + budget_seconds
+
+
+def _kept(context: TransferContext, columns) -> tuple[list[str], list[str]]:
+    """The declared quasi-identifiers and sensitive attributes an anonymized table still has."""
+    return (
+        [q for q in context.quasi_identifiers if q in columns],
+        [s for s in context.sensitive if s in columns],
+    )
+
+
+def _judge(
+    after: AnalysisReport,
+    kept: tuple[list[str], list[str]],
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+    accepted: list[tuple[AnalysisReport, Decision]],
+) -> str | None:
+    """Evaluate an anonymized result as the original was; None (and kept) when it passes."""
+    after_context = TransferContext(
+        context.source_jurisdiction,
+        context.destination_jurisdiction,
+        context.purpose,
+        tuple(kept[0]),
+        tuple(kept[1]),
+        context.person_key,
+    )
+    after_decision = evaluate(after, after_context, source, destination)
+    if after_decision.status != TransferStatus.APPROVED:
+        failing = "; ".join(rule.detail for rule in after_decision.failed)
+        return f"anonymization could not reach compliance: {failing}"
+    accepted.append((after, after_decision))
+    return None
+
+
+def _verified(
+    remedy: Remedy,
+    accepted: list[tuple[AnalysisReport, Decision]],
+    budget_seconds: float | None,
+) -> VerifiedRemedy:
     if remedy.out_of_time:
         return VerifiedRemedy(
             False,

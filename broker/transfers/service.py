@@ -11,7 +11,6 @@ the format that came in, rows shuffled, the person key removed: never the bytes 
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -19,17 +18,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
 from broker.canonical import sha256_of
 from broker.config import Settings
-from broker.datasets import Dataset
 from broker.delivery.models import Delivery
 from broker.deps import Caller
-from broker.engines.pandas import PandasEngine
 from broker.errors import BrokerError, IdempotencyKeyReused, NotFound
 from broker.fsla.decide import (
     Measured,
@@ -46,7 +42,7 @@ from broker.policies import service as policies
 from broker.roles import Roles
 from broker.transfers import repository
 from broker.transfers.models import Transfer, TransferJob
-from broker.uploads import Upload, adopt, declare_roles, discard, read_upload
+from broker.uploads import Upload, adopt, discard, open_upload
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
@@ -110,6 +106,7 @@ def submit(
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()
+        _drop_payload_file(decided)
         key = request.idempotency_key or ""
         earlier = _earlier(session, caller.member_id, key, request_fingerprint)
         if earlier is None:
@@ -165,16 +162,14 @@ def _decide(
     """
     session.rollback()
     progress("reading", 0.05)
-    uploaded = read_upload(upload, settings)
-    roles = declare_roles(
-        uploaded, request.quasi_identifiers, request.sensitive, request.person_key
+    table = open_upload(
+        upload, settings, request.quasi_identifiers, request.sensitive, request.person_key
     )
-    frame = _measured_table(uploaded, roles)
-    key = uploaded.frame[roles.person_key] if roles.person_key else None
+    roles = table.roles
     progress("measuring", 0.2)
-    engine = PandasEngine(frame, person_key=key)  # one coding for the people and the report
-    people = engine.people
-    report, quasi_identifiers, inferred = measure(engine, roles.quasi_identifiers, roles.sensitive)
+    report, quasi_identifiers, inferred = measure(
+        table.engine, roles.quasi_identifiers, roles.sensitive
+    )
     parties = _read_parties(session, source_id, request.destination)
     session.rollback()
     progress("deciding", 0.5)
@@ -182,27 +177,30 @@ def _decide(
         parties,
         request,
         Roles(quasi_identifiers, roles.sensitive, roles.person_key),
-        Measured(frame, report, people),
+        Measured(table.engine, report),
         settings.anonymize_max_suppression,
         settings.remedy_seconds,
     )
     source = parties.source
-    leaving = frame if outcome.anonymized is None else outcome.anonymized
+    leaving = table.engine if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
-    progress("writing", 0.85)
-    payload = PandasEngine(leaving).write(uploaded, shuffle=True) if delivering else None
+    delivered_name = _delivered_name(transfer_id, table.format, outcome)
+    written = None
+    if delivering:
+        progress("writing", 0.85)
+        written = table.write(leaving, settings.spool_dir / "deliveries", delivered_name)
     dataset = {
         "sha256": upload.sha256,
         "size_bytes": upload.size,
-        "rows": len(frame),
-        "columns": len(uploaded.frame.columns),
+        "rows": table.engine.rows,
+        "columns": table.columns,
         "filename": upload.filename,
-        "format": uploaded.format,
-        "notes": list(uploaded.notes),
+        "format": table.format,
+        "notes": list(table.notes),
         "anonymized": outcome.anonymized is not None,
-        "delivered_filename": _delivered_name(transfer_id, uploaded, outcome),
-        "delivered_sha256": payload and hashlib.sha256(payload).hexdigest(),
-        "delivered_rows": len(leaving),
+        "delivered_filename": delivered_name,
+        "delivered_sha256": written and written.sha256,
+        "delivered_rows": leaving.rows,
         "delivered_columns": len(leaving.columns),
     }
     transfer = Transfer(
@@ -225,14 +223,15 @@ def _decide(
         created_at=datetime.now(UTC),
     )
     delivery = None
-    if delivering:
+    if written is not None:
         delivery = Delivery(
             transfer_id=transfer.id,
             status=DeliveryStatus.PENDING,
             attempts=0,
             next_attempt_at=transfer.created_at,
-            payload=payload,
-            payload_type=uploaded.media_type,  # what the broker wrote, never the sender's say-so
+            payload=written.data,
+            payload_file=written.path and str(written.path),
+            payload_type=table.media_type,  # what the broker wrote, never the sender's say-so
         )
     audit_details = {
         "status": outcome.status,
@@ -249,6 +248,12 @@ def _decide(
         ],
     }
     return _Decided(transfer, delivery, audit_details)
+
+
+def _drop_payload_file(decided: _Decided) -> None:
+    """A decision that was not recorded leaves no file behind."""
+    if decided.delivery is not None and decided.delivery.payload_file is not None:
+        Path(decided.delivery.payload_file).unlink(missing_ok=True)
 
 
 def _record(session: Session, decided: _Decided) -> None:
@@ -388,6 +393,8 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
         else:
             _record(session, decided)
             state = _settle(session, job_id, owner, JobState.DONE, None)
+            if state == "lease_lost":
+                _drop_payload_file(decided)
         if state != "lease_lost":
             discard(upload)
         return state
@@ -433,18 +440,11 @@ def _policy_spelling(purpose: str, parties: Parties) -> str:
     return next((p for p in record.allowed_purposes if p.casefold() == wanted), purpose)
 
 
-def _measured_table(uploaded: Dataset, roles: Roles) -> pd.DataFrame:
-    """The table that is measured and may leave: every column but the person key."""
-    if roles.person_key is None:
-        return uploaded.frame
-    return uploaded.frame.drop(columns=[roles.person_key])
-
-
-def _delivered_name(transfer_id: str, uploaded: Dataset, outcome: Outcome) -> str:
+def _delivered_name(transfer_id: str, data_format: str, outcome: Outcome) -> str:
     """The broker's own name for the delivered file: the sender's file name is free text that
     would cross the border unmeasured."""
     suffix = ".anonymized" if outcome.anonymized is not None else ""
-    return f"transfer-{transfer_id}{suffix}{_EXTENSIONS[uploaded.format]}"
+    return f"transfer-{transfer_id}{suffix}{_EXTENSIONS[data_format]}"
 
 
 def _read_parties(session: Session, source_id: str, destination_id: str) -> Parties:

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
 from broker.config import Settings
 from broker.main import create_app
 from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES
+from tests.servers import RecordingInbox, ServerThread
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 UPLOAD_LIMIT = 200_000
@@ -82,3 +85,20 @@ class Federation:
 @pytest.fixture
 def federation(client) -> Federation:
     return Federation(client)
+
+
+@pytest.fixture
+def inbox():
+    """A real inbox server on loopback that records what it receives."""
+    recorder = RecordingInbox()
+    server = ServerThread(recorder.app()).start()
+    recorder.url = server.url + "/inbox"
+    yield recorder
+    server.stop()
+
+
+def drain(federation, rounds=20):
+    """Run the delivery worker's passes (its thread is off in these tests)."""
+    for _ in range(rounds):
+        federation.worker.run_once()
+        time.sleep(0.02)

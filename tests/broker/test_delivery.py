@@ -3,7 +3,6 @@
 import base64
 import hashlib
 import io
-import time
 
 import pandas as pd
 import pytest
@@ -12,20 +11,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from fastapi.testclient import TestClient
 
 from broker.main import create_app
-from tests.broker.conftest import ADMIN, Federation, bearer
+from tests.broker.conftest import ADMIN, Federation, bearer, drain
 from tests.conftest import FIXTURES
 from tests.servers import RecordingInbox, ServerThread, free_port
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
-
-
-@pytest.fixture
-def inbox():
-    recorder = RecordingInbox()
-    server = ServerThread(recorder.app()).start()
-    recorder.url = server.url + "/inbox"
-    yield recorder
-    server.stop()
 
 
 @pytest.fixture
@@ -58,12 +48,6 @@ def approved(broker, destination="fr-lab") -> str:
 
 def delivery(broker, transfer_id):
     return broker.client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["delivery"]
-
-
-def drain(broker, rounds=20):
-    for _ in range(rounds):
-        broker.worker.run_once()
-        time.sleep(0.02)
 
 
 def test_approved_transfer_arrives_once_as_the_measured_table_and_signed(broker, inbox):

@@ -150,6 +150,7 @@ def test_record_refuses_its_own_jurisdiction_as_destination():
 def test_the_remedy_search_stops_at_its_time_budget():
     """Rows sent twice: Mondrian's classes of 2 rows hold 1 person, so the search raises k
     again; with no time left it stops after the first attempt and says why."""
+    from broker.engines.pandas import PandasEngine
     from broker.fsla.remedy import find_remedy
 
     frame = pd.DataFrame({"age": [str(20 + i // 2) for i in range(40)]})
@@ -159,7 +160,8 @@ def test_the_remedy_search_stops_at_its_time_budget():
     context = TransferContext("SN", "FR", "research", ("age",), ())
     decision = evaluate(report, context, source, destination)
     assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
-    found = find_remedy(frame, report, decision, context, source, destination, budget_seconds=0)
+    engine = PandasEngine(frame)
+    found = find_remedy(engine, report, decision, context, source, destination, budget_seconds=0)
     assert not found.verified
     assert "0 s budget (BROKER_REMEDY_SECONDS) after 1 attempt(s)" in found.reason
-    assert find_remedy(frame, report, decision, context, source, destination).verified
+    assert find_remedy(engine, report, decision, context, source, destination).verified
