@@ -74,6 +74,21 @@ class Settings(BaseSettings):
         "202 Accepted with a Location to poll (so is any request sent with the header "
         "`Prefer: respond-async`)",
     )
+    dask_scheduler: str | None = Field(
+        None,
+        description="Address of the Dask scheduler (tcp://scheduler:8786) that counts "
+        "transfers by reference where their data lies; none: no transfers by reference",
+    )
+    reference_roots: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per member id, the location prefixes it may name in a transfer by "
+        'reference, as JSON ({"sn-hospital": ["s3://sn-registry/"]})',
+    )
+    reference_output: str | None = Field(
+        None,
+        description="Folder or URL prefix where the cluster writes what leaves by reference "
+        "(one folder per transfer, Parquet); destinations are given read access there",
+    )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(0.5, gt=0)
     job_lease_seconds: float = Field(
@@ -141,6 +156,12 @@ class Settings(BaseSettings):
         description="How long a failed delivery's data is kept for a redelivery",
     )
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("dask_scheduler", "reference_output")
+    @classmethod
+    def _unset_when_empty(cls, value: str | None) -> str | None:
+        """An empty variable (compose's ``${BROKER_DASK_SCHEDULER:-}``) means not set."""
+        return value or None
 
     @field_validator("rate_limit")
     @classmethod

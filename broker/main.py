@@ -79,6 +79,10 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             app.state.sessionmaker, client, settings, app.state.keyring, app.state.monitoring
         )
         app.state.delivery_worker = worker
+        if settings.dask_scheduler is not None:  # transfers by reference are counted there
+            from broker.engines.dask import connect
+
+            app.state.dask = connect(settings.dask_scheduler)
         jobs = JobRunner(
             app.state.sessionmaker, settings, app.state.monitoring, on_approved=worker.wake
         )
@@ -94,6 +98,8 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
                 jobs.stop()
             if settings.delivery_enabled:
                 worker.stop()
+            if settings.dask_scheduler is not None:
+                app.state.dask.close()
             client.close()
             if bind is None:
                 engine.dispose()

@@ -102,6 +102,23 @@ def spooled_upload(
 SpooledUpload = Annotated[Upload, Depends(spooled_upload)]
 
 
+def spooled_upload_if_any(
+    settings: SettingsDep,
+    file: Annotated[
+        UploadFile | None,
+        File(description="CSV, JSON (array of records) or Parquet (or name a `location`)"),
+    ] = None,
+) -> Iterator[Upload | None]:
+    """As :func:`spooled_upload`, for a route where the data may be named instead of sent."""
+    if file is None:
+        yield None
+        return
+    yield from spooled_upload(settings, file)
+
+
+SpooledUploadIfAny = Annotated[Upload | None, Depends(spooled_upload_if_any)]
+
+
 def read_limits(settings: Settings) -> ReadLimits:
     return ReadLimits(
         max_columns=settings.max_columns,
@@ -145,6 +162,10 @@ class Written:
     data: bytes | None = None
     path: Path | None = None
 
+    @classmethod
+    def of_bytes(cls, data: bytes) -> Written:
+        return cls(hashlib.sha256(data).hexdigest(), len(data), data=data)
+
 
 @dataclass(frozen=True, eq=False)
 class Table:
@@ -162,14 +183,14 @@ class Table:
     def media_type(self) -> str:
         return MEDIA_TYPES[self.format]
 
-    def write(self, engine: Engine, folder: Path, name: str) -> Written:
+    def write(self, engine: Engine, name: str, settings: Settings) -> Written:
         """``engine``'s rows, shuffled, in this table's format: bytes in memory, else a file
-        ``folder/name`` written by the out-of-core engine and hashed in chunks."""
+        in the spool folder written by the out-of-core engine and hashed in chunks."""
         if self.dataset is not None:
-            data = engine.write(self.dataset, shuffle=True)
-            return Written(hashlib.sha256(data).hexdigest(), len(data), data=data)
+            return Written.of_bytes(engine.write(self.dataset, shuffle=True))
         from broker.engines.duckdb import write  # the optional extra, present out of core
 
+        folder = settings.spool_dir / "deliveries"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
         write(engine, path, self.format, shuffle=True)

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,7 +26,15 @@ DOCKERFILE = (REPO / "Dockerfile").read_text()
 DEMO = (REPO / "demo" / "federation.py").read_text()
 SCENARIO = (REPO / "demo" / "scenario.py").read_text()
 # Only inside containers: where others reach a member, and migrations run by the migrate service.
-CONTAINER_ONLY = {"MEMBER_PUBLIC_URL", "BROKER_APPLY_MIGRATIONS"}
+CONTAINER_ONLY = {
+    "MEMBER_PUBLIC_URL",
+    "BROKER_APPLY_MIGRATIONS",
+    # Transfers by reference need the compose file's optional Dask cluster (--profile dask);
+    # the demo runs none (tests/broker/test_references.py runs them on a LocalCluster).
+    "BROKER_DASK_SCHEDULER",
+    "BROKER_REFERENCE_ROOTS",
+    "BROKER_REFERENCE_OUTPUT",
+}
 
 
 def dockerfile_instructions(name: str) -> list[str]:
@@ -44,6 +53,10 @@ def check_command(command: list[str]) -> None:
             assert importlib.util.find_spec(f"{module}.__main__"), f"{module} has no __main__"
     elif command[0] == "fedbroker":
         _parser().parse_args(command[1:])  # exits (SystemExit) on an unknown command
+    elif command[0] == "dask":  # the cluster's own command line, from the dask extra
+        dask = Path(sys.executable).parent / "dask"
+        run = subprocess.run([dask, *command[1:], "--help"], capture_output=True, timeout=60)
+        assert run.returncode == 0, run.stderr.decode()
     else:
         pytest.fail(f"unknown command {command}")
 

@@ -185,3 +185,68 @@ def _keys(index: pd.Index, width: int) -> list[np.ndarray]:
 
 def _relabel(values: pd.Series, labels: dict) -> pd.Series:
     return values.map(labels).where(values.map(labels.__contains__), values)
+
+
+# --- data that stays on the cluster's storage (transfers by reference) ------------------------
+
+
+def connect(address: str):
+    """A client of the Dask scheduler at ``address`` (``tcp://host:8786``): every computation
+    of this process then runs on that cluster."""
+    from distributed import Client
+
+    return Client(address, set_as_default=True, timeout="10s")
+
+
+def open_location(location: str, data_format: str, person_key: str | None = None) -> DaskEngine:
+    """The dataset at ``location`` (a path or URL the cluster's workers can read, a glob for
+    several files), read where it lies: CSV as the canonical reader reads it (every value text
+    as written, an empty field the empty string), or Parquet."""
+    if data_format == "parquet":
+        frame = dd.read_parquet(location)
+    else:
+        frame = dd.read_csv(location, dtype=str, keep_default_na=False, na_filter=False)
+    return DaskEngine.from_dask(frame, person_key)
+
+
+def listing(location: str) -> list[dict]:
+    """The files at ``location`` (name, size and the storage's own version stamp: an ETag or a
+    modification time), what identifies a dataset by reference without reading it."""
+    import fsspec
+
+    files = fsspec.open_files(location)
+    found = []
+    for opened in files:
+        info = opened.fs.info(opened.path)
+        stamp = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("created")
+        found.append({"path": opened.path, "size": int(info["size"]), "stamp": str(stamp)})
+    return sorted(found, key=lambda f: f["path"])
+
+
+def write(engine: DaskEngine, location: str) -> list[dict]:
+    """Write the table as Parquet files under the folder ``location``, rows in a fresh random
+    order (spread over the partitions by a random key, then shuffled within each), computed on
+    the cluster; returns the files written with their size and SHA-256, read back in chunks."""
+    import fsspec
+
+    frame = engine._frame[engine.columns]
+    spread = frame.assign(__fedbroker_rank=frame.map_partitions(_random_ranks, meta=("r", "f8")))
+    shuffled = spread.shuffle("__fedbroker_rank").map_partitions(_shuffled)
+    shuffled.drop(columns=["__fedbroker_rank"]).to_parquet(location, write_index=False)
+    written = []
+    for opened in fsspec.open_files(f"{location.rstrip('/')}/*.parquet"):
+        digest, size = hashlib.sha256(), 0
+        with opened as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        written.append({"path": opened.path, "size": size, "sha256": digest.hexdigest()})
+    return sorted(written, key=lambda f: f["path"])
+
+
+def _random_ranks(partition: pd.DataFrame) -> pd.Series:
+    return pd.Series(np.random.default_rng().random(len(partition)), index=partition.index)
+
+
+def _shuffled(partition: pd.DataFrame) -> pd.DataFrame:
+    return partition.sample(frac=1, random_state=np.random.default_rng()).reset_index(drop=True)

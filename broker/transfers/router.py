@@ -3,14 +3,15 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from broker import references
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
-from broker.errors import MAX_INT32, responses
+from broker.errors import MAX_INT32, Unprocessable, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
 from broker.transfers.models import Transfer, TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
-from broker.uploads import SpooledUpload
+from broker.uploads import SpooledUploadIfAny
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.statuses import Anonymize, JobState, TransferStatus
 
@@ -92,7 +93,7 @@ def create_transfer(
     settings: SettingsDep,
     response: Response,
     http_request: Request,
-    upload: SpooledUpload,
+    upload: SpooledUploadIfAny,
     destination: Annotated[
         str, Form(description="Destination member id", examples=["fr-research"], max_length=64)
     ],
@@ -139,6 +140,16 @@ def create_transfer(
             "itself and forwards only the compliant result"
         ),
     ] = Anonymize.NONE,
+    location: Annotated[
+        str | None,
+        Form(
+            description="Instead of a file: where the data lies on storage the broker's Dask "
+            "cluster reads (a .parquet or .csv path or URL, a glob for several files), under "
+            "a prefix the federation granted this member. Always decided in the background",
+            examples=["s3://sn-registry/2026/*.parquet"],
+            max_length=2_000,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
@@ -162,11 +173,17 @@ def create_transfer(
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
+    if (upload is None) == (location is None):
+        raise Unprocessable(
+            "Send the data as `file`, or name where it lies as `location` (by reference): "
+            "one of the two"
+        )
+    source = upload or references.resolve(location, caller.member_id, settings)
     asked_async = RESPOND_ASYNC in _preferences(prefer)
-    in_background = asked_async or upload.size > settings.decide_in_background_above_bytes
+    in_background = asked_async or source.size > settings.decide_in_background_above_bytes
     monitoring = http_request.app.state.monitoring
     with monitoring.timed("transfer"):
-        submitted = service.submit(session, caller, upload, request, settings, in_background)
+        submitted = service.submit(session, caller, source, request, settings, in_background)
     headers = {"Idempotent-Replayed": "true"} if submitted.replayed else {}
     if submitted.job is not None:
         http_request.app.state.job_runner.wake()

@@ -50,12 +50,19 @@ class RemedyRead(BaseModel):
 
 
 class DatasetRead(BaseModel):
-    sha256: str = Field(description="SHA-256 of the data as uploaded")
+    sha256: str = Field(
+        description="SHA-256 of the data as uploaded (by reference: of its files' listing, "
+        "names, sizes and version stamps)"
+    )
     size_bytes: int
     rows: int
     columns: int
-    format: str = Field(description="csv, json or parquet: the format the data is delivered in")
+    format: str = Field(
+        description="csv, json or parquet: the format the data is delivered in; reference: "
+        "a document naming Parquet files on the federation's storage"
+    )
     filename: str | None = Field(description="The name it was uploaded with (never delivered)")
+    location: str | None = Field(None, description="Where the data lies (by reference)")
     notes: list[str] = Field(
         default_factory=list,
         description="What reading the data changed (a JSON column of mixed types becomes text)",

@@ -26,7 +26,7 @@ from broker.canonical import sha256_of
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
-from broker.errors import BrokerError, IdempotencyKeyReused, NotFound
+from broker.errors import BrokerError, IdempotencyKeyReused, NotFound, Unprocessable
 from broker.fsla.decide import (
     Measured,
     Outcome,
@@ -39,13 +39,14 @@ from broker.fsla.decide import (
 from broker.members import repository as members
 from broker.members.models import Member
 from broker.policies import service as policies
+from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.transfers import repository
 from broker.transfers.models import Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard, open_upload
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
-_EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet"}
+_EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
 
 
 def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
@@ -83,18 +84,24 @@ def _no_progress(stage: str, fraction: float) -> None:
 def submit(
     session: Session,
     caller: Caller,
-    upload: Upload,
+    upload: Upload | Reference,
     request: TransferRequest,
     settings: Settings,
     in_background: bool = False,
 ) -> Submitted:
-    """Decide a transfer now, or (``in_background``, never for a dry run) accept it as a job."""
+    """Decide a transfer now, or (``in_background``, never for a dry run) accept it as a job.
+
+    A transfer by reference is always decided in the background, dry runs included: its data
+    is as large as a cluster holds.
+    """
     request_fingerprint = fingerprint(request, upload.sha256)
     if request.idempotency_key and not request.dry_run:
         earlier = _earlier(session, caller.member_id, request.idempotency_key, request_fingerprint)
         if earlier is not None:
             return earlier
-    if in_background and not request.dry_run:
+    if isinstance(upload, Reference) and request.dry_run:
+        raise Unprocessable("A transfer by reference cannot be a dry run: send it for real")
+    if (in_background and not request.dry_run) or isinstance(upload, Reference):
         return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
     transfer_id = str(uuid.uuid4())
     decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
@@ -150,7 +157,7 @@ def _decide(
     session: Session,
     source_id: str,
     transfer_id: str,
-    upload: Upload,
+    upload: Upload | Reference,
     request: TransferRequest,
     settings: Settings,
     progress: Progress = _no_progress,
@@ -162,9 +169,11 @@ def _decide(
     """
     session.rollback()
     progress("reading", 0.05)
-    table = open_upload(
-        upload, settings, request.quasi_identifiers, request.sensitive, request.person_key
-    )
+    roles_asked = (request.quasi_identifiers, request.sensitive, request.person_key)
+    if isinstance(upload, Reference):
+        table = open_reference(upload, *roles_asked)
+    else:
+        table = open_upload(upload, settings, *roles_asked)
     roles = table.roles
     progress("measuring", 0.2)
     report, quasi_identifiers, inferred = measure(
@@ -188,13 +197,14 @@ def _decide(
     written = None
     if delivering:
         progress("writing", 0.85)
-        written = table.write(leaving, settings.spool_dir / "deliveries", delivered_name)
+        written = table.write(leaving, delivered_name, settings)
     dataset = {
         "sha256": upload.sha256,
         "size_bytes": upload.size,
         "rows": table.engine.rows,
         "columns": table.columns,
-        "filename": upload.filename,
+        "filename": getattr(upload, "filename", None),
+        "location": getattr(upload, "location", None),
         "format": table.format,
         "notes": list(table.notes),
         "anonymized": outcome.anonymized is not None,
@@ -273,12 +283,13 @@ def job_upload_path(settings: Settings, job_id: str) -> Path:
 def _enqueue(
     session: Session,
     source_id: str,
-    upload: Upload,
+    upload: Upload | Reference,
     request: TransferRequest,
     request_fingerprint: str,
     settings: Settings,
 ) -> Submitted:
-    """Accept the transfer as a job: its upload moves to the job's spool file."""
+    """Accept the transfer as a job: its upload moves to the job's spool file (a reference
+    stays what it is)."""
     job_id = str(uuid.uuid4())
     now = datetime.now(UTC)
     job = TransferJob(
@@ -288,11 +299,7 @@ def _enqueue(
         stage="queued",
         progress=0.0,
         request=asdict(request),
-        upload={
-            "sha256": upload.sha256,
-            "filename": upload.filename,
-            "content_type": upload.content_type,
-        },
+        upload=_source_of(upload),
         size_bytes=upload.size,
         idempotency_key=request.idempotency_key,
         request_fingerprint=request_fingerprint,
@@ -300,7 +307,9 @@ def _enqueue(
         created_at=now,
         updated_at=now,
     )
-    kept = adopt(upload, job_upload_path(settings, job_id))
+    kept = upload
+    if isinstance(upload, Upload):
+        kept = adopt(upload, job_upload_path(settings, job_id))
     try:
         session.add(job)
         audit.record(
@@ -313,14 +322,14 @@ def _enqueue(
         session.commit()
     except IntegrityError:
         session.rollback()
-        discard(kept)
+        _discard(kept)
         earlier = _earlier(session, source_id, request.idempotency_key or "", request_fingerprint)
         if earlier is None:
             raise
         return earlier
     except BaseException:
         session.rollback()
-        discard(kept)
+        _discard(kept)
         raise
     session.refresh(job)
     return Submitted(job=job)
@@ -369,13 +378,7 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
                 "sensitive": tuple(job.request["sensitive"]),
             }
         )
-        upload = Upload(
-            job_upload_path(settings, job.id),
-            job.size_bytes,
-            job.upload["sha256"],
-            job.upload["filename"],
-            job.upload["content_type"],
-        )
+        upload = _source_from(job, settings)
         source_id = job.source_id
 
         def progress(stage: str, fraction: float) -> None:
@@ -396,7 +399,7 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
             if state == "lease_lost":
                 _drop_payload_file(decided)
         if state != "lease_lost":
-            discard(upload)
+            _discard(upload)
         return state
 
 
@@ -407,6 +410,34 @@ def requeue_job(factory: sessionmaker[Session], job_id: str, owner: str) -> None
             session, job_id, owner, datetime.now(UTC), state=JobState.QUEUED, stage="queued"
         )
         session.commit()
+
+
+def _source_of(upload: Upload | Reference) -> dict[str, Any]:
+    """What a job keeps of its data: the upload's metadata, or the reference."""
+    if isinstance(upload, Reference):
+        return {"reference": asdict(upload)}
+    return {
+        "sha256": upload.sha256,
+        "filename": upload.filename,
+        "content_type": upload.content_type,
+    }
+
+
+def _source_from(job: TransferJob, settings: Settings) -> Upload | Reference:
+    if "reference" in job.upload:
+        return Reference(**job.upload["reference"])
+    return Upload(
+        job_upload_path(settings, job.id),
+        job.size_bytes,
+        job.upload["sha256"],
+        job.upload["filename"],
+        job.upload["content_type"],
+    )
+
+
+def _discard(source: Upload | Reference) -> None:
+    if isinstance(source, Upload):
+        discard(source)
 
 
 def discard_job_upload(settings: Settings, job_id: str) -> None:

@@ -1,0 +1,164 @@
+"""Transfers by reference: the data stays where a Dask cluster reads it; the broker counts it
+there, decides with the same code, and delivers a signed document naming what it wrote."""
+
+import hashlib
+import io
+import json
+
+import pandas as pd
+import pytest
+from distributed import LocalCluster
+from fastapi.testclient import TestClient
+
+from broker.main import create_app
+from tests.broker.conftest import ADMIN, Federation, bearer, drain
+from tests.broker.test_transfer_jobs import run_jobs
+from tests.conftest import FIXTURES
+
+QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def storage(tmp_path):
+    """The federation's storage: the source's folder, the broker's output folder."""
+    (tmp_path / "sn").mkdir()
+    for name in ("patients_published", "patients_original"):
+        frame = pd.read_csv(FIXTURES / f"{name}.csv", dtype=str, keep_default_na=False)
+        frame.to_csv(tmp_path / "sn" / f"{name}.csv", index=False)
+        frame.to_parquet(tmp_path / "sn" / f"{name}.parquet", index=False)
+    return tmp_path
+
+
+@pytest.fixture
+def federation(connection, settings, cluster, storage, inbox):
+    settings = settings.model_copy(
+        update={
+            "dask_scheduler": cluster.scheduler_address,
+            "reference_roots": {"sn-hospital": [f"{storage / 'sn'}/"]},
+            "reference_output": str(storage / "out"),
+        }
+    )
+    with TestClient(create_app(settings, bind=connection)) as client:
+        federation = Federation(client)
+        client.post(
+            "/v1/members",
+            headers=ADMIN,
+            json={"id": "fr-lab", "name": "FR lab", "jurisdiction": "FR", "inbox_url": inbox.url},
+        )
+        federation.worker = client.app.state.delivery_worker
+        yield federation
+
+
+def by_reference(federation, location, **form):
+    return federation.client.post(
+        "/v1/transfers",
+        headers=bearer(federation.keys["sn-hospital"]),
+        data={"destination": "fr-lab", "purpose": "research", "location": location} | form,
+    )
+
+
+def decided(federation, answer) -> dict:
+    assert answer.status_code == 202, answer.text
+    run_jobs(federation.client)
+    job = federation.client.get(answer.headers["Location"], headers=ADMIN).json()
+    assert job["state"] == "done", job
+    return job["transfer"]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_reference_is_decided_as_the_same_upload_would_be(federation, storage, suffix):
+    location = str(storage / "sn" / f"patients_original.{suffix}")
+    transfer = decided(federation, by_reference(federation, location, **QI))
+    upload = federation.send(
+        "sn-hospital", "patients_original.csv", destination="fr-lab", dry_run="true", **QI
+    ).json()
+    assert transfer["status"] == upload["status"] == "anonymization_required"
+    assert transfer["report"] == upload["report"] and transfer["rules"] == upload["rules"]
+    assert transfer["dataset"]["location"] == location
+    assert transfer["dataset"]["rows"] == 9
+
+
+def test_an_approved_reference_delivers_a_signed_document_naming_the_files_written(
+    federation, storage, inbox
+):
+    location = str(storage / "sn" / "patients_published.parquet")
+    transfer = decided(federation, by_reference(federation, location, **QI))
+    assert transfer["status"] == "approved"
+    drain(federation)
+    [(headers, body)] = inbox.received
+    assert headers["content-type"] == "application/vnd.fedbroker.reference+json"
+    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
+    document = json.loads(body)
+    assert document["location"].startswith(str(storage / "out"))
+    assert document["rows"] == 9 and document["format"] == "parquet"
+    frames = []
+    for file in document["files"]:
+        data = open(file["path"], "rb").read()  # noqa: SIM115 (read whole: tiny test files)
+        assert hashlib.sha256(data).hexdigest() == file["sha256"] and len(data) == file["size"]
+        frames.append(pd.read_parquet(io.BytesIO(data)))
+    arrived = pd.concat(frames)
+    sent = pd.read_csv(FIXTURES / "patients_published.csv", dtype=str, keep_default_na=False)
+    assert sorted(arrived.itertuples(index=False)) == sorted(sent.itertuples(index=False))
+
+
+def test_auto_anonymization_by_reference_writes_the_generalized_table(federation, storage):
+    location = str(storage / "sn" / "patients_original.parquet")
+    transfer = decided(federation, by_reference(federation, location, anonymize="auto", **QI))
+    assert transfer["status"] == "approved" and transfer["dataset"]["anonymized"]
+    out = pd.read_parquet(storage / "out" / f"transfer-{transfer['id']}.anonymized.reference")
+    assert "Name" not in out.columns and len(out) == 9
+    assert out.groupby(["Age", "Gender"]).size().min() >= transfer["remedy"]["after"]["k"]
+
+
+def test_a_member_names_only_locations_it_was_granted(federation, storage):
+    for location in (
+        str(storage / "out" / "x.parquet"),
+        f"{storage / 'sn'}/../out/x.parquet",
+        "/etc/passwd.csv",
+    ):
+        answer = by_reference(federation, location)
+        assert answer.status_code == 403, answer.text
+        assert "granted prefixes" in answer.json()["detail"]
+    answer = federation.client.post(
+        "/v1/transfers",
+        headers=bearer(federation.keys["ng-health"]),
+        data={"destination": "fr-lab", "purpose": "research"}
+        | {"location": str(storage / "sn" / "patients_original.csv")},
+    )
+    assert answer.status_code == 403  # another member's data is not its to send
+
+
+def test_what_cannot_be_a_reference_is_a_clear_422(federation, storage):
+    missing = by_reference(federation, str(storage / "sn" / "none-*.parquet"))
+    assert missing.status_code == 422 and "No file" in missing.json()["detail"]
+    unknown = by_reference(federation, str(storage / "sn" / "data.xlsx"))
+    assert unknown.status_code == 422 and "format" in unknown.json()["detail"]
+    dry = by_reference(federation, str(storage / "sn" / "patients_original.csv"), dry_run="true")
+    assert dry.status_code == 422 and "dry run" in dry.json()["detail"]
+    both = federation.client.post(
+        "/v1/transfers",
+        headers=bearer(federation.keys["sn-hospital"]),
+        files={"file": ("d.csv", b"Age\n3\n", "text/csv")},
+        data={"destination": "fr-lab", "purpose": "research", "location": "x.csv"},
+    )
+    assert both.status_code == 422 and "one of the two" in both.json()["detail"]
+    neither = federation.client.post(
+        "/v1/transfers",
+        headers=bearer(federation.keys["sn-hospital"]),
+        data={"destination": "fr-lab", "purpose": "research"},
+    )
+    assert neither.status_code == 422
+
+
+def test_a_broker_without_a_cluster_takes_no_references(client):
+    federation = Federation(client)
+    answer = by_reference(federation, "s3://anywhere/x.parquet")
+    assert answer.status_code == 422 and "BROKER_DASK_SCHEDULER" in answer.json()["detail"]
