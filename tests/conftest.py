@@ -74,3 +74,16 @@ def connection(engine):
         transaction = connection.begin()
         yield connection
         transaction.rollback()
+
+
+@pytest.fixture
+def inbox():
+    """A real inbox server on loopback that records what it receives (``.received``) and
+    answers as told (``.answers``)."""
+    from tests.servers import RecordingInbox, ServerThread
+
+    recorder = RecordingInbox()
+    server = ServerThread(recorder.app()).start()
+    recorder.url = server.url + "/inbox"
+    yield recorder
+    server.stop()

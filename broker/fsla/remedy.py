@@ -153,68 +153,91 @@ def find_remedy(
     count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
     result decides whether the remedy is offered.
     """
-    plan = _in_memory if isinstance(engine, PandasEngine) else _on_counts
-    return plan(
-        engine, report, decision, context, source, destination, max_suppression, budget_seconds
-    )
+    search = _Search(report, decision, context, source, destination, max_suppression)
+    if isinstance(engine, PandasEngine):
+        return _in_memory(engine, search, budget_seconds)
+    return _on_counts(engine, search, budget_seconds)
+
+
+@dataclass(frozen=True, eq=False)
+class _Search:
+    """What a remedy is sought for: the measured data's report and decision, and the rules."""
+
+    report: AnalysisReport
+    decision: Decision
+    context: TransferContext
+    source: FSLARecord
+    destination: FSLARecord
+    max_suppression: float
+
+    def target(self, values: Callable[[str], pd.Series], people=()) -> Target:
+        return target_for(
+            values, self.decision, self.report, self.context, self.max_suppression, people
+        )
+
+    def judge(self, after: AnalysisReport, kept, accepted: list) -> str | None:
+        """Evaluate an anonymized result as the original was; None (and kept) when it passes."""
+        context = self.context
+        after_context = TransferContext(
+            context.source_jurisdiction,
+            context.destination_jurisdiction,
+            context.purpose,
+            tuple(kept[0]),
+            tuple(kept[1]),
+            context.person_key,
+        )
+        after_decision = evaluate(after, after_context, self.source, self.destination)
+        if after_decision.status != TransferStatus.APPROVED:
+            failing = "; ".join(rule.detail for rule in after_decision.failed)
+            return f"anonymization could not reach compliance: {failing}"
+        accepted.append((after, after_decision))
+        return None
+
+    def kept(self, columns) -> tuple[list[str], list[str]]:
+        """The declared quasi-identifiers and sensitive attributes an anonymized table keeps."""
+        return (
+            [q for q in self.context.quasi_identifiers if q in columns],
+            [s for s in self.context.sensitive if s in columns],
+        )
 
 
 def _in_memory(
-    engine: PandasEngine,
-    report: AnalysisReport,
-    decision: Decision,
-    context: TransferContext,
-    source: FSLARecord,
-    destination: FSLARecord,
-    max_suppression: float,
-    budget_seconds: float | None,
+    engine: PandasEngine, search: _Search, budget_seconds: float | None
 ) -> VerifiedRemedy:
     """The F-SLA evaluation of each anonymized result is the planner's acceptance check, so the
     one k-raising loop of :func:`broker.anonymize.plan_remedy` serves the rules the anonymizer
     does not know (the QI combination's Mmaq, rules counted in people). The anonymized data's
     k is counted in the people of the data as sent."""
     frame, people = engine.frame, engine.people
-    deadline = _deadline(budget_seconds)
     accepted: list[tuple[AnalysisReport, Decision]] = []
 
     def accept(anonymized: pd.DataFrame) -> str | None:
-        kept = _kept(context, anonymized.columns)
+        kept = search.kept(anonymized.columns)
         after = analyze(anonymized, *kept, max_combination_size=0, people=people)
-        return _judge(after, kept, context, source, destination, accepted)
+        return search.judge(after, kept, accepted)
 
-    target = target_for(
-        frame.__getitem__, decision, report, context, max_suppression, people.labellings()
-    )
+    target = search.target(frame.__getitem__, people.labellings())
     try:
-        remedy = plan_remedy(frame, target, accept=accept, deadline=deadline)
+        remedy = plan_remedy(frame, target, accept=accept, deadline=_deadline(budget_seconds))
     except ValueError as error:
         return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
     return _verified(remedy, accepted, budget_seconds)
 
 
-def _on_counts(
-    engine: Engine,
-    report: AnalysisReport,
-    decision: Decision,
-    context: TransferContext,
-    source: FSLARecord,
-    destination: FSLARecord,
-    max_suppression: float,
-    budget_seconds: float | None,
-) -> VerifiedRemedy:
+def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) -> VerifiedRemedy:
     """A generalization chosen on the engine's count tables and applied by the engine; the
     recoded table is measured and evaluated again before it is offered. (Only generalization
     works on counts: Mondrian and the partition need the rows, which do not fit in memory.)"""
-    target = target_for(engine.dictionary, decision, report, context, max_suppression)
+    target = search.target(engine.dictionary)
     try:
         remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=_deadline(budget_seconds))
     except ValueError as error:
         return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
     accepted: list[tuple[AnalysisReport, Decision]] = []
     if remedy.satisfied:
-        kept = _kept(context, remedy.engine.columns)
+        kept = search.kept(remedy.engine.columns)
         after = report_of(remedy.engine, *kept, max_combination_size=0)
-        failing = _judge(after, kept, context, source, destination, accepted)
+        failing = search.judge(after, kept, accepted)
         if failing is not None:
             return VerifiedRemedy(False, failing)
     return _verified(remedy, accepted, budget_seconds)
@@ -222,39 +245,6 @@ def _on_counts(
 
 def _deadline(budget_seconds: float | None) -> float | None:
     return None if budget_seconds is None else time.monotonic() + budget_seconds
-
-
-def _kept(context: TransferContext, columns) -> tuple[list[str], list[str]]:
-    """The declared quasi-identifiers and sensitive attributes an anonymized table still has."""
-    return (
-        [q for q in context.quasi_identifiers if q in columns],
-        [s for s in context.sensitive if s in columns],
-    )
-
-
-def _judge(
-    after: AnalysisReport,
-    kept: tuple[list[str], list[str]],
-    context: TransferContext,
-    source: FSLARecord,
-    destination: FSLARecord,
-    accepted: list[tuple[AnalysisReport, Decision]],
-) -> str | None:
-    """Evaluate an anonymized result as the original was; None (and kept) when it passes."""
-    after_context = TransferContext(
-        context.source_jurisdiction,
-        context.destination_jurisdiction,
-        context.purpose,
-        tuple(kept[0]),
-        tuple(kept[1]),
-        context.person_key,
-    )
-    after_decision = evaluate(after, after_context, source, destination)
-    if after_decision.status != TransferStatus.APPROVED:
-        failing = "; ".join(rule.detail for rule in after_decision.failed)
-        return f"anonymization could not reach compliance: {failing}"
-    accepted.append((after, after_decision))
-    return None
 
 
 def _verified(

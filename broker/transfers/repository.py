@@ -100,6 +100,15 @@ def take_job(session: Session, job_id: str, owner: str, now: datetime, until: da
     return result.rowcount == 1
 
 
+def _held_by(job_id: str, owner: str) -> tuple:
+    """The job, while ``owner`` runs it."""
+    return (
+        TransferJob.id == job_id,
+        TransferJob.state == JobState.RUNNING,
+        TransferJob.lease_owner == owner,
+    )
+
+
 def job_progress(
     session: Session,
     job_id: str,
@@ -112,11 +121,7 @@ def job_progress(
     """Record where a running job stands and extend its lease (a heartbeat)."""
     result = session.execute(
         update(TransferJob)
-        .where(
-            TransferJob.id == job_id,
-            TransferJob.state == JobState.RUNNING,
-            TransferJob.lease_owner == owner,
-        )
+        .where(*_held_by(job_id, owner))
         .values(stage=stage, progress=progress, lease_expires_at=until, updated_at=now)
     )
     return result.rowcount == 1
@@ -127,11 +132,7 @@ def settle_job(session: Session, job_id: str, owner: str, now: datetime, **value
     still holds it; True when it did."""
     result = session.execute(
         update(TransferJob)
-        .where(
-            TransferJob.id == job_id,
-            TransferJob.state == JobState.RUNNING,
-            TransferJob.lease_owner == owner,
-        )
+        .where(*_held_by(job_id, owner))
         .values(lease_owner=None, lease_expires_at=None, updated_at=now, **values)
     )
     return result.rowcount == 1

@@ -8,7 +8,6 @@ from fastapi.testclient import TestClient
 from broker.config import Settings
 from broker.main import create_app
 from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES
-from tests.servers import RecordingInbox, ServerThread
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 UPLOAD_LIMIT = 200_000
@@ -64,6 +63,17 @@ class Federation:
             assert answer.status_code == 201, answer.text
             self.keys[member_id] = answer.json()["api_key"]
 
+    def add_lab(self, inbox_url: str) -> None:
+        """A French member whose inbox is ``inbox_url`` (a recording inbox): ``fr-lab``."""
+        answer = self.client.post(
+            "/v1/members",
+            headers=ADMIN,
+            json={"id": "fr-lab", "name": "FR lab", "jurisdiction": "FR", "inbox_url": inbox_url},
+        )
+        assert answer.status_code == 201, answer.text
+        self.keys["fr-lab"] = answer.json()["api_key"]
+        self.worker = self.client.app.state.delivery_worker
+
     def send(
         self,
         source: str,
@@ -85,16 +95,6 @@ class Federation:
 @pytest.fixture
 def federation(client) -> Federation:
     return Federation(client)
-
-
-@pytest.fixture
-def inbox():
-    """A real inbox server on loopback that records what it receives."""
-    recorder = RecordingInbox()
-    server = ServerThread(recorder.app()).start()
-    recorder.url = server.url + "/inbox"
-    yield recorder
-    server.stop()
 
 
 def drain(federation, rounds=20):

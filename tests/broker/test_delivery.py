@@ -26,13 +26,7 @@ def broker(connection, settings, inbox):
     app = create_app(settings, bind=connection)
     with TestClient(app) as client:
         federation = Federation(client)
-        client.post(
-            "/v1/members",
-            headers=ADMIN,
-            json={"id": "fr-lab", "name": "FR lab", "jurisdiction": "FR", "inbox_url": inbox.url},
-        )
-        federation.keys["fr-lab"] = None
-        federation.worker = app.state.delivery_worker
+        federation.add_lab(inbox.url)
         yield federation
 
 

@@ -157,12 +157,7 @@ def out_of_core(connection, settings, inbox):
     )
     with TestClient(create_app(settings, bind=connection)) as client:
         federation = Federation(client)
-        client.post(
-            "/v1/members",
-            headers=ADMIN,
-            json={"id": "fr-lab", "name": "FR lab", "jurisdiction": "FR", "inbox_url": inbox.url},
-        )
-        federation.worker = client.app.state.delivery_worker
+        federation.add_lab(inbox.url)
         federation.settings = settings
         yield federation
 

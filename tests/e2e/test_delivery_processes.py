@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES, postgres_database
-from tests.servers import RecordingInbox, ServerThread, free_port
+from tests.servers import free_port
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease", "purpose": "research"}
@@ -78,15 +78,6 @@ class BrokerProcess:
                 self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-
-
-@pytest.fixture
-def inbox():
-    recorder = RecordingInbox()
-    server = ServerThread(recorder.app()).start()
-    recorder.url = server.url + "/inbox"
-    yield recorder
-    server.stop()
 
 
 def register(broker_url: str, inbox_url: str) -> str:
