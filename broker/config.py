@@ -100,6 +100,13 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(
         3, ge=1, description="Processes that may stop while deciding one job before it fails"
     )
+    spool_orphan_seconds: float = Field(
+        86_400,
+        gt=0,
+        description="Spool files older than this that no request, job or delivery uses are "
+        "removed (a process that died left them); checked every `spool_sweep_seconds`",
+    )
+    spool_sweep_seconds: float = Field(600, gt=0)
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(

@@ -9,6 +9,7 @@ takes it over.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -35,11 +36,17 @@ class JobRunner:
         self.monitoring = monitoring
         self.on_approved = on_approved
         self.owner = owner_name()
+        self._swept_at = 0.0
         self._poller = Poller("transfer-jobs", self.run_once, settings.job_poll_seconds, log)
         self.start, self.wake, self.stop = self._poller.start, self._poller.wake, self._poller.stop
 
     def run_once(self) -> int:
         """Decide one job if there is one; returns how many were run (0 or 1)."""
+        now = time.time()
+        if now - self._swept_at >= self.settings.spool_sweep_seconds:
+            self._swept_at = now
+            for orphan in service.sweep_spool(self.factory, self.settings, now):
+                log.warning("removed %s: no request, job or delivery used it", orphan)
         job_id = service.claim_job(self.factory, self.owner, self.settings)
         if job_id is None:
             return 0

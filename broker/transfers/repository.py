@@ -136,3 +136,15 @@ def settle_job(session: Session, job_id: str, owner: str, now: datetime, **value
         .values(lease_owner=None, lease_expires_at=None, updated_at=now, **values)
     )
     return result.rowcount == 1
+
+
+def live_job_ids(session: Session) -> list[str]:
+    """Jobs that still need their upload: queued or running."""
+    query = select(TransferJob.id).where(TransferJob.state.in_([JobState.QUEUED, JobState.RUNNING]))
+    return list(session.scalars(query))
+
+
+def payload_files(session: Session) -> list[str]:
+    """The files deliveries hold their payloads in."""
+    query = select(Delivery.payload_file).where(Delivery.payload_file.isnot(None))
+    return list(session.scalars(query))

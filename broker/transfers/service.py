@@ -440,6 +440,28 @@ def _discard(source: Upload | Reference) -> None:
         discard(source)
 
 
+def sweep_spool(factory: sessionmaker[Session], settings: Settings, now: float) -> list[Path]:
+    """Remove the spool files nothing will use (a process that died mid-request or mid-job
+    leaves them): request copies, job uploads whose job is over or gone, delivery files no
+    delivery holds. Only files older than ``BROKER_SPOOL_ORPHAN_SECONDS``: younger ones may
+    belong to a request, or to a decision whose transaction has not committed yet."""
+    cutoff = now - settings.spool_orphan_seconds
+    root = settings.spool_dir
+
+    def old(folder: Path, pattern: str) -> list[Path]:
+        return [f for f in folder.glob(pattern) if f.is_file() and f.stat().st_mtime < cutoff]
+
+    with factory() as session:
+        live_jobs = set(repository.live_job_ids(session))
+        held_files = {Path(name) for name in repository.payload_files(session)}
+    orphans = old(root, "*.upload")
+    orphans += [f for f in old(root / "jobs", "*.upload") if f.stem not in live_jobs]
+    orphans += [f for f in old(root / "deliveries", "*") if f not in held_files]
+    for orphan in orphans:
+        orphan.unlink(missing_ok=True)
+    return orphans
+
+
 def discard_job_upload(settings: Settings, job_id: str) -> None:
     job_upload_path(settings, job_id).unlink(missing_ok=True)
 

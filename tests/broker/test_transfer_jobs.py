@@ -1,6 +1,7 @@
 """Transfers decided in the background: 202 Accepted, a Location to poll, and a job that is
 decided once, survives a restart, and keeps the idempotency rules."""
 
+import os
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -210,3 +211,32 @@ def test_other_preferences_are_answered_at_once(federation):
         **QI,
     )
     assert answer.status_code == 200
+
+
+def test_the_sweep_removes_old_spool_files_nothing_uses(federation, settings):
+    """A process that died leaves copies behind: old ones that no request, live job or
+    delivery uses go; young ones and those in use stay."""
+    live = accepted(federation).json()["id"]  # queued: its upload waits in jobs/
+    spool = settings.spool_dir
+    (spool / "deliveries").mkdir(parents=True, exist_ok=True)
+    files = {
+        "request copy": spool / "dead.upload",
+        "young request copy": spool / "young.upload",
+        "finished job": spool / "jobs" / "00000000-0000-0000-0000-000000000000.upload",
+        "live job": spool / "jobs" / f"{live}.upload",
+        "unheld delivery": spool / "deliveries" / "transfer-x.csv",
+    }
+    for name, path in files.items():
+        if not path.exists():
+            path.write_bytes(b"x")
+        if name != "young request copy":
+            os.utime(path, (1_000, 1_000))
+    factory = federation.client.app.state.sessionmaker
+    removed = service.sweep_spool(factory, settings, now=time.time())
+    assert set(removed) == {
+        files["request copy"],
+        files["finished job"],
+        files["unheld delivery"],
+    }
+    assert files["live job"].exists() and files["young request copy"].exists()
+    assert run_jobs(federation.client) == 1  # the live job still decides
