@@ -89,6 +89,12 @@ class Settings(BaseSettings):
         description="Folder or URL prefix where the cluster writes what leaves by reference "
         "(one folder per transfer, Parquet); destinations are given read access there",
     )
+    jobs_per_member: int = Field(
+        4,
+        ge=1,
+        description="Most transfers one member may have waiting for a background decision "
+        "(each may hold gigabytes of spool); more answer 429",
+    )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(0.5, gt=0)
     job_lease_seconds: float = Field(

@@ -15,6 +15,7 @@ send it to itself.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -49,15 +50,13 @@ def resolve(location: str, source_id: str, settings: Settings) -> Reference:
             "file instead"
         )
     location = location.strip()
-    roots = settings.reference_roots.get(source_id, [])
-    if ".." in PurePosixPath(location).parts or not any(
-        location.startswith(root) for root in roots
-    ):
-        granted = ", ".join(roots) or "none"
-        raise Forbidden(
-            f"Member {source_id!r} may name locations under its granted prefixes only "
-            f"({granted}), not {location!r}"
-        )
+    roots = [root.rstrip("/") + "/" for root in settings.reference_roots.get(source_id, [])]
+    refusal = Forbidden(
+        f"Member {source_id!r} may name locations under its granted prefixes only "
+        f"({', '.join(roots) or 'none'}), not {location!r}"
+    )
+    if ".." in PurePosixPath(location).parts or not any(map(location.startswith, roots)):
+        raise refusal
     suffix = PurePosixPath(location.rstrip("/")).suffix.lower()
     if suffix not in _FORMATS:
         raise Unprocessable(
@@ -72,7 +71,16 @@ def resolve(location: str, source_id: str, settings: Settings) -> Reference:
         raise InvalidDataset(f"Cannot list {location!r}: {error}") from None
     if not files:
         raise InvalidDataset(f"No file at {location!r}")
+    local = "://" not in location or location.startswith("file://")
+    if local and not all(_inside(f["path"], roots) for f in files):
+        raise refusal  # a link under the prefix that leads out of it
     return Reference(location, _FORMATS[suffix], sha256_of(files), sum(f["size"] for f in files))
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    """Whether a local file, its links followed, lies under one of the roots (theirs too)."""
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(root) + os.sep) for root in roots)
 
 
 def open_reference(

@@ -148,3 +148,12 @@ def payload_files(session: Session) -> list[str]:
     """The files deliveries hold their payloads in."""
     query = select(Delivery.payload_file).where(Delivery.payload_file.isnot(None))
     return list(session.scalars(query))
+
+
+def live_jobs_of(session: Session, source_id: str) -> int:
+    """How many of the member's jobs are queued or running."""
+    query = select(func.count()).where(
+        TransferJob.source_id == source_id,
+        TransferJob.state.in_([JobState.QUEUED, JobState.RUNNING]),
+    )
+    return int(session.scalar(query) or 0)

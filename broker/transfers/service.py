@@ -26,7 +26,13 @@ from broker.canonical import sha256_of
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
-from broker.errors import BrokerError, IdempotencyKeyReused, NotFound, Unprocessable
+from broker.errors import (
+    BrokerError,
+    IdempotencyKeyReused,
+    NotFound,
+    TooManyRequests,
+    Unprocessable,
+)
 from broker.fsla.decide import (
     Measured,
     Outcome,
@@ -289,7 +295,16 @@ def _enqueue(
     settings: Settings,
 ) -> Submitted:
     """Accept the transfer as a job: its upload moves to the job's spool file (a reference
-    stays what it is)."""
+    stays what it is). A member holds at most ``BROKER_JOBS_PER_MEMBER`` jobs not yet decided:
+    each may hold gigabytes of spool, and a queue that one member fills stalls the others."""
+    waiting = repository.live_jobs_of(session, source_id)
+    if waiting >= settings.jobs_per_member:
+        raise TooManyRequests(
+            f"Member {source_id!r} has {waiting} transfers waiting for a decision, the most "
+            f"this broker holds for one member ({settings.jobs_per_member}): poll them, then "
+            "send this one again",
+            retry_after=10,
+        )
     job_id = str(uuid.uuid4())
     now = datetime.now(UTC)
     job = TransferJob(

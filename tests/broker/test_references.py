@@ -157,3 +157,15 @@ def test_a_broker_without_a_cluster_takes_no_references(client):
     federation = Federation(client)
     answer = by_reference(federation, "s3://anywhere/x.parquet")
     assert answer.status_code == 422 and "BROKER_DASK_SCHEDULER" in answer.json()["detail"]
+
+
+def test_a_link_or_a_sibling_folder_does_not_lead_out_of_the_granted_prefix(federation, storage):
+    (storage / "out").mkdir(exist_ok=True)
+    (storage / "out" / "theirs.csv").write_text("Age\n30\n")
+    (storage / "sn" / "link.csv").symlink_to(storage / "out" / "theirs.csv")
+    linked = by_reference(federation, str(storage / "sn" / "link.csv"))
+    assert linked.status_code == 403, linked.text
+    (storage / "sn-other").mkdir()
+    (storage / "sn-other" / "data.csv").write_text("Age\n30\n")
+    sibling = by_reference(federation, str(storage / "sn-other" / "data.csv"))
+    assert sibling.status_code == 403, sibling.text

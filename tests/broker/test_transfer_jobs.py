@@ -240,3 +240,19 @@ def test_the_sweep_removes_old_spool_files_nothing_uses(federation, settings):
     }
     assert files["live job"].exists() and files["young request copy"].exists()
     assert run_jobs(federation.client) == 1  # the live job still decides
+
+
+def test_a_member_holds_a_bounded_number_of_waiting_jobs(connection, settings):
+    settings = settings.model_copy(update={"jobs_per_member": 2})
+    with TestClient(create_app(settings, bind=connection)) as client:
+        federation = Federation(client)
+        accepted(federation)
+        accepted(federation)
+        refused = federation.send(
+            "sn-hospital", "patients_published.csv", destination="fr-research", headers=ASYNC
+        )
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "10"
+        assert "2 transfers waiting" in refused.json()["detail"]
+        assert not list((settings.spool_dir / "jobs").glob("*.upload"))[2:]  # nothing kept
+        run_jobs(client)
+        assert accepted(federation).status_code == 202
