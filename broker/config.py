@@ -47,6 +47,13 @@ class Settings(BaseSettings):
         "Parquet are read in memory up to this size), in memory bounded by "
         "`duckdb_memory_limit` whatever their size",
     )
+    out_of_core_max_distinct: int = Field(
+        5_000_000,
+        gt=0,
+        description="Most distinct values in one column, and distinct rows, of an upload "
+        "counted out of core: its values and distinct tuples come back to the broker's memory "
+        "(about 100 bytes each), whatever the file's size",
+    )
     duckdb_memory_limit: str = Field(
         "1GB", description="DuckDB's memory limit when it counts an upload ('1GB', '700MB')"
     )

@@ -255,10 +255,34 @@ def _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key) -> 
         engine = DuckDBEngine.from_csv(
             upload.path, header, delimiter, roles.person_key, settings.duckdb_memory_limit
         )
-        for name, longest in engine.longest_values().items():
+        profile = engine.profile([*roles.quasi_identifiers, *roles.sensitive])
+        for name, longest in profile.longest.items():
             check_cell_length(name, longest, label, read_limits(settings))
+        _check_distinct(profile, settings.out_of_core_max_distinct)
     except DatasetTooLarge as error:
         raise PayloadTooLarge(str(error)) from None
     except DatasetError as error:
         raise InvalidDataset(str(error)) from None
     return Table(engine, roles, CSV, len(header))
+
+
+def _check_distinct(profile, bound: int) -> None:
+    """Out of core, a table costs memory by its distinct values, not its rows: each column's
+    dictionary and the distinct tuples come back to Python. A column over the bound is all but
+    unique, so an identifier; so many distinct tuples of the declared attributes leave no class
+    for k to count."""
+    for name, distinct in profile.distinct.items():
+        if distinct > bound:
+            raise PayloadTooLarge(
+                f"Column {name!r} has about {distinct:,} distinct values, more than the "
+                f"{bound:,} this broker measures (BROKER_OUT_OF_CORE_MAX_DISTINCT): a column "
+                "that nearly every row holds a value of its own is an identifier; drop it, or "
+                "generalize it, and send the data again"
+            )
+    if profile.distinct_tuples > bound:
+        raise PayloadTooLarge(
+            f"The declared quasi-identifiers and sensitive attributes take about "
+            f"{profile.distinct_tuples:,} distinct combinations of values, more than the "
+            f"{bound:,} this broker measures (BROKER_OUT_OF_CORE_MAX_DISTINCT): nearly every "
+            "row is then unique; generalize them first"
+        )

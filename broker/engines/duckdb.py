@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -45,6 +46,15 @@ def _quote(name: str) -> str:
 
 def _text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class ValueProfile:
+    """What an out-of-core table costs once its values reach Python, estimated in SQL."""
+
+    longest: dict[str, int]  # characters of each column's longest value
+    distinct: dict[str, int]  # about how many distinct values each column has
+    distinct_tuples: int  # about how many distinct tuples the columns asked for have
 
 
 class DuckDBEngine:
@@ -247,19 +257,30 @@ class DuckDBEngine:
         )
         return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
 
-    def longest_values(self) -> dict[str, int]:
-        """Each column's longest value, in characters, from one streaming scan of the source
-        (nothing reaches Python but the numbers): what an upload's bound on a value's length
-        is checked against before any value is read whole. A malformed body (ragged rows,
-        bad UTF-8) is a :class:`~broker.datasets.DatasetError` here already."""
-        lengths = ", ".join(
-            f"coalesce(max(length(CAST({_quote(c)} AS VARCHAR))), 0)" for c in self._names
-        )
+    def profile(self, columns: Sequence[str] = ()) -> ValueProfile:
+        """Each column's longest value (characters) and estimated number of distinct values,
+        and the estimated number of distinct tuples of ``columns``, from one streaming scan of
+        the source in constant memory (HyperLogLog estimates; nothing reaches Python but the
+        numbers): what bounds an upload's cost is checked before any value is read into
+        Python. A malformed body (ragged rows, bad UTF-8) is a
+        :class:`~broker.datasets.DatasetError` here already."""
+        figures = []
+        for column in self._names:
+            text = f"CAST({_quote(column)} AS VARCHAR)"
+            figures.append(f"coalesce(max(length({text})), 0)")
+            figures.append(f"approx_count_distinct({_quote(column)})")
+        together = ", ".join(_quote(c) for c in columns)
+        figures.append(f"approx_count_distinct(hash({together}))" if columns else "0")
         try:
-            found = self._con.execute(f"SELECT {lengths} FROM {self._source}").fetchall()[0]
+            found = self._con.execute(f"SELECT {', '.join(figures)} FROM {self._source}")
+            values = [int(v) for v in found.fetchall()[0]]
         except duckdb.Error as error:
             raise DatasetError(str(error).splitlines()[0]) from None
-        return dict(zip(self._names, map(int, found), strict=True))
+        return ValueProfile(
+            dict(zip(self._names, values[0:-1:2], strict=True)),
+            dict(zip(self._names, values[1:-1:2], strict=True)),
+            values[-1],
+        )
 
     # --- internals ------------------------------------------------------------------------------
 

@@ -220,3 +220,29 @@ def test_a_failed_delivery_file_is_removed_when_its_retention_ends(out_of_core, 
     drain(out_of_core, rounds=1)
     assert payload_columns(connection, answer["id"]) == (None, None)
     assert not Path(name).exists()
+
+
+def test_a_column_of_too_many_distinct_values_is_refused_before_it_reaches_memory(
+    connection, settings
+):
+    """Out of core, memory follows distinct values: a near-unique column over the bound is an
+    identifier, refused (413) from a constant-memory estimate, before any value is read."""
+    rows = "".join(f"{i},{i % 7},{i % 2}\n" for i in range(2_000))
+    data = ("Id,Age,Gender\n" + rows).encode()
+    settings = settings.model_copy(
+        update={"in_memory_max_bytes": 0, "out_of_core_max_distinct": 1_000}
+    )
+    with TestClient(create_app(settings, bind=connection)) as client:
+        federation = Federation(client)
+        answer = federation.send("sn-hospital", data, destination="fr-research")
+        assert answer.status_code == 413, answer.text
+        assert "Column 'Id'" in answer.json()["detail"]
+        assert "identifier" in answer.json()["detail"]
+        small = ("Age,Gender\n" + "".join(f"{i % 7},{i % 2}\n" for i in range(2_000))).encode()
+        fine = federation.send("sn-hospital", small, destination="fr-research", dry_run="true")
+        assert fine.status_code == 200, fine.text
+        wide = ("Age,Gender\n" + "".join(f"{i % 50},{i % 41}\n" for i in range(4_000))).encode()
+        tuples = federation.send(
+            "sn-hospital", wide, destination="fr-research", quasi_identifiers="Age,Gender"
+        )
+        assert tuples.status_code == 413 and "combinations" in tuples.json()["detail"]
