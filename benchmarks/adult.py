@@ -194,12 +194,13 @@ def adult_like(rows: int, seed: int = SEED) -> pd.DataFrame:
     )
 
 
-def write_csv(path: Path, rows: int) -> None:
-    """An Adult-shaped CSV file of ``rows`` rows, written chunk by chunk (each chunk its own seed,
-    the header once), never whole in memory."""
+def write_csv(path: Path, rows: int, columns: list[str] | None = None) -> None:
+    """An Adult-shaped CSV file of ``rows`` rows (of ``columns``, default all 15), written chunk
+    by chunk (each chunk its own seed, the header once), never whole in memory."""
     written = 0
     with path.open("w", encoding="utf-8", newline="") as file:
         while written < rows:
             chunk = adult_like(min(CSV_CHUNK, rows - written), seed=written + 1)
+            chunk = chunk if columns is None else chunk[columns]
             chunk.to_csv(file, index=False, header=written == 0)
             written += len(chunk)

@@ -162,7 +162,7 @@ def _status_kib(field: str) -> int | None:
 
 def time_process(command: list[str], cwd: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one process, from ``/usr/bin/time``; exits the script
-    with the command's last line of stderr when it fails."""
+    with the command's last line on stderr when it fails."""
     result = subprocess.run(
         ["/usr/bin/time", "-f", "%e %M", *command],
         capture_output=True,
@@ -170,9 +170,10 @@ def time_process(command: list[str], cwd: Path) -> tuple[float, float]:
         cwd=cwd,
         check=False,
     )
-    if result.returncode != 0:
-        sys.exit(f"{command[:4]} failed: {result.stderr.strip().splitlines()[-1]}")
-    seconds, kib = result.stderr.strip().splitlines()[-1].split()
+    *said, figures = result.stderr.strip().splitlines()
+    if result.returncode != 0:  # /usr/bin/time added "Command exited with non-zero status N"
+        sys.exit(f"{command[:4]} failed: {said[-2] if len(said) > 1 else result.returncode}")
+    seconds, kib = figures.split()
     return float(seconds), int(kib) / 1024
 
 
