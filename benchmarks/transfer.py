@@ -18,9 +18,8 @@ start of the upload), the job's stages as the broker announced them, and the bro
 peak RSS (``VmHWM`` in ``/proc/PID/status``; its RSS once idle, before the upload, beside it).
 Baseline, in the same run, each a separate process under ``/usr/bin/time`` once the federation
 has stopped: ``fedbroker analyze FILE --engine duckdb`` and ``--engine pandas`` (up to its 20M
-cells) with the
-quasi-identifiers and sensitive attributes the broker measured (it adds every attribute that
-measures as a quasi-identifier), so the three produce the same report.
+cells) with the quasi-identifiers and sensitive attributes the broker measured (it adds every
+attribute that measures as a quasi-identifier), so the three produce the same report.
 
     .venv/bin/python benchmarks/transfer.py --rows 1000000
 
