@@ -1,4 +1,4 @@
-"""The benchmarks' data: :func:`adult_like`, a table shaped like UCI Adult.
+"""The benchmarks' data: :func:`adult_like`, a table shaped like UCI Adult; :func:`write_csv`.
 
 The data are generated, not downloaded: 15 columns named and typed like the Adult census table
 (ints for numeric columns, Python ``str`` objects for categorical ones), with Adult's cardinalities
@@ -7,10 +7,13 @@ and skewed marginals, drawn from a seeded numpy generator so every run measures 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 SEED = 20240601
+CSV_CHUNK = 1_000_000  # rows generated and written at a time by write_csv
 
 # Marginal counts of the Adult training table (32,561 rows), "?" being its missing-value mark.
 WORKCLASS = {
@@ -189,3 +192,15 @@ def adult_like(rows: int, seed: int = SEED) -> pd.DataFrame:
             "income": income,
         }
     )
+
+
+def write_csv(path: Path, rows: int, columns: list[str] | None = None) -> None:
+    """An Adult-shaped CSV file of ``rows`` rows (of ``columns``, default all 15), written chunk
+    by chunk (each chunk its own seed, the header once), never whole in memory."""
+    written = 0
+    with path.open("w", encoding="utf-8", newline="") as file:
+        while written < rows:
+            chunk = adult_like(min(CSV_CHUNK, rows - written), seed=written + 1)
+            chunk = chunk if columns is None else chunk[columns]
+            chunk.to_csv(file, index=False, header=written == 0)
+            written += len(chunk)

@@ -160,6 +160,23 @@ def _status_kib(field: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def time_process(command: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one process, from ``/usr/bin/time``; exits the script
+    with the command's last line on stderr when it fails."""
+    result = subprocess.run(
+        ["/usr/bin/time", "-f", "%e %M", *command],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+    *said, figures = result.stderr.strip().splitlines()
+    if result.returncode != 0:  # /usr/bin/time added "Command exited with non-zero status N"
+        sys.exit(f"{command[:4]} failed: {said[-2] if len(said) > 1 else result.returncode}")
+    seconds, kib = figures.split()
+    return float(seconds), int(kib) / 1024
+
+
 # The peer, in a child process --------------------------------------------------------------------
 
 

@@ -20,26 +20,21 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
-import secrets
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import httpx
+import loopback  # first: it puts the repository on sys.path
 import numpy as np
 import pandas as pd
+from loopback import Federation
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from broker.datasets import read_dataset  # noqa: E402
-from broker.engines.pandas import PandasEngine  # noqa: E402
-from broker.fsla.decide import measure  # noqa: E402
-from demo.federation import Federation, port_or_free, wait_for  # noqa: E402
+from broker.datasets import read_dataset
+from broker.engines.pandas import PandasEngine
+from broker.fsla.decide import measure
 
 DISEASES = ["flu", "malaria", "cholera", "measles", "hepatitis", "tb", "dengue", "typhoid"]
 
@@ -52,7 +47,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="broker worker processes")
     parser.add_argument(
         "--database",
-        default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+        default=loopback.POSTGRES,
         help="a PostgreSQL server's URL (a fresh database is created there), or 'sqlite'",
     )
     args = parser.parse_args()
@@ -60,10 +55,16 @@ def main() -> None:
     floor = _measure_floor(body)
     with tempfile.TemporaryDirectory(prefix="fedbroker-load-") as folder:
         root = Path(folder)
-        url, dropper = _database(args.database, root)
+        url, dropper = loopback.database(args.database, root)
         federation = Federation(root)
         try:
-            broker_url, key, inbox, admin = _start(federation, root, url, args.workers)
+            running = loopback.start(
+                federation,
+                root,
+                url,
+                {"BROKER_RATE_LIMIT": "1000000/minute", "BROKER_WORKERS": str(args.workers)},
+            )
+            broker_url, key, inbox = running.broker_url, running.source_key, running.inbox
             print(
                 f"broker ({args.workers} workers) on {url.split('@')[-1]}; {args.clients} clients "
                 f"for {args.seconds:g} s, {args.rows}-row CSV transfers SN -> FR"
@@ -72,7 +73,7 @@ def main() -> None:
             inside = _broker_seconds(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
-            states = _delivery_states(broker_url, admin)
+            states = _delivery_states(broker_url, running.admin_token)
             _report(results, args.seconds, floor, approved, delivered)
             print(f"the broker's delivery states of approved transfers: {states}")
             print(
@@ -107,76 +108,6 @@ def _measure_floor(body: bytes) -> float:
         measure(PandasEngine(frame), ("age", "region"), ("disease",))
         best = min(best, time.perf_counter() - start)
     return best
-
-
-def _database(url: str, root: Path):
-    if url == "sqlite":
-        return f"sqlite:///{root / 'broker.db'}", lambda: None
-    import sqlalchemy as sa
-
-    name = f"fedbroker_load_{secrets.token_hex(4)}"
-    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError:
-        print("no PostgreSQL server answers: SQLite instead", file=sys.stderr)
-        return f"sqlite:///{root / 'broker.db'}", lambda: None
-
-    def drop() -> None:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return url.rsplit("/", 1)[0] + f"/{name}", drop
-
-
-def _start(federation: Federation, root: Path, database: str, workers: int):
-    admin_token = secrets.token_urlsafe(24)
-    broker_port = port_or_free(8300)
-    broker_url = f"http://127.0.0.1:{broker_port}"
-    broker = federation.start(
-        "broker",
-        "broker",
-        {
-            "BROKER_DATABASE_URL": database,
-            "BROKER_ADMIN_TOKEN": admin_token,
-            "BROKER_HOST": "127.0.0.1",
-            "BROKER_PORT": str(broker_port),
-            "BROKER_POLICY_DIR": str(ROOT / "policies"),
-            "BROKER_SIGNING_KEY_DIR": str(root / "broker-keys"),
-            "BROKER_INBOX_ALLOWED_HOSTS": '["127.0.0.1"]',
-            "BROKER_RATE_LIMIT": "1000000/minute",
-            "BROKER_WORKERS": str(workers),
-        },
-    )
-    wait_for(f"{broker_url}/readyz", broker, root / "broker.log")
-    data = {}
-    for member_id, jurisdiction in (("sn-hospital", "SN"), ("fr-research", "FR")):
-        port = port_or_free(8301 if jurisdiction == "SN" else 8302)
-        data[member_id] = root / member_id
-        process = federation.start(
-            member_id,
-            "member_cloud",
-            {
-                "MEMBER_ID": member_id,
-                "MEMBER_NAME": member_id,
-                "MEMBER_JURISDICTION": jurisdiction,
-                "MEMBER_HOST": "127.0.0.1",
-                "MEMBER_PORT": str(port),
-                "MEMBER_BROKER_URL": broker_url,
-                "MEMBER_ADMIN_TOKEN": admin_token,
-                "MEMBER_LOCAL_TOKEN": secrets.token_urlsafe(24),
-                "MEMBER_DATA_DIR": str(data[member_id]),
-            },
-        )
-        wait_for(f"http://127.0.0.1:{port}/livez", process, root / f"{member_id}.log")
-    key_file = data["sn-hospital"] / "broker_api_key"
-    deadline = time.monotonic() + 30
-    while not key_file.exists() and time.monotonic() < deadline:  # self-registration
-        time.sleep(0.2)
-    key = json.loads(key_file.read_text())["api_key"]
-    return broker_url, key, data["fr-research"] / "inbox", admin_token
 
 
 def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float):

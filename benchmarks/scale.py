@@ -20,16 +20,15 @@ Targets (issue 8): peak RSS below 1 GiB, time within 1.5x of the baseline.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from adult import adult_like
+from adult import write_csv
+from harness import time_process
 
 QUASI_IDENTIFIERS = ["age", "education", "marital-status", "occupation", "sex", "native-country"]
 SENSITIVE = ["income", "relationship"]
-CHUNK = 1_000_000
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -42,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
         path = Path(folder) / "adult.csv"
-        _generate(path, args.rows)
+        write_csv(path, args.rows)
         size = path.stat().st_size
         print(
             f"{args.rows:,} rows x 15 columns, {size / 2**30:.2f} GiB CSV; "
@@ -82,7 +81,7 @@ def main() -> None:
         ]
         if args.rows <= args.in_memory_up_to:
             runs.append(("ours (pandas engine)", [*cli, "--engine", "pandas"]))
-        figures = {name: _measure(command) for name, command in runs}
+        figures = {name: time_process(command, ROOT) for name, command in runs}
     print(f"{'run':>22} | {'seconds':>8} | {'peak RSS MiB':>12}")
     for name, (seconds, rss) in figures.items():
         print(f"{name:>22} | {seconds:8.1f} | {rss:12,.0f}")
@@ -106,31 +105,6 @@ rows = con.execute(
 ).fetchall()
 print(rows[0][0], "distinct tuples")
 """
-
-
-def _generate(path: Path, rows: int) -> None:
-    """Write the file chunk by chunk (each chunk its own seed), header once."""
-    written = 0
-    with path.open("w", encoding="utf-8", newline="") as file:
-        while written < rows:
-            chunk = adult_like(min(CHUNK, rows - written), seed=written + 1)
-            chunk.to_csv(file, index=False, header=written == 0)
-            written += len(chunk)
-
-
-def _measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one process, from /usr/bin/time."""
-    result = subprocess.run(
-        ["/usr/bin/time", "-f", "%e %M", *command],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    if result.returncode != 0:
-        sys.exit(f"{command[:4]} failed: {result.stderr.strip().splitlines()[-1]}")
-    seconds, kib = result.stderr.strip().splitlines()[-1].split()
-    return float(seconds), int(kib) / 1024
 
 
 if __name__ == "__main__":

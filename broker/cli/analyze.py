@@ -5,20 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from broker.cli.common import CommandError, column_list
+from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_table
 from broker.datasets import read_path
-from broker.engines.base import Engine
+from broker.engines.base import Engine, PlansCounts
 from broker.engines.pandas import PandasEngine
 from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
 from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
-
-LARGE_INPUT_ROWS = 100_000
-LARGE_INPUT_BYTES = 64 << 20
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -87,28 +84,36 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     thresholds = QirThresholds(args.alpha, args.beta)
-    engine = _open(args)
-    if isinstance(engine, PandasEngine):
-        large = engine.rows >= LARGE_INPUT_ROWS
-        if large:
-            _progress(f"read {engine.rows:,} rows x {len(engine.columns)} columns from {args.data}")
-    else:  # the rows are counted in the report's own pass over the file
-        large = Path(args.data).stat().st_size >= LARGE_INPUT_BYTES
-    report = report_of(
-        engine,
-        args.qi,
-        args.sensitive,
-        args.combinations,
-        thresholds,
-        args.unique_threshold,
-        progress=_progress if large else None,
-    )
+    with Steps(shown=large_file(args.data)) as steps:
+        steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
+        engine = _open(args)
+        if isinstance(engine, PandasEngine):
+            steps.shown |= engine.rows >= LARGE_INPUT_ROWS
+            shape = f"{engine.rows:,} rows x {len(engine.columns)} columns"
+            steps.note(f"read {shape} from {args.data}")
+        steps.expect(_report_steps(engine, args))
+        report = report_of(
+            engine,
+            args.qi,
+            args.sensitive,
+            args.combinations,
+            thresholds,
+            args.unique_threshold,
+            progress=steps,
+        )
     if args.format == "json":
         json.dump(report.as_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_table(report, args.data))
     return 0
+
+
+def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
+    """The steps :func:`report_of` announces: the one pass of an engine that plans its counts,
+    the attributes, the quasi-identifiers, one per size of combination searched (at most)."""
+    combinations = min(max(args.combinations, 0), len(engine.columns))
+    return isinstance(engine, PlansCounts) + 1 + bool(args.qi) + combinations
 
 
 def _open(args: argparse.Namespace) -> Engine:
@@ -121,7 +126,3 @@ def _open(args: argparse.Namespace) -> Engine:
             "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
         ) from None
     return DuckDBEngine.from_path(Path(args.data), memory_limit=args.memory_limit)
-
-
-def _progress(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from broker.anonymize.counts import WHOLE_TABLE_ROWS
 from broker.cli.common import CommandError, CommandFailed, column_list
+from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_anonymization, render_qid_dimension
 from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
 from broker.metrics.report import analyze, report_of
@@ -116,16 +117,33 @@ def _run(args: argparse.Namespace) -> int:
         t=args.t,
         max_suppression=args.max_suppression,
     )
-    if args.engine == "duckdb":
-        return _run_on_duckdb(args, target, output)
-    dataset = read_path(args.data)
-    frame = dataset.frame
-    before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
-    remedy = plan_remedy(frame, target, method=args.method)
-    return _finish(args, frame, dataset, before, remedy, output)
+    with Steps(shown=large_file(args.data)) as steps:
+        if args.engine == "duckdb":
+            return _run_on_duckdb(args, target, output, steps)
+        steps(f"reading {args.data}")
+        dataset = read_path(args.data)
+        frame = dataset.frame
+        steps.shown |= len(frame) >= LARGE_INPUT_ROWS
+        steps.expect(2 + _finish_steps(args))
+        steps(f"measuring {args.data}")
+        before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
+        steps(_anonymizing(args))
+        remedy = plan_remedy(frame, target, method=args.method)
+        return _finish(args, frame, dataset, before, remedy, output, steps)
 
 
-def _run_on_duckdb(args: argparse.Namespace, target, output: Path) -> int:
+def _anonymizing(args: argparse.Namespace) -> str:
+    """The planning step's message (its attempts, raising k, are the planner's own)."""
+    return f"anonymizing: {args.method}, k = {args.k}"
+
+
+def _finish_steps(args: argparse.Namespace) -> int:
+    """The steps after planning: writing, measuring the output (one table, not partition's
+    several), the QID dimension."""
+    return 1 + (args.method != "partition") + args.qid_dimension
+
+
+def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps) -> int:
     """Plan on DuckDB's count tables and write from DuckDB; Mondrian and partition load the rows
     only up to ``--whole-table-rows``."""
     from broker.anonymize import plan_on_engine
@@ -140,6 +158,8 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path) -> int:
         raise CommandError(
             "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
         ) from None
+    steps.expect(2 + _finish_steps(args))
+    steps(f"counting {args.data}")
     engine = DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
     before = report_of(engine, args.qi, args.sensitive, max_combination_size=0)
     loaded: list[Dataset] = []
@@ -148,31 +168,37 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path) -> int:
         loaded.append(read_path(args.data))
         return loaded[0].frame
 
+    steps(_anonymizing(args))
     remedy = plan_on_engine(engine, target, args.method, args.whole_table_rows, load)
     if not remedy.satisfied:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
     if args.method != "generalization":
-        return _finish(args, loaded[0].frame, loaded[0], before, remedy, output)
+        return _finish(args, loaded[0].frame, loaded[0], before, remedy, output, steps)
+    steps(f"writing {output}")
     write(remedy.engine, output, PARQUET if output.suffix.lower() == ".parquet" else CSV)
+    steps(f"measuring {output}")
     after = report_of(
         remedy.engine,
         [q for q in args.qi if q in remedy.engine.columns],
         [s for s in args.sensitive if s in remedy.engine.columns],
         max_combination_size=0,
     )
+    steps.close()
     _print(args, None, before, after, remedy, output)
     return 0
 
 
-def _finish(args, frame, dataset, before, remedy, output: Path) -> int:
+def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) -> int:
     """Write a remedy planned on a frame and print the report."""
     from broker.anonymize import qid_dimension
 
     if not remedy.satisfied:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
     after = None
+    steps(f"writing {output}")
     if remedy.frame is not None:
         _write(remedy.frame, output, dataset)
+        steps(f"measuring {output}")
         kept_qi = [q for q in args.qi if q in remedy.frame.columns]
         after = analyze(
             remedy.frame,
@@ -187,9 +213,11 @@ def _finish(args, frame, dataset, before, remedy, output: Path) -> int:
         (output / "links.json").write_text(
             json.dumps([link.as_dict() for link in remedy.links], indent=2) + "\n"
         )
-    dimension = (
-        qid_dimension(frame, args.qi, args.k, args.max_suppression) if args.qid_dimension else None
-    )
+    dimension = None
+    if args.qid_dimension:
+        steps("the quasi-identifiers' dimension")
+        dimension = qid_dimension(frame, args.qi, args.k, args.max_suppression)
+    steps.close()
     _print(args, dimension, before, after, remedy, output)
     return 0
 

@@ -1,0 +1,243 @@
+"""A large transfer through a real broker, against ``fedbroker analyze`` on the same file.
+
+Generates an Adult-shaped CSV file (``--rows`` rows of ``--columns``: by default the 12 Adult
+columns without fnlwgt, capital-gain and capital-loss, about 92 bytes a row), starts the broker
+(one worker process, on PostgreSQL when a server answers at ``--database``, else SQLite) and two
+member clouds on loopback as ``python -m demo`` does, then sends the file from Senegal to France
+as one multipart transfer (declared quasi-identifiers age, education, marital-status,
+occupation, sex, native-country, to which the broker adds the others; sensitive income;
+``--anonymize auto``: the policies refuse the table as it is, so the broker generalizes it and
+delivers the result). The three columns are left out because with them the transfer is
+rejected: the generalized range labels of the capital amounts (``2174-14084``) are read as phone
+numbers, which no policy lets leave. A file above the broker's
+``BROKER_DECIDE_IN_BACKGROUND_ABOVE_BYTES`` is answered ``202 Accepted``: the script polls the
+``Location`` until the job is done, then waits for the French inbox to hold the delivery.
+
+It reports the seconds to the end of the upload, to the decision and to the delivery (from the
+start of the upload), the job's stages as the broker announced them, and the broker process's
+peak RSS (``VmHWM`` in ``/proc/PID/status``; its RSS once idle, before the upload, beside it).
+Baseline, in the same run, each a separate process under ``/usr/bin/time`` once the federation
+has stopped: ``fedbroker analyze FILE --engine duckdb`` and ``--engine pandas`` (up to its 20M
+cells) with the quasi-identifiers and sensitive attributes the broker measured (it adds every
+attribute that measures as a quasi-identifier), so the three produce the same report.
+
+    .venv/bin/python benchmarks/transfer.py --rows 1000000
+
+Targets (issue 8): decided within 1.3x of ``fedbroker analyze`` on the same file; peak broker RSS
+below 2x the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import loopback  # first: it puts the repository on sys.path
+from adult import write_csv
+from harness import time_process, verdict
+from loopback import ROOT, Federation
+
+from broker.datasets.limits import ReadLimits
+
+QUASI_IDENTIFIERS = ["age", "education", "marital-status", "occupation", "sex", "native-country"]
+SENSITIVE = ["income"]
+OTHERS = ["workclass", "education-num", "relationship", "race", "hours-per-week"]
+POLL_SECONDS = 0.2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--columns",
+        type=lambda text: text.split(","),
+        default=[*QUASI_IDENTIFIERS, *OTHERS, *SENSITIVE],
+        metavar="A,B",
+        help="the Adult columns the file holds (default: all but fnlwgt and the capital amounts)",
+    )
+    parser.add_argument("--anonymize", choices=("none", "auto"), default="auto")
+    parser.add_argument(
+        "--database",
+        default=loopback.POSTGRES,
+        help="a PostgreSQL server's URL (a fresh database is created there), or 'sqlite'",
+    )
+    parser.add_argument(
+        "--broker-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a BROKER_* setting for the broker (repeatable), e.g. "
+        "BROKER_IN_MEMORY_MAX_BYTES=1000000 to count a small file out of core",
+    )
+    parser.add_argument("--folder", default="/tmp", help="where to write the file and the spool")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds to wait for each step")
+    args = parser.parse_args()
+    broker_env = dict(setting.split("=", 1) for setting in args.broker_env)
+    with tempfile.TemporaryDirectory(prefix="fedbroker-transfer-", dir=args.folder) as folder:
+        root = Path(folder)
+        path = root / "adult.csv"
+        write_csv(path, args.rows, args.columns)
+        size = path.stat().st_size / 2**20
+        url, drop = loopback.database(args.database, root)
+        federation = Federation(root)
+        try:
+            running = loopback.start(federation, root, url, {"BROKER_WORKERS": "1", **broker_env})
+            print(
+                f"{args.rows:,} rows x {len(args.columns)} columns, {size:,.1f} MiB CSV, SN -> FR "
+                f"(anonymize={args.anonymize}); broker on {url.split('@')[-1].split('///')[-1]}"
+            )
+            idle = _status_mib(running.broker.pid, "VmRSS")
+            sent = _send(running, path, args.anonymize, args.timeout)
+            peak = _status_mib(running.broker.pid, "VmHWM")
+        finally:
+            federation.stop()
+            drop()
+        cli = [
+            sys.executable,
+            "-m",
+            "broker.cli",
+            "analyze",
+            str(path),
+            "--qi",
+            ",".join(sent.quasi_identifiers),
+            "--sensitive",
+            ",".join(sent.sensitive),
+            "--format",
+            "json",
+        ]
+        duckdb = time_process([*cli, "--engine", "duckdb"], ROOT)
+        pandas = None  # the pandas engine refuses what is over the cell limit
+        if args.rows * len(args.columns) <= ReadLimits().max_cells:
+            pandas = time_process([*cli, "--engine", "pandas"], ROOT)
+    _report(sent, size, idle, peak, duckdb, pandas)
+
+
+@dataclass
+class Sent:
+    """What happened to the transfer, in seconds from the start of its upload."""
+
+    uploaded: float = 0.0
+    decided: float | None = None
+    delivered: float | None = None
+    status: str = ""
+    problem: str | None = None
+    stages: dict[str, float] = field(default_factory=dict)  # stage -> when first seen
+    quasi_identifiers: list[str] = field(default_factory=lambda: list(QUASI_IDENTIFIERS))
+    sensitive: list[str] = field(default_factory=lambda: list(SENSITIVE))
+    delivered_rows: int | None = None
+    failed_rules: list[str] = field(default_factory=list)
+    remedy_note: str | None = None
+
+
+def _send(running: loopback.Running, path: Path, anonymize: str, timeout: float) -> Sent:
+    """Upload the file as a transfer, follow a 202's Location until decided, wait for delivery."""
+    sent = Sent()
+    headers = {"Authorization": f"Bearer {running.source_key}"}
+    with httpx.Client(base_url=running.broker_url, headers=headers, timeout=timeout) as http:
+        start = time.monotonic()
+        with path.open("rb") as file:
+            answer = http.post(
+                "/v1/transfers",
+                files={"file": (path.name, file, "text/csv")},
+                data={
+                    "destination": "fr-research",
+                    "purpose": "research",
+                    "quasi_identifiers": ",".join(QUASI_IDENTIFIERS),
+                    "sensitive": ",".join(SENSITIVE),
+                    "anonymize": anonymize,
+                },
+            )
+        sent.uploaded = time.monotonic() - start
+        if answer.status_code == 202:
+            location, deadline = answer.headers["Location"], start + timeout
+            while True:
+                job = http.get(location).raise_for_status().json()
+                sent.stages.setdefault(job["stage"], time.monotonic() - start)
+                if job["state"] in ("done", "failed") or time.monotonic() > deadline:
+                    break
+                time.sleep(POLL_SECONDS)
+            if job["state"] != "done":
+                sent.status = f"job {job['state']}"
+                sent.problem = str(job.get("problem"))
+                return sent
+            transfer = job["transfer"]
+        elif answer.is_success:
+            transfer = answer.json()
+        else:
+            sent.status, sent.problem = f"HTTP {answer.status_code}", answer.text[:300]
+            return sent
+        sent.decided = time.monotonic() - start
+    sent.status = transfer["status"]
+    sent.quasi_identifiers, sent.sensitive = transfer["quasi_identifiers"], transfer["sensitive"]
+    sent.delivered_rows = transfer["dataset"]["delivered_rows"]
+    sent.failed_rules = [
+        f"{r['scope']} {r['rule']} {r['attribute'] or ''}: {r['measured']} vs {r['threshold']}"
+        for r in transfer["rules"]
+        if not r["passed"]
+    ]
+    sent.remedy_note = (transfer["remedy"] or {}).get("note")
+    if sent.status == "approved":
+        deadline = start + timeout
+        while not any(running.inbox.glob("*/meta.json")) and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+        if any(running.inbox.glob("*/meta.json")):
+            sent.delivered = time.monotonic() - start
+    return sent
+
+
+def _status_mib(pid: int, name: str) -> float:
+    """A ``VmRSS``/``VmHWM`` figure of a process, in MiB."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(rf"^{name}:\s+(\d+) kB", text, re.MULTILINE).group(1)) / 1024
+
+
+def _report(sent: Sent, size: float, idle: float, peak: float, duckdb, pandas) -> None:
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    print(f"quasi-identifiers measured: {len(sent.quasi_identifiers)} ({sent.quasi_identifiers})")
+    stages = ", ".join(f"{stage} {at:.1f}" for stage, at in sent.stages.items())
+    print(f"decision: {sent.status}; job stages first seen at (s): {stages or '-'}")
+    if sent.problem:
+        print(f"problem: {sent.problem}")
+    if sent.failed_rules:
+        print(f"failed rules: {'; '.join(sent.failed_rules)}")
+    if sent.remedy_note:
+        print(f"remedy: {sent.remedy_note}")
+    print(f"{'run':>32} | {'seconds':>8} | {'peak RSS MiB':>12}")
+    print(f"{'broker: upload sent':>32} | {seconds(sent.uploaded):>8} | {'':>12}")
+    print(f"{'broker: decided':>32} | {seconds(sent.decided):>8} | {peak:12,.0f}")
+    print(f"{'broker: delivered':>32} | {seconds(sent.delivered):>8} | {'':>12}")
+    print(f"{'fedbroker analyze --engine duckdb':>32} | {duckdb[0]:8.1f} | {duckdb[1]:12,.0f}")
+    if pandas is None:
+        limit = f"over {ReadLimits().max_cells:,} cells"
+        print(f"{'fedbroker analyze --engine pandas':>32} | {limit:>23}")
+    else:
+        print(f"{'fedbroker analyze --engine pandas':>32} | {pandas[0]:8.1f} | {pandas[1]:12,.0f}")
+    print(
+        f"broker RSS idle before the upload {idle:,.0f} MiB, peak {peak:,.0f} MiB "
+        f"(+{peak - idle:,.0f} MiB); delivered rows: {sent.delivered_rows}"
+    )
+    print("Targets:")
+    if sent.decided is None:
+        print("  decided within 1.3x of fedbroker analyze (duckdb): not decided -> NOT MET")
+    else:
+        ratio = sent.decided / duckdb[0]
+        print(
+            f"  decided within 1.3x of fedbroker analyze (duckdb): {ratio:.2f}x -> "
+            f"{verdict(ratio <= 1.3)}"
+        )
+    print(
+        f"  peak broker RSS below 2x the file size ({2 * size:,.0f} MiB): {peak:,.0f} MiB -> "
+        f"{verdict(peak < 2 * size)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
