@@ -15,7 +15,8 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   of the sensitive attribute and the whole table's. Categorical: total variation (EMD with equal
   ground distance, ``0.5 sum |p - q|``). Ordered (every present value is a number): the ordered
   EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
-  missing values then rank after every number.
+  missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
+  number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
+from broker.missing import blank_strings
 from broker.roles import require_columns
 
 CATEGORICAL = "categorical"
@@ -189,18 +191,28 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> 
 def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     """Rank of each value code in numeric order, or None when a present value is not a number.
 
+    Missing values (NA, or a blank string: :mod:`broker.missing`, what a CSV file holds for an
+    empty cell) rank after every number, so one empty cell gives the same order in every format.
+    NA ranks before blank strings, and distinct values that tie (``"7"`` and ``"007"``, ``""``
+    and ``" "``) are ordered by their text, not by their codes, which differ between engines.
     ``uniques`` are the distinct values by code, so this costs nothing on large tables.
     """
     if uniques.dtype == bool or isinstance(uniques.dtype, pd.BooleanDtype):
         return None
-    missing = uniques.isna().to_numpy()
-    numbers = pd.to_numeric(uniques, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    na = uniques.isna().to_numpy()
+    blank = np.zeros_like(na)
+    blank[~na] = blank_strings(uniques[~na])
+    missing = na | blank
+    present = uniques.where(~missing)
+    numbers = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     if np.isnan(numbers[~missing]).any() or (~missing).sum() < 2:
         return None
-    # Missing values rank after every number; ties cannot happen between distinct written values
-    # except "1" and "1.0", which keep a stable order.
     keys = np.where(missing, np.inf, numbers)
-    order = np.argsort(keys, kind="stable")
+    order = np.lexsort((blank, keys))
+    key, kind = keys[order], blank[order]
+    if ((key[1:] == key[:-1]) & (kind[1:] == kind[:-1])).any():
+        text = uniques.where(~na, "").astype(str).to_numpy()
+        order = np.lexsort((text, blank, keys))
     ranks = np.empty_like(order)
     ranks[order] = np.arange(order.size)
     return ranks
