@@ -10,7 +10,8 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   rows = classes / N, ``unique_share`` = share of rows alone in their class. (pycanon's
   ``average_rir`` averages over classes instead.)
 - Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
-  Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats.
+  Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats; exact when it is
+  rational (equally frequent values give exactly their number; see :func:`_entropy_l`).
 - t-closeness (Li et al. 2007): the largest distance over classes between the class's distribution
   of the sensitive attribute and the whole table's. Categorical: total variation (EMD with equal
   ground distance, ``0.5 sum |p - q|``). Ordered (every present value is a number): the ordered
@@ -21,8 +22,11 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -148,11 +152,6 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     )
 
     distinct = np.bincount(pair_class, minlength=class_count)
-    # H_class = ln n_c - sum_v n_cv ln n_cv / n_c
-    n_log_n = np.bincount(
-        pair_class, weights=pair_counts * np.log(pair_counts), minlength=class_count
-    )
-    entropy = np.log(class_sizes) - n_log_n / class_sizes
 
     table_share = np.zeros(categories)
     table_share[values.codes(sensitive)] = values.rows / engine.rows
@@ -172,7 +171,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     return SensitiveMeasure(
         name=sensitive,
         l_diversity=int(distinct.min()),
-        entropy_l_diversity=float(np.exp(entropy.min())),
+        entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
         k=classes.smallest_in_people(),
@@ -216,6 +215,74 @@ def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     ranks = np.empty_like(order)
     ranks[order] = np.arange(order.size)
     return ranks
+
+
+def _entropy_l(pair_class, pair_counts, class_sizes, distinct) -> float:
+    """min over classes of exp(H_class), exact whenever the minimum is a rational number.
+
+    ``exp(H) = n / g`` where ``g = (prod_v n_v^n_v)^(1/n)`` is the class's counts' geometric
+    mean, each count weighted by itself. A class whose d values are equally frequent has
+    ``g = n / d`` and exp(H) = d exactly (one value: exactly 1), which the float formula misses
+    by a few ulps (``exp(ln 3)`` is 3.0000000000000004). Otherwise exp(H) is rational only when
+    ``prod n_v^n_v`` is a perfect n-th power (counts 1, 1, 1, 1, 4 give exactly 4); the classes
+    within the float error of the minimum are checked for that in integers (rarely any: only
+    unequal counts need it), and the minimum is exact when each of them is rational.
+    """
+    n_log_n = np.bincount(
+        pair_class, weights=pair_counts * np.log(pair_counts), minlength=class_sizes.size
+    )
+    values = np.exp(np.log(class_sizes) - n_log_n / class_sizes)
+    uneven = np.zeros(class_sizes.size, dtype=bool)
+    uneven[pair_class[pair_counts * distinct[pair_class] != class_sizes[pair_class]]] = True
+    values[~uneven] = distinct[~uneven]
+    best = float(values.min())
+    # Relative error of the float exp(H) (d terms summed, then ln, divide, exp), with a margin.
+    tolerance = 4 * (int(distinct.max()) + 6) * np.finfo(float).eps * np.log(class_sizes.max())
+    near = values <= best * (1 + tolerance)
+    if not uneven[near].any():
+        return best
+    exact = [Fraction(int(d)) for d in distinct[near & ~uneven]]
+    candidates = np.flatnonzero(near & uneven)
+    chosen = np.isin(pair_class, candidates)
+    by_class: dict[int, list[int]] = {}
+    for cls, count in zip(pair_class[chosen].tolist(), pair_counts[chosen].tolist(), strict=True):
+        by_class.setdefault(cls, []).append(int(count))
+    for counts in {tuple(sorted(c)) for c in by_class.values()}:
+        value = _rational_perplexity(counts)
+        if value is None:
+            return best
+        exact.append(value)
+    return float(min(exact))
+
+
+def _rational_perplexity(counts: tuple[int, ...]) -> Fraction | None:
+    """exp(H) of a class with these value counts as an exact fraction, or None if irrational.
+
+    ``prod n_v^n_v = g^n`` has an integer n-th root g exactly when every prime's exponent in it
+    is a multiple of n; then exp(H) = n / g.
+    """
+    n = sum(counts)
+    exponents: Counter[int] = Counter()
+    for count, times in Counter(counts).items():
+        for prime, power in _factorize(count).items():
+            exponents[prime] += count * times * power
+    if any(power % n for power in exponents.values()):
+        return None
+    return Fraction(n, math.prod(prime ** (power // n) for prime, power in exponents.items()))
+
+
+def _factorize(number: int) -> Counter[int]:
+    """Prime factors of a positive integer by trial division (numbers here are class sizes)."""
+    factors: Counter[int] = Counter()
+    divisor = 2
+    while divisor * divisor <= number:
+        while number % divisor == 0:
+            factors[divisor] += 1
+            number //= divisor
+        divisor += 1 if divisor == 2 else 2
+    if number > 1:
+        factors[number] += 1
+    return factors
 
 
 def _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share) -> float:

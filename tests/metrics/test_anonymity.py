@@ -2,6 +2,7 @@
 
 import io
 import json
+import math
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -213,3 +214,53 @@ def test_blank_strings_rank_last_like_missing_values(rows):
     m = sensitive_measure(frame, ["q"], "s")
     assert m.t_closeness_method == ORDERED
     assert m.t_closeness == pytest.approx(float(exact_t_missing_last(rows)), abs=1e-12)
+
+
+# --- entropy l-diversity, exact where the value is rational -------------------------------------
+
+
+def frame_of_classes(classes: list[list[int]]) -> pd.DataFrame:
+    """One class per list, holding a sensitive value v<j> count times for each count."""
+    rows = [
+        (f"c{i}", f"v{j}")
+        for i, counts in enumerate(classes)
+        for j, n in enumerate(counts)
+        for _ in range(n)
+    ]
+    return pd.DataFrame(rows, columns=["q", "s"])
+
+
+def exact_perplexity(counts: list[int]) -> Fraction | float:
+    """exp(H) of one class: ``n / (prod c^c)^(1/n)``, a Fraction when the root is an integer
+    (checked in big integers), else a float from an accurately summed H."""
+    n = sum(counts)
+    power = math.prod(c**c for c in counts)
+    guess = round(math.exp(math.fsum(c * math.log(c) for c in counts) / n))
+    for root in (guess - 1, guess, guess + 1):
+        if root > 0 and root**n == power:
+            return Fraction(n, root)
+    return math.exp(math.log(n) - math.fsum(c * math.log(c) for c in counts) / n)
+
+
+CLASS_COUNTS = st.one_of(
+    st.lists(st.integers(1, 12), min_size=1, max_size=6),
+    st.builds(lambda n, d: [n] * d, st.integers(1, 40), st.integers(1, 9)),  # equally frequent
+    st.builds(lambda m: [m, m, m, m, 4 * m], st.integers(1, 6)),  # unequal, exp(H) = 4
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(CLASS_COUNTS, min_size=1, max_size=5))
+def test_entropy_l_is_exact_where_the_value_is_rational(classes):
+    measured = sensitive_measure(frame_of_classes(classes), ["q"], "s").entropy_l_diversity
+    expected = min((exact_perplexity(c) for c in classes), key=float)
+    if isinstance(expected, Fraction):
+        assert measured == float(expected)  # exactly: 1, not 0.9999999999999996
+    else:
+        assert measured == pytest.approx(expected, rel=1e-13)
+
+
+def test_entropy_l_of_a_one_valued_class_is_exactly_one():
+    # Six rows of one value: ln 6 - 6 ln 6 / 6 is not 0 in floats.
+    frame = frame_of_classes([[6], [3, 3, 3]])
+    assert sensitive_measure(frame, ["q"], "s").entropy_l_diversity == 1.0
