@@ -7,8 +7,15 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
 
 - k-anonymity (Sweeney 2002): the size of the smallest equivalence class.
 - Prosecutor risk of a row: 1 / the size of its class. ``max`` = 1/k, ``average`` = the mean over
-  rows = classes / N, ``unique_share`` = share of rows alone in their class. (pycanon's
-  ``average_rir`` averages over classes instead.)
+  rows = classes / N, ``unique_share`` = share of rows alone in their class, and
+  ``average_per_class`` = the mean of 1 / size over classes (pycanon's ``average_rir``).
+- Journalist and marketer risk (El Emam 2013, "Guide to the De-Identification of Personal Health
+  Information", as ARX's ``RiskModelSampleSummary`` computes them). The dataset is a sample of a
+  population; F_c is the population size of sample class c (f_c rows, n rows in all). Journalist:
+  ``max`` = 1 / min F_c, ``average`` = ``max(classes / sum F_c, sum(f_c / F_c) / n)``,
+  ``unique_share`` = share of rows in a class that is unique in the population. Marketer: the
+  share of rows re-identified on average, ``sum(f_c / F_c) / n``. Without a population table the
+  sample is the population (F = f): journalist = prosecutor and marketer = classes / N.
 - Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
   Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats; exact when it is
   rational (equally frequent values give exactly their number; see :func:`_entropy_l`).
@@ -45,6 +52,17 @@ class ProsecutorRisk:
     max: float
     average: float
     unique_share: float
+    average_per_class: float = 0.0
+
+
+@dataclass(frozen=True)
+class JournalistRisk:
+    """Re-identification risk of a row by someone who knows the person is in a population table
+    (see the module docstring); equal to the prosecutor risk without one."""
+
+    max: float
+    average: float
+    unique_share: float
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,9 @@ class KAnonymity:
     class_size_histogram: dict[int, int]
     prosecutor_risk: ProsecutorRisk
     k_people: int = 0
+    journalist_risk: JournalistRisk | None = None
+    marketer_risk: float = 0.0
+    against_population: bool = False  # False: the sample is taken as the whole population
 
 
 @dataclass(frozen=True)
@@ -80,15 +101,17 @@ class SensitiveMeasure:
     known_attributes: tuple[str, ...] = ()
 
 
-def k_anonymity_of(classes: CountTable) -> KAnonymity:
-    """Class sizes, k and prosecutor risk from the count table of the equivalence classes (with
-    people counted, for ``k_people``)."""
+def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
+    """Class sizes, k and the risks from the count table of the equivalence classes (with people
+    counted, for ``k_people``); ``population`` gives each class's size in a population table
+    (:func:`broker.metrics.population.population_class_sizes`) for journalist and marketer risk."""
     sizes = classes.rows
     rows = int(sizes.sum())
     if rows == 0:
         raise ValueError("The dataset has no rows: k-anonymity is not defined")
     size_values, size_counts = np.unique(sizes, return_counts=True)
     k = int(size_values[0])
+    journalist, marketer = journalist_and_marketer_risk(sizes, population)
     return KAnonymity(
         k=k,
         equivalence_classes=classes.size,
@@ -99,9 +122,41 @@ def k_anonymity_of(classes: CountTable) -> KAnonymity:
             max=1.0 / k,
             average=classes.size / rows,
             unique_share=float(size_counts[0]) / rows if k == 1 else 0.0,
+            average_per_class=float(np.sum(size_counts / size_values) / classes.size),
         ),
         k_people=classes.smallest_in_people(),
+        journalist_risk=journalist,
+        marketer_risk=marketer,
+        against_population=population is not None,
     )
+
+
+def journalist_and_marketer_risk(
+    sample: np.ndarray, population: np.ndarray | None = None
+) -> tuple[JournalistRisk, float]:
+    """Journalist and marketer risk from each sample class's size and its population size
+    (None: the sample is the population).
+
+    Examples
+    --------
+    >>> journalist, marketer = journalist_and_marketer_risk(np.array([1, 3]), np.array([2, 6]))
+    >>> journalist.max, journalist.average, marketer
+    (0.5, 0.25, 0.25)
+    """
+    population = sample if population is None else population
+    if (population < sample).any():
+        raise ValueError(
+            "The population table holds fewer rows of an equivalence class than the dataset: "
+            "it must contain the dataset"
+        )
+    rows = int(sample.sum())
+    found = float(np.sum(sample / population)) / rows
+    journalist = JournalistRisk(
+        max=1.0 / int(population.min()),
+        average=max(sample.size / int(population.sum()), found),
+        unique_share=int(sample[population == 1].sum()) / rows,
+    )
+    return journalist, found
 
 
 def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> KAnonymity:

@@ -233,6 +233,28 @@ def test_blank_cells_rank_last_in_ordered_t_closeness(engine_name):
     _assert_same_report(frame, engine, ["q"], ["s"])
 
 
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_journalist_risk_against_a_population_table_in_another_engine(engine_name):
+    rng = np.random.default_rng(3)
+    population = pd.DataFrame(
+        {
+            "zip": rng.choice(["75001", "13001", "69001", None], 400),
+            "age": rng.integers(20, 30, 400).astype(str),
+            "flu": rng.choice(["yes", "no"], 400),
+        }
+    )
+    sample = population.sample(60, random_state=1).reset_index(drop=True)
+    qis = ["zip", "age"]
+    ours = report_of(
+        ENGINES[engine_name](sample), qis, population=ENGINES[engine_name](population)
+    ).as_dict()
+    theirs = report_of(
+        ReferenceEngine(sample), qis, population=ReferenceEngine(population)
+    ).as_dict()
+    assert ours["quasi_identifiers"]["risk_population"] == "population_table"
+    assert close(ours, theirs)
+
+
 ATOMS = st.sampled_from(["a", "b", "007", "7", "", None, float("nan"), 1, 2.5, "1"])
 TEXT_ATOMS = st.sampled_from(["a", "b", "007", "7", "", " ", None, "é", "1"])
 
