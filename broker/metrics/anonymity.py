@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -294,19 +295,26 @@ def _entropy_l(pair_class, pair_counts, class_sizes, distinct) -> float:
     # Relative error of the float exp(H) (d terms summed, then ln, divide, exp), with a margin.
     tolerance = 4 * (int(distinct.max()) + 6) * np.finfo(float).eps * np.log(class_sizes.max())
     near = values <= best * (1 + tolerance)
-    if not uneven[near].any():
+    candidates = near & uneven
+    if not candidates.any():
         return best
-    exact = [Fraction(int(d)) for d in distinct[near & ~uneven]]
-    candidates = np.flatnonzero(near & uneven)
-    chosen = np.isin(pair_class, candidates)
-    by_class: dict[int, list[int]] = {}
-    for cls, count in zip(pair_class[chosen].tolist(), pair_counts[chosen].tolist(), strict=True):
-        by_class.setdefault(cls, []).append(int(count))
-    for counts in {tuple(sorted(c)) for c in by_class.values()}:
+    # Their counts, class by class, the smallest value first: one irrational class settles it.
+    chosen = np.flatnonzero(candidates[pair_class])
+    owners = pair_class[chosen]
+    order = np.lexsort((owners, values[owners]))
+    chosen, owners = chosen[order], owners[order]
+    bounds = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1, [owners.size]))
+    exact = {Fraction(int(d)) for d in np.unique(distinct[near & ~uneven])}
+    seen: set[tuple[int, ...]] = set()
+    for start, stop in pairwise(bounds.tolist()):
+        counts = tuple(sorted(pair_counts[chosen[start:stop]].tolist()))
+        if counts in seen:
+            continue
+        seen.add(counts)
         value = _rational_perplexity(counts)
         if value is None:
             return best
-        exact.append(value)
+        exact.add(value)
     return float(min(exact))
 
 
