@@ -43,6 +43,17 @@ class ProsecutorRisk(BaseModel):
     max: float = Field(description="1 / k")
     average: float = Field(description="Mean over rows: classes / N")
     unique_share: float = Field(description="Share of rows alone in their class")
+    average_per_class: float = Field(
+        description="Mean of 1 / class size over classes (pycanon's average_rir)"
+    )
+
+
+class JournalistRisk(BaseModel):
+    max: float = Field(description="1 / the smallest population size of a dataset's class")
+    average: float = Field(
+        description="max(classes / their population rows, mean over rows of f / F) (ARX)"
+    )
+    unique_share: float = Field(description="Share of rows whose class is unique in the population")
 
 
 class QuasiIdentifierMeasure(MmaqFields):
@@ -55,6 +66,16 @@ class QuasiIdentifierMeasure(MmaqFields):
     equivalence_classes: int
     class_size_histogram: dict[str, int] = Field(description="class size -> number of classes")
     prosecutor_risk: ProsecutorRisk
+    journalist_risk: JournalistRisk = Field(
+        description="Against a population table; equal to prosecutor_risk without one"
+    )
+    marketer_risk: float = Field(
+        description="Share of rows re-identified on average, mean over rows of f / F "
+        "(classes / N without a population table)"
+    )
+    risk_population: str = Field(
+        description="population_table, or sample (the dataset is taken as the whole population)"
+    )
 
 
 class SensitiveMeasure(BaseModel):

@@ -52,6 +52,23 @@ class RuleSet(BaseModel):
         description="Smallest equivalence class allowed on the quasi-identifiers (k-anonymity).",
         examples=[3],
     )
+    max_journalist_risk: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Highest re-identification risk allowed for any row by someone who knows "
+        "the person is in the population (1 / the smallest population class; without a "
+        "population table, 1 / k). El Emam's journalist risk, as ARX reports it.",
+        examples=[0.1],
+    )
+    max_marketer_risk: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Highest share of rows an attacker linking the whole table re-identifies "
+        "on average (classes / rows without a population table). El Emam's marketer risk.",
+        examples=[0.05],
+    )
     min_l: int | None = Field(
         None,
         ge=1,

@@ -25,7 +25,7 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import identifying
+from broker.fsla.rules import identifying, k_for
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze, report_of
 from broker.names import attribute_key
@@ -108,6 +108,9 @@ def target_for(
         if bound is not None and a.name not in sensitive and a.name not in drop
     }
     needed_k = req.min_k or 1
+    for risk in (req.max_journalist_risk, req.max_marketer_risk):
+        if risk is not None:
+            needed_k = max(needed_k, k_for(risk))
     if not req.identifiers_allowed and any(
         report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
     ):

@@ -59,6 +59,8 @@ class Requirements:
     max_mmaq_index: float | None = None
     qi_max_mmaq_index: float | None = None
     min_k: int | None = None
+    max_journalist_risk: float | None = None
+    max_marketer_risk: float | None = None
     min_l: int | None = None
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)

@@ -6,6 +6,9 @@ sets apply and how they combine is :mod:`broker.fsla.evaluate`.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from broker.engines.base import PERSON_KEY
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
@@ -55,6 +58,30 @@ def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
         "exactly and, without a person key, the broker counts identical rows as one person; "
         "declare person_key to count people)"
     )
+
+
+def _risk(report: AnalysisReport, rule: str) -> float:
+    """The journalist (highest) or marketer risk; without quasi-identifiers the table is one
+    class."""
+    qi = report.quasi_identifiers
+    if qi is None:
+        return 1.0 / report.rows
+    if rule == "max_journalist_risk":
+        return qi.anonymity.journalist_risk.max
+    return qi.anonymity.marketer_risk
+
+
+def k_for(risk: float) -> int:
+    """The smallest k whose classes bring both risks down to ``risk``: every class of k rows or
+    more has a population class as large, so 1 / k bounds the journalist risk and classes / N
+    (or the mean of f / F) the marketer risk.
+
+    Examples
+    --------
+    >>> k_for(0.2), k_for(0.1), k_for(0.3), k_for(1.0)
+    (5, 10, 4, 1)
+    """
+    return math.ceil(1 / Fraction(risk))
 
 
 def gate_rules(
@@ -241,6 +268,34 @@ def data_rules(
                 qi_names,
                 k,
                 rules_.min_k,
+            )
+        )
+
+    risks = (
+        ("max_journalist_risk", "journalist risk", rules_.max_journalist_risk),
+        ("max_marketer_risk", "marketer risk", rules_.max_marketer_risk),
+    )
+    for rule, label, ceiling in risks:
+        if ceiling is None:
+            continue
+        measured = _risk(report, rule)
+        against = (
+            "its population table"
+            if qi and qi.anonymity.against_population
+            else "the dataset taken as the whole population"
+        )
+        results.append(
+            RuleResult(
+                rule,
+                scope,
+                jurisdiction,
+                measured <= ceiling,
+                f"the quasi-identifiers {qi_names} give a {label} of {measured:.4g} (against "
+                f"{against}); {where} allows at most {ceiling:g}"
+                + ("" if measured <= ceiling else f": k-anonymize them with k >= {k_for(ceiling)}"),
+                qi_names,
+                round(measured, 6),
+                ceiling,
             )
         )
 

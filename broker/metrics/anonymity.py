@@ -7,27 +7,41 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
 
 - k-anonymity (Sweeney 2002): the size of the smallest equivalence class.
 - Prosecutor risk of a row: 1 / the size of its class. ``max`` = 1/k, ``average`` = the mean over
-  rows = classes / N, ``unique_share`` = share of rows alone in their class. (pycanon's
-  ``average_rir`` averages over classes instead.)
+  rows = classes / N, ``unique_share`` = share of rows alone in their class, and
+  ``average_per_class`` = the mean of 1 / size over classes (pycanon's ``average_rir``).
+- Journalist and marketer risk (El Emam 2013, "Guide to the De-Identification of Personal Health
+  Information", as ARX's ``RiskModelSampleSummary`` computes them). The dataset is a sample of a
+  population; F_c is the population size of sample class c (f_c rows, n rows in all). Journalist:
+  ``max`` = 1 / min F_c, ``average`` = ``max(classes / sum F_c, sum(f_c / F_c) / n)``,
+  ``unique_share`` = share of rows in a class that is unique in the population. Marketer: the
+  share of rows re-identified on average, ``sum(f_c / F_c) / n``. Without a population table the
+  sample is the population (F = f): journalist = prosecutor and marketer = classes / N.
 - Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
-  Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats.
+  Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats; exact when it is
+  rational (equally frequent values give exactly their number; see :func:`_entropy_l`).
 - t-closeness (Li et al. 2007): the largest distance over classes between the class's distribution
   of the sensitive attribute and the whole table's. Categorical: total variation (EMD with equal
   ground distance, ``0.5 sum |p - q|``). Ordered (every present value is a number): the ordered
   EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
-  missing values then rank after every number.
+  missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
+  number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
+from broker.missing import blank_strings
 from broker.roles import require_columns
 
 CATEGORICAL = "categorical"
@@ -36,6 +50,17 @@ ORDERED = "ordered"
 
 @dataclass(frozen=True)
 class ProsecutorRisk:
+    max: float
+    average: float
+    unique_share: float
+    average_per_class: float = 0.0
+
+
+@dataclass(frozen=True)
+class JournalistRisk:
+    """Re-identification risk of a row by someone who knows the person is in a population table
+    (see the module docstring); equal to the prosecutor risk without one."""
+
     max: float
     average: float
     unique_share: float
@@ -54,6 +79,9 @@ class KAnonymity:
     class_size_histogram: dict[int, int]
     prosecutor_risk: ProsecutorRisk
     k_people: int = 0
+    journalist_risk: JournalistRisk | None = None
+    marketer_risk: float = 0.0
+    against_population: bool = False  # False: the sample is taken as the whole population
 
 
 @dataclass(frozen=True)
@@ -74,15 +102,17 @@ class SensitiveMeasure:
     known_attributes: tuple[str, ...] = ()
 
 
-def k_anonymity_of(classes: CountTable) -> KAnonymity:
-    """Class sizes, k and prosecutor risk from the count table of the equivalence classes (with
-    people counted, for ``k_people``)."""
+def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
+    """Class sizes, k and the risks from the count table of the equivalence classes (with people
+    counted, for ``k_people``); ``population`` gives each class's size in a population table
+    (:func:`broker.metrics.population.population_class_sizes`) for journalist and marketer risk."""
     sizes = classes.rows
     rows = int(sizes.sum())
     if rows == 0:
         raise ValueError("The dataset has no rows: k-anonymity is not defined")
     size_values, size_counts = np.unique(sizes, return_counts=True)
     k = int(size_values[0])
+    journalist, marketer = journalist_and_marketer_risk(sizes, population)
     return KAnonymity(
         k=k,
         equivalence_classes=classes.size,
@@ -93,9 +123,41 @@ def k_anonymity_of(classes: CountTable) -> KAnonymity:
             max=1.0 / k,
             average=classes.size / rows,
             unique_share=float(size_counts[0]) / rows if k == 1 else 0.0,
+            average_per_class=float(np.sum(size_counts / size_values) / classes.size),
         ),
         k_people=classes.smallest_in_people(),
+        journalist_risk=journalist,
+        marketer_risk=marketer,
+        against_population=population is not None,
     )
+
+
+def journalist_and_marketer_risk(
+    sample: np.ndarray, population: np.ndarray | None = None
+) -> tuple[JournalistRisk, float]:
+    """Journalist and marketer risk from each sample class's size and its population size
+    (None: the sample is the population).
+
+    Examples
+    --------
+    >>> journalist, marketer = journalist_and_marketer_risk(np.array([1, 3]), np.array([2, 6]))
+    >>> journalist.max, journalist.average, marketer
+    (0.5, 0.25, 0.25)
+    """
+    population = sample if population is None else population
+    if (population < sample).any():
+        raise ValueError(
+            "The population table holds fewer rows of an equivalence class than the dataset: "
+            "it must contain the dataset"
+        )
+    rows = int(sample.sum())
+    found = float(np.sum(sample / population)) / rows
+    journalist = JournalistRisk(
+        max=1.0 / int(population.min()),
+        average=max(sample.size / int(population.sum()), found),
+        unique_share=int(sample[population == 1].sum()) / rows,
+    )
+    return journalist, found
 
 
 def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> KAnonymity:
@@ -146,11 +208,6 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     )
 
     distinct = np.bincount(pair_class, minlength=class_count)
-    # H_class = ln n_c - sum_v n_cv ln n_cv / n_c
-    n_log_n = np.bincount(
-        pair_class, weights=pair_counts * np.log(pair_counts), minlength=class_count
-    )
-    entropy = np.log(class_sizes) - n_log_n / class_sizes
 
     table_share = np.zeros(categories)
     table_share[values.codes(sensitive)] = values.rows / engine.rows
@@ -170,7 +227,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     return SensitiveMeasure(
         name=sensitive,
         l_diversity=int(distinct.min()),
-        entropy_l_diversity=float(np.exp(entropy.min())),
+        entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
         k=classes.smallest_in_people(),
@@ -189,21 +246,106 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> 
 def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     """Rank of each value code in numeric order, or None when a present value is not a number.
 
+    Missing values (NA, or a blank string: :mod:`broker.missing`, what a CSV file holds for an
+    empty cell) rank after every number, so one empty cell gives the same order in every format.
+    NA ranks before blank strings, and distinct values that tie (``"7"`` and ``"007"``, ``""``
+    and ``" "``) are ordered by their text, not by their codes, which differ between engines.
     ``uniques`` are the distinct values by code, so this costs nothing on large tables.
     """
     if uniques.dtype == bool or isinstance(uniques.dtype, pd.BooleanDtype):
         return None
-    missing = uniques.isna().to_numpy()
-    numbers = pd.to_numeric(uniques, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    na = uniques.isna().to_numpy()
+    blank = np.zeros_like(na)
+    blank[~na] = blank_strings(uniques[~na])
+    missing = na | blank
+    present = uniques.where(~missing)
+    numbers = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     if np.isnan(numbers[~missing]).any() or (~missing).sum() < 2:
         return None
-    # Missing values rank after every number; ties cannot happen between distinct written values
-    # except "1" and "1.0", which keep a stable order.
     keys = np.where(missing, np.inf, numbers)
-    order = np.argsort(keys, kind="stable")
+    order = np.lexsort((blank, keys))
+    key, kind = keys[order], blank[order]
+    if ((key[1:] == key[:-1]) & (kind[1:] == kind[:-1])).any():
+        text = uniques.where(~na, "").astype(str).to_numpy()
+        order = np.lexsort((text, blank, keys))
     ranks = np.empty_like(order)
     ranks[order] = np.arange(order.size)
     return ranks
+
+
+def _entropy_l(pair_class, pair_counts, class_sizes, distinct) -> float:
+    """min over classes of exp(H_class), exact whenever the minimum is a rational number.
+
+    ``exp(H) = n / g`` where ``g = (prod_v n_v^n_v)^(1/n)`` is the class's counts' geometric
+    mean, each count weighted by itself. A class whose d values are equally frequent has
+    ``g = n / d`` and exp(H) = d exactly (one value: exactly 1), which the float formula misses
+    by a few ulps (``exp(ln 3)`` is 3.0000000000000004). Otherwise exp(H) is rational only when
+    ``prod n_v^n_v`` is a perfect n-th power (counts 1, 1, 1, 1, 4 give exactly 4); the classes
+    within the float error of the minimum are checked for that in integers (rarely any: only
+    unequal counts need it), and the minimum is exact when each of them is rational.
+    """
+    n_log_n = np.bincount(
+        pair_class, weights=pair_counts * np.log(pair_counts), minlength=class_sizes.size
+    )
+    values = np.exp(np.log(class_sizes) - n_log_n / class_sizes)
+    uneven = np.zeros(class_sizes.size, dtype=bool)
+    uneven[pair_class[pair_counts * distinct[pair_class] != class_sizes[pair_class]]] = True
+    values[~uneven] = distinct[~uneven]
+    best = float(values.min())
+    # Relative error of the float exp(H) (d terms summed, then ln, divide, exp), with a margin.
+    tolerance = 4 * (int(distinct.max()) + 6) * np.finfo(float).eps * np.log(class_sizes.max())
+    near = values <= best * (1 + tolerance)
+    candidates = near & uneven
+    if not candidates.any():
+        return best
+    # Their counts, class by class, the smallest value first: one irrational class settles it.
+    chosen = np.flatnonzero(candidates[pair_class])
+    owners = pair_class[chosen]
+    order = np.lexsort((owners, values[owners]))
+    chosen, owners = chosen[order], owners[order]
+    bounds = np.concatenate(([0], np.flatnonzero(owners[1:] != owners[:-1]) + 1, [owners.size]))
+    exact = {Fraction(int(d)) for d in np.unique(distinct[near & ~uneven])}
+    seen: set[tuple[int, ...]] = set()
+    for start, stop in pairwise(bounds.tolist()):
+        counts = tuple(sorted(pair_counts[chosen[start:stop]].tolist()))
+        if counts in seen:
+            continue
+        seen.add(counts)
+        value = _rational_perplexity(counts)
+        if value is None:
+            return best
+        exact.add(value)
+    return float(min(exact))
+
+
+def _rational_perplexity(counts: tuple[int, ...]) -> Fraction | None:
+    """exp(H) of a class with these value counts as an exact fraction, or None if irrational.
+
+    ``prod n_v^n_v = g^n`` has an integer n-th root g exactly when every prime's exponent in it
+    is a multiple of n; then exp(H) = n / g.
+    """
+    n = sum(counts)
+    exponents: Counter[int] = Counter()
+    for count, times in Counter(counts).items():
+        for prime, power in _factorize(count).items():
+            exponents[prime] += count * times * power
+    if any(power % n for power in exponents.values()):
+        return None
+    return Fraction(n, math.prod(prime ** (power // n) for prime, power in exponents.items()))
+
+
+def _factorize(number: int) -> Counter[int]:
+    """Prime factors of a positive integer by trial division (numbers here are class sizes)."""
+    factors: Counter[int] = Counter()
+    divisor = 2
+    while divisor * divisor <= number:
+        while number % divisor == 0:
+            factors[divisor] += 1
+            number //= divisor
+        divisor += 1 if divisor == 2 else 2
+    if number > 1:
+        factors[number] += 1
+    return factors
 
 
 def _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share) -> float:

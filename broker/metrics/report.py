@@ -42,6 +42,7 @@ from broker.metrics.mmaq import (
     MmaqMeasure,
     mmaq_from_counts,
 )
+from broker.metrics.population import population_class_sizes
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
 from broker.roles import require_columns, require_distinct_roles
 
@@ -83,7 +84,7 @@ class QuasiIdentifierReport:
     measure: MmaqMeasure
 
     def as_dict(self) -> dict:
-        risk = self.anonymity.prosecutor_risk
+        risk, journalist = self.anonymity.prosecutor_risk, self.anonymity.journalist_risk
         return {
             "attributes": list(self.attributes),
             "k": self.anonymity.k,
@@ -96,7 +97,17 @@ class QuasiIdentifierReport:
                 "max": risk.max,
                 "average": risk.average,
                 "unique_share": risk.unique_share,
+                "average_per_class": risk.average_per_class,
             },
+            "journalist_risk": {
+                "max": journalist.max,
+                "average": journalist.average,
+                "unique_share": journalist.unique_share,
+            },
+            "marketer_risk": self.anonymity.marketer_risk,
+            "risk_population": "population_table"
+            if self.anonymity.against_population
+            else "sample",
             **self.measure.as_dict(),
         }
 
@@ -172,11 +183,13 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     regions: Sequence[str] = DEFAULT_REGIONS,
     people: People | None = None,
+    population: pd.DataFrame | None = None,
 ) -> AnalysisReport:
     """The report of a frame in memory (see :func:`report_of`), with the pandas engine.
 
     ``people`` says who each row is (see :class:`broker.engines.pandas.People`; pass the one of
-    the table as sent when measuring its anonymized version).
+    the table as sent when measuring its anonymized version). ``population`` is a population
+    table holding the frame, for journalist and marketer risk.
 
     Examples
     --------
@@ -202,6 +215,7 @@ def analyze(
         unique_threshold,
         progress,
         regions,
+        None if population is None else PandasEngine(population),
     )
 
 
@@ -214,6 +228,7 @@ def report_of(
     unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
     progress: Callable[[str], None] | None = None,
     regions: Sequence[str] = DEFAULT_REGIONS,
+    population: Engine | None = None,
 ) -> AnalysisReport:
     """Measure every column of a table, its identifying combinations, QI set and sensitive ones.
 
@@ -229,6 +244,10 @@ def report_of(
     k is also counted in people (``k_people``, and the sensitive attributes' ``k``), as the
     engine knows them: identical rows are one person, since one person sent three times looks
     exactly like that. ``duplicate_rows`` counts the rows identical to an earlier one.
+
+    ``population``, a population table that contains this one (with the quasi-identifiers among
+    its columns), gives the journalist and marketer risk of the quasi-identifiers; without it the
+    table is taken as the whole population.
     """
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
     require_columns(engine.columns, quasi_identifiers, "Quasi-identifier")
@@ -270,8 +289,15 @@ def report_of(
     if quasi_identifiers:
         say("measuring quasi-identifiers")
         [classes] = engine.counts([quasi_identifiers], people=True)
+        sizes = None
+        if population is not None:
+            if isinstance(population, PlansCounts):
+                population.plan([quasi_identifiers])
+            sizes = population_class_sizes(classes, engine, population)
         qi_report = QuasiIdentifierReport(
-            tuple(quasi_identifiers), k_anonymity_of(classes), mmaq_from_counts(classes.rows)
+            tuple(quasi_identifiers),
+            k_anonymity_of(classes, sizes),
+            mmaq_from_counts(classes.rows),
         )
     sensitive_reports = [
         sensitive_measure_of(engine, name, _known(name, quasi_identifiers, sensitive))

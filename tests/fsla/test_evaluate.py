@@ -165,3 +165,46 @@ def test_the_remedy_search_stops_at_its_time_budget():
     assert not found.verified
     assert "0 s budget (BROKER_REMEDY_SECONDS) after 1 attempt(s)" in found.reason
     assert find_remedy(engine, report, decision, context, source, destination).verified
+
+
+def test_journalist_and_marketer_risk_rules_stricter_wins():
+    # FRAME has two classes of 4 rows: journalist (highest) risk 1/4, marketer risk 2/8.
+    source = record("SN", export={"identifiers_allowed": True, "max_journalist_risk": 0.5})
+    destination = record(
+        "FR",
+        incoming={
+            "identifiers_allowed": True,
+            "max_journalist_risk": 0.2,
+            "max_marketer_risk": 0.3,
+        },
+    )
+    decision = decide(source, destination)
+    results = {(r.rule, r.jurisdiction): r for r in decision.rules}
+    assert results["max_journalist_risk", "SN"].passed
+    assert results["max_marketer_risk", "FR"].passed
+    failing = results["max_journalist_risk", "FR"]
+    assert (failing.passed, failing.measured, failing.threshold) == (False, 0.25, 0.2)
+    assert "k >= 5" in failing.detail and "whole population" in failing.detail
+    assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
+    combined = combine([source.cross_border_export, destination.import_rules])
+    assert (combined.max_journalist_risk, combined.max_marketer_risk) == (0.2, 0.3)
+
+
+@pytest.mark.parametrize("rule", ["max_journalist_risk", "max_marketer_risk"])
+def test_a_risk_rule_is_remedied_by_k_anonymity(rule):
+    from broker.engines.pandas import PandasEngine
+    from broker.fsla.remedy import find_remedy, target_for
+
+    frame = pd.DataFrame({"age": [str(20 + i % 30) for i in range(120)]})  # classes of 4
+    source = record("SN", export={rule: 0.1})
+    destination = record("FR", incoming={"identifiers_allowed": True})
+    report = analyze(frame, ["age"], [], max_combination_size=0)
+    context = TransferContext("SN", "FR", "research", ("age",), ())
+    decision = evaluate(report, context, source, destination)
+    assert [r.rule for r in decision.failed] == [rule]
+    target = target_for(frame.__getitem__, decision, report, context, 0.05)
+    assert target.k == 10  # 1 / 0.1
+    found = find_remedy(PandasEngine(frame), report, decision, context, source, destination)
+    assert found.verified
+    after = found.report.quasi_identifiers.anonymity
+    assert after.journalist_risk.max <= 0.1 and after.marketer_risk <= 0.1

@@ -1,5 +1,9 @@
 """k, l, t against the paper's Table 1, hand-computed values, brute force, and pycanon."""
 
+import io
+import json
+import math
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity as pycanon
 
+from broker.datasets.reading import read_dataset
 from broker.metrics.anonymity import CATEGORICAL, ORDERED, k_anonymity, sensitive_measure
+from broker.metrics.report import analyze
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -131,3 +137,130 @@ def test_agrees_with_pycanon_on_generated_data(seed):
     income = sensitive_measure(frame, qi, "income")
     assert income.t_closeness_method == ORDERED
     assert income.t_closeness == pytest.approx(pycanon.t_closeness(frame, qi, ["income"]))
+
+
+# --- blank cells in a numeric sensitive column ---------------------------------------------------
+
+# Three classes of a numeric sensitive attribute with one empty cell, as each format writes it.
+BLANK_CELL_ROWS = [("A", 1), ("A", 2), ("A", None), ("B", 3), ("B", 4), ("B", 5)]
+BLANK_CELL_ROWS += [("C", 1), ("C", 5), ("C", 2), ("C", 9)]
+
+
+def exact_t_missing_last(rows: list[tuple[str, object]]) -> Fraction:
+    """Li et al.'s ordered EMD in exact fractions: a missing value ranked after every number,
+    None before blank strings, ties (spellings of one number, blanks) broken by the text."""
+
+    def key(value):
+        if value is None:
+            return (1, Fraction(0), "")
+        if not str(value).strip():
+            return (2, Fraction(0), value)
+        return (0, Fraction(str(value)), str(value))
+
+    values = sorted({v for _, v in rows}, key=key)
+    whole = Counter(v for _, v in rows)
+    worst = Fraction(0)
+    for group in {q for q, _ in rows}:
+        part = Counter(v for q, v in rows if q == group)
+        size = sum(part.values())
+        running = total = Fraction(0)
+        for value in values:
+            running += Fraction(part[value], size) - Fraction(whole[value], len(rows))
+            total += abs(running)
+        worst = max(worst, total / (len(values) - 1))
+    return worst
+
+
+def _as_csv(rows) -> bytes:
+    return ("q,s\n" + "".join(f"{q},{'' if s is None else s}\n" for q, s in rows)).encode()
+
+
+def _as_json(rows) -> bytes:
+    return json.dumps([{"q": q, "s": s} for q, s in rows]).encode()
+
+
+def _as_parquet(rows) -> bytes:
+    buffer = io.BytesIO()
+    frame = pd.DataFrame(rows, columns=["q", "s"]).astype({"s": "Int64"})
+    frame.to_parquet(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("write", "name"), [(_as_csv, "a.csv"), (_as_json, "a.json"), (_as_parquet, "a.parquet")]
+)
+def test_a_blank_cell_keeps_a_numeric_attribute_ordered_in_every_format(write, name):
+    frame = read_dataset(write(BLANK_CELL_ROWS), name).frame
+    [measure] = analyze(frame, ["q"], ["s"], max_combination_size=0).sensitive
+    assert measure.t_closeness_method == ORDERED
+    expected = exact_t_missing_last(BLANK_CELL_ROWS)
+    assert expected == Fraction(17, 90)  # by hand: class B (3, 4, 5), with m = 7 ranks
+    assert measure.t_closeness == pytest.approx(float(expected), abs=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("ABC"), st.sampled_from(["1", "2", "7", "007", "10", "", " "])),
+        min_size=2,
+        max_size=60,
+    )
+)
+def test_blank_strings_rank_last_like_missing_values(rows):
+    frame = pd.DataFrame(rows, columns=["q", "s"])
+    numbers = {s for _, s in rows if s.strip()}
+    if len(numbers) < 2:
+        return
+    m = sensitive_measure(frame, ["q"], "s")
+    assert m.t_closeness_method == ORDERED
+    assert m.t_closeness == pytest.approx(float(exact_t_missing_last(rows)), abs=1e-12)
+
+
+# --- entropy l-diversity, exact where the value is rational -------------------------------------
+
+
+def frame_of_classes(classes: list[list[int]]) -> pd.DataFrame:
+    """One class per list, holding a sensitive value v<j> count times for each count."""
+    rows = [
+        (f"c{i}", f"v{j}")
+        for i, counts in enumerate(classes)
+        for j, n in enumerate(counts)
+        for _ in range(n)
+    ]
+    return pd.DataFrame(rows, columns=["q", "s"])
+
+
+def exact_perplexity(counts: list[int]) -> Fraction | float:
+    """exp(H) of one class: ``n / (prod c^c)^(1/n)``, a Fraction when the root is an integer
+    (checked in big integers), else a float from an accurately summed H."""
+    n = sum(counts)
+    power = math.prod(c**c for c in counts)
+    guess = round(math.exp(math.fsum(c * math.log(c) for c in counts) / n))
+    for root in (guess - 1, guess, guess + 1):
+        if root > 0 and root**n == power:
+            return Fraction(n, root)
+    return math.exp(math.log(n) - math.fsum(c * math.log(c) for c in counts) / n)
+
+
+CLASS_COUNTS = st.one_of(
+    st.lists(st.integers(1, 12), min_size=1, max_size=6),
+    st.builds(lambda n, d: [n] * d, st.integers(1, 40), st.integers(1, 9)),  # equally frequent
+    st.builds(lambda m: [m, m, m, m, 4 * m], st.integers(1, 6)),  # unequal, exp(H) = 4
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(CLASS_COUNTS, min_size=1, max_size=5))
+def test_entropy_l_is_exact_where_the_value_is_rational(classes):
+    measured = sensitive_measure(frame_of_classes(classes), ["q"], "s").entropy_l_diversity
+    expected = min((exact_perplexity(c) for c in classes), key=float)
+    if isinstance(expected, Fraction):
+        assert measured == float(expected)  # exactly: 1, not 0.9999999999999996
+    else:
+        assert measured == pytest.approx(expected, rel=1e-13)
+
+
+def test_entropy_l_of_a_one_valued_class_is_exactly_one():
+    # Six rows of one value: ln 6 - 6 ln 6 / 6 is not 0 in floats.
+    frame = frame_of_classes([[6], [3, 3, 3]])
+    assert sensitive_measure(frame, ["q"], "s").entropy_l_diversity == 1.0

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from broker.analysis.schemas import Report
 from broker.engines.pandas import PandasEngine
 from broker.metrics.report import analyze, attribute_classes
 from broker.metrics.risk import QirThresholds, qir_class
@@ -57,8 +58,13 @@ def test_report_keys_are_the_documented_contract():
         "equivalence_classes",
         "class_size_histogram",
         "prosecutor_risk",
+        "journalist_risk",
+        "marketer_risk",
+        "risk_population",
     } <= set(qi)
-    assert set(qi["prosecutor_risk"]) == {"max", "average", "unique_share"}
+    assert set(qi["prosecutor_risk"]) == {"max", "average", "unique_share", "average_per_class"}
+    assert set(qi["journalist_risk"]) == {"max", "average", "unique_share"}
+    assert Report.model_validate(report).model_dump(by_alias=True) == report  # the API schema
     assert {"log10_mmaq", "mmaq", "mmaq_index", "class"} <= set(qi)
     assert set(report["sensitive"][0]) >= {
         "name",
