@@ -6,9 +6,11 @@ threads send ``--rows``-row CSV transfers from Senegal to France for ``--seconds
 prints throughput, latency percentiles and errors, waits for every approved transfer to be
 delivered, and checks the French inbox: each approved transfer exactly once.
 
-Baseline, in the same run: the same decision's pure computation in this process
-(``broker.fsla.decide.measure`` on the same table), the floor that the HTTP path, the database and
-the delivery add to.
+Baselines, in the same run: the same decision's pure computation in this process
+(``broker.fsla.decide.measure`` on the same table); and the floor of the machine: the same
+clients sending the same requests for as long to a trivial FastAPI endpoint (:data:`floor_app`:
+it reads the multipart upload and answers at once) under the same uvicorn ``--workers``, so what
+the clients, the HTTP server and the multipart parsing alone allow on these cores.
 
     .venv/bin/python benchmarks/load.py --seconds 15 --clients 8 --rows 1000
 
@@ -20,23 +22,46 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Annotated
 
 import httpx
 import loopback  # first: it puts the repository on sys.path
 import numpy as np
 import pandas as pd
+from fastapi import FastAPI, File, Form, UploadFile
 from loopback import Federation
 
 from broker.datasets import read_dataset
 from broker.engines.pandas import PandasEngine
 from broker.fsla.decide import measure
+from demo.federation import port_or_free, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DISEASES = ["flu", "malaria", "cholera", "measles", "hepatitis", "tb", "dengue", "typhoid"]
+
+floor_app = FastAPI()
+
+
+@floor_app.post("/v1/transfers")
+def _floor_transfer(
+    file: Annotated[UploadFile, File()],
+    destination: Annotated[str, Form()],
+    purpose: Annotated[str, Form()],
+    quasi_identifiers: Annotated[str, Form()],
+    sensitive: Annotated[str, Form()],
+) -> dict:
+    """The floor: the broker's request taken apart, its file read, and nothing decided."""
+    file.file.read()
+    return {"status": "approved"}
 
 
 def main() -> None:
@@ -47,12 +72,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="broker worker processes")
     parser.add_argument(
         "--database",
-        default=loopback.POSTGRES,
+        default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
         help="a PostgreSQL server's URL (a fresh database is created there), or 'sqlite'",
     )
     args = parser.parse_args()
     body = _table(args.rows)
     floor = _measure_floor(body)
+    trivial = _trivial_endpoint(body, args.clients, args.seconds, args.workers)
     with tempfile.TemporaryDirectory(prefix="fedbroker-load-") as folder:
         root = Path(folder)
         url, dropper = loopback.database(args.database, root)
@@ -65,17 +91,28 @@ def main() -> None:
                 {"BROKER_RATE_LIMIT": "1000000/minute", "BROKER_WORKERS": str(args.workers)},
             )
             broker_url, key, inbox = running.broker_url, running.source_key, running.inbox
+            admin, broker_pid = running.admin_token, running.broker.pid
             print(
                 f"broker ({args.workers} workers) on {url.split('@')[-1]}; {args.clients} clients "
                 f"for {args.seconds:g} s, {args.rows}-row CSV transfers SN -> FR"
             )
+            cpu = _cpu_seconds(broker_pid)
             results = _drive(broker_url, key, body, args.clients, args.seconds)
+            cpu = _cpu_seconds(broker_pid) - cpu
             inside = _broker_seconds(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
-            states = _delivery_states(broker_url, running.admin_token)
+            states = _delivery_states(broker_url, admin)
             _report(results, args.seconds, floor, approved, delivered)
+            print(
+                f"floor: a trivial FastAPI endpoint taking the same upload, {args.workers} uvicorn "
+                f"workers, the same clients: {trivial}"
+            )
             print(f"the broker's delivery states of approved transfers: {states}")
+            print(
+                f"the broker's processes used {cpu / max(len(results), 1) * 1000:.1f} ms of CPU "
+                "per decision (its deliveries included)"
+            )
             print(
                 f"inside the broker, reading, deciding and recording took {inside * 1000:.1f} ms "
                 "per transfer on average (its /metrics); the rest of the latency is HTTP, the "
@@ -108,6 +145,41 @@ def _measure_floor(body: bytes) -> float:
         measure(PandasEngine(frame), ("age", "region"), ("disease",))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def _trivial_endpoint(body: bytes, clients: int, seconds: float, workers: int) -> str:
+    """Rate and latencies of the same load against :data:`floor_app`, as uvicorn runs it."""
+    port = port_or_free(8399)
+    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT / "benchmarks")]
+    command += ["load:floor_app", "--workers", str(workers), "--port", str(port)]
+    server = subprocess.Popen(
+        [*command, "--log-level", "warning"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(f"http://127.0.0.1:{port}/docs", server, Path(os.devnull))
+        results = _drive(f"http://127.0.0.1:{port}", "none", body, clients, seconds)
+    finally:
+        server.terminate()
+        server.wait()
+    latencies = sorted(r[0] for r in results)
+    p50, p99 = (latencies[min(len(latencies) - 1, int(p * len(latencies)))] for p in (0.5, 0.99))
+    return (
+        f"{len(results) / seconds:.1f} requests/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system) of a process and its descendants so far, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:  # not Linux, or gone
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return own + sum(_cpu_seconds(int(child)) for child in children)
 
 
 def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float):

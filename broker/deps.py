@@ -45,7 +45,12 @@ def get_session(request: Request) -> Iterator[Session]:
     yield from session_scope(request.app.state.sessionmaker)
 
 
-def get_app_settings(request: Request) -> Settings:
+# Dependencies that neither block nor touch the database are ``async def``: FastAPI runs each
+# ``def`` dependency in its thread pool, and a hand-off to a thread per request costs more than
+# reading a setting or checking a role (measured under load, benchmarks/load.py).
+
+
+async def get_app_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
@@ -80,13 +85,13 @@ def current_caller(
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
 
 
-def admin_only(caller: CurrentCaller) -> Caller:
+async def admin_only(caller: CurrentCaller) -> Caller:
     if not caller.is_admin:
         raise Forbidden("This route is for the federation's administrators")
     return caller
 
 
-def member_only(caller: CurrentCaller) -> Caller:
+async def member_only(caller: CurrentCaller) -> Caller:
     if caller.is_admin:
         raise Forbidden("Only member clouds send transfers: use a member's API key")
     return caller

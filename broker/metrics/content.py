@@ -26,6 +26,7 @@ a free-text column of names is caught only by its counts (every value distinct: 
 
 from __future__ import annotations
 
+import datetime
 import re
 import secrets
 from collections.abc import Sequence
@@ -65,6 +66,9 @@ class ScanBudget:
 _EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,252}\.[A-Za-z]{2,63}")
 _MAX_TOKEN = 254
 _DIGITS = re.compile(r"\d")
+_BLANK = re.compile(r"\s")
+_FOUR_DIGITS = re.compile(r"\d{4}")
+_ISO_DATE_START = re.compile(r"^\d{4}-\d{2}")
 _MAX_NAME_DIGITS = 6  # in a column name: a year and a month, not a phone number or an id
 _TOKENS = re.compile(r"[A-Za-z0-9+/=]{20,}")
 _NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
@@ -111,31 +115,44 @@ def sample_distinct(distinct: pd.Series) -> list:
 
 
 def _kind(values: list) -> str:
-    series = pd.Series(values, dtype=object)
-    if series.map(lambda v: isinstance(v, bool)).any():
-        return TEXT
-    numbers = pd.to_numeric(series, errors="coerce")
-    if numbers.notna().all() and np.isfinite(numbers.to_numpy(dtype=float)).all():
-        return NUMBER
-    if _dates(series):
+    if all(isinstance(v, str) for v in values):  # every CSV value: no Series to build
+        text = values
+        if _numbers(np.array(values, dtype=object)):
+            return NUMBER
+    else:
+        series = pd.Series(values, dtype=object)
+        if series.map(lambda v: isinstance(v, bool)).any():
+            return TEXT
+        if _numbers(series.to_numpy()):
+            return NUMBER
+        if series.map(lambda v: isinstance(v, datetime.date | np.datetime64)).all():
+            return DATE
+        text = series.astype(str).tolist()
+    if all(_ISO_DATE_START.search(t) for t in text) and _iso_dates(text):
         return DATE
-    text = series.astype(str)
-    code_like = ~text.str.contains(r"\s") & text.str.contains(r"\d")
-    if (code_like | text.str.contains(r"\d{4}")).all():  # "ref 1492552" is a code
+    if all(_code(t) for t in text):
         return CODE
     return TEXT
 
 
-def _dates(series: pd.Series) -> bool:
-    import datetime
+def _numbers(values: np.ndarray) -> bool:
+    """Whether every one of ``values`` (objects) parses as a finite number, as pandas reads one."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    return bool(pd.notna(numbers).all() and np.isfinite(numbers.astype(float)).all())
 
-    if series.map(lambda v: isinstance(v, datetime.date | np.datetime64)).all():
-        return True
-    text = series.astype(str)
-    if not text.str.contains(r"^\d{4}-\d{2}").all():
-        return False
-    parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+
+def _iso_dates(text: list[str]) -> bool:
+    parsed = pd.to_datetime(
+        pd.Series(text, dtype=object), format="ISO8601", errors="coerce", utc=True
+    )
     return bool(parsed.notna().all())
+
+
+def _code(text: str) -> bool:
+    """No blank and a digit (a record number, an id), or a run of four digits ("ref 1492552")."""
+    return (
+        _BLANK.search(text) is None and _DIGITS.search(text) is not None
+    ) or _FOUR_DIGITS.search(text) is not None
 
 
 def _direct_identifier(

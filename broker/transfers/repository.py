@@ -1,12 +1,15 @@
 """Transfer and job queries. Job claims are conditional updates, as the outbox's are."""
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Row, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
+from broker.members.models import Member
+from broker.policies.models import PolicyVersion
 from broker.transfers.models import Transfer, TransferJob
 from broker.wire.statuses import JobState
 
@@ -51,10 +54,39 @@ def page(
     return list(rows), int(total or 0)
 
 
+def parties(session: Session, member_ids: Sequence[str]) -> list[Row]:
+    """Each of these members (``id``, ``jurisdiction``, ``status``) with its jurisdiction's newest
+    F-SLA ``version`` and ``document`` (both None when it has none), in one query."""
+    newest = (
+        select(func.max(PolicyVersion.version))
+        .where(PolicyVersion.jurisdiction == Member.jurisdiction)
+        .correlate(Member)
+        .scalar_subquery()
+    )
+    query = (
+        select(
+            Member.id,
+            Member.jurisdiction,
+            Member.status,
+            PolicyVersion.version,
+            PolicyVersion.document,
+        )
+        .outerjoin(
+            PolicyVersion,
+            and_(
+                PolicyVersion.jurisdiction == Member.jurisdiction, PolicyVersion.version == newest
+            ),
+        )
+        .where(Member.id.in_(member_ids))
+    )
+    return list(session.execute(query))
+
+
 def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None:
+    """The transfer with its outbox row (or none), both held by the transfer as they are
+    written, so that answering with it reads nothing back."""
+    transfer.delivery = delivery
     session.add(transfer)
-    if delivery is not None:
-        session.add(delivery)
     session.flush()
 
 

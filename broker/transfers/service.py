@@ -42,9 +42,8 @@ from broker.fsla.decide import (
     decide,
     measure,
 )
+from broker.fsla.models import FSLARecord
 from broker.members import repository as members
-from broker.members.models import Member
-from broker.policies import service as policies
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.transfers import repository
@@ -125,7 +124,6 @@ def submit(
         if earlier is None:
             raise
         return earlier
-    session.refresh(decided.transfer)
     return Submitted(decided.transfer)
 
 
@@ -516,16 +514,19 @@ def _delivered_name(transfer_id: str, data_format: str, outcome: Outcome) -> str
 
 
 def _read_parties(session: Session, source_id: str, destination_id: str) -> Parties:
-    def party(member: Member | None) -> Party | None:
-        return member and Party(member.id, member.jurisdiction, member.status)
-
-    source = party(members.get(session, source_id))
-    destination = party(members.get(session, destination_id))
+    """The two members and their jurisdictions' current F-SLA versions, in one query."""
+    rows = {row.id: row for row in repository.parties(session, (source_id, destination_id))}
     found = {}
-    for member in filter(None, (source, destination)):
-        row = policies.current(session, member.jurisdiction)
-        found[row.jurisdiction] = (policies.record_of(row), row.version)
-    return Parties(source, destination, found)
+    for row in filter(None, (rows.get(source_id), rows.get(destination_id))):
+        if row.version is None:
+            raise NotFound(f"No F-SLA record for jurisdiction {row.jurisdiction!r}")
+        found[row.jurisdiction] = (FSLARecord.model_validate(row.document), row.version)
+
+    def party(member_id: str) -> Party | None:
+        row = rows.get(member_id)
+        return row and Party(row.id, row.jurisdiction, row.status)
+
+    return Parties(party(source_id), party(destination_id), found)
 
 
 def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:

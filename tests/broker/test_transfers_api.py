@@ -5,6 +5,7 @@ import io
 
 import pandas as pd
 import pytest
+from sqlalchemy import event
 
 from tests.broker.conftest import ADMIN, UPLOAD_LIMIT, bearer
 from tests.conftest import FIXTURES
@@ -421,3 +422,27 @@ def test_a_member_registered_later_does_not_see_transfers_to_its_id(federation):
         "sn-hospital", "patients_published.csv", destination="fr-later", **QI
     ).json()
     assert federation.client.get(f"/v1/transfers/{after['id']}", headers=late).status_code == 200
+
+
+def test_a_decision_reads_its_parties_once_and_reads_nothing_back(federation, connection):
+    """One statement reads both members with their current policies; once recorded, the
+    answer is the transfer as written, not read back."""
+    statements = []
+
+    def seen(_connection, _cursor, statement, *_args):
+        statements.append(" ".join(statement.split()).lower())
+
+    event.listen(connection, "before_cursor_execute", seen)
+    try:
+        answer = federation.send(
+            "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+        )
+    finally:
+        event.remove(connection, "before_cursor_execute", seen)
+    assert answer.status_code == 200 and answer.json()["delivery"]["status"] == "pending"
+    reads = [s for s in statements if s.startswith("select") and "from members" in s]
+    assert len(reads) == 2  # the caller's key, then both parties with their policies
+    assert "policy_versions" in reads[1]
+    assert not any(s.startswith("select policy_versions.") for s in statements)
+    inserted = next(i for i, s in enumerate(statements) if s.startswith("insert into transfers"))
+    assert not any("from transfers" in s for s in statements[inserted:])
