@@ -290,3 +290,25 @@ def test_anonymize_mondrian_above_the_row_bound_is_one_line(tmp_path):
         "memory: 9 rows exceed the bound of 5; use generalization, which plans on counts"
     ]
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_the_workers_listening_socket_turns_nagle_off_for_what_it_accepts():
+    """With several workers, uvicorn binds the shared socket itself and leaves TCP_NODELAY off:
+    every kept-alive answer then waited ~40 ms for a delayed ACK. Accepted connections must
+    inherit it from the socket serve binds."""
+    import socket
+
+    import uvicorn
+
+    from broker.cli.serve import listening_socket
+
+    sock = listening_socket(uvicorn.Config("broker.main:worker_app", host="127.0.0.1", port=0))
+    try:
+        sock.listen()
+        with socket.create_connection(sock.getsockname()[:2]) as client:
+            accepted, _ = sock.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            assert client  # the client side is the client's business
+    finally:
+        sock.close()
