@@ -89,6 +89,10 @@ class SensitiveMeasure(BaseModel):
         description="The attributes those classes are formed on: the quasi-identifiers and, "
         "when several attributes are sensitive, the others (multi-attribute l-diversity)"
     )
+    alpha: float = Field(
+        description="Largest share of one value within a class: (alpha, k)-anonymity holds for "
+        "this alpha and the classes' k (Wong et al. 2006; pycanon's alpha_k_anonymity)"
+    )
 
 
 class CombinationSearch(BaseModel):

@@ -76,6 +76,14 @@ class RuleSet(BaseModel):
         "(distinct l-diversity), for every declared sensitive attribute.",
         examples=[2],
     )
+    max_alpha: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Largest share one value of each declared sensitive attribute may hold in "
+        "an equivalence class ((alpha, k)-anonymity, Wong et al. 2006, with min_k as its k).",
+        examples=[0.5],
+    )
     max_t: float | None = Field(
         None,
         ge=0,

@@ -62,6 +62,7 @@ class Requirements:
     max_journalist_risk: float | None = None
     max_marketer_risk: float | None = None
     min_l: int | None = None
+    max_alpha: float | None = None
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False

@@ -84,6 +84,18 @@ def k_for(risk: float) -> int:
     return math.ceil(1 / Fraction(risk))
 
 
+def l_for(share: float) -> int:
+    """The fewest distinct values a class needs for no value to exceed ``share`` of it: what
+    (alpha, k)-anonymity asks of l (necessary, not sufficient: the remedy is verified).
+
+    Examples
+    --------
+    >>> l_for(0.5), l_for(0.3), l_for(1.0)
+    (2, 4, 1)
+    """
+    return math.ceil(1 / Fraction(share))
+
+
 def gate_rules(
     context: TransferContext, source: FSLARecord, destination: FSLARecord
 ) -> list[RuleResult]:
@@ -331,6 +343,27 @@ def data_rules(
                     name,
                     l_value,
                     rules_.min_l,
+                )
+            )
+        if rules_.max_alpha is not None:
+            share = measure.alpha
+            results.append(
+                RuleResult(
+                    "max_alpha",
+                    scope,
+                    jurisdiction,
+                    share <= rules_.max_alpha,
+                    f"one value of {name!r} makes up {share:.4g} of a class; {where} allows at "
+                    f"most {rules_.max_alpha:g} ((alpha, k)-anonymity)"
+                    + (
+                        ""
+                        if share <= rules_.max_alpha
+                        else f": the remedy asks for l >= {l_for(rules_.max_alpha)} distinct "
+                        "values per class and raises k until the result, measured again, passes"
+                    ),
+                    name,
+                    round(share, 6),
+                    rules_.max_alpha,
                 )
             )
         if rules_.max_t is not None:

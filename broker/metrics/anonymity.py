@@ -25,6 +25,9 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
   missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
+
+The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, ...) are measured
+over the same (class, value) counts by :mod:`broker.metrics.privacy_models`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
+from broker.metrics.privacy_models import ClassValueCounts, alpha
 from broker.missing import blank_strings
 from broker.roles import require_columns
 
@@ -100,6 +104,7 @@ class SensitiveMeasure:
     t_closeness_method: str
     k: int = 0
     known_attributes: tuple[str, ...] = ()
+    alpha: float = 1.0
 
 
 def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
@@ -199,18 +204,11 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     known = list(known)
     [classes] = engine.counts([known], people=True)
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
-    categories = values.size
-    pair_class, class_count = pairs.tuple_ids(known)
-    pair_value = pairs.codes(sensitive)
-    pair_counts = pairs.rows
-    class_sizes = np.bincount(pair_class, weights=pair_counts, minlength=class_count).astype(
-        np.int64
-    )
-
-    distinct = np.bincount(pair_class, minlength=class_count)
-
-    table_share = np.zeros(categories)
-    table_share[values.codes(sensitive)] = values.rows / engine.rows
+    counts = ClassValueCounts.of(pairs, values, known, sensitive)
+    pair_class, pair_value, pair_counts = counts.pair_class, counts.pair_value, counts.pair_rows
+    class_sizes = counts.class_rows
+    distinct = np.bincount(pair_class, minlength=class_sizes.size)
+    table_share = counts.value_rows / engine.rows
     ordering = _numeric_order(engine.dictionary(sensitive))
     if ordering is None:
         t = _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share)
@@ -232,6 +230,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         t_closeness_method=method,
         k=classes.smallest_in_people(),
         known_attributes=tuple(known),
+        alpha=alpha(counts),
     )
 
 

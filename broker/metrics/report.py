@@ -148,6 +148,7 @@ class AnalysisReport:
                     "t_closeness_method": s.t_closeness_method,
                     "k": s.k,
                     "known_attributes": list(s.known_attributes),
+                    "alpha": s.alpha,
                 }
                 for s in self.sensitive
             ],

@@ -1,0 +1,73 @@
+"""The rules of the privacy models beyond k, l and t: stricter wins, and verified remedies."""
+
+import pandas as pd
+import pytest
+
+from broker.engines.pandas import PandasEngine
+from broker.fsla.evaluate import combine, evaluate
+from broker.fsla.remedy import find_remedy, target_for
+from broker.fsla.results import TransferContext
+from broker.metrics.report import analyze
+from broker.wire.statuses import TransferStatus
+from tests.fsla.test_evaluate import decide, record
+
+OPEN = {"identifiers_allowed": True}
+
+# Ages 20..79, three diseases by age band: narrow age ranges hold one disease each.
+SKEWED = pd.DataFrame(
+    {
+        "age": [str(20 + i % 60) for i in range(180)],
+        "disease": [["flu", "hiv", "cold"][(i % 60) // 20] for i in range(180)],
+    }
+)
+
+
+def remedied(frame: pd.DataFrame, rules: dict):
+    """The decision on ``frame`` (age the quasi-identifier, disease sensitive) and its remedy."""
+    source = record("SN", export={**OPEN, **rules})
+    destination = record("FR", incoming=OPEN)
+    report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    context = TransferContext("SN", "FR", "research", ("age",), ("disease",))
+    decision = evaluate(report, context, source, destination)
+    found = find_remedy(PandasEngine(frame), report, decision, context, source, destination)
+    return report, context, decision, found
+
+
+def test_alpha_rule_stricter_wins():
+    # FRAME: two classes of flu, hiv, flu, cold: alpha = 1/2.
+    source = record("SN", export={**OPEN, "max_alpha": 0.6})
+    destination = record("FR", incoming={**OPEN, "max_alpha": 0.4})
+    decision = decide(source, destination)
+    results = {(r.rule, r.jurisdiction): r for r in decision.rules}
+    assert results["max_alpha", "SN"].passed
+    failing = results["max_alpha", "FR"]
+    assert (failing.passed, failing.measured, failing.threshold) == (False, 0.5, 0.4)
+    assert "l >= 3" in failing.detail and "measured again" in failing.detail
+    assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
+    assert combine([source.cross_border_export, destination.import_rules]).max_alpha == 0.4
+
+
+def test_alpha_rule_is_remedied_and_verified():
+    report, context, decision, found = remedied(SKEWED, {"max_alpha": 0.6})
+    assert [r.rule for r in decision.failed] == ["max_alpha"]
+    target = target_for(SKEWED.__getitem__, decision, report, context, 0.05)
+    assert (target.l, target.k) == (2, 2)  # no class of one value; k raised by verification
+    assert found.verified
+    assert found.report.sensitive[0].alpha <= 0.6
+
+
+def test_an_alpha_below_the_table_share_is_not_offered():
+    # flu is 2/3 of the table: merging classes cannot bring it under 1/2, suppression aside.
+    frame = SKEWED.assign(disease=["flu", "flu", "hiv"] * 60)
+    _, _, decision, found = remedied(frame, {"max_alpha": 0.5})
+    assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
+    assert not found.verified
+    assert "makes up" in found.reason
+
+
+@pytest.mark.parametrize("value", [0, 1.5])
+def test_alpha_bounds(value):
+    from broker.fsla.models import RuleSet
+
+    with pytest.raises(ValueError, match="max_alpha"):
+        RuleSet(max_alpha=value)
