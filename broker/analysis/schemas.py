@@ -93,6 +93,14 @@ class SensitiveMeasure(BaseModel):
         description="Largest share of one value within a class: (alpha, k)-anonymity holds for "
         "this alpha and the classes' k (Wong et al. 2006; pycanon's alpha_k_anonymity)"
     )
+    recursive_c: int | None = Field(
+        description="Smallest integer c for which recursive (c, l)-diversity holds with l = "
+        "l_diversity (r_1 the most frequent value, as in the paper and ARX); null when l is 1"
+    )
+    recursive_c_bounds: dict[str, float] = Field(
+        description="l -> the bound c must exceed for recursive (c, l)-diversity, for l from 2 "
+        "to l_diversity (Machanavajjhala et al. 2007)"
+    )
 
 
 class CombinationSearch(BaseModel):

@@ -13,6 +13,16 @@ JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
 
 
+class RecursiveDiversityRule(BaseModel):
+    """Recursive (c, l)-diversity: in every class, r_1 < c (r_l + ... + r_m) for the value
+    counts r_1 >= ... >= r_m of each declared sensitive attribute."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    c: float = Field(gt=0, examples=[3.0])
+    l: int = Field(ge=2, examples=[2])
+
+
 class RuleSet(BaseModel):
     """Thresholds one transfer must meet; a field left empty sets no rule."""
 
@@ -83,6 +93,13 @@ class RuleSet(BaseModel):
         description="Largest share one value of each declared sensitive attribute may hold in "
         "an equivalence class ((alpha, k)-anonymity, Wong et al. 2006, with min_k as its k).",
         examples=[0.5],
+    )
+    recursive_c_l: RecursiveDiversityRule | None = Field(
+        None,
+        description="Recursive (c, l)-diversity (Machanavajjhala et al. 2007) of every declared "
+        "sensitive attribute: in each class the most frequent value's count stays below c times "
+        "the sum of the counts from the l-th most frequent on.",
+        examples=[{"c": 3.0, "l": 2}],
     )
     max_t: float | None = Field(
         None,

@@ -121,6 +121,8 @@ def target_for(
     needed_l = req.min_l
     if req.max_alpha is not None:
         needed_l = max(needed_l or 1, l_for(req.max_alpha))
+    if req.recursive_l is not None:
+        needed_l = max(needed_l or 1, req.recursive_l)
     if (needed_l or req.max_t is not None) and diverse:
         needed_k = max(needed_k, needed_l or 1)
     return Target(

@@ -10,8 +10,9 @@ import math
 from fractions import Fraction
 
 from broker.engines.base import PERSON_KEY
-from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
+from broker.metrics.anonymity import SensitiveMeasure
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, AttributeReport
@@ -366,6 +367,8 @@ def data_rules(
                     rules_.max_alpha,
                 )
             )
+        if rules_.recursive_c_l is not None:
+            results.append(_recursive_rule(measure, rules_.recursive_c_l, scope, jurisdiction))
         if rules_.max_t is not None:
             results.append(
                 RuleResult(
@@ -380,3 +383,40 @@ def data_rules(
                 )
             )
     return results
+
+
+def _recursive_rule(
+    measure: SensitiveMeasure, rule: RecursiveDiversityRule, scope: str, jurisdiction: str
+) -> RuleResult:
+    """Recursive (c, l)-diversity of one sensitive attribute, from the report's bounds."""
+    where, name = f"{jurisdiction} ({scope})", measure.name
+    stated = f"{where} requires recursive ({rule.c:g}, {rule.l})-diversity"
+    remedy = (
+        f": the remedy asks for l >= {rule.l} distinct values per class and raises k until the "
+        "result, measured again, passes"
+    )
+    if rule.l > measure.l_diversity:
+        return RuleResult(
+            "recursive_c_l",
+            scope,
+            jurisdiction,
+            False,
+            f"{name!r} has a class of {measure.l_diversity} distinct values, fewer than "
+            f"l = {rule.l}; {stated}{remedy}",
+            name,
+            f"l = {measure.l_diversity}",
+            f"c = {rule.c:g}, l = {rule.l}",
+        )
+    bound = measure.recursive_c_bounds[rule.l - 2]
+    passed = rule.c > bound
+    return RuleResult(
+        "recursive_c_l",
+        scope,
+        jurisdiction,
+        passed,
+        f"{name!r} holds recursive (c, {rule.l})-diversity for every c above {bound:.4g}; "
+        f"{stated}" + ("" if passed else remedy),
+        name,
+        round(bound, 6),
+        f"c = {rule.c:g}, l = {rule.l}",
+    )

@@ -26,8 +26,9 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 
-The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, ...) are measured
-over the same (class, value) counts by :mod:`broker.metrics.privacy_models`.
+The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, recursive
+(c, l)-diversity, ...) are measured over the same (class, value) counts by
+:mod:`broker.metrics.privacy_models`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
-from broker.metrics.privacy_models import ClassValueCounts, alpha
+from broker.metrics.privacy_models import ClassValueCounts, alpha, recursive_diversity
 from broker.missing import blank_strings
 from broker.roles import require_columns
 
@@ -105,6 +106,8 @@ class SensitiveMeasure:
     k: int = 0
     known_attributes: tuple[str, ...] = ()
     alpha: float = 1.0
+    recursive_c: int | None = None
+    recursive_c_bounds: tuple[float, ...] = ()
 
 
 def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
@@ -222,6 +225,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
             table_share[np.argsort(ordering)],
         )
         method = ORDERED
+    recursive = recursive_diversity(counts, int(distinct.min()))
     return SensitiveMeasure(
         name=sensitive,
         l_diversity=int(distinct.min()),
@@ -231,6 +235,8 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         k=classes.smallest_in_people(),
         known_attributes=tuple(known),
         alpha=alpha(counts),
+        recursive_c=recursive.c,
+        recursive_c_bounds=recursive.bounds,
     )
 
 

@@ -12,6 +12,13 @@ Naming: each function is named for the figure it returns, the model's parameter.
   for privacy preserving data publishing", KDD): every class has at least k rows and no value a
   share above alpha in any class. :func:`alpha` is ``max q_cv`` (the k is the classes' k); as
   pycanon's ``alpha_k_anonymity``, it bounds every value, not one chosen sensitive value.
+- Recursive (c, l)-diversity (Machanavajjhala et al. 2007, "l-diversity: privacy beyond
+  k-anonymity", TKDD 1(1), section 4.2): with r_1 >= r_2 >= ... >= r_m a class's value counts,
+  ``r_1 < c (r_l + ... + r_m)`` in every class. :func:`recursive_diversity` gives, for each l up
+  to the distinct l, the bound that c must exceed, and pycanon's pair: the distinct l with the
+  smallest integer c. ARX checks the same inequality (``RecursiveCLDiversity``); pycanon 1.3.5's
+  ``recursive_c_l_diversity`` sorts the counts ascending and so takes the *least* frequent value
+  for r_1 (and its l - 1 rarest out of the sum), which is not the paper's condition.
 """
 
 from __future__ import annotations
@@ -68,6 +75,16 @@ class ClassValueCounts:
         return int(self.class_rows.sum())
 
 
+@dataclass(frozen=True)
+class RecursiveDiversity:
+    """``bounds[i]``: recursive (c, i + 2)-diversity holds exactly when c > bounds[i], for l
+    from 2 to the distinct l (beyond it a class has fewer than l values: no c holds). ``c``:
+    the smallest integer c for the distinct l (pycanon's pair), None when that l is 1."""
+
+    c: int | None
+    bounds: tuple[float, ...]
+
+
 def alpha(counts: ClassValueCounts) -> float:
     """The largest share of one sensitive value within a class: ``max over c, v of q_cv``.
 
@@ -81,3 +98,34 @@ def alpha(counts: ClassValueCounts) -> float:
     1.0
     """
     return float(np.max(counts.pair_rows / counts.class_rows[counts.pair_class]))
+
+
+def recursive_diversity(counts: ClassValueCounts, distinct_l: int) -> RecursiveDiversity:
+    """Recursive (c, l)-diversity for l = 2 .. ``distinct_l`` (the fewest values of a class).
+
+    ``bounds[l - 2] = max over classes of r_1 / (r_l + ... + r_m)``, each a correctly rounded
+    quotient of integers; ``c = max over classes of floor(r_1 / (r_l + ... + r_m)) + 1`` is
+    computed in integers.
+
+    Examples
+    --------
+    >>> counts = ClassValueCounts(np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1]),
+    ...                           np.array([4, 1, 1, 2, 2]), np.array([6, 4]), np.array([6, 3, 1]))
+    >>> recursive_diversity(counts, 2)  # class 0: 4 < c (1 + 1) needs c > 2
+    RecursiveDiversity(c=3, bounds=(2.0,))
+    """
+    if distinct_l < 2:
+        return RecursiveDiversity(None, ())
+    order = np.lexsort((-counts.pair_rows, counts.pair_class))
+    owner, rows = counts.pair_class[order], counts.pair_rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    position = np.arange(rows.size) - starts[owner]  # 0 for a class's most frequent value
+    before = np.cumsum(rows) - rows
+    from_here = counts.class_rows[owner] - (before - before[starts][owner])  # r_i + ... + r_m
+    top = rows[starts][owner]  # r_1
+    wanted = (position >= 1) & (position < distinct_l)
+    bounds = np.zeros(distinct_l - 1)
+    np.maximum.at(bounds, position[wanted] - 1, top[wanted] / from_here[wanted])
+    last = position == distinct_l - 1
+    c = int(np.max(top[last] // from_here[last])) + 1
+    return RecursiveDiversity(c, tuple(bounds.tolist()))

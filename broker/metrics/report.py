@@ -149,6 +149,10 @@ class AnalysisReport:
                     "k": s.k,
                     "known_attributes": list(s.known_attributes),
                     "alpha": s.alpha,
+                    "recursive_c": s.recursive_c,
+                    "recursive_c_bounds": {
+                        str(l): bound for l, bound in enumerate(s.recursive_c_bounds, start=2)
+                    },
                 }
                 for s in self.sensitive
             ],

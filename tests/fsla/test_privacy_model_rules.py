@@ -71,3 +71,41 @@ def test_alpha_bounds(value):
 
     with pytest.raises(ValueError, match="max_alpha"):
         RuleSet(max_alpha=value)
+
+
+def test_recursive_c_l_rule_stricter_wins():
+    # FRAME: two classes of flu 2, hiv 1, cold 1: c must exceed 2/2 = 1 for l = 2, 2/1 for l = 3.
+    source = record("SN", export={**OPEN, "recursive_c_l": {"c": 3, "l": 2}})
+    destination = record("FR", incoming={**OPEN, "recursive_c_l": {"c": 2, "l": 3}})
+    decision = decide(source, destination)
+    results = {(r.rule, r.jurisdiction): r for r in decision.rules}
+    assert results["recursive_c_l", "SN"].passed
+    failing = results["recursive_c_l", "FR"]
+    assert (failing.passed, failing.measured, failing.threshold) == (False, 2.0, "c = 2, l = 3")
+    assert "l >= 3" in failing.detail and "measured again" in failing.detail
+    combined = combine([source.cross_border_export, destination.import_rules])
+    assert (combined.recursive_c, combined.recursive_l) == (2, 3)
+
+
+def test_recursive_c_l_fails_when_a_class_has_fewer_than_l_values():
+    destination = record("FR", incoming={**OPEN, "recursive_c_l": {"c": 100, "l": 4}})
+    [failing] = decide(record("SN", export=OPEN), destination).failed
+    assert (failing.rule, failing.measured) == ("recursive_c_l", "l = 3")
+
+
+def test_recursive_c_l_rule_is_remedied_and_verified():
+    report, context, decision, found = remedied(SKEWED, {"recursive_c_l": {"c": 1.5, "l": 2}})
+    assert [r.rule for r in decision.failed] == ["recursive_c_l"]
+    assert target_for(SKEWED.__getitem__, decision, report, context, 0.05).l == 2
+    assert found.verified
+    after = found.report.sensitive[0]
+    assert after.l_diversity >= 2 and after.recursive_c_bounds[0] < 1.5
+
+
+def test_recursive_c_l_rule_bounds():
+    from broker.fsla.models import RuleSet
+
+    with pytest.raises(ValueError, match=r"recursive_c_l\.l"):
+        RuleSet(recursive_c_l={"c": 2, "l": 1})
+    with pytest.raises(ValueError, match=r"recursive_c_l\.c"):
+        RuleSet(recursive_c_l={"c": 0, "l": 2})
