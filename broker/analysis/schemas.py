@@ -101,6 +101,16 @@ class SensitiveMeasure(BaseModel):
         description="l -> the bound c must exceed for recursive (c, l)-diversity, for l from 2 "
         "to l_diversity (Machanavajjhala et al. 2007)"
     )
+    beta_likeness: float = Field(
+        description="Smallest beta of basic beta-likeness: the largest relative gain "
+        "(q - p) / p of a value's share in a class q over its share in the table p "
+        "(Cao and Karras 2012)"
+    )
+    enhanced_beta_likeness: float | None = Field(
+        description="Smallest beta of enhanced beta-likeness (each gain at most "
+        "min(beta, -ln p)): beta_likeness when every gain is within -ln p, else null (no beta "
+        "holds)"
+    )
 
 
 class CombinationSearch(BaseModel):

@@ -101,6 +101,21 @@ class RuleSet(BaseModel):
         "the sum of the counts from the l-th most frequent on.",
         examples=[{"c": 3.0, "l": 2}],
     )
+    max_beta: float | None = Field(
+        None,
+        gt=0,
+        description="Largest relative gain (q - p) / p allowed for a value's share q in a "
+        "class over its share p in the table, for every declared sensitive attribute (basic "
+        "beta-likeness, Cao and Karras 2012).",
+        examples=[1.0],
+    )
+    max_enhanced_beta: float | None = Field(
+        None,
+        gt=0,
+        description="As max_beta, each gain also at most -ln p (enhanced beta-likeness): a "
+        "frequent value cannot become near certain in a class.",
+        examples=[1.0],
+    )
     max_t: float | None = Field(
         None,
         ge=0,

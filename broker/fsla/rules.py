@@ -369,6 +369,7 @@ def data_rules(
             )
         if rules_.recursive_c_l is not None:
             results.append(_recursive_rule(measure, rules_.recursive_c_l, scope, jurisdiction))
+        results += _likeness_rules(measure, rules_, scope, jurisdiction)
         if rules_.max_t is not None:
             results.append(
                 RuleResult(
@@ -420,3 +421,56 @@ def _recursive_rule(
         round(bound, 6),
         f"c = {rule.c:g}, l = {rule.l}",
     )
+
+
+GROWING_K = (
+    ": the remedy k-anonymizes the quasi-identifiers with k raised (larger classes come closer "
+    "to the table's distribution) until the result, measured again, passes"
+)
+
+
+def _likeness_rules(
+    measure: SensitiveMeasure, rules_: RuleSet, scope: str, jurisdiction: str
+) -> list[RuleResult]:
+    """Basic and enhanced beta-likeness of one sensitive attribute."""
+    where, name = f"{jurisdiction} ({scope})", measure.name
+    results = []
+    if rules_.max_beta is not None:
+        beta, bound = measure.beta_likeness, rules_.max_beta
+        results.append(
+            RuleResult(
+                "max_beta",
+                scope,
+                jurisdiction,
+                beta <= bound,
+                f"a value of {name!r} gains {beta:.4g} (relative) on its share of the table "
+                f"in a class; {where} allows at most {bound:g} (basic beta-likeness)"
+                + ("" if beta <= bound else GROWING_K),
+                name,
+                round(beta, 6),
+                bound,
+            )
+        )
+    if rules_.max_enhanced_beta is not None:
+        beta, bound = measure.enhanced_beta_likeness, rules_.max_enhanced_beta
+        passed = beta is not None and beta <= bound
+        found = (
+            f"holds enhanced beta-likeness for every beta from {beta:.4g}"
+            if beta is not None
+            else "has a value whose gain in a class exceeds -ln of its share of the table, so "
+            "no beta holds"
+        )
+        results.append(
+            RuleResult(
+                "max_enhanced_beta",
+                scope,
+                jurisdiction,
+                passed,
+                f"{name!r} {found}; {where} requires enhanced {bound:g}-likeness"
+                + ("" if passed else GROWING_K),
+                name,
+                "none" if beta is None else round(beta, 6),
+                bound,
+            )
+        )
+    return results

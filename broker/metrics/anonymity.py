@@ -27,7 +27,7 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 
 The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, recursive
-(c, l)-diversity, ...) are measured over the same (class, value) counts by
+(c, l)-diversity, beta-likeness, ...) are measured over the same (class, value) counts by
 :mod:`broker.metrics.privacy_models`.
 """
 
@@ -45,7 +45,12 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
-from broker.metrics.privacy_models import ClassValueCounts, alpha, recursive_diversity
+from broker.metrics.privacy_models import (
+    ClassValueCounts,
+    alpha,
+    beta_likeness,
+    recursive_diversity,
+)
 from broker.missing import blank_strings
 from broker.roles import require_columns
 
@@ -108,6 +113,8 @@ class SensitiveMeasure:
     alpha: float = 1.0
     recursive_c: int | None = None
     recursive_c_bounds: tuple[float, ...] = ()
+    beta_likeness: float = 0.0
+    enhanced_beta_likeness: float | None = 0.0
 
 
 def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
@@ -226,6 +233,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         )
         method = ORDERED
     recursive = recursive_diversity(counts, int(distinct.min()))
+    likeness = beta_likeness(counts)
     return SensitiveMeasure(
         name=sensitive,
         l_diversity=int(distinct.min()),
@@ -237,6 +245,8 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         alpha=alpha(counts),
         recursive_c=recursive.c,
         recursive_c_bounds=recursive.bounds,
+        beta_likeness=likeness.basic,
+        enhanced_beta_likeness=likeness.enhanced,
     )
 
 

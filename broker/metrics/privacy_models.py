@@ -19,6 +19,15 @@ Naming: each function is named for the figure it returns, the model's parameter.
   smallest integer c. ARX checks the same inequality (``RecursiveCLDiversity``); pycanon 1.3.5's
   ``recursive_c_l_diversity`` sorts the counts ascending and so takes the *least* frequent value
   for r_1 (and its l - 1 rarest out of the sum), which is not the paper's condition.
+- Beta-likeness (Cao and Karras 2012, "Publishing microdata with a robust privacy guarantee",
+  PVLDB 5(11)): a value's relative gain in a class, ``(q_cv - p_v) / p_v``, stays at most beta
+  (basic) or at most ``min(beta, -ln p_v)`` (enhanced), as ARX's ``BasicBLikeness`` and
+  ``EnhancedBLikeness`` check it over the values present in a class. :func:`beta_likeness`
+  gives the smallest beta of each: basic is the largest gain (pycanon's
+  ``basic_beta_likeness``); enhanced is the same number when every gain is within its
+  ``-ln p_v``, else None (no beta holds). pycanon's ``enhanced_beta_likeness`` reports
+  ``min(basic, max_v -ln p_v)`` instead, equal to ours whenever ours is a number, and a number
+  no beta satisfies otherwise.
 """
 
 from __future__ import annotations
@@ -85,6 +94,14 @@ class RecursiveDiversity:
     bounds: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class BetaLikeness:
+    """The smallest beta of basic and of enhanced beta-likeness (None: no beta holds)."""
+
+    basic: float
+    enhanced: float | None
+
+
 def alpha(counts: ClassValueCounts) -> float:
     """The largest share of one sensitive value within a class: ``max over c, v of q_cv``.
 
@@ -129,3 +146,25 @@ def recursive_diversity(counts: ClassValueCounts, distinct_l: int) -> RecursiveD
     last = position == distinct_l - 1
     c = int(np.max(top[last] // from_here[last])) + 1
     return RecursiveDiversity(c, tuple(bounds.tolist()))
+
+
+def beta_likeness(counts: ClassValueCounts) -> BetaLikeness:
+    """Basic and enhanced beta-likeness from each present (class, value) pair's relative gain
+    ``(n_cv N - n_c n_v) / (n_c n_v)``: one rounding of an exact integer quotient, so equal
+    distributions give exactly 0.
+
+    Examples
+    --------
+    >>> counts = ClassValueCounts(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, 1, 2]),
+    ...                           np.array([2, 2]), np.array([3, 1]))
+    >>> beta_likeness(counts)  # value 1: 1/4 of the table, 1/2 of class 0, a gain of 1
+    BetaLikeness(basic=1.0, enhanced=None)
+
+    Enhanced fails on value 0, 3/4 of the table and all of class 1: a gain of 1/3 is above
+    -ln 3/4 = 0.288.
+    """
+    expected = counts.class_rows[counts.pair_class] * counts.value_rows[counts.pair_value]
+    gain = (counts.pair_rows * counts.rows - expected) / expected
+    basic = float(gain.max())
+    cap = np.log(counts.rows / counts.value_rows[counts.pair_value])  # -ln p_v
+    return BetaLikeness(basic, basic if bool(np.all(gain <= cap)) else None)

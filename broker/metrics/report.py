@@ -153,6 +153,8 @@ class AnalysisReport:
                     "recursive_c_bounds": {
                         str(l): bound for l, bound in enumerate(s.recursive_c_bounds, start=2)
                     },
+                    "beta_likeness": s.beta_likeness,
+                    "enhanced_beta_likeness": s.enhanced_beta_likeness,
                 }
                 for s in self.sensitive
             ],

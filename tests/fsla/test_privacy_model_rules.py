@@ -109,3 +109,36 @@ def test_recursive_c_l_rule_bounds():
         RuleSet(recursive_c_l={"c": 2, "l": 1})
     with pytest.raises(ValueError, match=r"recursive_c_l\.c"):
         RuleSet(recursive_c_l={"c": 0, "l": 2})
+
+
+def test_beta_rules_stricter_wins():
+    # FRAME: both classes are the table's distribution (flu 1/2, hiv 1/4, cold 1/4): beta 0.
+    skewed = pd.DataFrame(
+        {"age": ["20-30"] * 4 + ["30-40"] * 4, "disease": ["flu"] * 3 + ["hiv"] * 5}
+    )
+    # Table: flu 3/8, hiv 5/8. Class 20-30: flu 3/4, a gain of 1; class 30-40: hiv 1, 3/5.
+    # Enhanced: hiv's gain 3/5 is above -ln 5/8 = 0.47, so no beta holds.
+    source = record("SN", export={**OPEN, "max_beta": 1.0})
+    destination = record("FR", incoming={**OPEN, "max_beta": 0.5, "max_enhanced_beta": 2})
+    decision = decide(source, destination, qi=("age",), frame=skewed)
+    results = {(r.rule, r.jurisdiction): r for r in decision.rules}
+    assert results["max_beta", "SN"].passed
+    failing = results["max_beta", "FR"]
+    assert (failing.passed, failing.measured, failing.threshold) == (False, 1.0, 0.5)
+    enhanced = results["max_enhanced_beta", "FR"]
+    assert (enhanced.passed, enhanced.measured) == (False, "none")
+    assert "no beta holds" in enhanced.detail and "measured again" in enhanced.detail
+    combined = combine([source.cross_border_export, destination.import_rules])
+    assert (combined.max_beta, combined.max_enhanced_beta) == (0.5, 2)
+    assert decide(source, destination).status == TransferStatus.APPROVED
+
+
+@pytest.mark.parametrize("rule", ["max_beta", "max_enhanced_beta"])
+def test_beta_rules_are_remedied_and_verified(rule):
+    report, context, decision, found = remedied(SKEWED, {rule: 0.5})
+    assert [r.rule for r in decision.failed] == [rule]
+    assert target_for(SKEWED.__getitem__, decision, report, context, 0.05).k == 2
+    assert found.verified
+    after = found.report.sensitive[0]
+    assert after.beta_likeness <= 0.5
+    assert after.enhanced_beta_likeness is not None and after.enhanced_beta_likeness <= 0.5

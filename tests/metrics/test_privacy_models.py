@@ -1,6 +1,7 @@
 """(alpha, k)-anonymity, recursive (c, l)-diversity, beta-likeness and delta-disclosure: pycanon,
 exact fractions from the rows, hand-computed values."""
 
+import math
 from collections import Counter
 from fractions import Fraction
 
@@ -147,3 +148,74 @@ def test_recursive_bounds_are_the_exact_ones_of_the_paper(rows):
             assert measure.recursive_c == exact.numerator // exact.denominator + 1
     if measure.l_diversity == 1:
         assert measure.recursive_c is None
+
+
+# --- beta-likeness ----------------------------------------------------------------------------
+
+
+def exact_gains(classes: list[Counter]) -> list[tuple[Fraction, Fraction]]:
+    """(relative gain (q - p) / p, p) of every value present in a class, in fractions."""
+    table = sum(classes, Counter())
+    rows = sum(table.values())
+    gains = []
+    for counter in classes:
+        size = sum(counter.values())
+        for value, count in counter.items():
+            p = Fraction(table[value], rows)
+            gains.append(((Fraction(count, size) - p) / p, p))
+    return gains
+
+
+def exact_enhanced(gains: list[tuple[Fraction, Fraction]]) -> Fraction | None:
+    """ARX's enhanced check for beta = the largest gain: each gain at most -ln p."""
+    if all(gain <= 0 or math.log(1 / p) >= gain for gain, p in gains):
+        return max(gain for gain, _ in gains)
+    return None
+
+
+def test_hand_computed_beta_likeness():
+    # Table: flu 4/6, hiv 2/6. Class A: flu, hiv (hiv 1/2: gain 1/2); class B: flu x 3, hiv.
+    frame = pd.DataFrame({"q": list("AABBBB"), "s": ["flu", "hiv", "flu", "flu", "flu", "hiv"]})
+    measure = sensitive_measure(frame, ["q"], "s")
+    assert measure.beta_likeness == 0.5
+    assert measure.enhanced_beta_likeness == 0.5  # 1/2 <= -ln 1/3 = 1.10
+    # One class of the whole table: no gain.
+    whole = sensitive_measure(frame.assign(q="A"), ["q"], "s")
+    assert (whole.beta_likeness, whole.enhanced_beta_likeness) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_beta_likeness_agrees_with_pycanon(seed):
+    frame = generated_frame(seed, 300)
+    qi = ["age", "sex", "zip"] if seed % 2 else ["age", "sex"]
+    for sensitive in ("disease", "income"):
+        measure = sensitive_measure(frame, qi, sensitive)
+        basic = pycanon.basic_beta_likeness(frame, qi, [sensitive])
+        assert measure.beta_likeness == pytest.approx(basic, rel=1e-12)
+        enhanced = pycanon.enhanced_beta_likeness(frame, qi, [sensitive])
+        gains = exact_gains(classes_of(frame, qi, sensitive))
+        ours = exact_enhanced(gains)
+        if ours is None:
+            assert measure.enhanced_beta_likeness is None
+            assert enhanced == pytest.approx(min(basic, max(math.log(1 / p) for _, p in gains)))
+        else:
+            assert measure.enhanced_beta_likeness == pytest.approx(enhanced, rel=1e-12)
+
+
+def test_pycanon_reports_an_enhanced_beta_no_beta_satisfies():
+    # hiv is 3/4 of the table and all of class B: a gain of 1/3 above -ln 3/4 = 0.288.
+    frame = pd.DataFrame({"q": list("AABB"), "s": ["flu", "hiv", "hiv", "hiv"]})
+    assert pycanon.enhanced_beta_likeness(frame, ["q"], ["s"]) == pytest.approx(1.0)
+    measure = sensitive_measure(frame, ["q"], "s")
+    assert (measure.beta_likeness, measure.enhanced_beta_likeness) == (1.0, None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(CLASS_ROWS)
+def test_beta_likeness_is_exact(rows):
+    frame = frame_of(rows)
+    gains = exact_gains(classes_of(frame, ["q"], "s"))
+    measure = sensitive_measure(frame, ["q"], "s")
+    assert measure.beta_likeness == float(max(gain for gain, _ in gains))
+    enhanced = exact_enhanced(gains)
+    assert measure.enhanced_beta_likeness == (None if enhanced is None else float(enhanced))
