@@ -111,6 +111,11 @@ class SensitiveMeasure(BaseModel):
         "min(beta, -ln p)): beta_likeness when every gain is within -ln p, else null (no beta "
         "holds)"
     )
+    delta_disclosure: float = Field(
+        description="Largest |ln(q / p)| over the values present in a class: delta-disclosure "
+        "privacy holds for every delta above it (Brickell and Shmatikov 2008; natural log, as "
+        "pycanon; ARX's base-2 delta is this / ln 2)"
+    )
 
 
 class CombinationSearch(BaseModel):

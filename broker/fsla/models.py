@@ -116,6 +116,14 @@ class RuleSet(BaseModel):
         "frequent value cannot become near certain in a class.",
         examples=[1.0],
     )
+    max_delta: float | None = Field(
+        None,
+        gt=0,
+        description="Delta-disclosure privacy (Brickell and Shmatikov 2008) of every declared "
+        "sensitive attribute: |ln(q / p)| below this for each value's share q in a class and "
+        "p in the table (natural log; ARX's base-2 delta times ln 2).",
+        examples=[1.0],
+    )
     max_t: float | None = Field(
         None,
         ge=0,

@@ -125,7 +125,8 @@ def target_for(
         needed_l = max(needed_l or 1, req.recursive_l)
     if (needed_l or req.max_t is not None) and diverse:
         needed_k = max(needed_k, needed_l or 1)
-    if any(bound is not None for bound in (req.max_beta, req.max_enhanced_beta)) and diverse:
+    likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
+    if any(bound is not None for bound in likeness) and diverse:
         needed_k = max(needed_k, 2)  # classes grow towards the table's distribution
     return Target(
         quasi_identifiers=quasi,

@@ -68,6 +68,7 @@ class Requirements:
     recursive_l: int | None = None
     max_beta: float | None = None
     max_enhanced_beta: float | None = None
+    max_delta: float | None = None
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False

@@ -432,7 +432,7 @@ GROWING_K = (
 def _likeness_rules(
     measure: SensitiveMeasure, rules_: RuleSet, scope: str, jurisdiction: str
 ) -> list[RuleResult]:
-    """Basic and enhanced beta-likeness of one sensitive attribute."""
+    """Basic and enhanced beta-likeness and delta-disclosure of one sensitive attribute."""
     where, name = f"{jurisdiction} ({scope})", measure.name
     results = []
     if rules_.max_beta is not None:
@@ -470,6 +470,22 @@ def _likeness_rules(
                 + ("" if passed else GROWING_K),
                 name,
                 "none" if beta is None else round(beta, 6),
+                bound,
+            )
+        )
+    if rules_.max_delta is not None:
+        delta, bound = measure.delta_disclosure, rules_.max_delta
+        results.append(
+            RuleResult(
+                "max_delta",
+                scope,
+                jurisdiction,
+                delta < bound,
+                f"a value of {name!r} has |ln(class share / table share)| = {delta:.4g}; "
+                f"{where} requires it below {bound:g} (delta-disclosure privacy)"
+                + ("" if delta < bound else GROWING_K),
+                name,
+                round(delta, 6),
                 bound,
             )
         )

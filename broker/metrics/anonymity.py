@@ -27,8 +27,8 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 
 The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, recursive
-(c, l)-diversity, beta-likeness, ...) are measured over the same (class, value) counts by
-:mod:`broker.metrics.privacy_models`.
+(c, l)-diversity, beta-likeness, delta-disclosure) are measured over the same (class, value)
+counts by :mod:`broker.metrics.privacy_models`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from broker.metrics.privacy_models import (
     ClassValueCounts,
     alpha,
     beta_likeness,
+    delta_disclosure,
     recursive_diversity,
 )
 from broker.missing import blank_strings
@@ -115,6 +116,7 @@ class SensitiveMeasure:
     recursive_c_bounds: tuple[float, ...] = ()
     beta_likeness: float = 0.0
     enhanced_beta_likeness: float | None = 0.0
+    delta_disclosure: float = 0.0
 
 
 def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
@@ -247,6 +249,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         recursive_c_bounds=recursive.bounds,
         beta_likeness=likeness.basic,
         enhanced_beta_likeness=likeness.enhanced,
+        delta_disclosure=delta_disclosure(counts),
     )
 
 

@@ -28,6 +28,11 @@ Naming: each function is named for the figure it returns, the model's parameter.
   ``-ln p_v``, else None (no beta holds). pycanon's ``enhanced_beta_likeness`` reports
   ``min(basic, max_v -ln p_v)`` instead, equal to ours whenever ours is a number, and a number
   no beta satisfies otherwise.
+- Delta-disclosure privacy (Brickell and Shmatikov 2008, "The cost of privacy: destruction of
+  data-mining utility in anonymized data publishing", KDD): ``|ln(q_cv / p_v)| < delta`` for
+  the values present in each class (as ARX and pycanon check it). :func:`delta_disclosure` is
+  the largest ``|ln(q_cv / p_v)|``, in natural logarithms as pycanon; ARX's
+  ``DDisclosurePrivacy`` takes base-2 logarithms (its delta is ours / ln 2).
 """
 
 from __future__ import annotations
@@ -168,3 +173,18 @@ def beta_likeness(counts: ClassValueCounts) -> BetaLikeness:
     basic = float(gain.max())
     cap = np.log(counts.rows / counts.value_rows[counts.pair_value])  # -ln p_v
     return BetaLikeness(basic, basic if bool(np.all(gain <= cap)) else None)
+
+
+def delta_disclosure(counts: ClassValueCounts) -> float:
+    """The largest ``|ln(q_cv / p_v)| = |ln(n_cv N / (n_c n_v))|`` over present pairs; the
+    quotient is one rounding of integers, so a share equal to the table's gives exactly 0.
+
+    Examples
+    --------
+    >>> counts = ClassValueCounts(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([1, 1, 2]),
+    ...                           np.array([2, 2]), np.array([3, 1]))
+    >>> round(delta_disclosure(counts), 6)  # value 1: 1/2 of class 0, 1/4 of the table: ln 2
+    0.693147
+    """
+    expected = counts.class_rows[counts.pair_class] * counts.value_rows[counts.pair_value]
+    return float(np.max(np.abs(np.log(counts.pair_rows * counts.rows / expected))))

@@ -155,6 +155,7 @@ class AnalysisReport:
                     },
                     "beta_likeness": s.beta_likeness,
                     "enhanced_beta_likeness": s.enhanced_beta_likeness,
+                    "delta_disclosure": s.delta_disclosure,
                 }
                 for s in self.sensitive
             ],

@@ -1,5 +1,7 @@
 """The rules of the privacy models beyond k, l and t: stricter wins, and verified remedies."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -142,3 +144,28 @@ def test_beta_rules_are_remedied_and_verified(rule):
     after = found.report.sensitive[0]
     assert after.beta_likeness <= 0.5
     assert after.enhanced_beta_likeness is not None and after.enhanced_beta_likeness <= 0.5
+
+
+def test_delta_rule_is_strict_and_stricter_wins():
+    # Classes flu, flu and hiv, hiv (table 1/2 each): every ratio q / p is 2, delta = ln 2.
+    split = pd.DataFrame(
+        {"age": ["20-30"] * 2 + ["30-40"] * 2, "disease": ["flu"] * 2 + ["hiv"] * 2}
+    )
+    source = record("SN", export={**OPEN, "max_delta": 1.0})
+    at_the_bound = round(math.log(2), 6)
+    destination = record("FR", incoming={**OPEN, "max_delta": math.log(2)})
+    decision = decide(source, destination, qi=("age",), frame=split)
+    results = {(r.rule, r.jurisdiction): r for r in decision.rules}
+    assert results["max_delta", "SN"].passed
+    failing = results["max_delta", "FR"]
+    assert (failing.passed, failing.measured) == (False, at_the_bound)  # delta < ln 2 fails
+    assert "measured again" in failing.detail
+    assert combine([source.cross_border_export, destination.import_rules]).max_delta == math.log(2)
+
+
+def test_delta_rule_is_remedied_and_verified():
+    report, context, decision, found = remedied(SKEWED, {"max_delta": 0.5})
+    assert [r.rule for r in decision.failed] == ["max_delta"]
+    assert target_for(SKEWED.__getitem__, decision, report, context, 0.05).k == 2
+    assert found.verified
+    assert found.report.sensitive[0].delta_disclosure < 0.5

@@ -219,3 +219,35 @@ def test_beta_likeness_is_exact(rows):
     assert measure.beta_likeness == float(max(gain for gain, _ in gains))
     enhanced = exact_enhanced(gains)
     assert measure.enhanced_beta_likeness == (None if enhanced is None else float(enhanced))
+
+
+# --- delta-disclosure -------------------------------------------------------------------------
+
+
+def test_hand_computed_delta_disclosure():
+    # Table: flu 4/6, hiv 2/6. Class A: flu, hiv (hiv 1/2 vs 1/3: ln 3/2; flu 1/2 vs 2/3: ln 3/4);
+    # class B: flu x 3, hiv (hiv 1/4 vs 1/3: ln 3/4; flu 3/4 vs 2/3: ln 9/8).
+    frame = pd.DataFrame({"q": list("AABBBB"), "s": ["flu", "hiv", "flu", "flu", "flu", "hiv"]})
+    assert sensitive_measure(frame, ["q"], "s").delta_disclosure == pytest.approx(math.log(1.5))
+    assert sensitive_measure(frame.assign(q="A"), ["q"], "s").delta_disclosure == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_delta_disclosure_agrees_with_pycanon(seed):
+    frame = generated_frame(seed, 300)
+    qi = ["age", "sex", "zip"] if seed % 2 else ["age", "sex"]
+    for sensitive in ("disease", "income"):
+        ours = sensitive_measure(frame, qi, sensitive).delta_disclosure
+        assert ours == pytest.approx(pycanon.delta_disclosure(frame, qi, [sensitive]), rel=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(CLASS_ROWS)
+def test_delta_disclosure_is_the_largest_log_ratio(rows):
+    frame = frame_of(rows)
+    gains = exact_gains(classes_of(frame, ["q"], "s"))
+    ratios = [gain + 1 for gain, _ in gains]  # q / p, exactly
+    exact = max(abs(math.log(ratio.numerator / ratio.denominator)) for ratio in ratios)
+    assert sensitive_measure(frame, ["q"], "s").delta_disclosure == pytest.approx(exact, abs=1e-15)
+    if all(ratio == 1 for ratio in ratios):
+        assert sensitive_measure(frame, ["q"], "s").delta_disclosure == 0.0
