@@ -89,6 +89,33 @@ class SensitiveMeasure(BaseModel):
         description="The attributes those classes are formed on: the quasi-identifiers and, "
         "when several attributes are sensitive, the others (multi-attribute l-diversity)"
     )
+    alpha: float = Field(
+        description="Largest share of one value within a class: (alpha, k)-anonymity holds for "
+        "this alpha and the classes' k (Wong et al. 2006; pycanon's alpha_k_anonymity)"
+    )
+    recursive_c: int | None = Field(
+        description="Smallest integer c for which recursive (c, l)-diversity holds with l = "
+        "l_diversity (r_1 the most frequent value, as in the paper and ARX); null when l is 1"
+    )
+    recursive_c_bounds: dict[str, float] = Field(
+        description="l -> the bound c must exceed for recursive (c, l)-diversity, for l from 2 "
+        "to l_diversity (Machanavajjhala et al. 2007)"
+    )
+    beta_likeness: float = Field(
+        description="Smallest beta of basic beta-likeness: the largest relative gain "
+        "(q - p) / p of a value's share in a class q over its share in the table p "
+        "(Cao and Karras 2012)"
+    )
+    enhanced_beta_likeness: float | None = Field(
+        description="Smallest beta of enhanced beta-likeness (each gain at most "
+        "min(beta, -ln p)): beta_likeness when every gain is within -ln p, else null (no beta "
+        "holds)"
+    )
+    delta_disclosure: float = Field(
+        description="Largest |ln(q / p)| over the values present in a class: delta-disclosure "
+        "privacy holds for every delta above it (Brickell and Shmatikov 2008; natural log, as "
+        "pycanon; ARX's base-2 delta is this / ln 2)"
+    )
 
 
 class CombinationSearch(BaseModel):

@@ -10,8 +10,9 @@ by l and t, not by the Mmaq thresholds; but an identifier is an identifier whate
 role, and with several sensitive attributes each is judged within the classes of all the other
 attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
 it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
-k, journalist and marketer risk, l, t) make the decision ``anonymization_required``; rules it
-cannot fix (destination or purpose not allowed) make it ``rejected``.
+k, journalist and marketer risk, l, alpha, recursive (c, l), beta, delta, t) make the decision
+``anonymization_required``; rules it cannot fix (destination or purpose not allowed) make it
+``rejected``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         max_journalist_risk=lowest(r.max_journalist_risk for r in rule_sets),
         max_marketer_risk=lowest(r.max_marketer_risk for r in rule_sets),
         min_l=highest(r.min_l for r in rule_sets),
+        max_alpha=lowest(r.max_alpha for r in rule_sets),
+        recursive_c=lowest(r.recursive_c_l.c for r in rule_sets if r.recursive_c_l),
+        recursive_l=highest(r.recursive_c_l.l for r in rule_sets if r.recursive_c_l),
+        max_beta=lowest(r.max_beta for r in rule_sets),
+        max_enhanced_beta=lowest(r.max_enhanced_beta for r in rule_sets),
+        max_delta=lowest(r.max_delta for r in rule_sets),
         max_t=lowest(r.max_t for r in rule_sets),
         forbidden_attributes=frozenset(
             attribute_key(a) for r in rule_sets for a in r.forbidden_attributes

@@ -13,6 +13,16 @@ JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
 
 
+class RecursiveDiversityRule(BaseModel):
+    """Recursive (c, l)-diversity: in every class, r_1 < c (r_l + ... + r_m) for the value
+    counts r_1 >= ... >= r_m of each declared sensitive attribute."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    c: float = Field(gt=0, examples=[3.0])
+    l: int = Field(ge=2, examples=[2])
+
+
 class RuleSet(BaseModel):
     """Thresholds one transfer must meet; a field left empty sets no rule."""
 
@@ -75,6 +85,44 @@ class RuleSet(BaseModel):
         description="Fewest distinct sensitive values allowed in an equivalence class "
         "(distinct l-diversity), for every declared sensitive attribute.",
         examples=[2],
+    )
+    max_alpha: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Largest share one value of each declared sensitive attribute may hold in "
+        "an equivalence class ((alpha, k)-anonymity, Wong et al. 2006, with min_k as its k).",
+        examples=[0.5],
+    )
+    recursive_c_l: RecursiveDiversityRule | None = Field(
+        None,
+        description="Recursive (c, l)-diversity (Machanavajjhala et al. 2007) of every declared "
+        "sensitive attribute: in each class the most frequent value's count stays below c times "
+        "the sum of the counts from the l-th most frequent on.",
+        examples=[{"c": 3.0, "l": 2}],
+    )
+    max_beta: float | None = Field(
+        None,
+        gt=0,
+        description="Largest relative gain (q - p) / p allowed for a value's share q in a "
+        "class over its share p in the table, for every declared sensitive attribute (basic "
+        "beta-likeness, Cao and Karras 2012).",
+        examples=[1.0],
+    )
+    max_enhanced_beta: float | None = Field(
+        None,
+        gt=0,
+        description="As max_beta, each gain also at most -ln p (enhanced beta-likeness): a "
+        "frequent value cannot become near certain in a class.",
+        examples=[1.0],
+    )
+    max_delta: float | None = Field(
+        None,
+        gt=0,
+        description="Delta-disclosure privacy (Brickell and Shmatikov 2008) of every declared "
+        "sensitive attribute: |ln(q / p)| below this for each value's share q in a class and "
+        "p in the table (natural log; ARX's base-2 delta times ln 2).",
+        examples=[1.0],
     )
     max_t: float | None = Field(
         None,

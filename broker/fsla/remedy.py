@@ -25,7 +25,7 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import identifying, k_for
+from broker.fsla.rules import identifying, k_for, l_for
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze, report_of
 from broker.names import attribute_key
@@ -116,14 +116,24 @@ def target_for(
     ):
         needed_k = max(needed_k, 2)  # a class of one is an identifier
     diverse = bool(quasi and kept_sensitive)
-    if (req.min_l or req.max_t is not None) and diverse:
-        needed_k = max(needed_k, req.min_l or 1)
+    # The anonymizer targets distinct l, k and t; the other models ask for the l they imply and
+    # for k, which the caller's verification raises until they pass.
+    needed_l = req.min_l
+    if req.max_alpha is not None:
+        needed_l = max(needed_l or 1, l_for(req.max_alpha))
+    if req.recursive_l is not None:
+        needed_l = max(needed_l or 1, req.recursive_l)
+    if (needed_l or req.max_t is not None) and diverse:
+        needed_k = max(needed_k, needed_l or 1)
+    likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
+    if any(bound is not None for bound in likeness) and diverse:
+        needed_k = max(needed_k, 2)  # classes grow towards the table's distribution
     return Target(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
         k=needed_k if quasi else None,
-        l=req.min_l if diverse else None,
+        l=needed_l if diverse else None,
         t=req.max_t if diverse else None,
         max_mmaq_index=limits,
         max_suppression=max_suppression,

@@ -62,6 +62,13 @@ class Requirements:
     max_journalist_risk: float | None = None
     max_marketer_risk: float | None = None
     min_l: int | None = None
+    max_alpha: float | None = None
+    # Recursive (c, l)-diversity: the smallest c with the largest l, which implies every pair.
+    recursive_c: float | None = None
+    recursive_l: int | None = None
+    max_beta: float | None = None
+    max_enhanced_beta: float | None = None
+    max_delta: float | None = None
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False

@@ -10,8 +10,9 @@ import math
 from fractions import Fraction
 
 from broker.engines.base import PERSON_KEY
-from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
+from broker.metrics.anonymity import SensitiveMeasure
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, AttributeReport
@@ -82,6 +83,18 @@ def k_for(risk: float) -> int:
     (5, 10, 4, 1)
     """
     return math.ceil(1 / Fraction(risk))
+
+
+def l_for(share: float) -> int:
+    """The fewest distinct values a class needs for no value to exceed ``share`` of it: what
+    (alpha, k)-anonymity asks of l (necessary, not sufficient: the remedy is verified).
+
+    Examples
+    --------
+    >>> l_for(0.5), l_for(0.3), l_for(1.0)
+    (2, 4, 1)
+    """
+    return math.ceil(1 / Fraction(share))
 
 
 def gate_rules(
@@ -333,6 +346,30 @@ def data_rules(
                     rules_.min_l,
                 )
             )
+        if rules_.max_alpha is not None:
+            share = measure.alpha
+            results.append(
+                RuleResult(
+                    "max_alpha",
+                    scope,
+                    jurisdiction,
+                    share <= rules_.max_alpha,
+                    f"one value of {name!r} makes up {share:.4g} of a class; {where} allows at "
+                    f"most {rules_.max_alpha:g} ((alpha, k)-anonymity)"
+                    + (
+                        ""
+                        if share <= rules_.max_alpha
+                        else f": the remedy asks for l >= {l_for(rules_.max_alpha)} distinct "
+                        "values per class and raises k until the result, measured again, passes"
+                    ),
+                    name,
+                    round(share, 6),
+                    rules_.max_alpha,
+                )
+            )
+        if rules_.recursive_c_l is not None:
+            results.append(_recursive_rule(measure, rules_.recursive_c_l, scope, jurisdiction))
+        results += _likeness_rules(measure, rules_, scope, jurisdiction)
         if rules_.max_t is not None:
             results.append(
                 RuleResult(
@@ -346,4 +383,110 @@ def data_rules(
                     rules_.max_t,
                 )
             )
+    return results
+
+
+def _recursive_rule(
+    measure: SensitiveMeasure, rule: RecursiveDiversityRule, scope: str, jurisdiction: str
+) -> RuleResult:
+    """Recursive (c, l)-diversity of one sensitive attribute, from the report's bounds."""
+    where, name = f"{jurisdiction} ({scope})", measure.name
+    stated = f"{where} requires recursive ({rule.c:g}, {rule.l})-diversity"
+    remedy = (
+        f": the remedy asks for l >= {rule.l} distinct values per class and raises k until the "
+        "result, measured again, passes"
+    )
+    if rule.l > measure.l_diversity:
+        return RuleResult(
+            "recursive_c_l",
+            scope,
+            jurisdiction,
+            False,
+            f"{name!r} has a class of {measure.l_diversity} distinct values, fewer than "
+            f"l = {rule.l}; {stated}{remedy}",
+            name,
+            f"l = {measure.l_diversity}",
+            f"c = {rule.c:g}, l = {rule.l}",
+        )
+    bound = measure.recursive_c_bounds[rule.l - 2]
+    passed = rule.c > bound
+    return RuleResult(
+        "recursive_c_l",
+        scope,
+        jurisdiction,
+        passed,
+        f"{name!r} holds recursive (c, {rule.l})-diversity for every c above {bound:.4g}; "
+        f"{stated}" + ("" if passed else remedy),
+        name,
+        round(bound, 6),
+        f"c = {rule.c:g}, l = {rule.l}",
+    )
+
+
+GROWING_K = (
+    ": the remedy k-anonymizes the quasi-identifiers with k raised (larger classes come closer "
+    "to the table's distribution) until the result, measured again, passes"
+)
+
+
+def _likeness_rules(
+    measure: SensitiveMeasure, rules_: RuleSet, scope: str, jurisdiction: str
+) -> list[RuleResult]:
+    """Basic and enhanced beta-likeness and delta-disclosure of one sensitive attribute."""
+    where, name = f"{jurisdiction} ({scope})", measure.name
+    results = []
+    if rules_.max_beta is not None:
+        beta, bound = measure.beta_likeness, rules_.max_beta
+        results.append(
+            RuleResult(
+                "max_beta",
+                scope,
+                jurisdiction,
+                beta <= bound,
+                f"a value of {name!r} gains {beta:.4g} (relative) on its share of the table "
+                f"in a class; {where} allows at most {bound:g} (basic beta-likeness)"
+                + ("" if beta <= bound else GROWING_K),
+                name,
+                round(beta, 6),
+                bound,
+            )
+        )
+    if rules_.max_enhanced_beta is not None:
+        beta, bound = measure.enhanced_beta_likeness, rules_.max_enhanced_beta
+        passed = beta is not None and beta <= bound
+        found = (
+            f"holds enhanced beta-likeness for every beta from {beta:.4g}"
+            if beta is not None
+            else "has a value whose gain in a class exceeds -ln of its share of the table, so "
+            "no beta holds"
+        )
+        results.append(
+            RuleResult(
+                "max_enhanced_beta",
+                scope,
+                jurisdiction,
+                passed,
+                f"{name!r} {found}; {where} requires enhanced {bound:g}-likeness"
+                + ("" if passed else GROWING_K),
+                name,
+                "none" if beta is None else round(beta, 6),
+                bound,
+            )
+        )
+    if rules_.max_delta is not None:
+        delta, bound = measure.delta_disclosure, rules_.max_delta
+        results.append(
+            RuleResult(
+                "max_delta",
+                scope,
+                jurisdiction,
+                delta < bound,
+                f"a value of {name!r} has |ln(class share / table share)| = {delta:.4g}; "
+                f"{where} requires it below {bound:g} (delta-disclosure privacy)"
+                + ("" if delta < bound else GROWING_K),
+                name,
+                round(delta, 6),
+                bound,
+            )
+        )
     return results

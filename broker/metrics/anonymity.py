@@ -25,6 +25,10 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
   missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
+
+The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, recursive
+(c, l)-diversity, beta-likeness, delta-disclosure) are measured over the same (class, value)
+counts by :mod:`broker.metrics.privacy_models`.
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
+from broker.metrics.privacy_models import (
+    ClassValueCounts,
+    alpha,
+    beta_likeness,
+    delta_disclosure,
+    recursive_diversity,
+)
 from broker.missing import blank_strings
 from broker.roles import require_columns
 
@@ -100,6 +111,12 @@ class SensitiveMeasure:
     t_closeness_method: str
     k: int = 0
     known_attributes: tuple[str, ...] = ()
+    alpha: float = 1.0
+    recursive_c: int | None = None
+    recursive_c_bounds: tuple[float, ...] = ()
+    beta_likeness: float = 0.0
+    enhanced_beta_likeness: float | None = 0.0
+    delta_disclosure: float = 0.0
 
 
 def k_anonymity_of(classes: CountTable, population: np.ndarray | None = None) -> KAnonymity:
@@ -199,18 +216,11 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     known = list(known)
     [classes] = engine.counts([known], people=True)
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
-    categories = values.size
-    pair_class, class_count = pairs.tuple_ids(known)
-    pair_value = pairs.codes(sensitive)
-    pair_counts = pairs.rows
-    class_sizes = np.bincount(pair_class, weights=pair_counts, minlength=class_count).astype(
-        np.int64
-    )
-
-    distinct = np.bincount(pair_class, minlength=class_count)
-
-    table_share = np.zeros(categories)
-    table_share[values.codes(sensitive)] = values.rows / engine.rows
+    counts = ClassValueCounts.of(pairs, values, known, sensitive)
+    pair_class, pair_value, pair_counts = counts.pair_class, counts.pair_value, counts.pair_rows
+    class_sizes = counts.class_rows
+    distinct = np.bincount(pair_class, minlength=class_sizes.size)
+    table_share = counts.value_rows / engine.rows
     ordering = _numeric_order(engine.dictionary(sensitive))
     if ordering is None:
         t = _total_variation(pair_class, pair_value, pair_counts, class_sizes, table_share)
@@ -224,6 +234,8 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
             table_share[np.argsort(ordering)],
         )
         method = ORDERED
+    recursive = recursive_diversity(counts, int(distinct.min()))
+    likeness = beta_likeness(counts)
     return SensitiveMeasure(
         name=sensitive,
         l_diversity=int(distinct.min()),
@@ -232,6 +244,12 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         t_closeness_method=method,
         k=classes.smallest_in_people(),
         known_attributes=tuple(known),
+        alpha=alpha(counts),
+        recursive_c=recursive.c,
+        recursive_c_bounds=recursive.bounds,
+        beta_likeness=likeness.basic,
+        enhanced_beta_likeness=likeness.enhanced,
+        delta_disclosure=delta_disclosure(counts),
     )
 
 

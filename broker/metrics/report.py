@@ -148,6 +148,14 @@ class AnalysisReport:
                     "t_closeness_method": s.t_closeness_method,
                     "k": s.k,
                     "known_attributes": list(s.known_attributes),
+                    "alpha": s.alpha,
+                    "recursive_c": s.recursive_c,
+                    "recursive_c_bounds": {
+                        str(l): bound for l, bound in enumerate(s.recursive_c_bounds, start=2)
+                    },
+                    "beta_likeness": s.beta_likeness,
+                    "enhanced_beta_likeness": s.enhanced_beta_likeness,
+                    "delta_disclosure": s.delta_disclosure,
                 }
                 for s in self.sensitive
             ],
