@@ -20,6 +20,7 @@ input and output), and the caller's acceptance check of a frame does not apply.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -44,6 +45,7 @@ def plan_on_engine(
     whole_table_rows: int = WHOLE_TABLE_ROWS,
     load: Callable[[], pd.DataFrame] | None = None,
     deadline: float | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Remedy:
     """Make the table ``engine`` holds meet ``target``, planned on its count tables.
 
@@ -59,6 +61,8 @@ def plan_on_engine(
         ``whole_table_rows`` rows (required for them).
     deadline : float, optional
         A ``time.monotonic()`` instant after which the search stops.
+    progress : callable, optional
+        For generalization: called after each generalization measured, with how many have been.
 
     Returns
     -------
@@ -102,10 +106,10 @@ def plan_on_engine(
             f"Unknown method {method!r}: expected one of {(GENERALIZATION, MONDRIAN, PARTITION)}"
         )
     target.check_table(engine.columns, engine.rows)
-    return _generalize(engine, target, deadline)
+    return _generalize(engine, target, deadline, progress)
 
 
-def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remedy:
+def _generalize(engine: Engine, target: Target, deadline: float | None, progress) -> Remedy:
     """The frame planner's generalization method (:mod:`broker.anonymize.planner`), on counts."""
     notes: list[str] = []
     drop = [name for name in target.drop if name in engine.columns]
@@ -113,7 +117,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
     sensitive = [name for name in target.sensitive if name not in drop]
     steps = [Step(name, "drop") for name in drop]
     labels: dict[str, np.ndarray] = {}  # each generalized column's label per dictionary code
-    attempts = 1  # generalizations measured
+    attempts = 1  # generalizations measured (without a climb, the recoded table alone)
 
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
     if ignored:
@@ -142,27 +146,38 @@ def _generalize(engine: Engine, target: Target, deadline: float | None) -> Remed
         )
     if wants_anonymity or any(name in target.max_mmaq_index for name in qis):
         measured = sensitive if target.l is not None or target.t is not None else []
-        tuples = _Tuples.of(engine, qis, measured)
+        tuples = _Tuples(engine, qis, measured)
         ladders = [
             rungs(tuples.dictionaries[name], name, target.hierarchies.get(name)) for name in qis
         ]
+        tuples.climbing(ladders)
+        attempts = 0
 
         def evaluate(levels: list[int]) -> list[Check]:
-            view = tuples.generalized({q: (ladders[i], levels[i]) for i, q in enumerate(qis)})
-            return verify_counts(view, target, qis, sensitive, drop)
+            nonlocal attempts
+            attempts += 1
+            # The climb needs no check beyond the first failing k, l or t.
+            view = _Generalized(tuples, levels)
+            checks = verify_counts(view, target, qis, sensitive, drop, complete=False)
+            if any(not check.passed and check.rule != "mmaq_index" for check in checks):
+                tuples.keep(view)  # every generalization measured next is coarser
+            return checks
 
         def distinct(i: int, level: int) -> int:
-            return len(tuples.labels(qis[i], ladders[i], level)[1])
+            return len(tuples.labels(i, level)[1])
 
-        levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
-        attempts = sum(levels) + 1
+        levels, checks, out_of_time = climb(
+            qis, ladders, evaluate, distinct, deadline, progress, tuples.coarsening
+        )
         for i, name in enumerate(qis):
             if levels[i]:
                 steps.append(ladders[i][levels[i] - 1])
-                codes, uniques = tuples.labels(name, ladders[i], levels[i])
+                codes, uniques = tuples.labels(i, levels[i])
                 labels[name] = uniques.to_numpy(dtype=object)[codes]
-        failing = [check for check in checks if not check.passed]
-        if failing:
+        if not all(check.passed for check in checks):
+            # The climb's checks end at the first failing k, l or t: say what else fails.
+            checks = verify_counts(_Generalized(tuples, levels), target, qis, sensitive, drop)
+            failing = [check for check in checks if not check.passed]
             return Remedy(
                 satisfied=False,
                 reason=describe(failing),
@@ -218,85 +233,216 @@ def _label_map(dictionary: pd.Series, labels: np.ndarray) -> dict:
 
 
 class _Tuples:
-    """The count tables of the quasi-identifiers (with each sensitive attribute), generalized
-    by relabelling their codes: the counts of any generalization without reading rows."""
+    """The count tables of the quasi-identifiers with each sensitive attribute (or of the
+    quasi-identifiers alone) as integer codes, and the count tables of any generalization of
+    them, without reading rows.
 
-    def __init__(self, tables, qis, sensitive, dictionaries, rows):
-        self.tables = tables  # one per sensitive attribute (or one of the quasi-identifiers)
-        self.qis = qis
-        self.sensitive = sensitive
-        self.dictionaries = dictionaries
-        self.rows = rows
-        self._labels: dict[tuple[str, int], tuple[np.ndarray, pd.Series]] = {}
+    A rung maps each dictionary code of a column to a label code (:meth:`labels`), so a
+    generalization relabels each tuple's codes by an array lookup; the relabelled tuples are
+    counted by sorting one int64 key per tuple (the codes in mixed radix). When every rung's
+    labels are a function of the labels of the rung below (:attr:`coarsening`), a coarser
+    generalization is counted from the tuples of a finer one already counted (:meth:`keep`),
+    which are fewer, rather than from the engine's.
+    """
 
-    @classmethod
-    def of(cls, engine: Engine, qis: Sequence[str], sensitive: Sequence[str]) -> _Tuples:
+    def __init__(self, engine: Engine, qis: Sequence[str], sensitive: Sequence[str]):
+        self.qis = list(qis)
+        self.sensitive = list(sensitive)
+        self.rows = engine.rows
+        self.dictionaries = {name: engine.dictionary(name) for name in [*qis, *sensitive]}
         column_sets = [[*qis, name] for name in sensitive] or [list(qis)]
         tables = engine.counts(column_sets)
-        names = [*qis, *sensitive]
-        dictionaries = {name: engine.dictionary(name) for name in names}
-        return cls(tables, list(qis), list(sensitive), dictionaries, engine.rows)
+        self.by_code = {  # rows per dictionary code of each quasi-identifier
+            name: _rows_by_code(tables[0], name, len(self.dictionaries[name])) for name in qis
+        }
+        self.values = {
+            name: _present(name, _rows_by_code(table, name, len(self.dictionaries[name])))
+            for name, table in zip(sensitive, tables[: len(sensitive)], strict=True)
+        }
+        # One per table: its levels, each column's codes (those of the sensitive attribute last)
+        # and the rows of each tuple.
+        self._engine_tables = [
+            (None, [table.codes(name) for name in table.columns], table.rows) for table in tables
+        ]
+        self._kept = list(self._engine_tables)
+        self._labels: dict[tuple[int, int], tuple[np.ndarray, pd.Series]] = {}
+        self.ladders: list[list[Step]] = []
+        self.coarsening = False
 
-    def labels(self, name: str, ladder: Sequence[Step], level: int) -> tuple[np.ndarray, pd.Series]:
-        """Each dictionary code's label code at ``level`` of ``ladder``, and the labels."""
-        key = (name, level)
+    def climbing(self, ladders: list[list[Step]]) -> None:
+        """Set the ladders, and whether each rung coarsens the one below."""
+        self.ladders = ladders
+        self.coarsening = all(
+            _function_of(self.labels(i, level)[0], self.labels(i, level + 1)[0])
+            for i, ladder in enumerate(ladders)
+            for level in range(len(ladder))
+        )
+
+    def labels(self, i: int, level: int) -> tuple[np.ndarray, pd.Series]:
+        """Each dictionary code's label code at ``level`` of quasi-identifier ``i``'s ladder,
+        and the labels."""
+        key = (i, level)
         if key not in self._labels:
+            name = self.qis[i]
             dictionary = self.dictionaries[name]
             if level == 0:
                 found = dictionary.to_numpy(dtype=object)
             else:
-                rows = _rows_by_code(self.tables[0], name, len(dictionary))
-                found = labels_of(ladder[level - 1], dictionary, rows)
+                found = labels_of(self.ladders[i][level - 1], dictionary, self.by_code[name])
             codes, uniques = pd.factorize(found, use_na_sentinel=False)
-            self._labels[key] = (codes.astype(np.int64), dictionary_of(pd.Series(uniques)))
+            self._labels[key] = (codes.astype(np.int32), dictionary_of(pd.Series(uniques)))
         return self._labels[key]
 
-    def generalized(self, levels: dict[str, tuple[Sequence[Step], int]]) -> _Relabelled:
-        """The tables with each quasi-identifier at its level (``name: (ladder, level)``)."""
-        relabelled = {name: self.labels(name, *levels[name]) for name in self.qis}
-        tables = []
-        for table in self.tables:
-            codes = {name: relabelled[name][0][table.codes(name)] for name in self.qis}
-            codes.update({name: table.codes(name) for name in table.columns if name not in codes})
-            tables.append(
-                CountTable.of(table.columns, [codes[c] for c in table.columns], table.rows)
-            )
-        dictionaries = dict(self.dictionaries)
-        dictionaries.update({name: found[1] for name, found in relabelled.items()})
-        return _Relabelled(tables, dictionaries, self.rows)
+    def counted(self, table: int, levels: tuple[int, ...]) -> _Counted:
+        """The distinct tuples of ``table`` at ``levels``."""
+        kept_levels, codes, rows = self._kept[table]
+        if not (
+            kept_levels is not None
+            and self.coarsening
+            and all(a <= b for a, b in zip(kept_levels, levels, strict=True))
+        ):
+            kept_levels, codes, rows = self._engine_tables[table]
+            kept_levels = None
+        relabelled = list(codes)
+        for i, level in enumerate(levels):
+            if kept_levels is None:
+                relabelled[i] = self.labels(i, level)[0][codes[i]]
+            elif level != kept_levels[i]:
+                relabelled[i] = _map(self.labels(i, kept_levels[i])[0], self.labels(i, level)[0])[
+                    codes[i]
+                ]
+        widths = [len(self.labels(i, level)[1]) for i, level in enumerate(levels)]
+        widths += [len(self.dictionaries[name]) for name in self.sensitive[table : table + 1]]
+        codes, rows, keys = _aggregate(relabelled, widths, rows)
+        if not self.sensitive:
+            return _Counted(codes, rows, np.arange(rows.size), np.arange(rows.size))
+        # Sorted by key, the sensitive code its last digit: a class is a run of equal quotients.
+        classes = keys // widths[-1]
+        starts = np.ones(classes.size, dtype=bool)
+        starts[1:] = classes[1:] != classes[:-1]
+        return _Counted(codes, rows, np.flatnonzero(starts), np.cumsum(starts) - 1)
+
+    def keep(self, view: _Generalized) -> None:
+        """Count later generalizations from ``view``'s tuples: they will all be coarser."""
+        for table, counted in view.tables.items():
+            self._kept[table] = (view.levels, counted.codes, counted.rows)
 
 
-class _Relabelled:
-    """Relabelled count tables (a tuple may repeat) seen through what the measures read of the
-    Engine protocol: ``columns``, ``rows``, ``dictionary`` and ``counts`` of any column set that
-    one table holds, re-aggregated."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Counted:
+    """The distinct tuples of a generalized table, sorted: each column's codes (the sensitive
+    attribute's last, if any), each tuple's rows, where each class of the quasi-identifiers
+    starts and each tuple's class."""
 
-    def __init__(self, tables: list[CountTable], dictionaries: dict[str, pd.Series], rows: int):
-        self._tables = tables
-        self._dictionaries = dictionaries
-        self._rows = rows
+    codes: list[np.ndarray]
+    rows: np.ndarray
+    starts: np.ndarray
+    classes: np.ndarray
+
+
+class _Generalized:
+    """One generalization of :class:`_Tuples` seen through what
+    :func:`~broker.anonymize.verify.verify_counts` reads of the Engine protocol: ``columns``,
+    ``rows``, ``dictionary`` and the count tables of the classes, of (class, sensitive value)
+    pairs, of a sensitive attribute and of one quasi-identifier, each counted when first asked.
+    """
+
+    def __init__(self, tuples: _Tuples, levels: Sequence[int]):
+        self.tuples = tuples
+        self.levels = tuple(levels)
+        self.tables: dict[int, _Counted] = {}
 
     @property
     def columns(self) -> list[str]:
-        return list(self._dictionaries)
+        return [*self.tuples.qis, *self.tuples.sensitive]
 
     @property
     def rows(self) -> int:
-        return self._rows
+        return self.tuples.rows
 
     def dictionary(self, column: str) -> pd.Series:
-        return self._dictionaries[column]
+        if column in self.tuples.qis:
+            i = self.tuples.qis.index(column)
+            return self.tuples.labels(i, self.levels[i])[1]
+        return self.tuples.dictionaries[column]
 
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False
     ) -> list[CountTable]:
-        """Re-aggregated count tables; ``people`` is not known here (rows stand in for it)."""
-        return [self._count(list(columns)) for columns in column_sets]
+        """The count tables of ``column_sets``; ``people`` is not known here (rows stand in)."""
+        return [self._count(tuple(columns)) for columns in column_sets]
 
-    def _count(self, columns: list[str]) -> CountTable:
-        table = next(t for t in self._tables if set(columns) <= set(t.columns))
-        ids, classes = table.tuple_ids(columns)
-        rows = np.bincount(ids, weights=table.rows, minlength=classes).astype(np.int64)
-        first = np.zeros(classes, dtype=np.int64)
-        first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
-        return CountTable.of(columns, [table.codes(c)[first] for c in columns], rows)
+    def _count(self, columns: tuple[str, ...]) -> CountTable:
+        qis, sensitive = tuple(self.tuples.qis), self.tuples.sensitive
+        if columns == qis:
+            return self._classes()
+        if columns[:-1] == qis and columns[-1] in sensitive:
+            return self._pairs(sensitive.index(columns[-1]))
+        if len(columns) == 1 and columns[0] in sensitive:
+            return self.tuples.values[columns[0]]
+        if len(columns) == 1 and columns[0] in qis:
+            i = qis.index(columns[0])
+            codes, labels = self.tuples.labels(i, self.levels[i])
+            rows = np.bincount(codes, self.tuples.by_code[columns[0]], minlength=len(labels))
+            return _present(columns[0], rows.astype(np.int64))
+        raise ValueError(f"No count table of {list(columns)} in a generalization being planned")
+
+    def _table(self, table: int) -> _Counted:
+        if table not in self.tables:
+            self.tables[table] = self.tuples.counted(table, self.levels)
+        return self.tables[table]
+
+    def _classes(self) -> CountTable:
+        counted = self._table(0)
+        qis = self.tuples.qis
+        if not self.tuples.sensitive:
+            return CountTable.of(qis, counted.codes, counted.rows)
+        sizes = np.bincount(counted.classes, weights=counted.rows, minlength=counted.starts.size)
+        codes = [column[counted.starts] for column in counted.codes[:-1]]
+        return CountTable.of(qis, codes, sizes.astype(np.int64))
+
+    def _pairs(self, table: int) -> CountTable:
+        counted = self._table(table)
+        columns = (*self.tuples.qis, self.tuples.sensitive[table])
+        pairs = CountTable.of(columns, counted.codes, counted.rows)
+        prefix = (tuple(self.tuples.qis), lambda: counted.classes, counted.starts.size)
+        return dataclasses.replace(pairs, prefix=prefix)
+
+
+def _aggregate(
+    codes: list[np.ndarray], widths: list[int], rows: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The distinct tuples of ``codes`` (each column's codes lie in ``[0, width)``), sorted,
+    with their rows and keys: one int64 key a tuple, the codes in mixed radix (renumbered, in
+    order, where the product of the widths would overflow), counted by sorting."""
+    key = np.zeros(rows.size, dtype=np.int64)
+    space = 1
+    for column, width in zip(codes, widths, strict=True):
+        if space * width >= 2**63:
+            distinct, key = np.unique(key, return_inverse=True)
+            space = distinct.size
+        key = key * width + column
+        space *= width
+    distinct, inverse = np.unique(key, return_inverse=True)
+    counted = np.bincount(inverse, weights=rows, minlength=distinct.size).astype(np.int64)
+    one = np.empty(distinct.size, dtype=np.intp)
+    one[inverse] = np.arange(inverse.size)  # a tuple of each key
+    return [column[one] for column in codes], counted, distinct
+
+
+def _function_of(codes: np.ndarray, coarser: np.ndarray) -> bool:
+    """Whether the label codes ``coarser`` (by dictionary code) are a function of ``codes``."""
+    return bool((_map(codes, coarser)[codes] == coarser).all())
+
+
+def _map(codes: np.ndarray, coarser: np.ndarray) -> np.ndarray:
+    """Each label code of ``codes`` to a label code of ``coarser`` that a value holding it has."""
+    mapped = np.zeros(int(codes.max()) + 1 if codes.size else 0, dtype=np.int32)
+    mapped[codes] = coarser
+    return mapped
+
+
+def _present(name: str, rows: np.ndarray) -> CountTable:
+    """The count table of one column from its rows by code (codes of no row left out)."""
+    codes = np.flatnonzero(rows)
+    return CountTable.of([name], [codes], rows[codes])

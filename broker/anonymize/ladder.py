@@ -91,6 +91,8 @@ def climb(
     evaluate: Callable[[list[int]], list],
     distinct: Callable[[int, int], int],
     deadline: float | None = None,
+    progress: Callable[[int], None] | None = None,
+    coarsening: bool = False,
 ) -> tuple[list[int], list, bool]:
     """Climb the ladders, one rung at a time, until every check passes (Datafly, Sweeney 2002).
 
@@ -100,13 +102,36 @@ def climb(
     check fails, the attribute with the most distinct labels (the first on a tie) climbs one
     rung, among those whose own mmaq bound fails when only such bounds fail. The top of every
     ladder (masking) makes one class of the whole table, so the search ends, at worst there.
+    ``progress``, when given, is called after each evaluation with the number made so far.
+
+    While a k, l or t check fails, every attribute below its top may climb, so the rungs
+    climbed until they pass are known before any is measured (:func:`_path`). When each rung's
+    labels are a function of the labels of the rung below (``coarsening``: the caller checked),
+    each rung on that path merges classes, so k and l only rise and t only falls along it, and
+    the first rung where they pass is found by bisection, in about log2 of the path's length
+    evaluations; the climb then goes on one rung at a time. The levels chosen are the same.
 
     Returns the levels, their checks and whether the ``deadline`` (a ``time.monotonic()``
     instant) stopped the search first.
     """
-    levels = [0] * len(names)
-    while True:
+    evaluations = 0
+
+    def measure(levels: list[int]) -> list:
+        nonlocal evaluations
         checks = evaluate(levels)
+        evaluations += 1
+        if progress is not None:
+            progress(evaluations)
+        return checks
+
+    if coarsening:
+        levels, checks, out_of_time = _bisect(_path(ladders, distinct), measure, deadline)
+        if out_of_time:
+            return levels, checks, True
+    else:
+        levels = [0] * len(names)
+        checks = measure(levels)
+    while True:
         failing = [check for check in checks if not check.passed]
         if not failing:
             return levels, checks, False
@@ -118,8 +143,52 @@ def climb(
             below_top = [i for i in below_top if names[i] in over]
         if not below_top:
             return levels, checks, False
-        chosen = max(below_top, key=lambda i: (distinct(i, levels[i]), -i))
-        levels[chosen] += 1
+        levels = list(levels)
+        levels[_most_distinct(below_top, levels, distinct)] += 1
+        checks = measure(levels)
+
+
+def _most_distinct(candidates: list[int], levels: list[int], distinct) -> int:
+    return max(candidates, key=lambda i: (distinct(i, levels[i]), -i))
+
+
+def _path(ladders: Sequence[Sequence[Step]], distinct) -> list[list[int]]:
+    """The levels :func:`climb` goes through while k, l or t fails: from no rung to the top of
+    every ladder, each time one rung for the attribute with the most distinct labels."""
+    levels = [0] * len(ladders)
+    path = [levels]
+    while below_top := [i for i in range(len(ladders)) if levels[i] < len(ladders[i])]:
+        levels = list(levels)
+        levels[_most_distinct(below_top, levels, distinct)] += 1
+        path.append(levels)
+    return path
+
+
+def _anonymous(checks: list) -> bool:
+    """No check fails but mmaq bounds: k, l and t hold."""
+    return all(check.passed or check.rule == "mmaq_index" for check in checks)
+
+
+def _bisect(path, measure, deadline) -> tuple[list[int], list, bool]:
+    """The first levels of ``path`` whose checks are :func:`_anonymous` (the top when none),
+    with their checks, and whether the deadline stopped the search (then the last failing levels
+    measured)."""
+    low, low_checks = 0, measure(path[0])
+    if _anonymous(low_checks) or len(path) == 1:
+        return path[0], low_checks, False
+    high, high_checks = len(path) - 1, None  # the top, not measured yet
+    while high - low > 1 or high_checks is None:
+        if deadline is not None and time.monotonic() > deadline:
+            return path[low], low_checks, True
+        probe = high if high_checks is None else (low + high) // 2
+        checks = measure(path[probe])
+        if _anonymous(checks):
+            high, high_checks = probe, checks
+        elif probe == high:  # not even the top
+            return path[high], checks, False
+        else:
+            low, low_checks = probe, checks
+    return path[high], high_checks, False
 
 
 def _ladder(values: pd.Series, name: str, hierarchy: Mapping | None) -> list[Step]:

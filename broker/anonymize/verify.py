@@ -76,17 +76,26 @@ def verify(out, target, qis, sensitive, drop, suppressed, rows) -> list[Check]:
     return checks
 
 
-def verify_counts(engine, target, qis, sensitive, drop) -> list[Check]:
+def verify_counts(engine, target, qis, sensitive, drop, complete=True) -> list[Check]:
     """:func:`verify` on a table an engine holds, from its count tables (nothing suppressed):
     the checks of a generalization planned on counts, and of the recoded table before it
-    leaves."""
+    leaves. Unless ``complete``, they end with the first k, l or t check that fails (the
+    climb needs no more)."""
     checks = [Check("drop", name, None, None, name not in engine.columns) for name in drop]
     checks.append(_suppression(target, 0, engine.rows))
+
+    def stop() -> bool:
+        return not complete and not all(check.passed for check in checks)
+
     if target.k is not None:
         k = k_anonymity_of(engine.counts([qis])[0]).k
         checks.append(Check("k", None, target.k, k, k >= target.k))
     for name in sensitive if (target.l is not None or target.t is not None) else ():
+        if stop():
+            return checks
         checks += _l_and_t(sensitive_measure_of(engine, name, qis), name, target)
+    if stop():
+        return checks
     for name, bound in target.max_mmaq_index.items():
         if name in sensitive or name in drop or name not in engine.columns:
             continue

@@ -173,6 +173,73 @@ def test_the_same_generalization_on_generated_tables(frame, k, l, t, engine_name
             assert pycanon.l_diversity(out, ["age", "zip", "kind"], ["disease"]) >= l
 
 
+CITIES = {"Dakar": "Senegal", "Thies": "Senegal", "Lyon": "France", "Lille": "France"}
+
+
+@st.composite
+def two_sensitive(draw):
+    rows = draw(st.integers(4, 50))
+
+    def column(values):
+        return draw(st.lists(st.sampled_from(values), min_size=rows, max_size=rows))
+
+    return pd.DataFrame(
+        {
+            "age": [
+                str(a) for a in draw(st.lists(st.integers(0, 99), min_size=rows, max_size=rows))
+            ],
+            "city": column([*CITIES, "Touba", ""]),
+            "disease": column(["flu", "hiv", "cold"]),
+            "income": column(["10", "20", "35", "80"]),
+        }
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    two_sensitive(),
+    st.integers(1, 6),
+    st.one_of(st.none(), st.integers(1, 3)),
+    st.one_of(st.none(), st.sampled_from([0.1, 0.5])),
+    st.one_of(st.none(), st.sampled_from([0.01, 0.2])),
+    st.sampled_from(sorted(ENGINES)),
+)
+def test_the_same_generalization_with_two_sensitive_attributes_and_a_hierarchy(
+    frame, k, l, t, bound, engine_name
+):
+    # The city's ladder is not a chain of coarsenings (Senegal at the first rung, then prefixes
+    # of the city again: "Dak*", "Thi*"), so this climb goes one rung at a time.
+    target = Target(
+        quasi_identifiers=("age", "city"),
+        sensitive=("disease", "income"),
+        k=k,
+        l=l,
+        t=t,
+        max_mmaq_index={} if bound is None else {"age": bound, "city": bound},
+        hierarchies={"city": CITIES},
+    )
+    assert_same_plan(frame, target, engine_name)
+
+
+def test_the_same_generalization_when_the_codes_overflow_one_key():
+    # Eight quasi-identifiers of about 330 distinct values each: 330^8 > 2^63 tuple keys.
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({f"x{i}": rng.integers(0, 1000, 400).astype(str) for i in range(8)})
+    frame["disease"] = rng.choice(["flu", "hiv", "cold"], 400)
+    qis = tuple(f"x{i}" for i in range(8))
+    target = Target(quasi_identifiers=qis, sensitive=("disease",), k=3, l=2)
+    _on_rows, on_counts = assert_same_plan(frame, target, "duckdb")
+    assert on_counts.satisfied
+
+
+def test_progress_is_told_each_generalization_measured():
+    frame = generated(1500, seed=3)
+    calls = []
+    remedy = plan_on_engine(PandasEngine(frame), TARGETS[2], progress=calls.append)
+    assert remedy.satisfied
+    assert calls == list(range(1, remedy.attempts + 1)) and remedy.attempts > 1
+
+
 # --- verified, and checked by pycanon ---------------------------------------------------------
 
 
