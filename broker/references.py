@@ -24,7 +24,7 @@ from broker.config import Settings
 from broker.datasets import DatasetError
 from broker.engines.base import Engine
 from broker.errors import Forbidden, InvalidDataset, Unprocessable
-from broker.uploads import Table, Written, declare_roles
+from broker.tables import Table, Written, declare_roles
 
 REFERENCE = "reference"  # the delivered document's format
 MEDIA_TYPE = "application/vnd.fedbroker.reference+json"

@@ -8,7 +8,8 @@ from broker.errors import Unprocessable, responses
 from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.uploads import SpooledUpload, open_upload
+from broker.tables import open_upload
+from broker.uploads import SpooledUpload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 

@@ -46,9 +46,10 @@ from broker.fsla.models import FSLARecord
 from broker.members import repository as members
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
+from broker.tables import open_upload
 from broker.transfers import repository
 from broker.transfers.models import Transfer, TransferJob
-from broker.uploads import Upload, adopt, discard, open_upload
+from broker.uploads import Upload, adopt, discard
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
