@@ -312,3 +312,64 @@ def test_the_workers_listening_socket_turns_nagle_off_for_what_it_accepts():
             assert client  # the client side is the client's business
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_journalist_and_marketer_risk_against_a_population_table(tmp_path, engine):
+    """Each class of the sample sits in a bigger class of the population: journalist risk is
+    1 / the smallest population class, marketer risk the mean of f / F over the rows (El Emam),
+    computed here in exact fractions from the two tables."""
+    from fractions import Fraction
+
+    sample = pd.read_csv(FIXTURES / "patients_anonymized.csv", dtype=str, keep_default_na=False)
+    classes = sample.groupby(["Age", "Gender"]).size()
+    parts = [
+        pd.concat([sample[(sample.Age == age) & (sample.Gender == sex)]] * (i + 2))
+        for i, (age, sex) in enumerate(classes.index)
+    ]
+    population = pd.concat([*parts, sample.head(1).assign(Age="99")])
+    population.to_csv(tmp_path / "population.csv", index=False)
+    sizes = population.groupby(["Age", "Gender"]).size()
+    expected_journalist = Fraction(1, int(sizes[classes.index].min()))
+    expected_marketer = sum(Fraction(int(f), int(sizes[key])) for key, f in classes.items()) / len(
+        sample
+    )
+
+    result = run(
+        "analyze",
+        str(FIXTURES / "patients_anonymized.csv"),
+        "--qi",
+        "Age,Gender",
+        "--engine",
+        engine,
+        "--population",
+        str(tmp_path / "population.csv"),
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    qi = json.loads(result.stdout)["quasi_identifiers"]
+    assert qi["risk_population"] == "population_table"
+    assert qi["journalist_risk"]["max"] == pytest.approx(float(expected_journalist), rel=1e-12)
+    assert qi["marketer_risk"] == pytest.approx(float(expected_marketer), rel=1e-12)
+    table = run(
+        "analyze",
+        str(FIXTURES / "patients_anonymized.csv"),
+        "--qi",
+        "Age,Gender",
+        "--population",
+        str(tmp_path / "population.csv"),
+    )
+    assert "against the population table" in table.stdout
+
+    population.drop(columns=["Gender"]).to_csv(tmp_path / "short.csv", index=False)
+    lacking = run(
+        "analyze",
+        str(FIXTURES / "patients_anonymized.csv"),
+        "--qi",
+        "Age,Gender",
+        "--population",
+        str(tmp_path / "short.csv"),
+    )
+    assert lacking.returncode == 2 and "--population" in lacking.stderr
+    assert len(lacking.stderr.strip().splitlines()) == 1

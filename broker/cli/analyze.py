@@ -78,6 +78,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
         "folder (default 1GB)",
     )
+    command.add_argument(
+        "--population",
+        metavar="FILE",
+        help="a population table holding this dataset (a register, a census extract), with the "
+        "quasi-identifiers among its columns, read by the same engine: journalist and marketer "
+        "risk are then measured against it (without it, the dataset is its own population)",
+    )
     command.add_argument("--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
@@ -86,21 +93,31 @@ def _run(args: argparse.Namespace) -> int:
     thresholds = QirThresholds(args.alpha, args.beta)
     with Steps(shown=large_file(args.data)) as steps:
         steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
-        engine = _open(args)
+        engine = _open(args, args.data)
+        population = None
+        if args.population:
+            steps(f"reading the population {args.population}")
+            population = _open(args, args.population)
         if isinstance(engine, PandasEngine):
             steps.shown |= engine.rows >= LARGE_INPUT_ROWS
             shape = f"{engine.rows:,} rows x {len(engine.columns)} columns"
             steps.note(f"read {shape} from {args.data}")
         steps.expect(_report_steps(engine, args))
-        report = report_of(
-            engine,
-            args.qi,
-            args.sensitive,
-            args.combinations,
-            thresholds,
-            args.unique_threshold,
-            progress=steps,
-        )
+        try:
+            report = report_of(
+                engine,
+                args.qi,
+                args.sensitive,
+                args.combinations,
+                thresholds,
+                args.unique_threshold,
+                progress=steps,
+                population=population,
+            )
+        except ValueError as error:  # a population that lacks a column or a class of the data
+            if population is None:
+                raise
+            raise CommandError(f"--population {args.population}: {error}") from None
     if args.format == "json":
         json.dump(report.as_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -116,13 +133,13 @@ def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
     return isinstance(engine, PlansCounts) + 1 + bool(args.qi) + combinations
 
 
-def _open(args: argparse.Namespace) -> Engine:
+def _open(args: argparse.Namespace, path: str) -> Engine:
     if args.engine == "pandas":
-        return PandasEngine(read_path(args.data).frame)
+        return PandasEngine(read_path(path).frame)
     try:
         from broker.engines.duckdb import DuckDBEngine
     except ImportError:
         raise CommandError(
             "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
         ) from None
-    return DuckDBEngine.from_path(Path(args.data), memory_limit=args.memory_limit)
+    return DuckDBEngine.from_path(Path(path), memory_limit=args.memory_limit)

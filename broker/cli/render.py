@@ -76,6 +76,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"{qi.anonymity.equivalence_classes:,}   class sizes (size:count) = {histogram}",
             f"  prosecutor risk: max {risk.max:.4f}, average {risk.average:.4f}, "
             f"unique rows {risk.unique_share:.1%}",
+            _journalist_line(qi.anonymity),
             f"  combined: Mmaq {qi.measure.mmaq}, index {qi.measure.mmaq_index:.4f}, "
             f"{_CLASS_MARK[qi.measure.attribute_class]}",
         ]
@@ -177,3 +178,14 @@ def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
         )
 
     return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _journalist_line(anonymity) -> str:
+    against = "the population table" if anonymity.against_population else "itself as population"
+    journalist = anonymity.journalist_risk
+    if journalist is None:
+        return f"  marketer risk {anonymity.marketer_risk:.4f} (against {against})"
+    return (
+        f"  journalist risk: max {journalist.max:.4f}, average {journalist.average:.4f}; "
+        f"marketer risk {anonymity.marketer_risk:.4f} (against {against})"
+    )
