@@ -9,7 +9,7 @@ a table like it again, which is what leaves (:class:`Written`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from broker.datasets import (
     detect_format,
     read_dataset,
 )
-from broker.datasets.csv_reader import BOM, HEAD_BYTES, csv_header
+from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
 from broker.datasets.limits import check_cell_length
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
@@ -79,6 +79,17 @@ class Written:
     @classmethod
     def of_bytes(cls, data: bytes) -> Written:
         return cls(hashlib.sha256(data).hexdigest(), len(data), data=data)
+
+    def content(self) -> bytes | Iterator[bytes]:
+        """The bytes, or the file in chunks (to post it without reading it whole)."""
+        if self.data is not None:
+            return self.data
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[bytes]:
+        with self.path.open("rb") as file:
+            while chunk := file.read(CHUNK):
+                yield chunk
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,7 +155,7 @@ def _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key) -> 
     label = "The dataset"
     bound = f"{settings.in_memory_max_bytes / 2**20:,.0f} MiB"
     with upload.path.open("rb") as file:
-        head = file.read(HEAD_BYTES + len(BOM))
+        head = file.read(FILE_HEAD_BYTES)
     try:
         data_format = detect_format(upload.filename, head[:16])
     except DatasetError as error:
@@ -162,9 +173,8 @@ def _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key) -> 
             f"This broker measures datasets in memory only, up to {bound}: its operator has "
             "not installed the out-of-core engine (pip install 'fedbroker[duckdb]')"
         ) from None
-    head = head[len(BOM) :] if head.startswith(BOM) else head[:HEAD_BYTES]
     try:
-        delimiter, header = csv_header(head, label, read_limits(settings))
+        delimiter, header = csv_file_header(head, label, read_limits(settings))
         roles = declare_roles(header, quasi_identifiers, sensitive, person_key)
         engine = DuckDBEngine.from_csv(
             upload.path, header, delimiter, roles.person_key, settings.duckdb_memory_limit

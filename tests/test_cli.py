@@ -373,3 +373,30 @@ def test_journalist_and_marketer_risk_against_a_population_table(tmp_path, engin
     )
     assert lacking.returncode == 2 and "--population" in lacking.stderr
     assert len(lacking.stderr.strip().splitlines()) == 1
+
+
+def test_serve_names_a_dask_scheduler_that_does_not_answer_in_one_line(tmp_path):
+    import os
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "BROKER_ADMIN_TOKEN": "x" * 16,
+        "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
+        "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
+        "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
+        "BROKER_DASK_SCHEDULER": f"tcp://127.0.0.1:{port}",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "BROKER_DASK_SCHEDULER: no Dask scheduler answers" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from broker.cli.common import CommandError, column_list
+from broker.cli.common import CommandError, add_engine_options, column_list, duckdb_engine
 from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_table
 from broker.datasets import read_path
@@ -63,21 +63,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_BETA,
         help=f"QIR threshold for 'quasi_identifier', percent (default {DEFAULT_BETA})",
     )
-    command.add_argument(
-        "--engine",
-        choices=("pandas", "duckdb"),
-        default="pandas",
-        help="pandas: read the file into memory (fastest when it fits); duckdb: count out of "
-        "core, in memory that follows the number of distinct values, not the file size (CSV; "
-        "needs the duckdb extra)",
-    )
-    command.add_argument(
-        "--memory-limit",
-        default="1GB",
-        metavar="SIZE",
-        help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
-        "folder (default 1GB)",
-    )
+    add_engine_options(command, "count out of core")
     command.add_argument(
         "--population",
         metavar="FILE",
@@ -136,10 +122,5 @@ def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
 def _open(args: argparse.Namespace, path: str) -> Engine:
     if args.engine == "pandas":
         return PandasEngine(read_path(path).frame)
-    try:
-        from broker.engines.duckdb import DuckDBEngine
-    except ImportError:
-        raise CommandError(
-            "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
-        ) from None
-    return DuckDBEngine.from_path(Path(path), memory_limit=args.memory_limit)
+    engines = duckdb_engine()
+    return engines.DuckDBEngine.from_path(Path(path), memory_limit=args.memory_limit)

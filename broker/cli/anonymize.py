@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 from broker.anonymize.counts import WHOLE_TABLE_ROWS
-from broker.cli.common import CommandError, CommandFailed, column_list
+from broker.cli.common import (
+    CommandError,
+    CommandFailed,
+    add_engine_options,
+    column_list,
+    duckdb_engine,
+)
 from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_anonymization, render_qid_dimension
 from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
@@ -53,20 +59,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "generalization maps values (ranges, quantile bins, dates, prefixes, masking) and is "
         "planned on counts (default mondrian)",
     )
-    command.add_argument(
-        "--engine",
-        choices=("pandas", "duckdb"),
-        default="pandas",
-        help="pandas: read the file into memory; duckdb: plan a generalization on DuckDB's count "
-        "tables and write the output from DuckDB, in memory that follows the number of distinct "
-        "values, not the file size (CSV in, CSV or Parquet out; needs the duckdb extra)",
-    )
-    command.add_argument(
-        "--memory-limit",
-        default="1GB",
-        metavar="SIZE",
-        help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
-        "folder (default 1GB)",
+    add_engine_options(
+        command,
+        "plan a generalization on DuckDB's count tables and write the output from DuckDB (CSV "
+        "or Parquet out)",
     )
     command.add_argument(
         "--whole-table-rows",
@@ -152,15 +148,10 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
         raise CommandError("--qid-dimension k-anonymizes the rows in memory: use --engine pandas")
     if args.method == "generalization" and output.suffix.lower() == ".json":
         raise CommandError(f"{output}: --engine duckdb writes .csv or .parquet")
-    try:
-        from broker.engines.duckdb import DuckDBEngine, write
-    except ImportError:
-        raise CommandError(
-            "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
-        ) from None
+    engines = duckdb_engine()
     steps.expect(2 + _finish_steps(args))
     steps(f"counting {args.data}")
-    engine = DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    engine = engines.DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
     before = report_of(engine, args.qi, args.sensitive, max_combination_size=0)
     loaded: list[Dataset] = []
 
@@ -175,7 +166,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     if args.method != "generalization":
         return _finish(args, loaded[0].frame, loaded[0], before, remedy, output, steps)
     steps(f"writing {output}")
-    write(remedy.engine, output, PARQUET if output.suffix.lower() == ".parquet" else CSV)
+    engines.write(remedy.engine, output, PARQUET if output.suffix.lower() == ".parquet" else CSV)
     steps(f"measuring {output}")
     after = report_of(
         remedy.engine,

@@ -20,6 +20,36 @@ class CommandFailed(Exception):
     """The command ran but could not do its job: one line, exit status 1."""
 
 
+def add_engine_options(command: argparse.ArgumentParser, duckdb_does: str) -> None:
+    """``--engine pandas|duckdb`` and ``--memory-limit``; ``duckdb_does`` says what DuckDB does
+    for this command."""
+    command.add_argument(
+        "--engine",
+        choices=("pandas", "duckdb"),
+        default="pandas",
+        help=f"pandas: read the file into memory (fastest when it fits); duckdb: {duckdb_does}, "
+        "in memory that follows the number of distinct values, not the file size (CSV in; "
+        "needs the duckdb extra)",
+    )
+    command.add_argument(
+        "--memory-limit",
+        default="1GB",
+        metavar="SIZE",
+        help="with --engine duckdb: DuckDB's memory limit, beyond which it spills to a temporary "
+        "folder (default 1GB)",
+    )
+
+
+def duckdb_engine():
+    """The DuckDB engine module, or the one line saying how to install it."""
+    try:
+        from broker.engines import duckdb
+    except ImportError:
+        message = "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
+        raise CommandError(message) from None
+    return duckdb
+
+
 def column_list(text: str) -> list[str]:
     """``--qi A,B,C`` as ``["A", "B", "C"]``; an empty name is an argparse error."""
     columns = [part.strip() for part in text.split(",")]

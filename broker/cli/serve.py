@@ -52,6 +52,8 @@ def _run(args: argparse.Namespace) -> int:
         with engine.connect():
             pass
         engine.dispose()
+    if settings.dask_scheduler is not None:  # and a cluster that does not answer
+        _check_cluster(settings.dask_scheduler)
     configure_logging()
     # uvicorn's records go to the JSON handler, with their request id (log_config=None).
     if settings.workers == 1:
@@ -76,6 +78,21 @@ def _run(args: argparse.Namespace) -> int:
     )
     Multiprocess(config, sockets=[listening_socket(config)]).run()
     return 0
+
+
+def _check_cluster(address: str) -> None:
+    try:
+        from broker.engines.dask import connect
+
+        connect(address).close()
+    except ImportError:
+        raise CommandError(
+            "BROKER_DASK_SCHEDULER is set but Dask is not installed: pip install 'fedbroker[dask]'"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise CommandError(
+            f"BROKER_DASK_SCHEDULER: no Dask scheduler answers at {address!r}: {error}"
+        ) from None
 
 
 def listening_socket(config) -> socket.socket:

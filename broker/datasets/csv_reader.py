@@ -19,7 +19,15 @@ from broker.datasets.limits import ReadLimits, check_cells, check_size
 _DELIMITERS = ",;\t|"
 
 
+BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 1 << 16
+FILE_HEAD_BYTES = HEAD_BYTES + len(BOM)  # what an out-of-core reader reads of a file first
+
+
+def csv_file_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, list[str]]:
+    """:func:`csv_header` of a file's first :data:`FILE_HEAD_BYTES` bytes, its BOM dropped."""
+    head = head[len(BOM) :] if head.startswith(BOM) else head[:HEAD_BYTES]
+    return csv_header(head, label, limits)
 
 
 def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
@@ -41,9 +49,6 @@ def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
     check_size(table.num_rows, table.num_columns, label, limits)
     check_cells(table, label, limits)
     return Dataset(table.to_pandas(), CSV, delimiter=delimiter)
-
-
-BOM = b"\xef\xbb\xbf"
 
 
 def csv_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, list[str]]:

@@ -20,10 +20,8 @@ stores a repeated transfer id once.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +37,7 @@ from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict, NotFound
 from broker.members import repository as members
+from broker.tables import Written
 from broker.transfers import repository as transfers
 from broker.wire import headers as h
 from broker.wire.statuses import DeliveryStatus, MemberStatus
@@ -51,7 +50,6 @@ log = logging.getLogger("broker.delivery")
 
 RETRYABLE = {408, 429}
 ACTOR = "broker"
-CHUNK = 1 << 20  # a payload file is posted in pieces of this size
 
 
 @dataclass(frozen=True)
@@ -113,34 +111,14 @@ def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> N
         Path(name).unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class Payload:
-    """The data that leaves: bytes, or a file the broker wrote (streamed, never read whole)."""
-
-    sha256: str
-    size: int
-    data: bytes | None = None
-    path: Path | None = None
-
-    @classmethod
-    def of(cls, delivery: Delivery, transfer) -> Payload:
-        if delivery.payload is not None:
-            data = delivery.payload
-            return cls(hashlib.sha256(data).hexdigest(), len(data), data=data)
-        path = Path(delivery.payload_file)
-        # Hashed when written, in the decision's transaction; the member checks it against
-        # what arrives, so a file altered since is refused, never delivered as approved.
-        return cls(transfer.dataset["delivered_sha256"], path.stat().st_size, path=path)
-
-    def content(self) -> bytes | Iterator[bytes]:
-        if self.data is not None:
-            return self.data
-        return self._chunks()
-
-    def _chunks(self) -> Iterator[bytes]:
-        with self.path.open("rb") as file:
-            while chunk := file.read(CHUNK):
-                yield chunk
+def _payload(delivery: Delivery, transfer) -> Written:
+    """What leaves, as the decision wrote it: bytes, or a file streamed, never read whole."""
+    if delivery.payload is not None:
+        return Written.of_bytes(delivery.payload)
+    path = Path(delivery.payload_file)
+    # Hashed when written, in the decision's transaction; the member checks it against what
+    # arrives, so a file altered since is refused, never delivered as approved.
+    return Written(transfer.dataset["delivered_sha256"], path.stat().st_size, path=path)
 
 
 def claim(
@@ -190,7 +168,7 @@ def deliver(
         else:
             inbox_url = destination.inbox_url
             try:
-                payload = Payload.of(delivery, transfer)
+                payload = _payload(delivery, transfer)
                 headers = _headers(transfer, payload, payload_type, keyring)
             except Exception as error:  # a bad stored value must not stall the outbox
                 headers, outcome = (
@@ -261,7 +239,7 @@ def deliver(
     return status
 
 
-def _headers(transfer, payload: Payload, payload_type: str, keyring: KeyRing) -> dict[str, str]:
+def _headers(transfer, payload: Written, payload_type: str, keyring: KeyRing) -> dict[str, str]:
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
     headers = {
@@ -282,7 +260,7 @@ def _headers(transfer, payload: Payload, payload_type: str, keyring: KeyRing) ->
     return headers
 
 
-def _post(client: httpx.Client, url: str, payload: Payload, headers: dict[str, str]) -> Attempt:
+def _post(client: httpx.Client, url: str, payload: Written, headers: dict[str, str]) -> Attempt:
     try:
         response = client.post(url, content=payload.content(), headers=headers)
     except httpx.TimeoutException:

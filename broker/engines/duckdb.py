@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from broker.datasets import CSV, DatasetError, ReadLimits, detect_format
-from broker.datasets.csv_reader import BOM, HEAD_BYTES, csv_header
+from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
 from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
 from broker.roles import require_columns
 
@@ -98,13 +98,12 @@ class DuckDBEngine:
         path = Path(path)
         try:
             with path.open("rb") as file:
-                head = file.read(HEAD_BYTES + len(BOM))
+                head = file.read(FILE_HEAD_BYTES)
         except OSError as error:
             raise DatasetError(f"{path}: {error.strerror or error}") from None
         if detect_format(path.name, head[:16]) != CSV:
             raise DatasetError(f"{path}: the duckdb engine reads CSV files; use the pandas engine")
-        head = head[len(BOM) :] if head.startswith(BOM) else head[:HEAD_BYTES]
-        delimiter, header = csv_header(head, str(path), ReadLimits())
+        delimiter, header = csv_file_header(head, str(path), ReadLimits())
         if person_key is not None and person_key not in header:
             raise DatasetError(f"Person key {person_key!r} is not a column of {path}")
         columns = [name for name in header if name != person_key]
