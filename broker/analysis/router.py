@@ -8,7 +8,7 @@ from broker.errors import Unprocessable, responses
 from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.tables import open_upload
+from broker.tables import counting_limits, open_upload
 from broker.uploads import SpooledUpload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
@@ -40,7 +40,7 @@ def analyze_dataset(
     )
     roles = table.roles
     try:
-        with request.app.state.monitoring.timed("analyze"):
+        with request.app.state.monitoring.timed("analyze"), counting_limits():
             report = report_of(
                 table.engine,
                 roles.quasi_identifiers,

@@ -405,7 +405,7 @@ class _Generalized:
         counted = self._table(table)
         columns = (*self.tuples.qis, self.tuples.sensitive[table])
         pairs = CountTable.of(columns, counted.codes, counted.rows)
-        prefix = (tuple(self.tuples.qis), lambda: counted.classes, counted.starts.size)
+        prefix = (tuple(self.tuples.qis), lambda: (counted.classes, counted.starts.size))
         return dataclasses.replace(pairs, prefix=prefix)
 
 

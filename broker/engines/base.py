@@ -60,7 +60,7 @@ class CountTable:
 
     An engine may hand the codes over as functions, computed when a measure first asks (k needs
     only the sizes), and may say which tuples share a prefix of the columns (``prefix``: the
-    prefix's columns, a function giving each tuple's prefix id, and the number of prefixes),
+    prefix's columns and a function giving each tuple's prefix id and the number of prefixes),
     which it often knows for free: the classes of a (class, value) table.
     """
 
@@ -70,7 +70,7 @@ class CountTable:
     value_codes: Mapping[str, np.ndarray | Callable[[], np.ndarray]] = field(
         default_factory=dict, repr=False
     )
-    prefix: tuple[tuple[str, ...], Callable[[], np.ndarray], int] | None = field(
+    prefix: tuple[tuple[str, ...], Callable[[], tuple[np.ndarray, int]]] | None = field(
         default=None, repr=False
     )
 
@@ -84,6 +84,38 @@ class CountTable:
     ) -> CountTable:
         """A count table from its codes, one array per column."""
         return cls(tuple(columns), rows, people, dict(zip(columns, codes, strict=True)))
+
+    @classmethod
+    def of_keys(
+        cls,
+        columns: Sequence[str],
+        widths: Sequence[int],
+        keys: np.ndarray,
+        rows: np.ndarray,
+        people: np.ndarray | None = None,
+    ) -> CountTable:
+        """A count table from one int64 key a tuple, its codes in mixed radix (``widths``: each
+        column's number of codes, their product below 2**63), the keys in ascending order.
+
+        One array instead of one a column is what an out-of-core engine hands over for millions
+        of tuples; each column's codes and the classes of the columns but the last (the prefix)
+        are computed from it only when a measure asks.
+
+        Examples
+        --------
+        >>> table = CountTable.of_keys(["q", "s"], [3, 2], np.array([1, 4, 5]), np.array([2, 1, 3]))
+        >>> table.codes("q").tolist(), table.codes("s").tolist(), table.tuple_ids(["q"])[1]
+        ([0, 2, 2], [1, 0, 1], 2)
+        """
+        strides = np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
+        codes = {
+            name: (lambda stride=stride, width=width: keys // stride % width)
+            for name, stride, width in zip(columns, strides, widths, strict=True)
+        }
+        prefix = None
+        if len(columns) > 1:
+            prefix = (tuple(columns[:-1]), lambda: _sorted_ids(keys // widths[-1]))
+        return cls(tuple(columns), rows, people, codes, prefix)
 
     @property
     def size(self) -> int:
@@ -108,7 +140,7 @@ class CountTable:
         if not columns:
             return np.zeros(self.size, dtype=np.int64), 1
         if self.prefix is not None and tuple(columns) == self.prefix[0]:
-            return self.prefix[1](), self.prefix[2]
+            return self.prefix[1]()
         ids = np.zeros(self.size, dtype=np.int64)
         space = 1
         for name in columns:
@@ -116,6 +148,16 @@ class CountTable:
             width = int(codes.max()) + 1 if codes.size else 1
             ids, space = _compact(ids * width + codes, space * width)
         return ids, space
+
+
+def _sorted_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids 0..m-1 for ascending ``keys``, and m: a running count of changes."""
+    if not keys.size:
+        return np.zeros(0, dtype=np.int64), 0
+    ids = np.empty(keys.size, dtype=np.int64)
+    ids[0] = 0
+    np.cumsum(keys[1:] != keys[:-1], out=ids[1:])
+    return ids, int(ids[-1]) + 1
 
 
 def _compact(mixed: np.ndarray, space: int) -> tuple[np.ndarray, int]:
@@ -189,6 +231,9 @@ class PlansCounts(Protocol):
     """An engine that reads its source in passes (a file larger than memory) can count many
     column sets in one pass when it is told them all before the first question."""
 
-    def plan(self, column_sets: Sequence[Sequence[str]]) -> None:
+    def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Announce the column sets whose counts (with or without people), dictionaries,
-        ``rows`` and ``duplicate_rows`` will be asked; other questions stay answered."""
+        ``rows`` and ``duplicate_rows`` will be asked; other questions stay answered.
+
+        Without ``people`` the pass is cheaper: neither people nor duplicate rows are
+        counted (a later plan counts them). A later plan counts only what no earlier one did."""

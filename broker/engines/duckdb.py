@@ -18,6 +18,7 @@ text as written, an empty field is the empty string, never missing. DuckDB is an
 from __future__ import annotations
 
 import itertools
+import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from broker.datasets import CSV, DatasetError, ReadLimits, detect_format
+from broker.datasets import CSV, DatasetError, DatasetTooLarge, ReadLimits, detect_format
 from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
 from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
 from broker.roles import require_columns
@@ -50,11 +51,10 @@ def _text(value: str) -> str:
 
 @dataclass(frozen=True)
 class ValueProfile:
-    """What an out-of-core table costs once its values reach Python, estimated in SQL."""
+    """What an out-of-core table's values cost once they reach Python, counted in SQL."""
 
     longest: dict[str, int]  # characters of each column's longest value
-    distinct: dict[str, int]  # about how many distinct values each column has
-    distinct_tuples: int  # about how many distinct tuples the columns asked for have
+    distinct: dict[str, int]  # each column's number of distinct values
 
 
 class DuckDBEngine:
@@ -68,6 +68,7 @@ class DuckDBEngine:
         person_key: bool,
         keep: object = None,
         table: str | None = None,
+        max_tuples: int | None = None,
     ):
         self._con = connection
         self._source = source  # SQL of the rows: the columns, the row hash and the person key
@@ -75,7 +76,8 @@ class DuckDBEngine:
         self._person_key = person_key
         self._keep = keep  # the temporary folder, removed when the engine is collected
         self._table = table  # the rows copied into DuckDB, made on the first unplanned question
-        self._pass: _Pass | None = None
+        self._passes: list[_Pass] = []
+        self._max_tuples = max_tuples
         self._rows: int | None = None
         self._dictionaries: dict[str, pd.Series] = {}
         self._dictionary_tables: dict[str, str] = {}
@@ -118,9 +120,10 @@ class DuckDBEngine:
         person_key: str | None = None,
         memory_limit: str = DEFAULT_MEMORY_LIMIT,
         columns: Sequence[str] | None = None,
+        max_tuples: int | None = None,
     ) -> DuckDBEngine:
         """A CSV file whose ``header`` the canonical reader has checked; ``columns`` are the
-        ones measured (default: all but the person key)."""
+        ones measured (default: all but the person key); ``max_tuples``: see :meth:`plan`."""
         types = ", ".join(f"{_text(name)}: 'VARCHAR'" for name in header)
         not_null = ", ".join(_text(name) for name in header)
         if columns is None:
@@ -130,7 +133,7 @@ class DuckDBEngine:
             f"delim={_text(delimiter)}, quote='\"', escape='\"', columns={{{types}}}, "
             f"force_not_null=[{not_null}])"
         )
-        return cls._open(reader, columns, person_key, memory_limit)
+        return cls._open(reader, columns, person_key, memory_limit, max_tuples=max_tuples)
 
     @classmethod
     def from_parquet(
@@ -150,7 +153,9 @@ class DuckDBEngine:
         return cls._open(None, columns, person_key, DEFAULT_MEMORY_LIMIT, frame)
 
     @classmethod
-    def _open(cls, reader, columns, person_key, memory_limit, frame=None) -> DuckDBEngine:
+    def _open(
+        cls, reader, columns, person_key, memory_limit, frame=None, max_tuples=None
+    ) -> DuckDBEngine:
         folder = tempfile.TemporaryDirectory(prefix="fedbroker-duckdb-")
         con = duckdb.connect()  # in memory, spilling to temp_directory beyond the limit
         try:
@@ -161,6 +166,10 @@ class DuckDBEngine:
             message = str(error).splitlines()[0].split(": ", 1)[-1]
             raise ValueError(f"memory limit {memory_limit!r}: {message}") from None
         con.sql(f"SET temp_directory = {_text(folder.name)}")
+        # Give freed memory back after each query (by default DuckDB's allocator keeps up to
+        # 128 MiB, and 512 MiB of a bulk free): the broker's own arrays come next.
+        con.sql("SET allocator_flush_threshold = '16MB'")
+        con.sql("SET allocator_bulk_deallocation_flush_threshold = '16MB'")
         # Row order does not matter (a partition fingerprint compares rowids within one table),
         # and not keeping it lets DuckDB stream under a lower memory limit.
         con.sql("SET preserve_insertion_order = false")
@@ -170,7 +179,7 @@ class DuckDBEngine:
         names = ", ".join(_quote(c) for c in columns)
         key = f", {_quote(person_key)} AS {_KEY}" if person_key else ""
         source = f"(SELECT {names}{key}, hash({names}) AS {_ROW} FROM {reader})"
-        return cls(con, source, columns, person_key is not None, folder)
+        return cls(con, source, columns, person_key is not None, folder, max_tuples=max_tuples)
 
     # --- the Engine protocol --------------------------------------------------------------------
 
@@ -189,12 +198,25 @@ class DuckDBEngine:
     def people_counted_by(self) -> str:
         return PERSON_KEY if self._person_key else IDENTICAL_ROWS
 
-    def plan(self, column_sets: Sequence[Sequence[str]]) -> None:
-        """Count ``column_sets`` in one pass over the source (see :class:`_Pass`); a table
-        already copied, or counted by an earlier plan, answers on its own."""
-        if self._pass is None and self._table is None:
-            self._pass = _Pass(self, [list(columns) for columns in column_sets])
-            self._rows = self._pass.rows
+    def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
+        """Count ``column_sets`` in one pass over the source (see :class:`_Pass`), those no
+        earlier plan counted; a table already copied answers on its own.
+
+        A planned set of several columns with more distinct tuples than ``max_tuples`` is a
+        :class:`~broker.datasets.DatasetTooLarge`, found before any of them reaches Python."""
+        if self._table is not None:
+            return
+        sets = [list(c) for c in column_sets if self._pass_answering(list(c), people) is None]
+        if sets or (people and not any(counted.people for counted in self._passes)):
+            counted = _Pass(self, sets, people)
+            self._passes.append(counted)
+            self._rows = counted.rows
+
+    def _pass_answering(self, columns: list[str], people: bool = False) -> _Pass | None:
+        """The earliest pass that counted ``columns`` (and, if asked, their people)."""
+        return next(
+            (c for c in self._passes if c.answers(columns) and (c.people or not people)), None
+        )
 
     def dictionary(self, column: str) -> pd.Series:
         found = self._dictionaries.get(column)
@@ -212,15 +234,17 @@ class DuckDBEngine:
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         found = []
         for columns in map(list, column_sets):
-            if self._pass is not None and self._pass.answers(columns):
-                found.append(self._pass.sizes(columns))
+            counted = self._pass_answering(columns)
+            if counted is not None:
+                found.append(counted.sizes(columns))
             else:
                 found.append(self._grouped(columns, False)[0])
         return found
 
     def duplicate_rows(self) -> int:
-        if self._pass is not None:
-            return self._pass.duplicate_rows
+        counted = next((c for c in self._passes if c.people), None)
+        if counted is not None:
+            return counted.duplicate_rows
         query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._loaded()}"
         return int(self._con.execute(query).fetchall()[0][0])
 
@@ -256,29 +280,22 @@ class DuckDBEngine:
         )
         return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
 
-    def profile(self, columns: Sequence[str] = ()) -> ValueProfile:
-        """Each column's longest value (characters) and estimated number of distinct values,
-        and the estimated number of distinct tuples of ``columns``, from one streaming scan of
-        the source in constant memory (HyperLogLog estimates; nothing reaches Python but the
-        numbers): what bounds an upload's cost is checked before any value is read into
+    def profile(self) -> ValueProfile:
+        """Each column's longest value (characters) and number of distinct values, exact, from
+        the first look: one pass counting each column alone (no people), which a report would
+        count anyway, so what bounds an upload's cost is checked before any value reaches
         Python. A malformed body (ragged rows, bad UTF-8) is a
         :class:`~broker.datasets.DatasetError` here already."""
-        figures = []
-        for column in self._names:
-            text = f"CAST({_quote(column)} AS VARCHAR)"
-            figures.append(f"coalesce(max(length({text})), 0)")
-            figures.append(f"approx_count_distinct({_quote(column)})")
-        together = ", ".join(_quote(c) for c in columns)
-        figures.append(f"approx_count_distinct(hash({together}))" if columns else "0")
-        try:
-            found = self._con.execute(f"SELECT {', '.join(figures)} FROM {self._source}")
-            values = [int(v) for v in found.fetchall()[0]]
-        except duckdb.Error as error:
-            raise DatasetError(str(error).splitlines()[0]) from None
+        self.plan([[c] for c in self._names], people=False)
+        figures = " UNION ALL ".join(
+            f"SELECT {position} AS position, coalesce(max(length(CAST(v AS VARCHAR))), 0) AS "
+            f"longest, count(*) AS distinct_values FROM {self._dictionary_table(column)}"
+            for position, column in enumerate(self._names)
+        )
+        found = self._con.execute(f"SELECT * FROM ({figures}) ORDER BY position").fetchall()
         return ValueProfile(
-            dict(zip(self._names, values[0:-1:2], strict=True)),
-            dict(zip(self._names, values[1:-1:2], strict=True)),
-            values[-1],
+            {name: int(row[1]) for name, row in zip(self._names, found, strict=True)},
+            {name: int(row[2]) for name, row in zip(self._names, found, strict=True)},
         )
 
     # --- internals ------------------------------------------------------------------------------
@@ -322,8 +339,9 @@ class DuckDBEngine:
         return self._table
 
     def _count_table(self, columns: list[str], people: bool) -> CountTable:
-        if self._pass is not None and self._pass.answers(columns):
-            return self._pass.count_table(columns, people)
+        counted = self._pass_answering(columns, people)
+        if counted is not None:
+            return counted.count_table(columns, people)
         rows, persons, codes = self._grouped(columns, people, coded=True)
         return CountTable.of(columns, codes, rows, persons)
 
@@ -335,7 +353,9 @@ class DuckDBEngine:
         table = self._dictionary_tables.get(column)
         if table is None:
             require_columns(self._names, [column])
-            counted = self._pass.values(column) if self._pass is not None else None
+            counted = next(
+                (found for c in self._passes if (found := c.values(column)) is not None), None
+            )
             if counted is None:
                 counted = (
                     f"SELECT {_quote(column)} AS v, count(*) AS n FROM {self._loaded()} "
@@ -348,6 +368,13 @@ class DuckDBEngine:
             )
             self._dictionary_tables[column] = table
         return table
+
+    def _width(self, column: str) -> int:
+        """The number of the column's codes."""
+        if column in self._dictionaries:
+            return len(self._dictionaries[column])
+        table = self._dictionary_table(column)
+        return int(self._con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
 
     def _code(self, column: str, value: str, typed: bool = True) -> tuple[str, str]:
         """SQL giving the code of ``value`` (a value of ``column``, of the copy's type when
@@ -428,18 +455,19 @@ class _Pass:
     among them: none of this when no row repeats.
     """
 
-    def __init__(self, engine: DuckDBEngine, column_sets: list[list[str]]):
+    def __init__(self, engine: DuckDBEngine, column_sets: list[list[str]], people: bool):
         for columns in column_sets:
             require_columns(engine.columns, columns)
         self._engine = engine
         self._con = engine._con
+        self.people = people
         several = {c for columns in column_sets if len(columns) > 1 for c in columns}
         self.union = [c for c in engine.columns if c in several]
         counted = {c for columns in column_sets for c in columns}
         self.alone = [c for c in engine.columns if c in counted and c not in several]
         # Who repeats: the row hash (with its union tuple's hash), and the person key.
-        self._identities = [[_ROW, *([_UNION] if self.union else [])]]
-        self._identities += [[_KEY]] if engine._person_key else []
+        self._identities = [[_ROW, *([_UNION] if self.union else [])]] if people else []
+        self._identities += [[_KEY]] if engine._person_key and people else []
         self._grouped = [
             *map(_quote, self.union + self.alone),
             *(name for names in self._identities for name in names),
@@ -453,29 +481,52 @@ class _Pass:
         listed = ", ".join(self._grouped)
         repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
         union_hash = f", hash({', '.join(map(_quote, self.union))}) AS {_UNION}"
+        unique = f" HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)"
         engine._read(
             f"COPY (SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
             f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
             f"{engine._source}) GROUP BY GROUPING SETS "
-            f"({', '.join('(' + ', '.join(s) + ')' for s in sets)}) "
-            f"HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)) "
-            f"TO {_text(str(path))} (FORMAT parquet)"
+            f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
+            f"{unique if repeats else ''}) TO {_text(str(path))} (FORMAT parquet)"
         )
         self.rows = self._scalar(f"SELECT __fedbroker_n FROM {self._rows_of([])}")
-        repeated_rows = self._rows_of(self._identities[0])
-        self.duplicate_rows = self._scalar(
-            f"SELECT coalesce(sum(__fedbroker_n - 1), 0) FROM {repeated_rows}"
-        )
-        self._repeats = self._scalar(
-            f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
-        )
-        self._repeated_rows = repeated_rows
+        self._refuse_too_many_tuples()
+        self.duplicate_rows = 0
+        self._repeats = 0
+        self._repeated_rows = ""
+        if people:
+            self._repeated_rows = self._rows_of(self._identities[0])
+            self.duplicate_rows = self._scalar(
+                f"SELECT coalesce(sum(__fedbroker_n - 1), 0) FROM {self._repeated_rows}"
+            )
+            self._repeats = self._scalar(
+                f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
+            )
         self._shared: str | None = None  # the rows read again, made when first needed
 
+    def _refuse_too_many_tuples(self) -> None:
+        bound = self._engine._max_tuples
+        if bound is None or not self.union:
+            return
+        found = self._scalar(f"SELECT count(*) FROM {self._rows_of(self.union)}")
+        if found > bound:
+            raise DatasetTooLarge(
+                f"The quasi-identifiers and sensitive attributes measured together "
+                f"({', '.join(self.union)}) take {found:,} distinct combinations of values, "
+                f"more than the {bound:,} this broker measures (BROKER_OUT_OF_CORE_MAX_DISTINCT): "
+                "nearly every row is then unique; generalize them first"
+            )
+
     def answers(self, columns: list[str]) -> bool:
+        """Whether this pass counted ``columns``: a column alone once any pass counted it (its
+        dictionary table holds its rows by code), several within the union."""
         if len(columns) == 1:
-            return columns[0] in self.union or columns[0] in self.alone
+            return any(columns[0] in c.union or columns[0] in c.alone for c in self._passes)
         return set(columns) <= set(self.union)
+
+    @property
+    def _passes(self) -> list[_Pass]:
+        return [*self._engine._passes, self]
 
     def values(self, column: str) -> str | None:
         """SQL of the column's distinct values ``v`` and their rows ``n``, or None."""
@@ -517,10 +568,21 @@ class _Pass:
             joins.append(self._repeated(shared, columns, _ROW, "r"))
             if self._engine._person_key:
                 joins.append(self._repeated(shared, columns, _KEY, "q"))
+        widths = [self._engine._width(c) for c in columns]
+        packed = len(columns) > 1 and math.prod(widths) < 2**62
+        if packed:  # one key a tuple instead of one code a column: millions of tuples come back
+            strides = np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
+            key = " + ".join(f"g.{k} * {s}" for k, s in zip(keys, strides, strict=True))
+            selected[1 : 1 + len(keys)] = [f"{key} AS __fedbroker_key"]
         query = f"SELECT {', '.join(selected)} FROM ({self._tuples(columns)}) g {' '.join(joins)}"
+        if packed:
+            query += " ORDER BY __fedbroker_key"
         result = self._con.execute(query).fetchnumpy()
         rows = np.asarray(result["__fedbroker_n"], dtype=np.int64)
         persons = np.asarray(result["p"], dtype=np.int64) if people else None
+        if packed:
+            found = np.asarray(result["__fedbroker_key"], dtype=np.int64)
+            return CountTable.of_keys(columns, widths, found, rows, persons)
         codes = [np.asarray(result[k], dtype=np.int64) for k in keys]
         return CountTable.of(columns, codes, rows, persons)
 
@@ -557,11 +619,15 @@ class _Pass:
                 f"{self._repeated_rows} "
                 f"GROUP BY ALL) r ON hash({names}) = r.{_UNION}"
             )
-        table = f"__fedbroker_union_{next(_NAMES)}"
+        # On disk, as the pass's counts: millions of tuples would stay in the broker's memory
+        # as a table, while each set within the union reads them once.
+        path = Path(self._engine._keep.name) / f"union_{next(_NAMES)}.parquet"
         self._con.sql(
-            f"CREATE TABLE {table} AS SELECT {', '.join(codes)}, t.__fedbroker_n, {repeats} AS "
-            f"__fedbroker_x{hashed} FROM {self._rows_of(self.union)} t {' '.join(joins)}"
+            f"COPY (SELECT {', '.join(codes)}, t.__fedbroker_n, {repeats} AS __fedbroker_x"
+            f"{hashed} FROM {self._rows_of(self.union)} t {' '.join(joins)}) "
+            f"TO {_text(str(path))} (FORMAT parquet)"
         )
+        table = f"read_parquet({_text(str(path))})"
         if not self._repeats:
             return table, True
         shared = self._scalar(f"SELECT count(*) - count(DISTINCT {_UNION}) FROM {table}")
@@ -580,7 +646,7 @@ class _Pass:
                 f"SELECT __fedbroker_n, {self.duplicate_rows} AS __fedbroker_x "
                 f"FROM {self._rows_of([])}"
             )
-        if len(columns) == 1 and columns[0] in self.alone:
+        if len(columns) == 1 and columns[0] not in self.union:
             table = self._engine._dictionary_table(columns[0])
             return f"SELECT code AS __fedbroker_k0, n AS __fedbroker_n FROM {table}"
         codes = ", ".join(

@@ -151,8 +151,7 @@ class PandasEngine:
                 grouping.counts(),
                 None if persons is None else people_per_class(grouping, persons),
                 self._codes_of(columns, grouping),
-                prefix
-                and (prefix[0], _at_representatives(prefix[1], grouping), prefix[1].categories),
+                prefix and (prefix[0], _prefix_ids(prefix[1], grouping)),
             )
             self._recent_tables[(columns, people)] = found
             while len(self._recent_tables) > _RECENT_GROUPINGS:
@@ -324,6 +323,12 @@ def _at_representatives(values: Grouping, grouping: Grouping):
     """A function giving ``values``' code at one row of each of ``grouping``'s categories:
     computed only if a measure asks (k needs only the sizes)."""
     return lambda: values.codes[grouping.representatives()]
+
+
+def _prefix_ids(prefix: Grouping, grouping: Grouping):
+    """A function giving each of ``grouping``'s categories its ``prefix`` category, and how
+    many there are."""
+    return lambda: (prefix.codes[grouping.representatives()], prefix.categories)
 
 
 def people_per_class(classes: Grouping, people: Sequence[Grouping]) -> np.ndarray:

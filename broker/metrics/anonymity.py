@@ -214,9 +214,11 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     """As :func:`sensitive_measure`, from the engine's count tables: the classes of ``known``
     (with their people, for ``k``), the (class, value) pairs and the values of ``sensitive``."""
     known = list(known)
-    [classes] = engine.counts([known], people=True)
+    # Each count table is let go once read: out of core they hold millions of tuples.
+    k = engine.counts([known], people=True)[0].smallest_in_people()
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     counts = ClassValueCounts.of(pairs, values, known, sensitive)
+    del pairs, values
     pair_class, pair_value, pair_counts = counts.pair_class, counts.pair_value, counts.pair_rows
     class_sizes = counts.class_rows
     distinct = np.bincount(pair_class, minlength=class_sizes.size)
@@ -242,7 +244,7 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
-        k=classes.smallest_in_people(),
+        k=k,
         known_attributes=tuple(known),
         alpha=alpha(counts),
         recursive_c=recursive.c,

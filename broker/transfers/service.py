@@ -46,7 +46,7 @@ from broker.fsla.models import FSLARecord
 from broker.members import repository as members
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
-from broker.tables import open_upload
+from broker.tables import counting_limits, open_upload
 from broker.transfers import repository
 from broker.transfers.models import Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
@@ -181,20 +181,22 @@ def _decide(
         table = open_upload(upload, settings, *roles_asked)
     roles = table.roles
     progress("measuring", 0.2)
-    report, quasi_identifiers, inferred = measure(
-        table.engine, roles.quasi_identifiers, roles.sensitive
-    )
+    with counting_limits():
+        report, quasi_identifiers, inferred = measure(
+            table.engine, roles.quasi_identifiers, roles.sensitive
+        )
     parties = _read_parties(session, source_id, request.destination)
     session.rollback()
     progress("deciding", 0.5)
-    outcome = decide(
-        parties,
-        request,
-        Roles(quasi_identifiers, roles.sensitive, roles.person_key),
-        Measured(table.engine, report),
-        settings.anonymize_max_suppression,
-        settings.remedy_seconds,
-    )
+    with counting_limits():
+        outcome = decide(
+            parties,
+            request,
+            Roles(quasi_identifiers, roles.sensitive, roles.person_key),
+            Measured(table.engine, report),
+            settings.anonymize_max_suppression,
+            settings.remedy_seconds,
+        )
     source = parties.source
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run

@@ -226,7 +226,8 @@ def test_a_column_of_too_many_distinct_values_is_refused_before_it_reaches_memor
     connection, settings
 ):
     """Out of core, memory follows distinct values: a near-unique column over the bound is an
-    identifier, refused (413) from a constant-memory estimate, before any value is read."""
+    identifier, refused (413) from the first look's exact counts, before any value reaches
+    Python; so are too many distinct tuples of the measured attributes, once counted."""
     rows = "".join(f"{i},{i % 7},{i % 2}\n" for i in range(2_000))
     data = ("Id,Age,Gender\n" + rows).encode()
     settings = settings.model_copy(
