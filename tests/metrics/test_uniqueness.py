@@ -16,8 +16,10 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from broker.metrics.report import analyze
 from broker.metrics.uniqueness import (
     DANKAR,
     PITMAN,
@@ -240,3 +242,73 @@ def test_k_for_expected_reidentifications_is_sufficient(pi, bound):
         assert uniform_individual_risk({f: 1}, pi) * rows / f <= bound * (1 + 1e-12)
     if k > 3:
         assert uniform_individual_risk({k - 1: 1}, pi) * rows / (k - 1) > bound
+
+
+# In the report
+
+
+def sdc_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"A": str(a), "B": str(b), "C": str(c), "weight": str(w)}
+            for (a, b, c), w in zip(SDC_KEYS, SDC_WEIGHTS, strict=True)
+        ]
+    )
+
+
+def test_report_has_no_population_section_unless_asked():
+    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0)
+    assert report.population is None and "population" not in report.as_dict()
+
+
+def test_report_weights_give_sdcmicro_risks_and_the_fraction():
+    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0, weights="weight")
+    section = report.as_dict()["population"]
+    assert section["sampling_fraction"] == pytest.approx(8 / 394)
+    assert section["sampling_fraction_from"] == "weights"
+    assert section["individual_risk"]["expected_reidentifications"] == pytest.approx(
+        sum(SDC_RK), abs=1e-7
+    )
+    assert section["individual_risk"]["average"] == pytest.approx(sum(SDC_RK) / 8, abs=1e-8)
+
+
+def test_report_stated_fraction_uses_the_class_sizes():
+    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0, sampling_fraction=0.2)
+    expected = population_uniqueness({1: 3, 2: 1, 3: 1}, 0.2)
+    assert report.population.uniqueness == expected
+    assert report.population.individual_risk.weights == "uniform 1/pi"
+
+
+def test_report_k_map_against_a_population_table():
+    sample = pd.DataFrame({"zip": ["750", "130", "750"]})
+    population = pd.DataFrame({"zip": ["130"] * 4 + ["750"] * 6 + ["690"] * 5})
+    report = analyze(sample, ["zip"], max_combination_size=0, population=population)
+    assert report.population.k_map == 4
+    assert report.population.sampling_fraction == pytest.approx(3 / 15)
+    assert report.population.fraction_from == "population_table"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"sampling_fraction": 0.5, "quasi_identifiers": []}, "need declared quasi-identifiers"),
+        ({"weights": "nope"}, "Weight column 'nope'"),
+        ({"sampling_fraction": 0.0}, "sampling fraction"),
+    ],
+)
+def test_report_population_errors(arguments, message):
+    arguments = {"quasi_identifiers": ["A", "B", "C"], **arguments}
+    with pytest.raises(ValueError, match=message):
+        analyze(sdc_frame(), max_combination_size=0, **arguments)
+
+
+def test_report_weights_below_one_are_refused():
+    frame = sdc_frame().assign(weight="0.5")
+    with pytest.raises(ValueError, match="The weights give a sampling fraction of 2"):
+        analyze(frame, ["A", "B", "C"], max_combination_size=0, weights="weight")
+
+
+def test_report_weights_must_be_numbers():
+    frame = sdc_frame().assign(weight=["x"] + ["2"] * 7)
+    with pytest.raises(ValueError, match="positive number on every row"):
+        analyze(frame, ["A", "B", "C"], max_combination_size=0, weights="weight")
