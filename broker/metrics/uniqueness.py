@@ -385,17 +385,32 @@ def digamma(x):
     >>> round(float(digamma(1.0)), 12)  # minus the Euler-Mascheroni constant
     -0.577215664902
     """
+    if isinstance(x, float | int):  # scalars: plain floats, no array overhead
+        shift = 0.0
+        while x < 10:
+            shift -= 1 / x
+            x += 1
+        return shift + _digamma_series(float(x))
+    x, terms = _shifted(x)
+    return _digamma_series(x + terms.shape[-1]) - np.sum(terms, axis=-1)
+
+
+def _shifted(x) -> tuple[np.ndarray, np.ndarray]:
+    """x as an array and 1 / (x + m) for m = 0..9 where x + m < 10 (else 0): the recurrence
+    psi(x) = psi(x + 10) - sum 1 / (x + m) where x is small, nothing where it is large."""
     x = np.asarray(x, dtype=float)
-    result = np.zeros_like(x)
-    while np.any(small := x < 10):
-        result = result - np.where(small, 1 / np.where(small, x, 1.0), 0.0)
-        x = np.where(small, x + 1, x)
+    small = x < 10
+    steps = np.arange(10)
+    terms = np.where(small[..., None], 1 / (x[..., None] + steps), 0.0)
+    return np.where(small, x, x - 10), terms
+
+
+def _digamma_series(x):
     inverse2 = 1 / (x * x)
     series = inverse2 * (
         1 / 12 - inverse2 * (1 / 120 - inverse2 * (1 / 252 - inverse2 * (1 / 240 - inverse2 / 132)))
     )
-    result = result + np.log(x) - 0.5 / x - series
-    return result if result.ndim else float(result)
+    return np.log(x) - 0.5 / x - series
 
 
 def trigamma(x):
@@ -406,11 +421,17 @@ def trigamma(x):
     >>> round(float(trigamma(1.0)), 12)  # pi^2 / 6
     1.644934066848
     """
-    x = np.asarray(x, dtype=float)
-    result = np.zeros_like(x)
-    while np.any(small := x < 10):
-        result = result + np.where(small, 1 / np.where(small, x, 1.0) ** 2, 0.0)
-        x = np.where(small, x + 1, x)
+    if isinstance(x, float | int):
+        shift = 0.0
+        while x < 10:
+            shift += 1 / (x * x)
+            x += 1
+        return shift + _trigamma_series(float(x))
+    x, terms = _shifted(x)
+    return _trigamma_series(x + terms.shape[-1]) + np.sum(terms**2, axis=-1)
+
+
+def _trigamma_series(x):
     inverse = 1 / x
     inverse2 = inverse * inverse
     series = (
@@ -423,8 +444,7 @@ def trigamma(x):
             - inverse2 * (1 / 30 - inverse2 * (1 / 42 - inverse2 * (1 / 30 - inverse2 * 5 / 66)))
         )
     )
-    result = result + series
-    return result if result.ndim else float(result)
+    return series
 
 
 def _newton(function, start: np.ndarray, inside) -> np.ndarray | None:
