@@ -274,7 +274,7 @@ def shlosser_classes(sizes: np.ndarray, counts: np.ndarray, pi: float) -> float:
     c1 = float(counts[sizes == 1].sum())
     j = sizes.astype(float)
     a = np.sum(j * q * q * (1 - q * q) ** (j - 1) * counts)
-    b = np.sum((1 - q) ** j * ((1 + q) ** j - 1) * counts)
+    b = np.sum(((1 - q * q) ** j - (1 - q) ** j) * counts)  # (1-q)^j ((1+q)^j - 1), no overflow
     c = np.sum((1 - q) ** j * counts)
     d = np.sum(j * q * (1 - q) ** (j - 1) * counts)
     if c == 0:

@@ -163,6 +163,14 @@ def test_shlosser_counts_every_class_without_sampling():
     assert shlosser_classes(sizes, counts, 0.1) > 7.0  # a sample misses classes
 
 
+def test_large_classes_do_not_overflow():
+    """(1 + q)^j overflows float64 for a class of 100,000 rows at q = 0.5."""
+    sizes, counts = np.array([1, 2, 100_000]), np.array([5, 3, 1])
+    with np.errstate(over="raise", invalid="raise"):
+        assert math.isfinite(shlosser_classes(sizes, counts, 0.5))
+    assert population_uniqueness({1: 5, 2: 3, 100_000: 1}, 0.5).dankar.share is not None
+
+
 def test_pitman_needs_alpha_in_the_open_unit_interval():
     """A sample with fewer classes than Pitman's alpha > 0 expects: no Pitman estimate, and
     Dankar's rule falls back to Zayatz, as ARX's does when Pitman is invalid."""
