@@ -18,6 +18,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.metrics.report import analyze
 from broker.metrics.uniqueness import (
@@ -320,3 +322,24 @@ def test_report_weights_must_be_numbers():
     frame = sdc_frame().assign(weight=["x"] + ["2"] * 7)
     with pytest.raises(ValueError, match="positive number on every row"):
         analyze(frame, ["A", "B", "C"], max_combination_size=0, weights="weight")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.integers(1, 40), st.integers(1, 60), min_size=1, max_size=8),
+    st.floats(0.005, 1.0),
+)
+def test_estimates_are_shares_and_dankar_picks_one(histogram, fraction):
+    result = population_uniqueness(histogram, fraction)
+    estimates = {PITMAN: result.pitman, ZAYATZ: result.zayatz, SNB: result.snb}
+    for estimate in (*estimates.values(), result.dankar):
+        assert estimate.share is None or 0 <= estimate.share <= 1
+    if histogram.get(1, 0) == 0:
+        assert result.dankar.share == 0.0
+    else:
+        assert result.dankar == estimates[result.dankar_model]
+        assert result.zayatz.uniques is not None  # the fallback always has a value
+    n = sum(s * c for s, c in histogram.items())
+    expected = uniform_individual_risk(histogram, fraction)
+    assert 0 < expected <= sum(histogram.values()) * (1 + 1e-12)  # at most one per class
+    assert expected <= n
