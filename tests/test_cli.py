@@ -352,6 +352,10 @@ def test_journalist_and_marketer_risk_against_a_population_table(tmp_path, engin
     assert qi["risk_population"] == "population_table"
     assert qi["journalist_risk"]["max"] == pytest.approx(float(expected_journalist), rel=1e-12)
     assert qi["marketer_risk"] == pytest.approx(float(expected_marketer), rel=1e-12)
+    population_section = json.loads(result.stdout)["population"]
+    assert population_section["k_map"] == int(sizes[classes.index].min())
+    assert population_section["sampling_fraction"] == len(sample) / len(population)
+    assert population_section["sampling_fraction_from"] == "population_table"
     table = run(
         "analyze",
         str(FIXTURES / "patients_anonymized.csv"),
@@ -361,6 +365,7 @@ def test_journalist_and_marketer_risk_against_a_population_table(tmp_path, engin
         str(tmp_path / "population.csv"),
     )
     assert "against the population table" in table.stdout
+    assert f"k-map = {int(sizes[classes.index].min())}" in table.stdout
 
     population.drop(columns=["Gender"]).to_csv(tmp_path / "short.csv", index=False)
     lacking = run(
@@ -373,6 +378,38 @@ def test_journalist_and_marketer_risk_against_a_population_table(tmp_path, engin
     )
     assert lacking.returncode == 2 and "--population" in lacking.stderr
     assert len(lacking.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_sampling_fraction_and_weights(tmp_path, engine):
+    """sdcMicro's test_indivRisk.R table (keys A, B, C and a weight per row): the expected
+    re-identifications are the sum of its published individual risks."""
+    rows = ["2,3,1,18.0", "3,3,3,45.5", "2,3,1,39.0", "2,3,2,17.0", "3,3,1,92.0", "3,3,1,8.0"]
+    rows += ["1,4,1,123.5", "2,3,1,51"]
+    (tmp_path / "sdc.csv").write_text("A,B,C,weight\n" + "\n".join(rows) + "\n")
+    published = [0.01369863, 0.08579129, 0.01369863, 0.17707583, 0.01877883, 0.01877883]
+    published += [0.03931625, 0.01369863]
+    common = [str(tmp_path / "sdc.csv"), "--qi", "A,B,C", "--engine", engine]
+    result = run("analyze", *common, "--weights", "weight", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    section = json.loads(result.stdout)["population"]
+    assert section["sampling_fraction"] == pytest.approx(8 / 394)
+    assert section["sampling_fraction_from"] == "weights"
+    risk = section["individual_risk"]
+    assert risk["expected_reidentifications"] == pytest.approx(sum(published), abs=1e-7)
+    assert risk["weights"] == "weight" and section["k_map"] is None
+
+    stated = run("analyze", *common, "--sampling-fraction", "0.25", "--format", "json")
+    section = json.loads(stated.stdout)["population"]
+    assert (section["population_size"], section["sampling_fraction_from"]) == (32, "stated")
+    assert section["individual_risk"]["weights"] == "uniform 1/pi"
+    table = run("analyze", *common, "--sampling-fraction", "0.25")
+    assert "Dankar's rule" in table.stdout and "expected re-identifications" in table.stdout
+
+    plain = run("analyze", *common, "--format", "json")
+    assert "population" not in json.loads(plain.stdout)
+    no_qi = run("analyze", str(tmp_path / "sdc.csv"), "--sampling-fraction", "0.5")
+    assert no_qi.returncode == 2 and "--qi" in no_qi.stderr
 
 
 def test_serve_names_a_dask_scheduler_that_does_not_answer_in_one_line(tmp_path):

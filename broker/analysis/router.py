@@ -34,6 +34,23 @@ def analyze_dataset(
     combinations: Annotated[int, Form(ge=0, le=4, description="Largest combination")] = 3,
     alpha: Annotated[float, Form(gt=0, le=100)] = DEFAULT_ALPHA,
     beta: Annotated[float, Form(ge=0, le=100)] = DEFAULT_BETA,
+    sampling_fraction: Annotated[
+        float | None,
+        Form(
+            gt=0,
+            le=1,
+            description="The dataset's share of its population: adds the population section "
+            "(population uniqueness, individual risk); needs quasi_identifiers",
+        ),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        Form(
+            description="A column of sampling weights (people each row stands for): individual "
+            "risk uses them; without sampling_fraction the fraction is rows / their sum",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = None,
 ) -> Report:
     table = open_upload(
         upload, settings, parse_names(quasi_identifiers), parse_names(sensitive), None
@@ -47,6 +64,8 @@ def analyze_dataset(
                 roles.sensitive,
                 combinations,
                 QirThresholds(alpha, beta),
+                sampling_fraction=sampling_fraction,
+                weights=weights or None,
             )
     except ValueError as error:
         raise Unprocessable(str(error)) from None

@@ -128,6 +128,51 @@ class CombinationSearch(BaseModel):
     note: str | None = Field(description="Why the search stopped short, or what is not listed")
 
 
+class UniquenessEstimate(BaseModel):
+    uniques: float | None = Field(
+        description="Estimated population uniques (null: no valid estimate)"
+    )
+    share: float | None = Field(description="uniques / population_size")
+
+
+class PopulationUniqueness(BaseModel):
+    pitman: UniquenessEstimate = Field(description="Hoshino 2001 (Pitman's sampling formula)")
+    zayatz: UniquenessEstimate = Field(description="Zayatz 1991")
+    snb: UniquenessEstimate = Field(description="Chen and McNulty 1998 (slide negative binomial)")
+    dankar: UniquenessEstimate = Field(
+        description="Dankar et al. 2012's decision rule (as ARX applies it)"
+    )
+    dankar_model: str = Field(
+        description="pitman, zayatz or snb: the model the rule picked (dankar: no sample unique)"
+    )
+
+
+class IndividualRisk(BaseModel):
+    max: float = Field(description="Highest row risk")
+    average: float = Field(description="Mean row risk (sdcMicro's global risk)")
+    expected_reidentifications: float = Field(
+        description="Sum of the rows' risks (sdcMicro's risk_ER)"
+    )
+    weights: str = Field(description="The weight column, or `uniform 1/pi`")
+
+
+class PopulationMeasure(BaseModel):
+    sampling_fraction: float = Field(description="The dataset's share of the population")
+    sampling_fraction_from: str = Field(
+        description="stated, population_table (rows / its rows) or weights (rows / their sum)"
+    )
+    population_size: int = Field(description="round(rows / sampling_fraction)")
+    uniqueness: PopulationUniqueness = Field(
+        description="Estimated population uniques on the quasi-identifiers"
+    )
+    individual_risk: IndividualRisk = Field(
+        description="Benedetti-Franconi individual risk with sampling weights (sdcMicro)"
+    )
+    k_map: int | None = Field(
+        description="Smallest population class of a dataset class (with a population table)"
+    )
+
+
 class Report(BaseModel):
     rows: int
     duplicate_rows: int = Field(description="Rows identical to an earlier row")
@@ -143,3 +188,9 @@ class Report(BaseModel):
     )
     quasi_identifiers: QuasiIdentifierMeasure | None
     sensitive: list[SensitiveMeasure]
+    population: PopulationMeasure | None = Field(
+        None,
+        description="The dataset as a sample of a population: only when a sampling fraction, "
+        "weights or a population table is given",
+        exclude_if=lambda value: value is None,
+    )

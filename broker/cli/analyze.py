@@ -71,11 +71,34 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "quasi-identifiers among its columns, read by the same engine: journalist and marketer "
         "risk are then measured against it (without it, the dataset is its own population)",
     )
+    command.add_argument(
+        "--sampling-fraction",
+        type=_fraction,
+        metavar="PI",
+        help="the dataset's share of its population, in (0, 1] (needs --qi): adds population "
+        "uniqueness (Pitman, Zayatz, SNB, Dankar's rule) and individual risk with weights 1/PI",
+    )
+    command.add_argument(
+        "--weights",
+        metavar="COLUMN",
+        help="a column of sampling weights (people each row stands for; needs --qi): "
+        "individual risk uses them, and without --sampling-fraction the fraction is "
+        "rows / their sum",
+    )
     command.add_argument("--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not (0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"a sampling fraction is in (0, 1], got {text}")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
+    if (args.sampling_fraction is not None or args.weights) and not args.qi:
+        raise CommandError("--sampling-fraction and --weights need --qi")
     thresholds = QirThresholds(args.alpha, args.beta)
     with Steps(shown=large_file(args.data)) as steps:
         steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
@@ -99,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
                 args.unique_threshold,
                 progress=steps,
                 population=population,
+                sampling_fraction=args.sampling_fraction,
+                weights=args.weights,
             )
         except ValueError as error:  # a population that lacks a column or a class of the data
             if population is None:
@@ -114,9 +139,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
     """The steps :func:`report_of` announces: the one pass of an engine that plans its counts,
-    the attributes, the quasi-identifiers, one per size of combination searched (at most)."""
+    the attributes, the quasi-identifiers, the population estimates, one per size of combination
+    searched (at most)."""
     combinations = min(max(args.combinations, 0), len(engine.columns))
-    return isinstance(engine, PlansCounts) + 1 + bool(args.qi) + combinations
+    sampled = args.sampling_fraction is not None or args.weights or args.population
+    return isinstance(engine, PlansCounts) + 1 + bool(args.qi) * (1 + bool(sampled)) + combinations
 
 
 def _open(args: argparse.Namespace, path: str) -> Engine:

@@ -80,6 +80,8 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"  combined: Mmaq {qi.measure.mmaq}, index {qi.measure.mmaq_index:.4f}, "
             f"{_CLASS_MARK[qi.measure.attribute_class]}",
         ]
+    if report.population:
+        lines += _population_lines(report.population)
     if report.sensitive:
         rows = [
             (
@@ -189,3 +191,35 @@ def _journalist_line(anonymity) -> str:
         f"  journalist risk: max {journalist.max:.4f}, average {journalist.average:.4f}; "
         f"marketer risk {anonymity.marketer_risk:.4f} (against {against})"
     )
+
+
+def _population_lines(population) -> list[str]:
+    """The dataset as a sample: population uniqueness by model, individual risk, k-map."""
+    uniqueness, risk = population.uniqueness, population.individual_risk
+    rows = [
+        (
+            ("* " if name == uniqueness.dankar_model else "  ") + name,
+            "-" if estimate.uniques is None else f"{estimate.uniques:,.1f}",
+            "-" if estimate.share is None else f"{estimate.share:.4%}",
+        )
+        for name, estimate in (
+            ("pitman", uniqueness.pitman),
+            ("zayatz", uniqueness.zayatz),
+            ("snb", uniqueness.snb),
+        )
+    ]
+    dankar = uniqueness.dankar
+    lines = [
+        "",
+        f"As a sample of its population: sampling fraction {population.sampling_fraction:.4g} "
+        f"({population.fraction_from.replace('_', ' ')}), population "
+        f"{uniqueness.population_size:,}",
+        *_aligned(("model", "population uniques", "share"), rows),
+        f"  Dankar's rule ({uniqueness.dankar_model}): "
+        + ("no valid estimate" if dankar.share is None else f"{dankar.share:.4%} unique"),
+        f"  individual risk (weights: {risk.weights}): max {risk.max:.4f}, average "
+        f"{risk.average:.4f}, expected re-identifications {risk.expected_reidentifications:,.2f}",
+    ]
+    if population.k_map is not None:
+        lines.append(f"  k-map = {population.k_map} (against the population table)")
+    return lines

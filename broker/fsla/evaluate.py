@@ -10,9 +10,9 @@ by l and t, not by the Mmaq thresholds; but an identifier is an identifier whate
 role, and with several sensitive attributes each is judged within the classes of all the other
 attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
 it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
-k, journalist and marketer risk, l, alpha, recursive (c, l), beta, delta, t) make the decision
-``anonymization_required``; rules it cannot fix (destination or purpose not allowed) make it
-``rejected``.
+k, journalist and marketer risk, population uniqueness and expected re-identifications, l,
+alpha, recursive (c, l), beta, delta, t) make the decision ``anonymization_required``; rules it
+cannot fix (destination or purpose not allowed) make it ``rejected``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         min_k=highest(r.min_k for r in rule_sets),
         max_journalist_risk=lowest(r.max_journalist_risk for r in rule_sets),
         max_marketer_risk=lowest(r.max_marketer_risk for r in rule_sets),
+        max_population_uniqueness=lowest(r.max_population_uniqueness for r in rule_sets),
+        expected_reidentification_bounds=tuple(
+            (r.sampling_fraction, r.max_expected_reidentifications)
+            for r in rule_sets
+            if r.max_expected_reidentifications is not None
+        ),
         min_l=highest(r.min_l for r in rule_sets),
         max_alpha=lowest(r.max_alpha for r in rule_sets),
         recursive_c=lowest(r.recursive_c_l.c for r in rule_sets if r.recursive_c_l),

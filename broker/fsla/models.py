@@ -79,6 +79,31 @@ class RuleSet(BaseModel):
         "on average (classes / rows without a population table). El Emam's marketer risk.",
         examples=[0.05],
     )
+    sampling_fraction: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="The share of its population a dataset sent under these rules is taken to "
+        "be (a 10% sample: 0.1). The population rules below assume it; without it they cannot "
+        "be set.",
+        examples=[0.1],
+    )
+    max_population_uniqueness: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Highest share of the population allowed to be unique on the "
+        "quasi-identifiers, estimated from the dataset's class sizes and sampling_fraction by "
+        "Dankar et al.'s rule (Pitman, Zayatz or SNB, as ARX). k >= 2 makes it 0.",
+        examples=[0.01],
+    )
+    max_expected_reidentifications: float | None = Field(
+        None,
+        ge=0,
+        description="Highest expected number of re-identified rows: the sum of sdcMicro's "
+        "individual risks (Benedetti-Franconi) with every row weighing 1 / sampling_fraction.",
+        examples=[1.0],
+    )
     min_l: int | None = Field(
         None,
         ge=1,
@@ -151,6 +176,16 @@ class RuleSet(BaseModel):
         "`anonymize=auto`?",
         examples=[True],
     )
+
+    @model_validator(mode="after")
+    def _population_rules_state_a_fraction(self) -> RuleSet:
+        for name in ("max_population_uniqueness", "max_expected_reidentifications"):
+            if getattr(self, name) is not None and self.sampling_fraction is None:
+                raise ValueError(
+                    f"{name} needs sampling_fraction: the share of the population a dataset is "
+                    "taken to be"
+                )
+        return self
 
     @field_validator("forbidden_attributes")
     @classmethod

@@ -28,6 +28,7 @@ from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying, k_for, l_for
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze, report_of
+from broker.metrics.uniqueness import k_for_expected_reidentifications
 from broker.names import attribute_key
 from broker.wire.statuses import TransferStatus
 
@@ -111,6 +112,12 @@ def target_for(
     for risk in (req.max_journalist_risk, req.max_marketer_risk):
         if risk is not None:
             needed_k = max(needed_k, k_for(risk))
+    failing = {rule.rule for rule in decision.failed}
+    if "max_population_uniqueness" in failing:
+        needed_k = max(needed_k, 2)  # no sample unique: every estimate is 0
+    if "max_expected_reidentifications" in failing:
+        for fraction, bound in req.expected_reidentification_bounds:
+            needed_k = max(needed_k, k_for_expected_reidentifications(report.rows, fraction, bound))
     if not req.identifiers_allowed and any(
         report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
     ):

@@ -61,6 +61,10 @@ class Requirements:
     min_k: int | None = None
     max_journalist_risk: float | None = None
     max_marketer_risk: float | None = None
+    # Population rules: each rule set states its own sampling fraction, so the uniqueness bound
+    # is the lowest (k >= 2 meets any) and the expected re-identifications stay per rule set.
+    max_population_uniqueness: float | None = None
+    expected_reidentification_bounds: tuple[tuple[float, float], ...] = ()  # (fraction, bound)
     min_l: int | None = None
     max_alpha: float | None = None
     # Recursive (c, l)-diversity: the smallest c with the largest l, which implies every pair.

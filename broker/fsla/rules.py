@@ -16,6 +16,11 @@ from broker.metrics.anonymity import SensitiveMeasure
 from broker.metrics.content import TEXT
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, AttributeReport
+from broker.metrics.uniqueness import (
+    k_for_expected_reidentifications,
+    population_uniqueness,
+    uniform_individual_risk,
+)
 from broker.names import attribute_key
 
 # A declared-sensitive attribute singles people out when at least this share of its rows hold a
@@ -312,6 +317,8 @@ def data_rules(
             )
         )
 
+    results += _population_rules(report, rules_, scope, jurisdiction, qi_names)
+
     several = len(report.sensitive) > 1
     for measure in report.sensitive:
         name = measure.name
@@ -383,6 +390,63 @@ def data_rules(
                     rules_.max_t,
                 )
             )
+    return results
+
+
+def _population_rules(
+    report: AnalysisReport, rules_: RuleSet, scope: str, jurisdiction: str, qi_names: str
+) -> list[RuleResult]:
+    """Population uniqueness and expected re-identifications at the rule set's stated sampling
+    fraction, from the quasi-identifiers' class sizes (without them, the table is one class)."""
+    pi = rules_.sampling_fraction
+    if pi is None:
+        return []
+    where = f"{jurisdiction} ({scope})"
+    qi = report.quasi_identifiers
+    histogram = qi.anonymity.class_size_histogram if qi else {report.rows: 1}
+    results = []
+    if rules_.max_population_uniqueness is not None:
+        estimate = population_uniqueness(histogram, pi)
+        bound = rules_.max_population_uniqueness
+        share = estimate.dankar.share
+        if share is None:  # no model gives an estimate: the sample's own uniqueness
+            share = histogram.get(1, 0) / report.rows
+        passed = share <= bound
+        results.append(
+            RuleResult(
+                "max_population_uniqueness",
+                scope,
+                jurisdiction,
+                passed,
+                f"the quasi-identifiers {qi_names} leave an estimated {share:.4%} of the "
+                f"population unique (Dankar et al.'s rule chose {estimate.dankar_model}; "
+                f"sampling fraction {pi:g} as {where} states); {where} allows at most "
+                f"{bound:g}" + ("" if passed else ": k-anonymize them with k >= 2"),
+                qi_names,
+                round(share, 6),
+                bound,
+            )
+        )
+    if rules_.max_expected_reidentifications is not None:
+        expected = uniform_individual_risk(histogram, pi)
+        bound = rules_.max_expected_reidentifications
+        passed = expected <= bound
+        k = k_for_expected_reidentifications(report.rows, pi, bound)
+        results.append(
+            RuleResult(
+                "max_expected_reidentifications",
+                scope,
+                jurisdiction,
+                passed,
+                f"the quasi-identifiers {qi_names} give {expected:.4g} expected "
+                f"re-identifications (individual risk, each row standing for {1 / pi:.4g} "
+                f"people as {where} states); {where} allows at most {bound:g}"
+                + ("" if passed else f": k-anonymize them with k >= {k}"),
+                qi_names,
+                round(expected, 6),
+                bound,
+            )
+        )
     return results
 
 

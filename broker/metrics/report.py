@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import IDENTICAL_ROWS, Engine, PlansCounts
+from broker.engines.base import IDENTICAL_ROWS, CountTable, Engine, PlansCounts, dictionary_of
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
@@ -44,6 +44,12 @@ from broker.metrics.mmaq import (
 )
 from broker.metrics.population import population_class_sizes
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
+from broker.metrics.uniqueness import (
+    IndividualRisk,
+    PopulationUniqueness,
+    individual_risk,
+    population_uniqueness,
+)
 from broker.roles import require_columns, require_distinct_roles
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
@@ -112,6 +118,40 @@ class QuasiIdentifierReport:
         }
 
 
+# Where a population section's sampling fraction comes from.
+STATED = "stated"
+POPULATION_TABLE = "population_table"
+WEIGHTS = "weights"
+UNIFORM = "uniform 1/pi"
+
+
+@dataclass(frozen=True)
+class PopulationReport:
+    """The quasi-identifiers' risk when the dataset is a sample of a population (see
+    :mod:`broker.metrics.uniqueness`): present only when a sampling fraction, sampling weights
+    or a population table is given."""
+
+    sampling_fraction: float
+    fraction_from: str  # stated, population_table (n / its rows) or weights (n / their sum)
+    uniqueness: PopulationUniqueness
+    individual_risk: IndividualRisk
+    k_map: int | None = None  # smallest population class of a sample class (population table)
+
+    def as_dict(self) -> dict:
+        return {
+            "sampling_fraction": self.sampling_fraction,
+            "sampling_fraction_from": self.fraction_from,
+            "population_size": self.uniqueness.population_size,
+            "uniqueness": {
+                k: v
+                for k, v in self.uniqueness.as_dict().items()
+                if k not in ("sampling_fraction", "population_size")
+            },
+            "individual_risk": self.individual_risk.as_dict(),
+            "k_map": self.k_map,
+        }
+
+
 @dataclass(frozen=True)
 class AnalysisReport:
     rows: int
@@ -122,11 +162,15 @@ class AnalysisReport:
     duplicate_rows: int = 0
     people_counted_by: str = IDENTICAL_ROWS
     combination_search: CombinationSearch | None = None
+    population: PopulationReport | None = None
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
 
     def as_dict(self) -> dict:
+        """The report's fields; ``population`` only when one was asked for (see
+        :class:`PopulationReport`)."""
+        population = {"population": self.population.as_dict()} if self.population else {}
         return {
             "rows": self.rows,
             "duplicate_rows": self.duplicate_rows,
@@ -159,6 +203,7 @@ class AnalysisReport:
                 }
                 for s in self.sensitive
             ],
+            **population,
         }
 
 
@@ -192,6 +237,8 @@ def analyze(
     regions: Sequence[str] = DEFAULT_REGIONS,
     people: People | None = None,
     population: pd.DataFrame | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
 ) -> AnalysisReport:
     """The report of a frame in memory (see :func:`report_of`), with the pandas engine.
 
@@ -224,6 +271,8 @@ def analyze(
         progress,
         regions,
         None if population is None else PandasEngine(population),
+        sampling_fraction,
+        weights,
     )
 
 
@@ -237,6 +286,8 @@ def report_of(
     progress: Callable[[str], None] | None = None,
     regions: Sequence[str] = DEFAULT_REGIONS,
     population: Engine | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
 ) -> AnalysisReport:
     """Measure every column of a table, its identifying combinations, QI set and sensitive ones.
 
@@ -256,9 +307,24 @@ def report_of(
     ``population``, a population table that contains this one (with the quasi-identifiers among
     its columns), gives the journalist and marketer risk of the quasi-identifiers; without it the
     table is taken as the whole population.
+
+    ``sampling_fraction`` (the share of the population the table holds), ``weights`` (a column of
+    sampling weights: the people each row stands for) or ``population`` add the ``population``
+    section: population uniqueness, individual risk and, with a population table, k-map. The
+    fraction, unless stated, is N / the population table's rows, or N / the sum of the weights.
     """
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
     require_columns(engine.columns, quasi_identifiers, "Quasi-identifier")
+    if weights is not None:
+        require_columns(engine.columns, [weights], "Weight column")
+    sampled = sampling_fraction is not None or weights is not None
+    if sampled and not quasi_identifiers:
+        raise ValueError(
+            "A sampling fraction or weights need declared quasi-identifiers: population "
+            "uniqueness is measured on their classes"
+        )
+    if sampling_fraction is not None and not (0 < sampling_fraction <= 1):
+        raise ValueError(f"The sampling fraction must be in (0, 1], got {sampling_fraction}")
     require_columns(engine.columns, sensitive, "Sensitive attribute")
     require_distinct_roles(quasi_identifiers, sensitive)
     if max_combination_size < 0:
@@ -266,7 +332,7 @@ def report_of(
     say = progress or (lambda _message: None)
     if isinstance(engine, PlansCounts):
         say("counting the report's column sets in one pass")
-        engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive))
+        engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive, weights))
     if engine.rows == 0:
         raise ValueError("The dataset has no rows: there is nothing to measure")
 
@@ -293,7 +359,7 @@ def report_of(
             )
         )
 
-    qi_report = None
+    qi_report, population_report = None, None
     if quasi_identifiers:
         say("measuring quasi-identifiers")
         [classes] = engine.counts([quasi_identifiers], people=True)
@@ -307,6 +373,11 @@ def report_of(
             k_anonymity_of(classes, sizes),
             mmaq_from_counts(classes.rows),
         )
+        if sampled or population is not None:
+            say("estimating population risk")
+            population_report = _population_report(
+                engine, classes, qi_report.anonymity, sizes, population, sampling_fraction, weights
+            )
     sensitive_reports = [
         sensitive_measure_of(engine, name, _known(name, quasi_identifiers, sensitive))
         for name in sensitive
@@ -326,7 +397,62 @@ def report_of(
         engine.duplicate_rows(),
         engine.people_counted_by,
         search,
+        population_report,
     )
+
+
+def _population_report(
+    engine: Engine,
+    classes: CountTable,
+    anonymity: KAnonymity,
+    population_sizes: np.ndarray | None,
+    population: Engine | None,
+    sampling_fraction: float | None,
+    weights: str | None,
+) -> PopulationReport:
+    """Population uniqueness, individual risk and k-map of the quasi-identifiers' classes."""
+    sample_sizes = classes.rows
+    rows = int(sample_sizes.sum())
+    weight_sums = None if weights is None else _weight_sums(engine, classes, weights)
+    if sampling_fraction is not None:
+        fraction, source = sampling_fraction, STATED
+    elif population is not None:
+        fraction, source = rows / population.rows, POPULATION_TABLE
+    else:
+        fraction, source = rows / float(weight_sums.sum()), WEIGHTS
+    if not (0 < fraction <= 1):
+        given = "The weights give" if source == WEIGHTS else "The population table gives"
+        raise ValueError(
+            f"{given} a sampling fraction of {fraction:.4g}: the population must hold at least "
+            "the dataset's rows (sampling weights are at least 1)"
+        )
+    if weight_sums is None:
+        weight_sums, weighted_by = sample_sizes / fraction, UNIFORM
+    else:
+        weighted_by = weights
+    return PopulationReport(
+        fraction,
+        source,
+        population_uniqueness(anonymity.class_size_histogram, fraction),
+        individual_risk(sample_sizes, weight_sums, weighted_by),
+        None if population_sizes is None else int(population_sizes.min()),
+    )
+
+
+def _weight_sums(engine: Engine, classes: CountTable, weights: str) -> np.ndarray:
+    """Each class's sum of weights, from the counts of (quasi-identifiers, weight)."""
+    columns = list(classes.columns)
+    [table] = engine.counts([[*columns, weights]])
+    values = pd.to_numeric(
+        pd.Series(dictionary_of(engine.dictionary(weights))), errors="coerce"
+    ).to_numpy(dtype=float)
+    row_weights = values[table.codes(weights)]
+    if not np.all(np.isfinite(row_weights)) or np.any(row_weights <= 0):
+        raise ValueError(f"Weight column {weights!r} must hold a positive number on every row")
+    found = pd.MultiIndex.from_arrays([classes.codes(c) for c in columns]).get_indexer(
+        pd.MultiIndex.from_arrays([table.codes(c) for c in columns])
+    )
+    return np.bincount(found, weights=row_weights * table.rows, minlength=classes.size)
 
 
 def _known(name: str, quasi_identifiers: list[str], sensitive: list[str]) -> list[str]:
@@ -335,10 +461,15 @@ def _known(name: str, quasi_identifiers: list[str], sensitive: list[str]) -> lis
 
 
 def _column_sets(
-    columns: list[str], quasi_identifiers: list[str], sensitive: list[str]
+    columns: list[str],
+    quasi_identifiers: list[str],
+    sensitive: list[str],
+    weights: str | None = None,
 ) -> list[list[str]]:
     """Every column set the report counts, in the order it asks (combinations aside)."""
     sets = [[c] for c in columns] + ([quasi_identifiers] if quasi_identifiers else [])
+    if weights is not None and quasi_identifiers:
+        sets.append([*quasi_identifiers, weights])
     for name in sensitive:
         known = _known(name, quasi_identifiers, sensitive)
         sets += [known, [*known, name], [name]]

@@ -311,6 +311,24 @@ def test_analyze_endpoint_gives_the_report_alone(federation):
         data={"quasi_identifiers": "zip"},
     )
     assert bad.status_code == 422 and "'zip'" in bad.json()["detail"]
+    assert "population" not in report
+    sampled = federation.client.post(
+        "/v1/analyze",
+        headers=ADMIN,
+        files={"file": ("t.csv", (FIXTURES / "patients_original.csv").read_bytes())},
+        data={"quasi_identifiers": "Age,Gender", "sampling_fraction": "0.1"},
+    )
+    assert sampled.status_code == 200, sampled.text
+    population = sampled.json()["population"]
+    assert population["sampling_fraction"] == 0.1
+    assert population["uniqueness"]["dankar_model"] in ("pitman", "zayatz", "dankar")
+    outside = federation.client.post(
+        "/v1/analyze",
+        headers=ADMIN,
+        files={"file": ("t.csv", b"a\n1\n")},
+        data={"quasi_identifiers": "a", "sampling_fraction": "1.5"},
+    )
+    assert outside.status_code == 422
 
 
 def test_remedy_is_verified_on_the_data(federation):
