@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from broker.engines.base import Engine
 from broker.fsla.evaluate import evaluate
+from broker.fsla.linkage import History, assess
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
 from broker.fsla.results import RuleResult, TransferContext
@@ -100,7 +101,9 @@ def decide(
     measured: Measured,
     max_suppression: float,
     budget_seconds: float | None = None,
+    history: History | None = None,
 ) -> Outcome:
+    """``history``: the earlier releases to the same destination the rules look back on."""
     report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
@@ -119,7 +122,16 @@ def decide(
         roles.sensitive,
         roles.person_key,
     )
-    decision = evaluate(report, context, source_policy, destination_policy)
+    joints = ()
+    if history is not None and history.releases:
+        joints = assess(
+            measured.engine,
+            context.quasi_identifiers,
+            context.sensitive,
+            history.releases,
+            history.now,
+        )
+    decision = evaluate(report, context, source_policy, destination_policy, joints)
     rules = federation + list(decision.rules)
     if decision.status != TransferStatus.ANONYMIZATION_REQUIRED:
         return Outcome(decision.status, rules, None, versions, report)
@@ -133,6 +145,7 @@ def decide(
         destination_policy,
         max_suppression,
         budget_seconds,
+        history,
     )
     if not found.verified:
         rules.append(
