@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.engines.base import Engine
-from broker.fsla.evaluate import evaluate
-from broker.fsla.linkage import History, assess
+from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
 from broker.fsla.results import RuleResult, TransferContext
@@ -92,6 +92,21 @@ class Measured:
 
     engine: Engine
     report: AnalysisReport
+
+
+def lookback_days(parties: Parties, request: TransferRequest) -> int | None:
+    """How far back the rules of this transfer look for earlier releases to the same
+    destination (the longest of the rule sets that apply); None when none does."""
+    source, destination = parties.source, parties.destination
+    if destination is None or destination.jurisdiction not in parties.policies:
+        return None
+    context = TransferContext(source.jurisdiction, destination.jurisdiction, request.purpose)
+    rule_sets = applicable_rule_sets(
+        context,
+        parties.policies[source.jurisdiction][0],
+        parties.policies[destination.jurisdiction][0],
+    )
+    return lookback([rule_set for _scope, _jurisdiction, rule_set in rule_sets])
 
 
 def decide(

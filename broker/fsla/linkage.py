@@ -468,19 +468,20 @@ def lookback(rule_sets: Sequence[RuleSet]) -> int | None:
 
 def released_classes(
     engine: Engine, quasi_identifiers: Sequence[str], cap: int
-) -> tuple[tuple[tuple[Any, ...], int], ...] | None:
+) -> tuple[tuple[tuple[tuple[Any, ...], int], ...] | None, int]:
     """The classes a table leaves with: each distinct tuple of its ``quasi_identifiers`` (as
-    JSON values) and its people; None when there are more than ``cap``."""
+    JSON values) and its people (None when there are more than ``cap``), and how many."""
     (table,) = engine.counts([list(quasi_identifiers)], people=True)
     if table.size > cap:
-        return None
+        return None, table.size
     people = table.rows if table.people is None else table.people
     columns = [
         np.array([_json_value(v) for v in engine.dictionary(q)], dtype=object)[table.codes(q)]
         for q in quasi_identifiers
     ]
     labels = zip(*columns, strict=True) if columns else [()] * table.size
-    return tuple((tuple(row), int(n)) for row, n in zip(labels, people, strict=True))
+    classes = tuple((tuple(row), int(n)) for row, n in zip(labels, people, strict=True))
+    return classes, table.size
 
 
 def _json_value(value: Any) -> Any:

@@ -180,11 +180,12 @@ def test_stricter_wins_longest_look_back():
 def test_released_classes_are_what_leaves_with_people():
     decades = PEOPLE.assign(age=["20-29"] * 4 + ["30-39"] * 4)
     engine = PandasEngine(decades, people=PandasEngine(PEOPLE).people)
-    classes = sorted(released_classes(engine, ("age", "zip"), cap=10))
-    assert classes == sorted(FIRST.classes)
-    assert released_classes(engine, ("age", "zip"), cap=3) is None
+    classes, count = released_classes(engine, ("age", "zip"), cap=10)
+    assert sorted(classes) == sorted(FIRST.classes) and count == 4
+    assert released_classes(engine, ("age", "zip"), cap=3) == (None, 4)
     numbers = PandasEngine(pd.DataFrame({"n": [1, 1, None]}))  # identical rows: one person
-    assert sorted(released_classes(numbers, ("n",), cap=5), key=str) == [((1.0,), 1), ((None,), 1)]
+    classes, _count = released_classes(numbers, ("n",), cap=5)
+    assert sorted(classes, key=str) == [((1.0,), 1), ((None,), 1)]
 
 
 def context_and_policies(rules: dict):

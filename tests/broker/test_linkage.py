@@ -1,0 +1,135 @@
+"""A two-release attack through the real app: each release is k-anonymous alone, together they
+isolate people. The broker remembers what it released and refuses the second, naming the first."""
+
+from sqlalchemy.orm import Session
+
+from broker.transfers import repository
+from broker.transfers.models import Release
+from tests.broker.conftest import ADMIN
+
+# Twenty-two people: ages 23, 27, 33, 37 in postcodes 75001 and 75002, three of an age in one
+# postcode and one in the other, and six in a postcode far off (so that the broker's Mondrian
+# splits on age first); three diseases, so every class holds at least two.
+RAW = """age,zip,disease
+23,75001,flu
+23,75002,cold
+23,75002,hiv
+23,75002,flu
+27,75001,cold
+27,75001,hiv
+27,75001,flu
+27,75002,cold
+33,75001,hiv
+33,75002,flu
+33,75002,cold
+33,75002,hiv
+37,75001,flu
+37,75001,cold
+37,75001,hiv
+37,75002,flu
+45,75999,cold
+45,75999,hiv
+45,75999,flu
+55,75999,cold
+55,75999,hiv
+55,75999,flu
+"""
+
+
+def decades(csv: str) -> bytes:
+    """Release 1: ages to decades, postcodes exact (classes of four)."""
+    lines = csv.strip().split("\n")
+    rows = [line.split(",") for line in lines[1:]]
+    body = [f"{a[0]}0-{a[0]}9,{z},{d}" for a, z, d in rows]
+    return ("\n".join([lines[0], *body]) + "\n").encode()
+
+
+ROLES = {"quasi_identifiers": "age,zip", "sensitive": "disease"}
+
+
+def look_back(client, days: int | None) -> None:
+    """Senegal's export rules look back ``days`` days (None: off)."""
+    record = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    record["cross_border_export"]["linkage_lookback_days"] = days
+    answer = client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    assert answer.status_code in (200, 201), answer.text
+
+
+def send(federation, data: bytes, destination: str, **form) -> dict:
+    answer = federation.send("sn-hospital", data, destination=destination, **ROLES, **form)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def linkage(body: dict) -> list[dict]:
+    return [rule for rule in body["rules"] if rule["rule"] == "linkage"]
+
+
+def test_the_second_release_is_refused_together_with_the_first(federation, connection):
+    federation.add_lab("http://127.0.0.1:9/fr-lab/inbox")
+    look_back(federation.client, 30)
+    first = send(federation, decades(RAW), "fr-research")
+    assert first["status"] == "approved" and linkage(first) == []
+    with Session(bind=connection) as session:
+        stored = session.get(Release, first["id"])
+        assert (stored.source_id, stored.destination_id) == ("sn-hospital", "fr-research")
+        assert (stored.quasi_identifiers, stored.sensitive) == (["age", "zip"], ["disease"])
+        # People: without a person key, identical rows are one person (two "20-29,75001,flu").
+        assert sorted((tuple(labels), n) for labels, n in stored.classes) == [
+            (("20-29", "75001"), 3),
+            (("20-29", "75002"), 3),
+            (("30-39", "75001"), 3),
+            (("30-39", "75002"), 3),
+            (("40-49", "75999"), 3),
+            (("50-59", "75999"), 3),
+        ]
+        assert stored.class_count == 6
+        # Read back as the rule reads it, and only for this pair.
+        (earlier,) = repository.releases_since(
+            session, "sn-hospital", "fr-research", stored.released_at
+        )
+        assert earlier.transfer_id == first["id"]
+        assert repository.releases_since(session, "sn-hospital", "fr-lab", stored.released_at) == []
+
+    # Alone, the raw table anonymized by the broker keeps ages exact and sets the postcode to
+    # "75001-75002": six classes of three or four, approved (to another destination: no
+    # history). Joined with release 1, one person of 23 lives in 75001: the attack.
+    alone = send(federation, RAW.encode(), "fr-lab", anonymize="auto")
+    assert alone["status"] == "approved" and linkage(alone) == []
+    assert alone["report"]["quasi_identifiers"]["k"] == 3
+    assert alone["report"]["quasi_identifiers"]["equivalence_classes"] == 6
+    assert alone["report"]["attributes"][0]["categories"] == 6  # ages exact
+
+    # Joined with release 1 that release would isolate people: the broker says so.
+    refused = send(federation, RAW.encode(), "fr-research")
+    assert refused["status"] == "anonymization_required"
+    (failed,) = [rule for rule in linkage(refused) if not rule["passed"]]
+    assert first["id"] in failed["detail"] and failed["attribute"] == "age, zip"
+    assert (failed["scope"], failed["jurisdiction"]) == ("export", "SN")
+    assert (failed["measured"], failed["threshold"]) == (1, 3)
+    assert refused["remedy"]["verified"] is True
+
+    # The verified remedy is coarser than the one offered alone, and passes joined.
+    remedied = send(federation, RAW.encode(), "fr-research", anonymize="auto")
+    assert remedied["status"] == "approved"
+    (joined,) = linkage(remedied)
+    assert joined["passed"] and joined["measured"] >= 3
+    assert remedied["report"]["quasi_identifiers"]["equivalence_classes"] < 6
+    before = [r for r in remedied["remedy"]["before"]["rules"] if r["rule"] == "linkage"]
+    assert not before[0]["passed"] and first["id"] in before[0]["detail"]
+
+
+def test_a_release_out_of_the_window_is_not_looked_at(federation):
+    look_back(federation.client, 0)
+    first = send(federation, decades(RAW), "fr-research")
+    assert first["status"] == "approved"
+    second = send(federation, RAW.encode(), "fr-research", anonymize="auto")
+    assert second["status"] == "approved" and linkage(second) == []
+    assert second["report"]["quasi_identifiers"]["equivalence_classes"] == 6
+
+
+def test_without_a_look_back_releases_are_judged_alone(federation):
+    first = send(federation, decades(RAW), "fr-research")
+    assert first["status"] == "approved"
+    second = send(federation, RAW.encode(), "fr-research", anonymize="auto")
+    assert second["status"] == "approved" and linkage(second) == []
