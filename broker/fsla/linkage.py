@@ -23,6 +23,10 @@ of E classes they fall in): a **joint class**. Everyone in a joint class is amon
 attacker who knows a member's values cannot tell apart after the join (the true candidates may
 be more: people whose labels in E overlap), so its size is a lower bound of that crowd, and the
 rule holds joint classes to the policy's k (and l, for a sensitive attribute released in both).
+When the new table lacks some of E's quasi-identifiers, rows are placed on the ones it has (the
+classes of E they may be in); when it has none of them, there is nothing to join on and the
+release is not linked (a destination that could still tell the same people apart, by a key of
+its own, is beyond what the broker can see).
 
 Sizes count people as the engine does (a tuple's people, summed over the tuples of the class).
 A label the broker cannot read (a value of a policy's own hierarchy, say) holds no raw value:
@@ -315,7 +319,8 @@ def assess(
     """
     released = dict(released or {})
     joints = []
-    for release in earlier:
+    for original in earlier:
+        release = original
         age = now - release.released_at
         attributes = tuple(dict.fromkeys([*quasi_identifiers, *release.quasi_identifiers]))
         if release.classes is None:
@@ -329,32 +334,45 @@ def assess(
                 )
             )
             continue
-        missing = [q for q in release.quasi_identifiers if q not in engine.columns]
-        if missing:
-            joints.append(
-                Joint(
-                    release,
-                    age,
-                    attributes,
-                    unchecked=f"this table lacks its quasi-identifier(s) {', '.join(missing)}",
-                )
-            )
+        shared = [q for q in release.quasi_identifiers if q in engine.columns]
+        if not shared:  # nothing to join on: see the module docstring
+            joints.append(Joint(release, age, attributes))
             continue
+        release = _on(release, shared)
         shared_sensitive = [s for s in sensitive if s in release.sensitive and s in engine.columns]
         new_columns = [released.get(q, q) for q in quasi_identifiers]
-        columns = list(dict.fromkeys([*new_columns, *release.quasi_identifiers, *shared_sensitive]))
+        columns = list(dict.fromkeys([*new_columns, *shared, *shared_sensitive]))
         (table,) = engine.counts([columns], people=True)
         people = table.rows if table.people is None else table.people
         new_class = _new_classes(engine, table, quasi_identifiers, new_columns, relabel)
         cell = earlier_cells(
-            {q: engine.dictionary(q) for q in release.quasi_identifiers},
-            {q: table.codes(q) for q in release.quasi_identifiers},
+            {q: engine.dictionary(q) for q in shared},
+            {q: table.codes(q) for q in shared},
             release,
         )
         diversity_codes = {s: table.codes(s) for s in shared_sensitive}
         linked, classes, smallest, diversity = joint_of(new_class, cell, people, diversity_codes)
-        joints.append(Joint(release, age, attributes, linked, classes, smallest, diversity))
+        joints.append(Joint(original, age, attributes, linked, classes, smallest, diversity))
     return tuple(joints)
+
+
+def _on(release: Release, columns: Sequence[str]) -> Release:
+    """The release seen on some of its quasi-identifiers only (the others are not in the new
+    table): classes that differ only elsewhere hold the same tuples, and stay apart."""
+    if tuple(columns) == release.quasi_identifiers:
+        return release
+    positions = [release.quasi_identifiers.index(q) for q in columns]
+    classes = tuple(
+        (tuple(labels[p] for p in positions), people) for labels, people in release.classes or ()
+    )
+    return Release(
+        release.transfer_id,
+        release.released_at,
+        tuple(columns),
+        release.sensitive,
+        classes,
+        release.class_count,
+    )
 
 
 def _new_classes(engine, table, quasi_identifiers, new_columns, relabel) -> np.ndarray:
@@ -419,7 +437,8 @@ def _result(joint: Joint, scope: str, jurisdiction: str, rules_: RuleSet) -> Rul
             scope,
             jurisdiction,
             True,
-            f"no one of this table falls in a class of the earlier transfer {earlier}",
+            f"no one of this table can be placed in a class of the earlier transfer {earlier} "
+            "(it held none of them, or the two share no quasi-identifier)",
             attributes,
             None,
             threshold,

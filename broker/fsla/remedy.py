@@ -7,6 +7,7 @@ passes every rule that applies (the same :func:`evaluate` as the original decisi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -22,8 +23,8 @@ from broker.anonymize.counts import plan_on_engine
 from broker.anonymize.steps import GENERALIZATION
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
-from broker.fsla.evaluate import evaluate
-from broker.fsla.linkage import History, Joint, assess
+from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying, k_for, l_for
@@ -260,21 +261,39 @@ def _in_memory(
 def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) -> VerifiedRemedy:
     """A generalization chosen on the engine's count tables and applied by the engine; the
     recoded table is measured and evaluated again before it is offered. (Only generalization
-    works on counts: Mondrian and the partition need the rows, which do not fit in memory.)"""
+    works on counts: Mondrian and the partition need the rows, which do not fit in memory.)
+    While only the join with an earlier release fails, k doubles and the plan is made again:
+    coarser classes merge joint classes, as in memory."""
     target = search.target(engine.dictionary)
-    try:
-        remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=_deadline(budget_seconds))
-    except ValueError as error:
-        return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
-    accepted: list[tuple[AnalysisReport, Decision]] = []
-    if remedy.satisfied:
+    deadline = _deadline(budget_seconds)
+    while True:
+        try:
+            remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=deadline)
+        except ValueError as error:
+            return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+        accepted: list[tuple[AnalysisReport, Decision]] = []
+        if not remedy.satisfied:
+            return _verified(remedy, accepted, budget_seconds)
         kept = search.kept(remedy.engine.columns)
         after = report_of(remedy.engine, *kept, max_combination_size=0)
         joints = search.linkage(engine, kept, relabel=remedy.recode)
         failing = search.judge(after, kept, accepted, joints)
-        if failing is not None:
+        if failing is None:
+            return _verified(remedy, accepted, budget_seconds)
+        out_of_time = deadline is not None and time.monotonic() > deadline
+        if out_of_time or not target.k or target.k >= engine.rows or not _apart(search, joints):
             return VerifiedRemedy(False, failing)
-    return _verified(remedy, accepted, budget_seconds)
+        target = dataclasses.replace(target, k=min(2 * target.k, engine.rows))
+
+
+def _apart(search: _Search, joints: tuple[Joint, ...]) -> bool:
+    """Whether the join with an earlier release fails (and only a coarser release mends it)."""
+    rule_sets = applicable_rule_sets(search.context, search.source, search.destination)
+    return any(
+        not result.passed and result.fixable
+        for scope, jurisdiction, rule_set in rule_sets
+        for result in linkage_rules(joints, scope, jurisdiction, rule_set)
+    )
 
 
 def _released_beside(original: pd.DataFrame, anonymized: pd.DataFrame, people, kept):

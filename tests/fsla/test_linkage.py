@@ -137,6 +137,15 @@ def test_a_release_no_finer_than_the_earlier_one_links_nothing_new():
     assert (joint.linked_people, joint.classes, joint.smallest) == (8, 4, 2)
 
 
+def test_a_table_without_some_of_the_earlier_columns_is_placed_on_the_others():
+    ages = PEOPLE[["age", "disease"]]
+    (joint,) = assess(PandasEngine(ages), ("age",), (), (FIRST,), NOW)
+    # Age 23 may be in (20-29, 75001) or (20-29, 75002): one joint class per age, of two.
+    assert (joint.linked_people, joint.classes, joint.smallest) == (8, 4, 2)
+    (apart,) = assess(PandasEngine(PEOPLE[["disease"]]), (), (), (FIRST,), NOW)
+    assert apart.smallest is None and apart.unchecked is None
+
+
 def test_people_the_earlier_release_did_not_hold_are_not_linked():
     others = pd.DataFrame({"age": ["55", "55", "61"], "zip": ["75001"] * 3})
     (joint,) = assess(PandasEngine(others), ("age", "zip"), (), (FIRST,), NOW)
