@@ -107,6 +107,7 @@ class Joint:
     smallest: int | None = None
     diversity: Mapping[str, int] = field(default_factory=dict)
     unchecked: str | None = None  # why the broker could not check this release
+    people: int = 0  # of the new release, linked or not
 
 
 # --- labels ------------------------------------------------------------------------------------
@@ -352,7 +353,18 @@ def assess(
         )
         diversity_codes = {s: table.codes(s) for s in shared_sensitive}
         linked, classes, smallest, diversity = joint_of(new_class, cell, people, diversity_codes)
-        joints.append(Joint(original, age, attributes, linked, classes, smallest, diversity))
+        joints.append(
+            Joint(
+                original,
+                age,
+                attributes,
+                linked,
+                classes,
+                smallest,
+                diversity,
+                people=int(people.sum()),
+            )
+        )
     return tuple(joints)
 
 
@@ -453,6 +465,12 @@ def _result(joint: Joint, scope: str, jurisdiction: str, rules_: RuleSet) -> Rul
         f"joined with the earlier transfer {earlier} on {attributes} (the same people assumed "
         f"in both), {joint.linked_people:,} people fall in {joint.classes:,} joint classes, the "
         f"smallest of {joint.smallest} people"
+        + (
+            f" ({joint.people - joint.linked_people:,} fall in no class of it: people it did "
+            "not hold, or values given already generalized, which the broker cannot place)"
+            if joint.people > joint.linked_people
+            else ""
+        )
     )
     if not too_small and not thin:
         return RuleResult(

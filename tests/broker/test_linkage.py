@@ -160,3 +160,19 @@ def test_out_of_core_tables_are_joined_through_their_count_tables(out_of_core):
     (joined,) = linkage(remedied)
     assert joined["passed"] and joined["measured"] >= 3
     assert remedied["remedy"]["after"]["k"] >= 3
+
+
+def test_a_release_too_large_to_remember_refuses_later_transfers_in_its_window(
+    connection, settings
+):
+    small = settings.model_copy(update={"linkage_max_classes": 5})
+    with TestClient(create_app(small, bind=connection)) as client:
+        federation = Federation(client)
+        look_back(client, 30)
+        first = send(federation, decades(RAW), "fr-research")  # six classes: too many
+        assert first["status"] == "approved"
+        second = send(federation, RAW.encode(), "fr-research", anonymize="auto")
+        assert second["status"] == "rejected"
+        (failed,) = linkage(second)
+        assert not failed["passed"] and first["id"] in failed["detail"]
+        assert "6 classes" in failed["detail"]

@@ -5,6 +5,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.engines.base import RecodePlan
 from broker.engines.pandas import PandasEngine
@@ -224,3 +226,34 @@ def test_the_decision_fails_and_the_verified_remedy_passes_joined():
     assert all(r.passed for r in found.decision.rules)
     linkage = [r for r in found.decision.rules if r.rule == "linkage"]
     assert linkage and linkage[0].measured >= 2
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_joint_classes_agree_with_a_row_by_row_oracle(data):
+    n = data.draw(st.integers(1, 30))
+    ages = data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
+    zips = data.draw(st.lists(st.sampled_from("abc"), min_size=n, max_size=n))
+    bounds = st.tuples(
+        st.integers(0, 20), st.integers(0, 8), st.sampled_from(["a", "b", "a, b", "*"])
+    )
+    drawn = data.draw(
+        st.lists(bounds, min_size=1, max_size=6, unique_by=lambda c: (c[0], c[1], c[2]))
+    )
+    classes = tuple(((f"{lo}-{lo + width}", z), 1) for lo, width, z in drawn)
+    release = Release("t", NOW, ("age", "zip"), (), classes, len(classes))
+    frame = pd.DataFrame({"age": [str(a) for a in ages], "zip": zips, "id": range(n)})
+    (joint,) = assess(PandasEngine(frame), ("age",), (), (release,), NOW)
+    # The oracle: each row's set of classes by plain comparisons, grouped with its age.
+    groups: dict = {}
+    for age, zip_ in zip(ages, zips, strict=True):
+        held = frozenset(
+            index
+            for index, (lo, width, z) in enumerate(drawn)
+            if lo <= age <= lo + width and (z == "*" or zip_ in z.split(", "))
+        )
+        if held:
+            groups[age, held] = groups.get((age, held), 0) + 1
+    assert joint.linked_people == sum(groups.values())
+    assert joint.classes == len(groups)
+    assert joint.smallest == (min(groups.values()) if groups else None)
