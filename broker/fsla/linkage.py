@@ -32,9 +32,11 @@ Sizes count people as the engine does (a tuple's people, summed over the tuples 
 A label the broker cannot read (a value of a policy's own hierarchy, say) holds no raw value:
 such people count as absent from E, which the README lists as a limit.
 
-Cost: one count table of the new table over both releases' columns; each of its distinct
-projections on E's columns is matched against E's labels, column by column and label by label
-(vectorized over the distinct values); only where labels overlap is each class tested in turn.
+Cost: one count table of the new table over both releases' columns. Per column, a label written
+as a value is looked up; the others (ranges, sets, masks, dates) are each tested once over the
+column's distinct values, which are then grouped by the set of labels holding them; a tuple's
+classes are the intersection, over columns, of the classes its groups allow (one set operation per
+distinct combination of groups, not per tuple and class).
 """
 
 from __future__ import annotations
@@ -217,52 +219,108 @@ def earlier_cells(
     size = len(next(iter(codes.values()))) if codes else 0
     if not classes or size == 0:
         return np.full(size, -1, dtype=np.int64)
-    # Per column: the distinct labels, each class's label id, and which values each label holds.
-    label_ids, holds = [], []
+    tuple_sets, classes_of_sets = [], []
     for position, column in enumerate(columns):
-        labels = [labels[position] for labels, _people in classes]
-        ids, uniques = pd.factorize(pd.Series(labels, dtype=object), use_na_sentinel=False)
-        values = _Values.of(dictionaries[column])
-        matrix = np.column_stack([label_holds(label, values) for label in uniques])
-        label_ids.append(ids.astype(np.int64))
-        holds.append(matrix[codes[column]])  # tuples x labels of this column
-    if all((matrix.sum(axis=1) <= 1).all() for matrix in holds):
-        return _cells_when_labels_partition(label_ids, holds)
-    return _cells_when_labels_overlap(label_ids, holds, size)
-
-
-def _cells_when_labels_partition(label_ids, holds) -> np.ndarray:
-    """Each value in at most one label per column: a tuple's labels name at most one class."""
-    class_keys = np.zeros(label_ids[0].size, dtype=np.int64)
-    tuple_keys = np.zeros(holds[0].shape[0], dtype=np.int64)
-    absent = np.zeros(holds[0].shape[0], dtype=bool)
-    for ids, matrix in zip(label_ids, holds, strict=True):
-        width = matrix.shape[1]
-        class_keys = class_keys * width + ids
-        absent |= ~matrix.any(axis=1)
-        tuple_keys = tuple_keys * width + matrix.argmax(axis=1)
-    order = np.argsort(class_keys)
-    found = np.searchsorted(class_keys[order], tuple_keys)
-    found = np.minimum(found, class_keys.size - 1)
-    hit = (class_keys[order][found] == tuple_keys) & ~absent
-    return np.where(hit, order[found], -1).astype(np.int64)
-
-
-def _cells_when_labels_overlap(label_ids, holds, size: int) -> np.ndarray:
-    """Labels overlap (grid ranges that never state a class's own extremes): the set of
-    classes holding each tuple, as an id; each class is tested in turn."""
-    keys = np.random.default_rng(0).integers(1, 2**63 - 1, size=label_ids[0].size, dtype=np.int64)
+        ids, labels = pd.factorize(
+            pd.Series([labels[position] for labels, _ in classes], dtype=object),
+            use_na_sentinel=False,
+        )
+        classes_of_label: list[list[int]] = [[] for _ in labels]
+        for index, label in enumerate(ids):
+            classes_of_label[label].append(index)
+        set_of_value, held = _label_sets(dictionaries[column], list(labels))
+        classes_of_sets.append(
+            [frozenset(c for label in labels_ for c in classes_of_label[label]) for labels_ in held]
+        )
+        tuple_sets.append(set_of_value[codes[column]])
+    # Tuples whose values lie in the same label sets, column by column, lie in the same classes.
     signature = np.zeros(size, dtype=np.int64)
-    matched = np.zeros(size, dtype=bool)
-    for index in range(label_ids[0].size):
-        inside = np.ones(size, dtype=bool)
-        for ids, matrix in zip(label_ids, holds, strict=True):
-            inside &= matrix[:, ids[index]]
-        signature ^= np.where(inside, keys[index], 0)
-        matched |= inside
-    cells = np.full(size, -1, dtype=np.int64)
-    cells[matched] = pd.factorize(signature[matched])[0]
-    return cells
+    for sets, classes_of_set in zip(tuple_sets, classes_of_sets, strict=True):
+        signature = pd.factorize(signature * len(classes_of_set) + sets)[0].astype(np.int64)
+    firsts = np.unique(signature, return_index=True)[1]
+    cells: dict[frozenset[int], int] = {}
+    cell_of_signature = np.full(firsts.size, -1, dtype=np.int64)
+    for index in np.argsort(firsts):  # in order of appearance
+        first = firsts[index]
+        held = frozenset.intersection(
+            *(
+                classes_of_set[sets[first]]
+                for sets, classes_of_set in zip(tuple_sets, classes_of_sets, strict=True)
+            )
+        )
+        if held:
+            cell_of_signature[index] = cells.setdefault(held, len(cells))
+    return cell_of_signature[signature]
+
+
+def _label_sets(dictionary: pd.Series, labels: list[Any]) -> tuple[np.ndarray, list[list[int]]]:
+    """Each distinct value's set of labels holding it, as an id, and each set's labels (their
+    positions in ``labels``; a set may be empty).
+
+    Values are grouped first (a label written as a value is looked up, not tested), so the
+    labels that need a test (ranges, sets, masks, dates) are tested once on all the values and
+    once on a representative of each group.
+    """
+    values = _Values.of(dictionary)
+    keys = np.random.default_rng(len(labels)).integers(1, 2**62, size=len(labels), dtype=np.int64)
+    by_text: dict[str, list[int]] = {}
+    by_number: dict[float, list[int]] = {}
+    tested = []
+    for index, label in enumerate(labels):
+        if _plain(label):
+            by_text.setdefault(label, []).append(index)
+        elif (number := _number_of(label)) is not None:
+            by_number.setdefault(number, []).append(index)
+        else:
+            tested.append(index)
+    signature = np.zeros(len(values.missing), dtype=np.int64)
+    for table, column in ((by_text, values.text), (by_number, pd.Series(values.numbers))):
+        if table:
+            xor = np.array([np.bitwise_xor.reduce(keys[ids]) for ids in table.values()])
+            position = {key: i for i, key in enumerate(table)}
+            found = column.map(position).fillna(-1).to_numpy(dtype=np.int64)
+            signature ^= np.where((found >= 0) & ~values.missing, xor[np.maximum(found, 0)], 0)
+    for index in tested:
+        signature ^= np.where(label_holds(labels[index], values), keys[index], 0)
+    set_of_value, _ = pd.factorize(signature)
+    firsts = np.unique(set_of_value, return_index=True)[1]
+    held: list[list[int]] = []
+    for first in firsts:
+        found = [] if values.missing[first] else list(by_text.get(values.text.iloc[first], []))
+        if np.isfinite(values.numbers[first]):
+            found += by_number.get(float(values.numbers[first]), [])
+        held.append(found)
+    representatives = _Values.of(pd.Series(np.asarray(dictionary, dtype=object)[firsts]))
+    for index in tested:
+        for group in np.flatnonzero(label_holds(labels[index], representatives)):
+            held[group].append(index)
+    return set_of_value.astype(np.int64), held
+
+
+def _plain(label: Any) -> bool:
+    """A label that holds exactly the values written as it is (a raw value, a category)."""
+    return (
+        isinstance(label, str)
+        and bool(label.strip())
+        and label not in (ANY, MISSING)
+        and ", " not in label
+        and not label.endswith(ANY)
+        and not re.fullmatch(_NUMBER, label)
+        and not _RANGE.fullmatch(label)
+        and not _YEARS.fullmatch(label)
+        and not _CALENDAR.fullmatch(label)
+    )
+
+
+def _number_of(label: Any) -> float | None:
+    """The number a label is, when it is one (it then holds the values equal to it)."""
+    if isinstance(label, bool):
+        return None
+    if isinstance(label, (int, float, np.integer, np.floating)):
+        return float(label) if np.isfinite(label) else None
+    if isinstance(label, str) and re.fullmatch(_NUMBER, label):
+        return float(label)
+    return None
 
 
 def joint_of(
