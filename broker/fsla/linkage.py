@@ -588,7 +588,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        return float(value)
+        return float(value) if np.isfinite(value) else str(value)  # JSON has no infinity
     if isinstance(value, str):
         return value
     return _text(value)

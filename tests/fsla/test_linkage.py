@@ -198,6 +198,11 @@ def test_released_classes_are_what_leaves_with_people():
     numbers = PandasEngine(pd.DataFrame({"n": [1, 1, None]}))  # identical rows: one person
     classes, _count = released_classes(numbers, ("n",), cap=5)
     assert sorted(classes, key=str) == [((1.0,), 1), ((None,), 1)]
+    odd = PandasEngine(
+        pd.DataFrame({"n": [float("inf"), 2.5], "d": [pd.Timestamp("2024-03-01")] * 2})
+    )
+    classes, _count = released_classes(odd, ("n", "d"), cap=5)
+    assert set(classes) == {((2.5, "2024-03-01"), 1), (("inf", "2024-03-01"), 1)}
 
 
 def context_and_policies(rules: dict):
