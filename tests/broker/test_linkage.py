@@ -1,8 +1,12 @@
 """A two-release attack through the real app: each release is k-anonymous alone, together they
 isolate people. The broker remembers what it released and refuses the second, naming the first."""
 
+import io
+
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from broker.main import create_app
@@ -12,24 +16,25 @@ from tests.broker.conftest import ADMIN, Federation
 
 # Twenty-two people: ages 23, 27, 33, 37 in postcodes 75001 and 75002, three of an age in one
 # postcode and one in the other, and six in a postcode far off (so that the broker's Mondrian
-# splits on age first); three diseases, so every class holds at least two.
+# splits on age first). Every class of either release holds three diseases or more, but the
+# 23-year-old of 75001 is the only one with flu both among the 23-year-olds and in (20-29, 75001).
 RAW = """age,zip,disease
 23,75001,flu
-23,75002,cold
-23,75002,hiv
-23,75002,flu
+23,75002,asthma
+23,75002,diabetes
+23,75002,gout
 27,75001,cold
 27,75001,hiv
-27,75001,flu
-27,75002,cold
+27,75001,mumps
+27,75002,flu
 33,75001,hiv
 33,75002,flu
 33,75002,cold
-33,75002,hiv
+33,75002,asthma
 37,75001,flu
 37,75001,cold
-37,75001,hiv
-37,75002,flu
+37,75001,gout
+37,75002,hiv
 45,75999,cold
 45,75999,hiv
 45,75999,flu
@@ -77,12 +82,11 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
         stored = session.get(Release, first["id"])
         assert (stored.source_id, stored.destination_id) == ("sn-hospital", "fr-research")
         assert (stored.quasi_identifiers, stored.sensitive) == (["age", "zip"], ["disease"])
-        # People: without a person key, identical rows are one person (two "20-29,75001,flu").
         assert sorted((tuple(labels), n) for labels, n in stored.classes) == [
-            (("20-29", "75001"), 3),
-            (("20-29", "75002"), 3),
-            (("30-39", "75001"), 3),
-            (("30-39", "75002"), 3),
+            (("20-29", "75001"), 4),
+            (("20-29", "75002"), 4),
+            (("30-39", "75001"), 4),
+            (("30-39", "75002"), 4),
             (("40-49", "75999"), 3),
             (("50-59", "75999"), 3),
         ]
@@ -131,11 +135,31 @@ def test_a_release_out_of_the_window_is_not_looked_at(federation):
     assert second["report"]["quasi_identifiers"]["equivalence_classes"] == 6
 
 
-def test_without_a_look_back_releases_are_judged_alone(federation):
+def test_without_a_look_back_both_are_approved_and_disclose_a_disease(federation, connection):
     first = send(federation, decades(RAW), "fr-research")
-    assert first["status"] == "approved"
     second = send(federation, RAW.encode(), "fr-research", anonymize="auto")
-    assert second["status"] == "approved" and linkage(second) == []
+    assert first["status"] == second["status"] == "approved" and linkage(second) == []
+    one, two = (received(connection, body["id"]) for body in (first, second))
+    # What the destination can do with the bytes it received, in plain pandas: it knows a
+    # 23-year-old of 75001 is in both releases (the composition attack of Ganta et al.).
+    in_one = one[(one.age == "20-29") & (one.zip == "75001")]
+    in_two = two[(two.age == "23") & two.zip.map(lambda label: holds_number(label, 75001))]
+    assert len(in_one) >= 3 and len(in_two) >= 3  # each release alone hides them
+    assert set(in_one.disease) & set(in_two.disease) == {"flu"}  # together: disclosed
+
+
+def received(connection, transfer_id: str) -> pd.DataFrame:
+    """The delivered file (deliveries are not sent in these tests: the payload waits)."""
+    payload = connection.execute(
+        text("SELECT payload FROM deliveries WHERE transfer_id = :t"), {"t": transfer_id}
+    ).scalar_one()
+    return pd.read_csv(io.BytesIO(payload), dtype=str)
+
+
+def holds_number(label: str, number: float) -> bool:
+    """Whether a released label (a number, or a range "lo-hi") holds ``number``."""
+    low, _, high = label.partition("-")
+    return float(low) <= number <= float(high or low)
 
 
 @pytest.fixture
