@@ -90,6 +90,7 @@ class History:
 
     now: datetime
     releases: tuple[Release, ...] = ()
+    since: datetime | None = None  # where the window starts (None: the releases say)
 
 
 @dataclass(frozen=True)

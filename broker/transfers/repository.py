@@ -91,6 +91,12 @@ def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None
     session.flush()
 
 
+def lock_member(session: Session, member_id: str) -> None:
+    """Hold the member's row until the transaction ends (PostgreSQL; SQLite's writes are
+    serialized anyway)."""
+    session.execute(select(Member.id).where(Member.id == member_id).with_for_update())
+
+
 def add_release(session: Session, release: Release) -> None:
     """What an approved transfer released (after its transfer row, which it refers to)."""
     session.add(release)

@@ -29,6 +29,7 @@ from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.errors import (
     BrokerError,
+    Conflict,
     IdempotencyKeyReused,
     NotFound,
     TooManyRequests,
@@ -128,6 +129,10 @@ def submit(
         if earlier is None:
             raise
         return earlier
+    except Conflict:  # a release to the same destination was recorded meanwhile
+        session.rollback()
+        _drop_payload_file(decided)
+        raise
     return Submitted(decided.transfer)
 
 
@@ -160,6 +165,7 @@ class _Decided:
     delivery: Delivery | None
     audit: dict[str, Any]
     release: Release | None = None
+    history: History | None = None  # the earlier releases the decision was joined with
 
 
 def _decide(
@@ -271,7 +277,21 @@ def _decide(
             if not r.passed
         ],
     }
-    return _Decided(transfer, delivery, audit_details, release)
+    return _Decided(transfer, delivery, audit_details, release, history)
+
+
+def _joined_with_every_release(session: Session, decided: _Decided) -> None:
+    transfer, history = decided.transfer, decided.history
+    seen = {r.transfer_id for r in history.releases} | {transfer.id}
+    recorded = repository.releases_since(
+        session, transfer.source_id, transfer.destination_id, history.since
+    )
+    meanwhile = [r.transfer_id for r in recorded if r.transfer_id not in seen]
+    if meanwhile:
+        raise Conflict(
+            f"Transfer {meanwhile[0]} to {transfer.destination_id!r} was approved while this "
+            "one was decided, which did not join them: send it again"
+        )
 
 
 def _history(session: Session, parties: Parties, request: TransferRequest) -> History | None:
@@ -282,7 +302,7 @@ def _history(session: Session, parties: Parties, request: TransferRequest) -> Hi
     now = datetime.now(UTC)
     since = now - timedelta(days=days)
     earlier = repository.releases_since(session, parties.source.id, request.destination, since)
-    return History(now, tuple(earlier))
+    return History(now, tuple(earlier), since)
 
 
 def _release(
@@ -311,10 +331,20 @@ def _drop_payload_file(decided: _Decided) -> None:
 
 
 def _record(session: Session, decided: _Decided) -> None:
-    """The decision, its outbox row and its audit entry, in the caller's transaction."""
+    """The decision, its outbox row and its audit entry, in the caller's transaction.
+
+    A release joined with earlier ones is recorded only if no other release to the same
+    destination was recorded while it was decided (it was not joined with that one): 409, send
+    again. The source's row is locked first, so two such recordings take turns.
+    """
+    checked = decided.release is not None and decided.history is not None
+    if checked:
+        repository.lock_member(session, decided.transfer.source_id)
     repository.add(session, decided.transfer, decided.delivery)
     if decided.release is not None:
         repository.add_release(session, decided.release)
+    if checked:
+        _joined_with_every_release(session, decided)
     transfer = decided.transfer
     audit.record(session, transfer.source_id, "transfer.decided", transfer.id, decided.audit)
 

@@ -1,7 +1,9 @@
 """A two-release attack through the real app: each release is k-anonymous alone, together they
 isolate people. The broker remembers what it released and refuses the second, naming the first."""
 
+import hashlib
 import io
+import uuid
 
 import pandas as pd
 import pytest
@@ -9,9 +11,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from broker.errors import Conflict
+from broker.fsla.decide import TransferRequest
 from broker.main import create_app
-from broker.transfers import repository
+from broker.transfers import repository, service
 from broker.transfers.models import Release
+from broker.uploads import Upload
 from tests.broker.conftest import ADMIN, Federation
 
 # Twenty-two people: ages 23, 27, 33, 37 in postcodes 75001 and 75002, three of an age in one
@@ -42,6 +47,11 @@ RAW = """age,zip,disease
 55,75999,hiv
 55,75999,flu
 """
+
+
+def joined_session(connection) -> Session:
+    """A session inside the test's transaction (its rollbacks stay inside it), as the app's."""
+    return Session(bind=connection, join_transaction_mode="create_savepoint")
 
 
 def decades(csv: str) -> bytes:
@@ -78,7 +88,7 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
     look_back(federation.client, 30)
     first = send(federation, decades(RAW), "fr-research")
     assert first["status"] == "approved" and linkage(first) == []
-    with Session(bind=connection) as session:
+    with joined_session(connection) as session:
         stored = session.get(Release, first["id"])
         assert (stored.source_id, stored.destination_id) == ("sn-hospital", "fr-research")
         assert (stored.quasi_identifiers, stored.sensitive) == (["age", "zip"], ["disease"])
@@ -200,3 +210,29 @@ def test_a_release_too_large_to_remember_refuses_later_transfers_in_its_window(
         (failed,) = linkage(second)
         assert not failed["passed"] and first["id"] in failed["detail"]
         assert "6 classes" in failed["detail"]
+
+
+def test_a_release_recorded_while_another_was_decided_sends_it_back(
+    federation, connection, settings, tmp_path
+):
+    look_back(federation.client, 30)
+    data = decades(RAW)
+    path = tmp_path / "second.upload"
+    path.write_bytes(data)
+    upload = Upload(path, len(data), hashlib.sha256(data).hexdigest(), "b.csv", "text/csv")
+    request = TransferRequest("fr-research", "research", ("age", "zip"), ("disease",))
+    with joined_session(connection) as session:  # decided, not yet recorded ...
+        decided = service._decide(
+            session, "sn-hospital", str(uuid.uuid4()), upload, request, settings
+        )
+    assert decided.transfer.status == "approved" and decided.history.releases == ()
+    first = send(federation, data, "fr-research")  # ... while another is recorded
+    assert first["status"] == "approved"
+    with joined_session(connection) as session:
+        with pytest.raises(Conflict, match=first["id"]):
+            service._record(session, decided)
+        session.rollback()
+    # Decided again, it is joined with the first (and, identical, passes).
+    again = send(federation, data, "fr-research")
+    (joined,) = linkage(again)
+    assert joined["passed"] and first["id"] in joined["detail"]
