@@ -128,6 +128,14 @@ class Settings(BaseSettings):
         description="Time budget of the search for a verified remedy; checked before each "
         "anonymization attempt (an attempt that started finishes)",
     )
+    linkage_max_classes: int = Field(
+        100_000,
+        ge=1,
+        description="Most classes the broker remembers of one approved release, for the "
+        "linkage rule (`linkage_lookback_days`); a release with more is remembered by its "
+        "count only, and a later transfer to the same destination that looks back on it is "
+        "rejected until it leaves the window",
+    )
     anonymize_max_suppression: float = Field(
         0.05, ge=0, le=1, description="Largest share of rows auto-anonymization may suppress"
     )

@@ -4,6 +4,14 @@ from broker.audit.models import AuditEntry
 from broker.delivery.models import Delivery
 from broker.members.models import Member
 from broker.policies.models import PolicyVersion
-from broker.transfers.models import Transfer
+from broker.transfers.models import Release, Transfer, TransferJob
 
-__all__ = ["AuditEntry", "Delivery", "Member", "PolicyVersion", "Transfer"]
+__all__ = [
+    "AuditEntry",
+    "Delivery",
+    "Member",
+    "PolicyVersion",
+    "Release",
+    "Transfer",
+    "TransferJob",
+]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.engines.base import Engine
-from broker.fsla.evaluate import evaluate
+from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.remedy import find_remedy
 from broker.fsla.results import RuleResult, TransferContext
@@ -93,6 +94,21 @@ class Measured:
     report: AnalysisReport
 
 
+def lookback_days(parties: Parties, request: TransferRequest) -> int | None:
+    """How far back the rules of this transfer look for earlier releases to the same
+    destination (the longest of the rule sets that apply); None when none does."""
+    source, destination = parties.source, parties.destination
+    if destination is None or destination.jurisdiction not in parties.policies:
+        return None
+    context = TransferContext(source.jurisdiction, destination.jurisdiction, request.purpose)
+    rule_sets = applicable_rule_sets(
+        context,
+        parties.policies[source.jurisdiction][0],
+        parties.policies[destination.jurisdiction][0],
+    )
+    return lookback([rule_set for _scope, _jurisdiction, rule_set in rule_sets])
+
+
 def decide(
     parties: Parties,
     request: TransferRequest,
@@ -100,7 +116,9 @@ def decide(
     measured: Measured,
     max_suppression: float,
     budget_seconds: float | None = None,
+    history: History | None = None,
 ) -> Outcome:
+    """``history``: the earlier releases to the same destination the rules look back on."""
     report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
@@ -119,7 +137,16 @@ def decide(
         roles.sensitive,
         roles.person_key,
     )
-    decision = evaluate(report, context, source_policy, destination_policy)
+    joints = ()
+    if history is not None and history.releases:
+        joints = assess(
+            measured.engine,
+            context.quasi_identifiers,
+            context.sensitive,
+            history.releases,
+            history.now,
+        )
+    decision = evaluate(report, context, source_policy, destination_policy, joints)
     rules = federation + list(decision.rules)
     if decision.status != TransferStatus.ANONYMIZATION_REQUIRED:
         return Outcome(decision.status, rules, None, versions, report)
@@ -133,6 +160,7 @@ def decide(
         destination_policy,
         max_suppression,
         budget_seconds,
+        history,
     )
     if not found.verified:
         rules.append(

@@ -11,12 +11,16 @@ role, and with several sensitive attributes each is judged within the classes of
 attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
 it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
 k, journalist and marketer risk, population uniqueness and expected re-identifications, l,
-alpha, recursive (c, l), beta, delta, t) make the decision ``anonymization_required``; rules it
-cannot fix (destination or purpose not allowed) make it ``rejected``.
+alpha, recursive (c, l), beta, delta, t, linkage with an earlier release) make the decision
+``anonymization_required``; rules it cannot fix (destination or purpose not allowed) make it
+``rejected``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from broker.fsla.linkage import Joint, linkage_rules
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, Decision, Requirements, RuleResult, TransferContext
 from broker.fsla.rules import data_rules, gate_rules
@@ -70,6 +74,7 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         max_enhanced_beta=lowest(r.max_enhanced_beta for r in rule_sets),
         max_delta=lowest(r.max_delta for r in rule_sets),
         max_t=lowest(r.max_t for r in rule_sets),
+        linkage_lookback_days=highest(r.linkage_lookback_days for r in rule_sets),
         forbidden_attributes=frozenset(
             attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
         ),
@@ -83,18 +88,21 @@ def evaluate(
     context: TransferContext,
     source: FSLARecord,
     destination: FSLARecord,
+    linkage: Sequence[Joint] = (),
 ) -> Decision:
     """Check every rule that applies to the transfer and decide.
 
     Without declared quasi-identifiers the whole table is one equivalence class (k = N, l = the
     number of distinct sensitive values, t = 0); callers that want a stricter reading infer the
-    quasi-identifiers before measuring.
+    quasi-identifiers before measuring. ``linkage``: the table joined with each earlier release
+    to the same destination (:mod:`broker.fsla.linkage`), judged by each rule set's look-back.
     """
     rules: list[RuleResult] = []
     rules += gate_rules(context, source, destination)
     rule_sets = applicable_rule_sets(context, source, destination)
     for scope, jurisdiction, rule_set in rule_sets:
         rules += data_rules(report, context, scope, jurisdiction, rule_set)
+        rules += linkage_rules(linkage, scope, jurisdiction, rule_set)
 
     if any(not r.passed and not r.fixable for r in rules):
         status = TransferStatus.REJECTED

@@ -157,6 +157,16 @@ class RuleSet(BaseModel):
         "of each declared sensitive attribute (t-closeness).",
         examples=[0.7],
     )
+    linkage_lookback_days: int | None = Field(
+        None,
+        ge=0,
+        description="How many days back the broker looks for earlier transfers from the same "
+        "source to the same destination: it joins the new release with each of them (the same "
+        "people assumed in both, as releases drawn from one registry are) and holds every joint "
+        "class to min_k and min_l, naming the earlier transfer when one fails (Wang and Fung "
+        "2006, sequential releases). Empty: releases are judged one at a time.",
+        examples=[365],
+    )
     forbidden_attributes: list[str] = Field(
         default_factory=list,
         description="Attribute names that may never pass (compared without regard to case, "

@@ -7,6 +7,7 @@ passes every rule that applies (the same :func:`evaluate` as the original decisi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -22,7 +23,8 @@ from broker.anonymize.counts import plan_on_engine
 from broker.anonymize.steps import GENERALIZATION
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
-from broker.fsla.evaluate import evaluate
+from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying, k_for, l_for
@@ -165,15 +167,20 @@ def find_remedy(
     destination: FSLARecord,
     max_suppression: float = 0.05,
     budget_seconds: float | None = None,
+    history: History | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
+
+    With a ``history``, each anonymized result is also joined with the earlier releases to the
+    same destination (:mod:`broker.fsla.linkage`): a remedy that passes alone but not joined
+    with them is refused like any other, and in memory k rises until the joint classes hold.
 
     A table in memory (:class:`PandasEngine`) is anonymized row by row (:func:`plan_remedy`);
     any other engine holds data too large to load, and gets a generalization planned on its
     count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
     result decides whether the remedy is offered.
     """
-    search = _Search(report, decision, context, source, destination, max_suppression)
+    search = _Search(report, decision, context, source, destination, max_suppression, history)
     if isinstance(engine, PandasEngine):
         return _in_memory(engine, search, budget_seconds)
     return _on_counts(engine, search, budget_seconds)
@@ -189,14 +196,18 @@ class _Search:
     source: FSLARecord
     destination: FSLARecord
     max_suppression: float
+    history: History | None = None
 
     def target(self, values: Callable[[str], pd.Series], people=()) -> Target:
         return target_for(
             values, self.decision, self.report, self.context, self.max_suppression, people
         )
 
-    def judge(self, after: AnalysisReport, kept, accepted: list) -> str | None:
-        """Evaluate an anonymized result as the original was; None (and kept) when it passes."""
+    def judge(
+        self, after: AnalysisReport, kept, accepted: list, joints: tuple[Joint, ...] = ()
+    ) -> str | None:
+        """Evaluate an anonymized result as the original was (``joints``: joined with the
+        earlier releases); None (and kept) when it passes."""
         context = self.context
         after_context = TransferContext(
             context.source_jurisdiction,
@@ -206,12 +217,21 @@ class _Search:
             tuple(kept[1]),
             context.person_key,
         )
-        after_decision = evaluate(after, after_context, self.source, self.destination)
+        after_decision = evaluate(after, after_context, self.source, self.destination, joints)
         if after_decision.status != TransferStatus.APPROVED:
             failing = "; ".join(rule.detail for rule in after_decision.failed)
             return f"anonymization could not reach compliance: {failing}"
         accepted.append((after, after_decision))
         return None
+
+    def linkage(self, engine: Engine, kept, released=None, relabel=None) -> tuple[Joint, ...]:
+        """The anonymized result joined with the earlier releases (none without a history)."""
+        if self.history is None or not self.history.releases:
+            return ()
+        quasi, sensitive = kept
+        return assess(
+            engine, quasi, sensitive, self.history.releases, self.history.now, released, relabel
+        )
 
     def kept(self, columns) -> tuple[list[str], list[str]]:
         """The declared quasi-identifiers and sensitive attributes an anonymized table keeps."""
@@ -234,7 +254,8 @@ def _in_memory(
     def accept(anonymized: pd.DataFrame) -> str | None:
         kept = search.kept(anonymized.columns)
         after = analyze(anonymized, *kept, max_combination_size=0, people=people)
-        return search.judge(after, kept, accepted)
+        joints = search.linkage(*_released_beside(frame, anonymized, people, kept))
+        return search.judge(after, kept, accepted, joints)
 
     target = search.target(frame.__getitem__, people.labellings())
     try:
@@ -247,20 +268,48 @@ def _in_memory(
 def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) -> VerifiedRemedy:
     """A generalization chosen on the engine's count tables and applied by the engine; the
     recoded table is measured and evaluated again before it is offered. (Only generalization
-    works on counts: Mondrian and the partition need the rows, which do not fit in memory.)"""
+    works on counts: Mondrian and the partition need the rows, which do not fit in memory.)
+    While only the join with an earlier release fails, k doubles and the plan is made again:
+    coarser classes merge joint classes, as in memory."""
     target = search.target(engine.dictionary)
-    try:
-        remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=_deadline(budget_seconds))
-    except ValueError as error:
-        return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
-    accepted: list[tuple[AnalysisReport, Decision]] = []
-    if remedy.satisfied:
+    deadline = _deadline(budget_seconds)
+    while True:
+        try:
+            remedy = plan_on_engine(engine, target, GENERALIZATION, deadline=deadline)
+        except ValueError as error:
+            return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+        accepted: list[tuple[AnalysisReport, Decision]] = []
+        if not remedy.satisfied:
+            return _verified(remedy, accepted, budget_seconds)
         kept = search.kept(remedy.engine.columns)
         after = report_of(remedy.engine, *kept, max_combination_size=0)
-        failing = search.judge(after, kept, accepted)
-        if failing is not None:
+        joints = search.linkage(engine, kept, relabel=remedy.recode)
+        failing = search.judge(after, kept, accepted, joints)
+        if failing is None:
+            return _verified(remedy, accepted, budget_seconds)
+        out_of_time = deadline is not None and time.monotonic() > deadline
+        if out_of_time or not target.k or target.k >= engine.rows or not _apart(search, joints):
             return VerifiedRemedy(False, failing)
-    return _verified(remedy, accepted, budget_seconds)
+        target = dataclasses.replace(target, k=min(2 * target.k, engine.rows))
+
+
+def _apart(search: _Search, joints: tuple[Joint, ...]) -> bool:
+    """Whether the join with an earlier release fails (and only a coarser release mends it)."""
+    rule_sets = applicable_rule_sets(search.context, search.source, search.destination)
+    return any(
+        not result.passed and result.fixable
+        for scope, jurisdiction, rule_set in rule_sets
+        for result in linkage_rules(joints, scope, jurisdiction, rule_set)
+    )
+
+
+def _released_beside(original: pd.DataFrame, anonymized: pd.DataFrame, people, kept):
+    """An engine over the anonymized rows holding each kept quasi-identifier as released beside
+    every original column (rows matched by label), and which column holds which release."""
+    released = {q: f"{q}\x00released" for q in kept[0]}
+    beside = anonymized[list(released)].rename(columns=released)
+    joined = pd.concat([beside, original.loc[anonymized.index]], axis=1)
+    return PandasEngine(joined, people=people), kept, released
 
 
 def _deadline(budget_seconds: float | None) -> float | None:

@@ -74,6 +74,7 @@ class Requirements:
     max_enhanced_beta: float | None = None
     max_delta: float | None = None
     max_t: float | None = None
+    linkage_lookback_days: int | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False
     auto_anonymize: bool = True

@@ -9,6 +9,7 @@ from sqlalchemy import (
     Boolean,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     UniqueConstraint,
@@ -75,3 +76,25 @@ class TransferJob(Base):
     problem: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Release(Base):
+    """What an approved transfer released, as the linkage rule needs it: its quasi-identifier
+    columns and classes (the released tuples with their people), never the data.
+
+    ``classes`` holds ``[[label, ...], people]`` pairs, labels in the order of
+    ``quasi_identifiers``; None when the release had more than ``BROKER_LINKAGE_MAX_CLASSES``
+    (``class_count`` says how many).
+    """
+
+    __tablename__ = "releases"
+    __table_args__ = (Index("ix_releases_pair", "source_id", "destination_id", "released_at"),)
+
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
+    source_id: Mapped[str] = mapped_column(String(64))
+    destination_id: Mapped[str] = mapped_column(String(64))
+    released_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    quasi_identifiers: Mapped[list[str]] = mapped_column(JSON)
+    sensitive: Mapped[list[str]] = mapped_column(JSON)
+    classes: Mapped[list[Any] | None] = mapped_column(JSON)
+    class_count: Mapped[int] = mapped_column(Integer)

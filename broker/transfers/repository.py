@@ -8,9 +8,10 @@ from sqlalchemy import Row, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
+from broker.fsla import linkage
 from broker.members.models import Member
 from broker.policies.models import PolicyVersion
-from broker.transfers.models import Transfer, TransferJob
+from broker.transfers.models import Release, Transfer, TransferJob
 from broker.wire.statuses import JobState
 
 
@@ -88,6 +89,47 @@ def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None
     transfer.delivery = delivery
     session.add(transfer)
     session.flush()
+
+
+def lock_member(session: Session, member_id: str) -> None:
+    """Hold the member's row until the transaction ends (PostgreSQL; SQLite's writes are
+    serialized anyway)."""
+    session.execute(select(Member.id).where(Member.id == member_id).with_for_update())
+
+
+def add_release(session: Session, release: Release) -> None:
+    """What an approved transfer released (after its transfer row, which it refers to)."""
+    session.add(release)
+    session.flush()
+
+
+def releases_since(
+    session: Session, source_id: str, destination_id: str, since: datetime
+) -> list[linkage.Release]:
+    """The releases from ``source_id`` to ``destination_id`` at or after ``since``, oldest
+    first, as the linkage rule reads them."""
+    query = (
+        select(Release)
+        .where(
+            Release.source_id == source_id,
+            Release.destination_id == destination_id,
+            Release.released_at >= since,
+        )
+        .order_by(Release.released_at, Release.transfer_id)
+    )
+    return [
+        linkage.Release(
+            row.transfer_id,
+            row.released_at,
+            tuple(row.quasi_identifiers),
+            tuple(row.sensitive),
+            None
+            if row.classes is None
+            else tuple((tuple(labels), people) for labels, people in row.classes),
+            row.class_count,
+        )
+        for row in session.scalars(query)
+    ]
 
 
 def get_job(session: Session, job_id: str) -> TransferJob | None:

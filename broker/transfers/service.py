@@ -26,8 +26,10 @@ from broker.canonical import sha256_of
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
+from broker.engines.base import Engine
 from broker.errors import (
     BrokerError,
+    Conflict,
     IdempotencyKeyReused,
     NotFound,
     TooManyRequests,
@@ -40,15 +42,17 @@ from broker.fsla.decide import (
     Party,
     TransferRequest,
     decide,
+    lookback_days,
     measure,
 )
+from broker.fsla.linkage import History, released_classes
 from broker.fsla.models import FSLARecord
 from broker.members import repository as members
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.tables import counting_limits, open_upload
 from broker.transfers import repository
-from broker.transfers.models import Transfer, TransferJob
+from broker.transfers.models import Release, Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
@@ -125,6 +129,10 @@ def submit(
         if earlier is None:
             raise
         return earlier
+    except Conflict:  # a release to the same destination was recorded meanwhile
+        session.rollback()
+        _drop_payload_file(decided)
+        raise
     return Submitted(decided.transfer)
 
 
@@ -156,6 +164,8 @@ class _Decided:
     transfer: Transfer
     delivery: Delivery | None
     audit: dict[str, Any]
+    release: Release | None = None
+    history: History | None = None  # the earlier releases the decision was joined with
 
 
 def _decide(
@@ -186,6 +196,7 @@ def _decide(
             table.engine, roles.quasi_identifiers, roles.sensitive
         )
     parties = _read_parties(session, source_id, request.destination)
+    history = _history(session, parties, request)
     session.rollback()
     progress("deciding", 0.5)
     with counting_limits():
@@ -196,6 +207,7 @@ def _decide(
             Measured(table.engine, report),
             settings.anonymize_max_suppression,
             settings.remedy_seconds,
+            history,
         )
     source = parties.source
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
@@ -250,6 +262,9 @@ def _decide(
             payload_file=written.path and str(written.path),
             payload_type=table.media_type,  # what the broker wrote, never the sender's say-so
         )
+    release = None
+    if written is not None:
+        release = _release(transfer, leaving, roles.sensitive, settings)
     audit_details = {
         "status": outcome.status,
         "source": source.id,
@@ -264,7 +279,51 @@ def _decide(
             if not r.passed
         ],
     }
-    return _Decided(transfer, delivery, audit_details)
+    return _Decided(transfer, delivery, audit_details, release, history)
+
+
+def _joined_with_every_release(session: Session, decided: _Decided) -> None:
+    transfer, history = decided.transfer, decided.history
+    seen = {r.transfer_id for r in history.releases} | {transfer.id}
+    recorded = repository.releases_since(
+        session, transfer.source_id, transfer.destination_id, history.since
+    )
+    meanwhile = [r.transfer_id for r in recorded if r.transfer_id not in seen]
+    if meanwhile:
+        raise Conflict(
+            f"Transfer {meanwhile[0]} to {transfer.destination_id!r} was approved while this "
+            "one was decided, which did not join them: send it again"
+        )
+
+
+def _history(session: Session, parties: Parties, request: TransferRequest) -> History | None:
+    """The earlier releases to the same destination that the transfer's rules look back on."""
+    days = lookback_days(parties, request)
+    if days is None:
+        return None
+    now = datetime.now(UTC)
+    since = now - timedelta(days=days)
+    earlier = repository.releases_since(session, parties.source.id, request.destination, since)
+    return History(now, tuple(earlier), since)
+
+
+def _release(
+    transfer: Transfer, leaving: Engine, sensitive: tuple[str, ...], settings: Settings
+) -> Release:
+    """What an approved transfer releases, remembered for the linkage rule: the classes of the
+    quasi-identifiers as they leave, never the data."""
+    quasi = [q for q in transfer.quasi_identifiers if q in leaving.columns]
+    classes, count = released_classes(leaving, quasi, settings.linkage_max_classes)
+    return Release(
+        transfer_id=transfer.id,
+        source_id=transfer.source_id,
+        destination_id=transfer.destination_id,
+        released_at=transfer.created_at,
+        quasi_identifiers=quasi,
+        sensitive=[s for s in sensitive if s in leaving.columns],
+        classes=None if classes is None else [[list(labels), n] for labels, n in classes],
+        class_count=count,
+    )
 
 
 def _drop_payload_file(decided: _Decided) -> None:
@@ -274,8 +333,20 @@ def _drop_payload_file(decided: _Decided) -> None:
 
 
 def _record(session: Session, decided: _Decided) -> None:
-    """The decision, its outbox row and its audit entry, in the caller's transaction."""
+    """The decision, its outbox row and its audit entry, in the caller's transaction.
+
+    A release joined with earlier ones is recorded only if no other release to the same
+    destination was recorded while it was decided (it was not joined with that one): 409, send
+    again. The source's row is locked first, so two such recordings take turns.
+    """
+    checked = decided.release is not None and decided.history is not None
+    if checked:
+        repository.lock_member(session, decided.transfer.source_id)
     repository.add(session, decided.transfer, decided.delivery)
+    if decided.release is not None:
+        repository.add_release(session, decided.release)
+    if checked:
+        _joined_with_every_release(session, decided)
     transfer = decided.transfer
     audit.record(session, transfer.source_id, "transfer.decided", transfer.id, decided.audit)
 
