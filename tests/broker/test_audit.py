@@ -18,7 +18,7 @@ def test_decisions_and_policy_changes_are_recorded(federation):
     federation.send("sn-hospital", "patients_original.csv", destination="fr-research", **QI)
     record = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
     record["allowed_purposes"].append("statistics")
-    client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    client.put("/v1/policies/SN", headers={**ADMIN, "If-Match": '"1"'}, json=record)
     actions = [e["action"] for e in entries(client)]
     assert actions.count("policy.seeded") == 4
     assert actions[-2:] == ["transfer.decided", "policy.updated"]

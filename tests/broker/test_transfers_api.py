@@ -111,7 +111,7 @@ def test_decision_names_the_policy_version_it_used(federation):
     client = federation.client
     record = client.get("/v1/policies/FR", headers=ADMIN).json()["record"]
     record["import_rules"]["min_k"] = 4
-    client.put("/v1/policies/FR", headers=ADMIN, json=record)
+    client.put("/v1/policies/FR", headers={**ADMIN, "If-Match": '"1"'}, json=record)
     body = federation.send(
         "sn-hospital", "patients_published.csv", destination="fr-research", **QI
     ).json()
