@@ -219,7 +219,7 @@ def get_policy(
     "request as a relative URL. "
     "`next_after` is null on the last page.",
 )
-def list_versions(
+def list_policy_versions(
     jurisdiction: Jurisdiction,
     session: SessionDep,
     _: CurrentCaller,
@@ -248,7 +248,7 @@ def list_versions(
     description="Versions are never changed or deleted: a decision names the versions it "
     "applied, and this reads them back. `ETag` names the version.",
 )
-def get_version(
+def get_policy_version(
     jurisdiction: Jurisdiction,
     number: Version,
     session: SessionDep,
@@ -268,7 +268,7 @@ def get_version(
     description="Each field that differs from version `old` to version `new`, as "
     "`path: old -> new` (the format of `/check`). `new` may be the earlier one.",
 )
-def diff_versions(
+def diff_policy_versions(
     jurisdiction: Jurisdiction,
     old: Version,
     new: Version,
