@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
-from broker.errors import Forbidden, responses
+from broker.errors import Forbidden, example, responses
 from broker.members import service
 from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
@@ -17,7 +17,23 @@ MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
     "",
     status_code=201,
     response_model=MemberCreated,
-    responses=responses(400, 401, 403, 409, 413, 422),
+    responses=responses(
+        400,
+        401,
+        403,
+        409,
+        413,
+        422,
+        examples={
+            409: example(
+                409,
+                "conflict",
+                "Conflict",
+                "A member cloud 'sn-hospital' is already registered",
+                "/v1/members",
+            )
+        },
+    ),
     summary="Register a member cloud (admin); its API key is shown once",
     description="The member's jurisdiction must have an F-SLA record. The broker keeps only a "
     "hash of the key: copy it from this answer. Its `inbox_url` must pass the federation's "

@@ -6,7 +6,7 @@ from fastapi.responses import JSONResponse
 from broker import references
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
-from broker.errors import MAX_INT32, Unprocessable, responses
+from broker.errors import MAX_INT32, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
 from broker.transfers.models import Transfer, TransferJob
@@ -18,6 +18,25 @@ from broker.wire.statuses import Anonymize, JobState, TransferStatus
 RESPOND_ASYNC = "respond-async"
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
+SUBMIT_EXAMPLES = {
+    404: example(404, "not-found", "Not found", "No member cloud 'fr-reserch'", "/v1/transfers"),
+    409: example(
+        409,
+        "idempotency-key-reused",
+        "Idempotency key reused with another request",
+        "Idempotency key 'upload-42' was used for another request (transfer 7c9e...); use a "
+        "new key for a new request",
+        "/v1/transfers",
+    ),
+    422: example(
+        422,
+        "unknown-column",
+        "Unknown column",
+        "Quasi-identifier 'zip' is not a column of the dataset; its columns: Age, Gender, Disease",
+        "/v1/transfers",
+    ),
+}
+NO_TRANSFER = {404: example(404, "not-found", "Not found", "No transfer '7c9e...'")}
 
 
 def to_read(
@@ -70,7 +89,7 @@ def _destination_view(transfer: Transfer) -> TransferRead:
 @router.post(
     "",
     response_model=TransferRead,
-    responses=responses(400, 401, 403, 404, 409, 413, 422, 429)
+    responses=responses(400, 401, 403, 404, 409, 413, 422, 429, examples=SUBMIT_EXAMPLES)
     | {
         202: {
             "model": TransferJobRead,
@@ -289,7 +308,7 @@ def redeliver_transfer(
 @router.get(
     "/{transfer_id}",
     response_model=TransferRead,
-    responses=responses(401, 403, 404, 422),
+    responses=responses(401, 403, 404, 422, examples=NO_TRANSFER),
     summary="One transfer and its decision (its source, its destination or an admin)",
     description="The source and admins see the report, the rules and the remedy; the "
     "destination sees the decision and what it received.",

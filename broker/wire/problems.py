@@ -113,8 +113,7 @@ def responses(
                 status, ("http-error", HTTPStatus(status).phrase, HTTPStatus(status).phrase)
             )
             shown = example(status, type_, title, detail)
-        entries[status] = {
-            "model": Problem,
+        entries[status] = {  # only problem+json: no application/json twin with a sampled body
             "description": HTTPStatus(status).phrase,
             "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF, "example": shown}},
         }
@@ -231,6 +230,16 @@ def install(
         return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
+    build_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema, with the ``Problem`` schema that :func:`responses` refers to."""
+        if app.openapi_schema is None:
+            schemas = build_openapi().setdefault("components", {}).setdefault("schemas", {})
+            schemas.setdefault("Problem", Problem.model_json_schema())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(error_class)
     def service_error(request: Request, error: Any) -> JSONResponse:
