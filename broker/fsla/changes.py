@@ -53,6 +53,12 @@ class Change:
     def __str__(self) -> str:
         return f"{self.path}: {_show(self.old)} -> {_show(self.new)}"
 
+    @property
+    def field(self) -> str:
+        """The top-level field the change is in: ``cross_border_export`` for
+        ``cross_border_export.min_k``."""
+        return self.path.split(".")[0].split("[")[0]
+
 
 def _show(value: Any) -> str:
     return ABSENT if value is ABSENT else json.dumps(value, ensure_ascii=False)

@@ -288,7 +288,7 @@ def diff_policy_versions(
     "/{jurisdiction}",
     response_model=PolicyRead,
     responses={
-        **responses(401, 403, 409, 412, 413, 422, 428, examples=EDIT_EXAMPLES),
+        **responses(400, 401, 403, 409, 412, 413, 422, 428, examples=EDIT_EXAMPLES),
         200: {"description": "Saved as a new version (or unchanged)", "headers": ETAG_HEADER},
         201: {
             "model": PolicyRead,
@@ -323,7 +323,7 @@ def put_policy(
     "/{jurisdiction}",
     response_model=PolicyRead,
     responses={
-        **responses(401, 403, 404, 409, 412, 413, 415, 422, 428, examples=EDIT_EXAMPLES),
+        **responses(400, 401, 403, 404, 409, 412, 413, 415, 422, 428, examples=EDIT_EXAMPLES),
         200: {"description": "Saved as a new version (or unchanged)", "headers": ETAG_HEADER},
     },
     summary="Change some fields of a record: JSON merge patch (admin)",
@@ -359,7 +359,7 @@ def patch_policy(
 @router.post(
     "/{jurisdiction}/check",
     response_model=PolicyCheck,
-    responses=responses(401, 403, 413, 422, examples=EDIT_EXAMPLES),
+    responses=responses(400, 401, 403, 413, 422, examples=EDIT_EXAMPLES),
     summary="Check a draft record without saving it (admin)",
     description="Validates the draft as PUT would, then lists each field that differs from the "
     "current version (`path: old -> new`) and warnings: destinations with no F-SLA record, "
@@ -380,7 +380,7 @@ def check_policy(
         valid=True,
         record=result.record,
         current_version=result.current_version,
-        changed_fields=sorted({c.path.split(".")[0].split("[")[0] for c in result.changes}),
+        changed_fields=sorted({c.field for c in result.changes}),
         changes=[_change(c) for c in result.changes],
         warnings=[
             PolicyWarningRead(code=w.code, path=w.path, message=w.message) for w in result.warnings

@@ -165,9 +165,7 @@ def _save(
         document=document,
         created_by=actor,
     )
-    changed = sorted(
-        {c.path.split(".")[0] for c in changes(normalized(previous) if previous else {}, document)}
-    )
+    found = changes(normalized(previous) if previous else {}, document)
     try:
         repository.add(session, row)
         audit.record(
@@ -177,9 +175,10 @@ def _save(
             record.jurisdiction,
             {
                 "version": row.version,
-                "changed_fields": changed,
+                "changed_fields": sorted({c.field for c in found}),
                 "record_sha256": sha256_of(document),
-            },
+            }
+            | ({"changes": [str(c) for c in found]} if previous is not None else {}),
         )
         session.commit()
     except IntegrityError:
