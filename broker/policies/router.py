@@ -5,7 +5,7 @@ diff and page through versions. Bodies that are not valid F-SLA records are answ
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
@@ -37,21 +37,13 @@ MERGE_PATCH = "application/merge-patch+json"
 
 
 class PolicyRoute(APIRoute):
-    """Answers a request body that fails the F-SLA model as ``invalid-policy`` (as PATCH, whose
-    patched record the service validates, does), and refuses a PATCH in another media type."""
+    """Answers a request body that fails the F-SLA model as ``invalid-policy``, as PATCH (whose
+    patched record the service validates) does."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
 
         async def route(request: Request) -> Response:
-            if request.method == "PATCH":
-                media_type = request.headers.get("content-type", "").split(";")[0].strip()
-                if media_type.lower() != MERGE_PATCH:
-                    raise UnsupportedMediaType(
-                        f"Send the patch as {MERGE_PATCH} (RFC 7396), not "
-                        f"{media_type or 'without a Content-Type'}",
-                        accept_patch=MERGE_PATCH,
-                    )
             try:
                 return await handle(request)
             except RequestValidationError as error:
@@ -65,6 +57,20 @@ class PolicyRoute(APIRoute):
                 ) from None
 
         return route
+
+
+async def merge_patch_body(request: Request) -> None:
+    """Refuse a PATCH body in another media type (415, with ``Accept-Patch``, RFC 5789).
+
+    A dependency declared after the caller's, so an unauthenticated request is still a 401;
+    it runs before the body's validation errors are raised."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip()
+    if media_type.lower() != MERGE_PATCH:
+        raise UnsupportedMediaType(
+            f"Send the patch as {MERGE_PATCH} (RFC 7396), not "
+            f"{media_type or 'without a Content-Type'}",
+            accept_patch=MERGE_PATCH,
+        )
 
 
 router = APIRouter(prefix="/v1/policies", tags=["F-SLA policies"], route_class=PolicyRoute)
@@ -116,8 +122,8 @@ MISSING_IF_MATCH = example(
     428,
     "precondition-required",
     "If-Match required",
-    'Send If-Match with the ETag of the version you edited (now "3", from GET '
-    "/v1/policies/SN), so that a save cannot overwrite someone else's",
+    "Send If-Match with the ETag that GET /v1/policies/SN gave for the version you edited "
+    '(e.g. If-Match: "3"), so that a save cannot overwrite someone else\'s',
     "/v1/policies/SN",
 )
 NOT_ADMIN = example(
@@ -349,6 +355,7 @@ def patch_policy(
     ],
     session: SessionDep,
     caller: AdminOnly,
+    _: Annotated[None, Depends(merge_patch_body)],
     response: Response,
     if_match: IfMatch = None,
 ) -> PolicyRead:

@@ -96,9 +96,11 @@ def _require_match(jurisdiction: str, previous: PolicyVersion | None, if_match: 
     if if_match is None or not if_match.strip():
         if previous is None:
             return
+        # The current version is not named here: copying it without reading the record would
+        # defeat the check. GET gives it, with the record it belongs to.
         raise PreconditionRequired(
-            f"Send If-Match with the ETag of the version you edited (now {etag(previous.version)}, "
-            f"from GET /v1/policies/{code}), so that a save cannot overwrite someone else's"
+            f"Send If-Match with the ETag that GET /v1/policies/{code} gave for the version you "
+            'edited (e.g. If-Match: "3"), so that a save cannot overwrite someone else\'s'
         )
     tags = {tag.strip() for tag in if_match.split(",")}
     if previous is None:

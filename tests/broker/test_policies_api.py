@@ -96,7 +96,7 @@ def test_put_without_if_match_is_428_and_saves_nothing(client):
     assert answer.headers["content-type"] == "application/problem+json"
     body = answer.json()
     assert body["type"] == PROBLEM + "precondition-required"
-    assert "If-Match" in body["detail"] and '"1"' in body["detail"]
+    assert "If-Match" in body["detail"] and "GET /v1/policies/SN" in body["detail"]
     assert current(client, "SN")["version"] == 1
 
 

@@ -186,6 +186,11 @@ def test_merge_patch_that_is_not_an_object_is_an_invalid_record(client):
     assert answer.status_code == 422 and answer.json()["type"] == PROBLEM + "invalid-policy"
 
 
+def test_merge_patch_is_authenticated_before_its_media_type_is_judged(client):
+    answer = client.patch("/v1/policies/SN", headers={"If-Match": '"1"'}, json={"name": "X"})
+    assert answer.status_code == 401
+
+
 def test_merge_patch_of_an_unknown_jurisdiction_is_404(client):
     assert patch(client, "ZZ", {"name": "Nowhere"}).status_code == 404
 
