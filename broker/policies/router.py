@@ -218,7 +218,18 @@ def get_policy(
 @router.get(
     "/{jurisdiction}/versions",
     response_model=PolicyVersionPage,
-    responses=responses(401, 403, 404, 422, examples=READ_EXAMPLES),
+    responses={
+        **responses(401, 403, 404, 422, examples=READ_EXAMPLES),
+        200: {
+            "headers": {
+                "Link": {
+                    "description": "The next page, when there is one: `</v1/policies/SN/"
+                    'versions?after=20&limit=20>; rel="next"`',
+                    "schema": {"type": "string"},
+                }
+            }
+        },
+    },
     summary="Versions of one F-SLA record, oldest first, a page at a time",
     description="Keyset paging, as `GET /v1/audit` does: pass the page's `next_after` as "
     '`after` for the next one; the `Link` header (RFC 8288, rel="next") holds the same '

@@ -272,6 +272,8 @@ def test_openapi_documents_the_editing_operations(client):
     # FastAPI leaves the null members out of examples: a rule not set is absent instead
     assert example == without_nulls(EXAMPLE_RECORD)
     assert "ETag" in ops["get"]["responses"]["200"]["headers"]
+    versions = spec["paths"]["/v1/policies/{jurisdiction}/versions"]["get"]
+    assert "Link" in versions["responses"]["200"]["headers"]
     shown = problem_examples(put)
     assert shown["422"]["type"] == PROBLEM + "invalid-policy"
     assert shown["428"]["type"] == PROBLEM + "precondition-required"
