@@ -8,9 +8,11 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     ├── Forbidden                  403 forbidden
     ├── NotFound                   404 not-found
     ├── Conflict                   409 conflict
-    │   ├── IdempotencyKeyReused   409 idempotency-key-reused
-    │   └── VersionMismatch        409 version-mismatch
+    │   └── IdempotencyKeyReused   409 idempotency-key-reused
+    ├── VersionMismatch            412 version-mismatch (If-Match names another version)
     ├── PayloadTooLarge            413 payload-too-large
+    ├── UnsupportedMediaType       415 unsupported-media-type
+    ├── PreconditionRequired       428 precondition-required (If-Match missing)
     ├── TooManyRequests            429 too-many-requests (with Retry-After)
     ├── Unprocessable              422 unprocessable
     │   ├── InvalidDataset         422 invalid-dataset
@@ -18,8 +20,9 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     │   └── InvalidPolicy          422 invalid-policy
     └── NotReady                   503 not-ready
 
-Also answered as problems: an unreachable or locked database (503 database-unavailable, with
-Retry-After) and any unexpected error (500 internal-error, logged).
+Also answered as problems: malformed JSON (422 malformed-json, naming line and column), invalid
+fields of a request (422 validation-error), an unreachable or locked database (503
+database-unavailable, with Retry-After) and any unexpected error (500 internal-error, logged).
 
 A policy that says no is not an error: it is a 200 answer carrying a decision.
 """
@@ -33,13 +36,14 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 
 from broker.wire import problems
-from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, responses
+from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, example, responses
 
 __all__ = [
     "MAX_INT32",
     "MAX_INT64",
     "PROBLEM_MEDIA_TYPE",
     "Problem",
+    "example",
     "install_handlers",
     "responses",
 ]
@@ -94,12 +98,28 @@ class IdempotencyKeyReused(Conflict):
     type, title = "idempotency-key-reused", "Idempotency key reused with another request"
 
 
-class VersionMismatch(Conflict):
-    type, title = "version-mismatch", "The record changed since you read it"
+class VersionMismatch(BrokerError):
+    """``If-Match`` names a version that is not the current one (RFC 9110, section 13.1.1)."""
+
+    type, title, status = "version-mismatch", "The record changed since you read it", 412
+
+
+class PreconditionRequired(BrokerError):
+    """A change was sent without ``If-Match`` (RFC 6585, section 3)."""
+
+    type, title, status = "precondition-required", "If-Match required", 428
 
 
 class PayloadTooLarge(BrokerError):
     type, title, status = "payload-too-large", "Payload too large", 413
+
+
+class UnsupportedMediaType(BrokerError):
+    type, title, status = "unsupported-media-type", "Unsupported media type", 415
+
+    def __init__(self, detail: str, accept_patch: str | None = None):
+        super().__init__(detail)
+        self.headers = {"Accept-Patch": accept_patch} if accept_patch else {}
 
 
 class TooManyRequests(BrokerError):

@@ -7,8 +7,12 @@ from broker.errors import NotReady, responses
 router = APIRouter(tags=["Health"])
 
 
-@router.get("/livez", summary="The process answers")
-def livez() -> dict[str, str]:
+@router.get(
+    "/livez",
+    summary="The process answers",
+    description="Liveness probe: 200 while the process serves requests; touches nothing else.",
+)
+def get_liveness() -> dict[str, str]:
     return {"status": "ok"}
 
 
@@ -16,8 +20,9 @@ def livez() -> dict[str, str]:
     "/readyz",
     responses=responses(503),
     summary="The database answers and its schema is at the newest migration",
+    description="Readiness probe: 503 (with the reason) until the broker can serve requests.",
 )
-def readyz(request: Request) -> dict[str, str]:
+def get_readiness(request: Request) -> dict[str, str]:
     try:
         with request.app.state.sessionmaker() as session:
             current = schema_is_current(session.connection())

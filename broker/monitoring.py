@@ -76,10 +76,12 @@ class Monitoring:
             "/metrics",
             tags=["Health"],
             summary="Prometheus metrics (text exposition format)",
+            description="Counts of this broker process only (requests, decisions, outbox, "
+            "database errors); no authentication, nothing personal.",
             response_class=PlainTextResponse,
             responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}}},
         )
-        def metrics() -> Response:
+        def get_metrics() -> Response:
             return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
     def watch_outbox(self, factory: sessionmaker[Session]) -> None:

@@ -19,6 +19,9 @@ router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
     response_model=Report,
     responses=responses(400, 401, 403, 413, 422, 429),
     summary="Measure a dataset (no policy, nothing stored)",
+    description="Mmaq of every attribute and of the quasi-identifiers, k, l, t, the "
+    "re-identification risks and the riskiest column combinations, as `fedbroker analyze` "
+    "reports them. Any member or admin; nothing is kept.",
 )
 def analyze_dataset(
     _: RateLimitedCaller,
@@ -26,11 +29,21 @@ def analyze_dataset(
     request: Request,
     upload: SpooledUpload,
     quasi_identifiers: Annotated[
-        str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
-    ] = None,
+        str,
+        Form(
+            description="Comma-separated column names an outsider may know, e.g. `Age,Gender`. "
+            "Empty: the broker finds them",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = "",
     sensitive: Annotated[
-        str | None, Form(description="Comma-separated", max_length=NAMES_MAX_LENGTH)
-    ] = None,
+        str,
+        Form(
+            description="Comma-separated column names whose values are to be protected, e.g. "
+            "`Disease`. Empty: none",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = "",
     combinations: Annotated[int, Form(ge=0, le=4, description="Largest combination")] = 3,
     alpha: Annotated[float, Form(gt=0, le=100)] = DEFAULT_ALPHA,
     beta: Annotated[float, Form(ge=0, le=100)] = DEFAULT_BETA,

@@ -15,8 +15,10 @@ router = APIRouter(prefix="/v1/audit", tags=["Audit"])
     response_model=AuditPage,
     responses=responses(401, 403, 422),
     summary="The audit log, oldest first (admin)",
+    description="Every decision, policy change and member change, hash-chained. Keyset paging: "
+    "pass the page's `next_after` as `after` for the next page.",
 )
-def list_entries(
+def list_audit_entries(
     session: SessionDep,
     _: AdminOnly,
     after: Annotated[int, Query(ge=0, le=MAX_INT64, description="Last id already read")] = 0,
@@ -34,8 +36,10 @@ def list_entries(
     response_model=AuditVerification,
     responses=responses(401, 403),
     summary="Recompute the hash chain and report the first entry that does not fit",
+    description="Reads the whole log; `valid` is false with the first entry whose hash or "
+    "link to the previous one does not match (admin).",
 )
-def verify(session: SessionDep, _: AdminOnly) -> AuditVerification:
+def verify_audit_chain(session: SessionDep, _: AdminOnly) -> AuditVerification:
     result = service.verify(session)
     return AuditVerification(
         valid=result.valid,

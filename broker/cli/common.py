@@ -67,9 +67,11 @@ def load_settings(**overrides):
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as error:
+        from broker.wire.problems import field_errors
+
         first = error.errors()[0]
         field = "BROKER_" + "_".join(str(p) for p in first["loc"]).upper()
-        raise CommandError(f"{field}: {first['msg']}") from None
+        raise CommandError(f"{field}: {field_errors([first])[0]['reason']}") from None
 
 
 @contextmanager

@@ -16,5 +16,5 @@ router = APIRouter(tags=["Delivery"])
     response_description='`{"keys": [{"kty": "OKP", "crv": "Ed25519", "x", "kid", '
     '"alg": "EdDSA", "use": "sig"}]}`, newest first',
 )
-def signing_keys(request: Request) -> dict:
+def get_signing_keys(request: Request) -> dict:
     return request.app.state.keyring.jwks()

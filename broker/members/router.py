@@ -3,7 +3,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
-from broker.errors import Forbidden, responses
+from broker.errors import Forbidden, example, responses
 from broker.members import service
 from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
@@ -17,10 +17,29 @@ MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
     "",
     status_code=201,
     response_model=MemberCreated,
-    responses=responses(400, 401, 403, 409, 413, 422),
+    responses=responses(
+        400,
+        401,
+        403,
+        409,
+        413,
+        422,
+        examples={
+            409: example(
+                409,
+                "conflict",
+                "Conflict",
+                "A member cloud 'sn-hospital' is already registered",
+                "/v1/members",
+            )
+        },
+    ),
     summary="Register a member cloud (admin); its API key is shown once",
+    description="The member's jurisdiction must have an F-SLA record. The broker keeps only a "
+    "hash of the key: copy it from this answer. Its `inbox_url` must pass the federation's "
+    "inbox policy (allowed networks, https).",
 )
-def register(
+def register_member(
     body: MemberCreate, session: SessionDep, caller: AdminOnly, settings: SettingsDep
 ) -> MemberCreated:
     member, api_key = service.register(
@@ -40,12 +59,20 @@ def register(
     response_model=list[MemberRead],
     responses=responses(401, 403),
     summary="Service discovery: every member cloud",
+    description="Every member with its jurisdiction and status; inbox URLs are shown to admins "
+    "only.",
 )
 def list_members(session: SessionDep, caller: CurrentCaller) -> list[MemberRead]:
     return [_read(m, caller) for m in service.list_members(session)]
 
 
-@router.get("/{member_id}", response_model=MemberRead, responses=responses(401, 403, 404, 422))
+@router.get(
+    "/{member_id}",
+    response_model=MemberRead,
+    responses=responses(401, 403, 404, 422),
+    summary="One member cloud",
+    description="Its jurisdiction and status; the inbox URL is shown to admins only.",
+)
 def get_member(member_id: MemberId, session: SessionDep, caller: CurrentCaller) -> MemberRead:
     return _read(service.get(session, member_id), caller)
 
@@ -61,8 +88,10 @@ def _read(member: Member, caller: Caller) -> MemberRead:
     response_model=MemberRead,
     responses=responses(401, 403, 404, 422),
     summary="Suspend a member (admin): its key stops working, nothing is sent to it",
+    description="Transfers to a suspended member are refused; its keys are kept, so "
+    "reactivating it restores them. Audited.",
 )
-def suspend(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
+def suspend_member(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
     return MemberRead.model_validate(
         service.set_status(session, member_id, MemberStatus.SUSPENDED, caller.name)
     )
@@ -73,8 +102,9 @@ def suspend(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> Memb
     response_model=MemberRead,
     responses=responses(401, 403, 404, 422),
     summary="Reactivate a member (admin)",
+    description="Its keys work again and transfers may be sent to it. Audited.",
 )
-def reactivate(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
+def reactivate_member(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
     return MemberRead.model_validate(
         service.set_status(session, member_id, MemberStatus.ACTIVE, caller.name)
     )
@@ -90,7 +120,7 @@ def reactivate(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> M
     "`BROKER_KEY_GRACE_SECONDS` (a day by default), so the member can switch without a gap; "
     "after a revocation, this is how an admin gives the member a key again.",
 )
-def rotate_key(
+def rotate_member_key(
     member_id: MemberId, session: SessionDep, caller: CurrentCaller, settings: SettingsDep
 ) -> KeyRotated:
     if not caller.is_admin and caller.member_id != member_id:
@@ -109,5 +139,5 @@ def rotate_key(
     description="The current key and a previous one still in its grace period stop working "
     "now; issue a new key with `POST /v1/members/{member_id}/api-key`.",
 )
-def revoke_keys(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
+def revoke_member_keys(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
     return MemberRead.model_validate(service.revoke_keys(session, member_id, caller.name))

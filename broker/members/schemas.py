@@ -3,6 +3,7 @@ from datetime import datetime
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
 
 from broker.fsla.models import JURISDICTION_PATTERN
+from broker.wire.statuses import MemberStatus
 
 
 class MemberCreate(BaseModel):
@@ -32,7 +33,7 @@ class MemberRead(BaseModel):
     inbox_url: str | None = Field(
         description="Where the broker delivers; shown to admins only (None for members)"
     )
-    status: str = Field(description="`active` or `suspended`")
+    status: MemberStatus = Field(description="Suspended members neither send nor receive")
     created_at: datetime
 
 

@@ -32,11 +32,13 @@ def latest_of_each(session: Session) -> list[PolicyVersion]:
     return list(session.scalars(query))
 
 
-def versions(session: Session, jurisdiction: str) -> list[PolicyVersion]:
+def versions(session: Session, jurisdiction: str, after: int, limit: int) -> list[PolicyVersion]:
+    """Up to ``limit`` versions numbered above ``after``, oldest first."""
     query = (
         select(PolicyVersion)
-        .where(PolicyVersion.jurisdiction == jurisdiction)
+        .where(PolicyVersion.jurisdiction == jurisdiction, PolicyVersion.version > after)
         .order_by(PolicyVersion.version)
+        .limit(limit)
     )
     return list(session.scalars(query))
 

@@ -1,20 +1,83 @@
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from broker.fsla.models import FSLARecord
+from broker.fsla.lint import WarningCode
+from broker.fsla.models import FSLARecord, RuleSet
+
+# Senegal's seed record (policies/sn.yaml) as the API writes it: the example of every request
+# body and answer that holds a whole record, so /docs shows a real one (a test keeps them equal).
+EXAMPLE_RECORD: dict[str, Any] = FSLARecord(
+    jurisdiction="SN",
+    name="Senegal",
+    legal_basis="Law No. 2008-12 of 25 January 2008 on the Protection of Personal Data",
+    authority="Commission de Protection des Données Personnelles (CDP)",
+    allowed_destinations=["FR", "NG"],
+    allowed_purposes=["research", "public_health", "treatment"],
+    domestic_export=RuleSet(identifiers_allowed=True, auto_anonymize=True),
+    cross_border_export=RuleSet(
+        max_mmaq_index=0.7, min_k=3, min_l=2, forbidden_attributes=["NIN"], auto_anonymize=True
+    ),
+    import_rules=RuleSet(min_k=2, auto_anonymize=True),
+).model_dump(mode="json")
+
+EXAMPLE_PATCH: dict[str, Any] = {"cross_border_export": {"min_k": 5, "max_mmaq_index": None}}
 
 
 class PolicyRead(BaseModel):
     jurisdiction: str = Field(examples=["SN"])
     version: int = Field(description="Starts at 1; every change adds one", examples=[2])
     created_at: datetime
-    created_by: str = Field(description="`seed` or `admin`")
-    record: FSLARecord
+    created_by: str = Field(description="`seed` or `admin`", examples=["admin"])
+    record: FSLARecord = Field(examples=[EXAMPLE_RECORD])
+
+
+class PolicyVersionPage(BaseModel):
+    items: list[PolicyRead] = Field(description="Versions, oldest first")
+    next_after: int | None = Field(
+        description="Pass as `after` for the next page (also in the `Link` header, "
+        "rel=next); null on the last page",
+        examples=[20],
+    )
+
+
+class PolicyChange(BaseModel):
+    path: str = Field(
+        description="The field: object keys joined with dots, list positions as [i]",
+        examples=["cross_border_export.min_k"],
+    )
+    old: Any = Field(description="Its value before (null where it was absent)", examples=[3])
+    new: Any = Field(description="Its value after (null where it is absent)", examples=[5])
+    text: str = Field(
+        description="`path: old -> new`, values as JSON, `(absent)` for a missing key",
+        examples=["cross_border_export.min_k: 3 -> 5"],
+    )
+
+
+class PolicyWarningRead(BaseModel):
+    code: WarningCode
+    path: str = Field(examples=["allowed_destinations[1]"])
+    message: str = Field(
+        examples=["'FRA' has no F-SLA record in this federation: no member can be there"]
+    )
 
 
 class PolicyCheck(BaseModel):
     valid: bool = Field(description="Always true: an invalid draft is a 422 naming the fields")
     record: FSLARecord = Field(description="The draft as it would be stored, defaults filled in")
     current_version: int | None = Field(description="The version a save would replace")
-    changed_fields: list[str] = Field(description="Top-level fields that differ from it")
+    changed_fields: list[str] = Field(
+        description="Top-level fields that differ from it", examples=[["cross_border_export"]]
+    )
+    changes: list[PolicyChange] = Field(description="Each field that differs, old -> new")
+    warnings: list[PolicyWarningRead] = Field(
+        description="Valid, but worth a second look: saving is still allowed"
+    )
+
+
+class PolicyDiff(BaseModel):
+    jurisdiction: str = Field(examples=["SN"])
+    old_version: int = Field(examples=[1])
+    new_version: int = Field(examples=[2])
+    changes: list[PolicyChange] = Field(description="Each field that differs, old -> new")

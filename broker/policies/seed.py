@@ -8,6 +8,7 @@ import yaml
 from pydantic import ValidationError
 
 from broker.fsla.models import FSLARecord
+from broker.wire.problems import field_errors
 
 
 class PolicyFileError(ValueError):
@@ -15,9 +16,10 @@ class PolicyFileError(ValueError):
 
 
 def describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(record)"
-    return f"field '{where}': {first['msg']}"
+    """The first error, worded as the API words it (no "Value error, " prefix)."""
+    first = field_errors(error.errors(), drop=())[0]
+    where = "(record)" if first["field"] == "body" else first["field"]
+    return f"field '{where}': {first['reason']}"
 
 
 def load_records(folder: Path) -> list[FSLARecord]:

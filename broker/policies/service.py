@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -10,10 +11,20 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.canonical import sha256_of
-from broker.errors import Conflict, InvalidPolicy, NotFound, VersionMismatch
+from broker.errors import (
+    Conflict,
+    InvalidPolicy,
+    NotFound,
+    PreconditionRequired,
+    VersionMismatch,
+)
+from broker.fsla import lint
+from broker.fsla.changes import Change, changes, merge_patch
+from broker.fsla.lint import PolicyWarning
 from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
+from broker.wire.problems import field_errors
 
 
 def current(session: Session, jurisdiction: str) -> PolicyVersion:
@@ -31,13 +42,6 @@ def list_current(session: Session) -> list[PolicyVersion]:
     return repository.latest_of_each(session)
 
 
-def versions(session: Session, jurisdiction: str) -> list[PolicyVersion]:
-    rows = repository.versions(session, jurisdiction.upper())
-    if not rows:
-        raise NotFound(f"No F-SLA record for jurisdiction {jurisdiction!r}")
-    return rows
-
-
 def version(session: Session, jurisdiction: str, number: int) -> PolicyVersion:
     row = repository.version(session, jurisdiction.upper(), number)
     if row is None:
@@ -46,15 +50,22 @@ def version(session: Session, jurisdiction: str, number: int) -> PolicyVersion:
     return row
 
 
-def check_draft(jurisdiction: str, document: dict[str, Any]) -> FSLARecord:
-    """Validate a record without saving it; every error names its field."""
+def check_draft(jurisdiction: str, document: Any) -> FSLARecord:
+    """Validate a record given as JSON (a patched one); every error names its field.
+
+    The same model and the same :func:`field_errors` as the router's checks of PUT and /check
+    bodies, so one mistake gets one problem type (``invalid-policy``) and one wording from all
+    three.
+    """
+    if not isinstance(document, dict):
+        raise InvalidPolicy(
+            "record: an F-SLA record is a JSON object",
+            errors=[{"field": "record", "reason": "must be a JSON object"}],
+        )
     try:
         record = FSLARecord.model_validate(document)
     except ValidationError as error:
-        errors = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "record", "reason": e["msg"]}
-            for e in error.errors()
-        ]
+        errors = field_errors(error.errors(), drop=())
         raise InvalidPolicy(f"{errors[0]['field']}: {errors[0]['reason']}", errors=errors) from None
     _check_path(jurisdiction, record)
     return record
@@ -69,12 +80,53 @@ def _check_path(jurisdiction: str, record: FSLARecord) -> None:
         )
 
 
+def etag(version: int) -> str:
+    """The entity tag of a version (RFC 9110, section 8.8.3): its number, quoted."""
+    return f'"{version}"'
+
+
+def _require_match(jurisdiction: str, previous: PolicyVersion | None, if_match: str | None) -> None:
+    """Refuse a change not based on the current version (RFC 9110, section 13.1.1).
+
+    Without ``If-Match`` only a new jurisdiction may be created (nothing can be overwritten);
+    ``*`` matches any current version; entity tags compare strongly, so a weak ``W/"3"`` never
+    matches.
+    """
+    code = jurisdiction.upper()
+    if if_match is None or not if_match.strip():
+        if previous is None:
+            return
+        # The current version is not named here: copying it without reading the record would
+        # defeat the check. GET gives it, with the record it belongs to.
+        raise PreconditionRequired(
+            f"Send If-Match with the ETag that GET /v1/policies/{code} gave for the version you "
+            'edited (e.g. If-Match: "3"), so that a save cannot overwrite someone else\'s'
+        )
+    tags = {tag.strip() for tag in if_match.split(",")}
+    if previous is None:
+        raise VersionMismatch(
+            f"{code} has no F-SLA record yet, so If-Match: {if_match} matches nothing: "
+            "send the first version without If-Match"
+        )
+    if "*" in tags or etag(previous.version) in tags or str(previous.version) in tags:
+        return
+    raise VersionMismatch(
+        f"{code} is at version {previous.version} (ETag {etag(previous.version)}), not "
+        f"{if_match}: read it again and reapply your change"
+    )
+
+
+def normalized(row: PolicyVersion) -> dict[str, Any]:
+    """A stored version as the record model writes it today (defaults of newer fields filled)."""
+    return record_of(row).model_dump(mode="json")
+
+
 def update(
     session: Session,
     jurisdiction: str,
     record: FSLARecord,
     actor: str,
-    expected_version: int | None = None,
+    if_match: str | None = None,
 ) -> tuple[PolicyVersion, bool]:
     """Save ``record`` as a new version; an unchanged record makes no version.
 
@@ -82,24 +134,40 @@ def update(
     """
     _check_path(jurisdiction, record)
     previous = repository.latest(session, record.jurisdiction)
-    previous_number = previous.version if previous else 0
-    if expected_version is not None and expected_version != previous_number:
-        raise VersionMismatch(
-            f"{record.jurisdiction} is at version {previous_number}, not "
-            f"{expected_version}: read it again and reapply your change"
-        )
+    _require_match(jurisdiction, previous, if_match)
+    return _save(session, previous, record, actor)
+
+
+def patch(
+    session: Session,
+    jurisdiction: str,
+    merge_patch_document: Any,
+    actor: str,
+    if_match: str | None,
+) -> tuple[PolicyVersion, bool]:
+    """Apply a JSON merge patch (RFC 7396) to the current version and save the result as PUT
+    does: validated the same way, a new version only if something changed."""
+    previous = current(session, jurisdiction)
+    _require_match(jurisdiction, previous, if_match)
+    document = merge_patch(normalized(previous), merge_patch_document)
+    record = check_draft(jurisdiction, document)
+    return _save(session, previous, record, actor)
+
+
+def _save(
+    session: Session, previous: PolicyVersion | None, record: FSLARecord, actor: str
+) -> tuple[PolicyVersion, bool]:
     document = record.model_dump(mode="json")
-    if previous is not None and previous.document == document:
+    if previous is not None and normalized(previous) == document:
         return previous, False
+    previous_number = previous.version if previous else 0
     row = PolicyVersion(
         jurisdiction=record.jurisdiction,
         version=previous_number + 1,
         document=document,
         created_by=actor,
     )
-    changed = sorted(
-        k for k in document if previous is None or previous.document.get(k) != document[k]
-    )
+    found = changes(normalized(previous) if previous else {}, document)
     try:
         repository.add(session, row)
         audit.record(
@@ -109,9 +177,10 @@ def update(
             record.jurisdiction,
             {
                 "version": row.version,
-                "changed_fields": changed,
+                "changed_fields": sorted({c.field for c in found}),
                 "record_sha256": sha256_of(document),
-            },
+            }
+            | ({"changes": [str(c) for c in found]} if previous is not None else {}),
         )
         session.commit()
     except IntegrityError:
@@ -121,6 +190,47 @@ def update(
             "read it again and retry"
         ) from None
     return row, True
+
+
+@dataclass(frozen=True)
+class DraftCheck:
+    record: FSLARecord
+    current_version: int | None
+    changes: list[Change]
+    warnings: list[PolicyWarning]
+
+
+def check(session: Session, jurisdiction: str, record: FSLARecord) -> DraftCheck:
+    """What a valid draft changes against the current version, and what to look at twice;
+    nothing is saved."""
+    _check_path(jurisdiction, record)
+    previous = repository.latest(session, record.jurisdiction)
+    others = [record_of(row) for row in repository.latest_of_each(session)]
+    return DraftCheck(
+        record=record,
+        current_version=previous.version if previous else None,
+        changes=changes(normalized(previous) if previous else {}, record.model_dump(mode="json")),
+        warnings=lint.warnings(record, others),
+    )
+
+
+def diff(session: Session, jurisdiction: str, old: int, new: int) -> list[Change]:
+    """What changed from version ``old`` to version ``new`` (either may be the later one)."""
+    before = version(session, jurisdiction, old)
+    after = version(session, jurisdiction, new)
+    return changes(normalized(before), normalized(after))
+
+
+def versions_page(
+    session: Session, jurisdiction: str, after: int, limit: int
+) -> tuple[list[PolicyVersion], int | None]:
+    """Up to ``limit`` versions numbered above ``after``, oldest first, and the ``after`` of the
+    next page (None on the last)."""
+    current(session, jurisdiction)  # 404 names an unknown jurisdiction
+    rows = repository.versions(session, jurisdiction.upper(), after, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (rows[-1].version if more else None)
 
 
 def seed(session: Session, records: list[FSLARecord]) -> list[str]:

@@ -6,7 +6,7 @@ from fastapi.responses import JSONResponse
 from broker import references
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
-from broker.errors import MAX_INT32, Unprocessable, responses
+from broker.errors import MAX_INT32, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import service
 from broker.transfers.models import Transfer, TransferJob
@@ -18,6 +18,25 @@ from broker.wire.statuses import Anonymize, JobState, TransferStatus
 RESPOND_ASYNC = "respond-async"
 
 router = APIRouter(prefix="/v1/transfers", tags=["Transfers"])
+SUBMIT_EXAMPLES = {
+    404: example(404, "not-found", "Not found", "No member cloud 'fr-reserch'", "/v1/transfers"),
+    409: example(
+        409,
+        "idempotency-key-reused",
+        "Idempotency key reused with another request",
+        "Idempotency key 'upload-42' was used for another request (transfer 7c9e...); use a "
+        "new key for a new request",
+        "/v1/transfers",
+    ),
+    422: example(
+        422,
+        "unknown-column",
+        "Unknown column",
+        "Quasi-identifier 'zip' is not a column of the dataset; its columns: Age, Gender, Disease",
+        "/v1/transfers",
+    ),
+}
+NO_TRANSFER = {404: example(404, "not-found", "Not found", "No transfer '7c9e...'")}
 
 
 def to_read(
@@ -70,7 +89,7 @@ def _destination_view(transfer: Transfer) -> TransferRead:
 @router.post(
     "",
     response_model=TransferRead,
-    responses=responses(400, 401, 403, 404, 409, 413, 422, 429)
+    responses=responses(400, 401, 403, 404, 409, 413, 422, 429, examples=SUBMIT_EXAMPLES)
     | {
         202: {
             "model": TransferJobRead,
@@ -106,33 +125,36 @@ def create_transfer(
             max_length=200,
         ),
     ],
+    # The optional text fields default to "" and carry their example in the description: a
+    # nullable field (anyOf string/null) is pre-filled with "string" by Swagger UI, and an
+    # example would be sent by Execute as if the user had typed it.
     quasi_identifiers: Annotated[
-        str | None,
+        str,
         Form(
-            description="Comma-separated column names an outsider may know; the broker adds "
-            "every other column that measures as a quasi-identifier",
-            examples=["Age,Gender"],
+            description="Comma-separated column names an outsider may know, e.g. `Age,Gender`; "
+            "the broker adds every other column that measures as a quasi-identifier. Empty: "
+            "the broker finds them all",
             max_length=NAMES_MAX_LENGTH,
         ),
-    ] = None,
+    ] = "",
     sensitive: Annotated[
-        str | None,
+        str,
         Form(
-            description="Comma-separated column names whose values are to be protected "
-            "(judged by l and t; with several, each within the classes of all the others)",
-            examples=["Disease"],
+            description="Comma-separated column names whose values are to be protected, e.g. "
+            "`Disease` (judged by l and t; with several, each within the classes of all the "
+            "others). Empty: none",
             max_length=NAMES_MAX_LENGTH,
         ),
-    ] = None,
+    ] = "",
     person_key: Annotated[
-        str | None,
+        str,
         Form(
-            description="A column naming the person each row belongs to (pseudonymous): k and "
-            "the risks then count people, not rows. Measured, never delivered",
-            examples=["patient_ref"],
+            description="A column naming the person each row belongs to (pseudonymous), e.g. "
+            "`patient_ref`: k and the risks then count people, not rows. Measured, never "
+            "delivered. Empty: each row is one person",
             max_length=1_000,
         ),
-    ] = None,
+    ] = "",
     anonymize: Annotated[
         Anonymize,
         Form(
@@ -141,15 +163,15 @@ def create_transfer(
         ),
     ] = Anonymize.NONE,
     location: Annotated[
-        str | None,
+        str,
         Form(
             description="Instead of a file: where the data lies on storage the broker's Dask "
-            "cluster reads (a .parquet or .csv path or URL, a glob for several files), under "
-            "a prefix the federation granted this member. Always decided in the background",
-            examples=["s3://sn-registry/2026/*.parquet"],
+            "cluster reads (a .parquet or .csv path or URL, a glob for several files, e.g. "
+            "`s3://sn-registry/2026/*.parquet`), under a prefix the federation granted this "
+            "member. Always decided in the background. Empty: the data is the `file`",
             max_length=2_000,
         ),
-    ] = None,
+    ] = "",
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
@@ -168,12 +190,13 @@ def create_transfer(
         purpose=purpose.strip(),
         quasi_identifiers=parse_names(quasi_identifiers),
         sensitive=parse_names(sensitive),
-        person_key=(person_key or "").strip() or None,
+        person_key=person_key.strip() or None,
         anonymize=anonymize,
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
-    if (upload is None) == (location is None):
+    location = location.strip()
+    if (upload is None) == (not location):
         raise Unprocessable(
             "Send the data as `file`, or name where it lies as `location` (by reference): "
             "one of the two"
@@ -228,7 +251,7 @@ def _job_read(session, job: TransferJob, caller: Caller) -> TransferJobRead:
     "soon) until `state` is `done`, with the decision in `transfer`, or `failed`, with the "
     "problem in `problem`. A job survives a broker restart.",
 )
-def get_job(
+def get_transfer_job(
     job_id: Annotated[str, Path(max_length=36)],
     session: SessionDep,
     caller: CurrentCaller,
@@ -245,6 +268,8 @@ def get_job(
     response_model=TransferPage,
     responses=responses(401, 403, 422),
     summary="Transfers the caller sent or received (admins: all), newest first",
+    description="Offset paging with `total`; filter by decision with `status`. A destination "
+    "sees only what it received, not the sender's report.",
 )
 def list_transfers(
     session: SessionDep,
@@ -269,7 +294,7 @@ def list_transfers(
     "its data is no longer held (failed deliveries keep it for "
     "`BROKER_DELIVERY_FAILED_RETENTION_SECONDS`, a week by default).",
 )
-def redeliver(
+def redeliver_transfer(
     transfer_id: Annotated[str, Path(max_length=36)],
     session: SessionDep,
     caller: CurrentCaller,
@@ -280,7 +305,14 @@ def redeliver(
     return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
-@router.get("/{transfer_id}", response_model=TransferRead, responses=responses(401, 403, 404, 422))
+@router.get(
+    "/{transfer_id}",
+    response_model=TransferRead,
+    responses=responses(401, 403, 404, 422, examples=NO_TRANSFER),
+    summary="One transfer and its decision (its source, its destination or an admin)",
+    description="The source and admins see the report, the rules and the remedy; the "
+    "destination sees the decision and what it received.",
+)
 def get_transfer(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> TransferRead:

@@ -4,12 +4,22 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from broker.analysis.schemas import Report
-from broker.wire.statuses import JobState, TransferStatus
+from broker.wire.statuses import (
+    Anonymize,
+    DeliveryState,
+    JobState,
+    RuleName,
+    RuleScope,
+    TransferStatus,
+)
 
 
 class RuleRead(BaseModel):
-    rule: str = Field(examples=["min_k"])
-    scope: str = Field(description="export (source's rules) or import (destination's rules)")
+    rule: RuleName = Field(examples=["min_k"])
+    scope: RuleScope = Field(
+        description="export (the source's rules), import (the destination's rules) or "
+        "federation (the broker's own checks)"
+    )
     jurisdiction: str
     attribute: str | None = Field(description="The attribute or attributes concerned")
     passed: bool
@@ -84,7 +94,7 @@ class DatasetRead(BaseModel):
 class DeliveryRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
-    status: str = Field(description="not_applicable, pending, delivered or failed")
+    status: DeliveryState = Field(description="`not_applicable` when nothing is to be delivered")
     attempts: int = 0
     last_error: str | None = None
     delivered_at: datetime | None = None
@@ -101,7 +111,7 @@ class TransferRead(BaseModel):
     source: str = Field(validation_alias=AliasChoices("source", "source_id"))
     destination: str = Field(validation_alias=AliasChoices("destination", "destination_id"))
     purpose: str
-    anonymize: str
+    anonymize: Anonymize
     created_at: datetime
     quasi_identifiers: list[str]
     quasi_identifiers_inferred: bool = Field(

@@ -60,16 +60,99 @@ class Problem(BaseModel):
     )
 
 
-def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` entries documenting the problem+json answers of a route."""
-    return {
-        status: {
-            "model": Problem,
-            "description": HTTPStatus(status).phrase,
-            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF}},
-        }
-        for status in statuses
+# What each status documents when a route gives no example of its own: a problem a client of
+# these services really meets, so /docs shows a different, plausible body for every status.
+EXAMPLES: dict[int, tuple[str, str, str]] = {
+    400: ("bad-request", "Bad request", "The request cannot be read"),
+    401: ("not-authenticated", "Not authenticated", "Send 'Authorization: Bearer <token>'"),
+    403: ("forbidden", "Forbidden", "This route is for the federation's administrators"),
+    404: ("not-found", "Not found", "No such resource"),
+    405: ("method-not-allowed", "Method Not Allowed", "Method Not Allowed"),
+    409: ("conflict", "Conflict", "The resource was changed by someone else at the same time"),
+    413: ("payload-too-large", "Payload too large", "The request body is larger than accepted"),
+    415: (
+        "unsupported-media-type",
+        "Unsupported media type",
+        "Send the body as application/json",
+    ),
+    422: (
+        "validation-error",
+        "Invalid request",
+        "limit: Input should be less than or equal to 100",
+    ),
+    429: ("too-many-requests", "Too many requests", "Too many uploads: try again in 12 s"),
+    503: ("not-ready", "Not ready", "The database does not answer"),
+}
+
+
+def example(status: int, type_: str, title: str, detail: str, instance: str = "") -> dict:
+    """A problem body for the OpenAPI ``example`` of a response."""
+    body: dict[str, Any] = {
+        "type": f"urn:fedbroker:problem:{type_}",
+        "title": title,
+        "status": status,
+        "detail": detail,
     }
+    return body | ({"instance": instance} if instance else {})
+
+
+def responses(
+    *statuses: int, examples: dict[int, dict[str, Any]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries documenting the problem+json answers of a route.
+
+    Each status shows its own example: ``examples[status]`` when given, else a generic one
+    from :data:`EXAMPLES`.
+    """
+    examples = examples or {}
+    entries: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        shown = examples.get(status)
+        if shown is None:
+            type_, title, detail = EXAMPLES.get(
+                status, ("http-error", HTTPStatus(status).phrase, HTTPStatus(status).phrase)
+            )
+            shown = example(status, type_, title, detail)
+        entries[status] = {  # only problem+json: no application/json twin with a sampled body
+            "description": HTTPStatus(status).phrase,
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": _PROBLEM_REF, "example": shown}},
+        }
+    return entries
+
+
+def field_errors(errors: list[Any], *, drop: tuple[str, ...] = ("body",)) -> list[dict[str, Any]]:
+    """``[{"field", "reason"}]`` of pydantic's errors, in words a person reads.
+
+    The field is the dotted location (list positions as ``[0]``) without the ``drop`` parts;
+    pydantic's "Value error, " and "Assertion failed, " prefixes are cut off (the rest is our
+    own message).
+    """
+    out = []
+    for error in errors:
+        field = ""
+        for part in error.get("loc", ()):
+            if part in drop:
+                continue
+            field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else part)
+        reason = str(error.get("msg", "invalid"))
+        for prefix in _PYDANTIC_PREFIXES:
+            if reason.startswith(prefix):
+                reason = reason[len(prefix) :]
+        out.append({"field": field or "body", "reason": reason})
+    return out
+
+
+_PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def json_syntax_error(text: str | bytes, position: int, reason: str) -> str:
+    """A sentence naming where a JSON text breaks: line and column count from 1."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    before = text[:position]
+    line = before.count("\n") + 1
+    column = position - (before.rfind("\n") + 1) + 1
+    return f"The body is not valid JSON: {reason} at line {line}, column {column}"
 
 
 def problem(
@@ -147,6 +230,16 @@ def install(
         return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
+    build_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema, with the ``Problem`` schema that :func:`responses` refers to."""
+        if app.openapi_schema is None:
+            schemas = build_openapi().setdefault("components", {}).setdefault("schemas", {})
+            schemas.setdefault("Problem", Problem.model_json_schema())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(error_class)
     def service_error(request: Request, error: Any) -> JSONResponse:
@@ -192,13 +285,20 @@ def install(
 
     @app.exception_handler(RequestValidationError)
     def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
-        errors = [
-            {
-                "field": ".".join(str(p) for p in e["loc"] if p != "body") or "body",
-                "reason": e["msg"],
-            }
-            for e in error.errors()
-        ]
+        raw = list(error.errors())
+        if raw and raw[0].get("type") == "json_invalid":  # the body could not be parsed at all
+            position = next((p for p in raw[0].get("loc", ()) if isinstance(p, int)), 0)
+            reason = (raw[0].get("ctx") or {}).get("error", "syntax error")
+            detail = json_syntax_error(error.body or "", position, reason)
+            return problem(
+                request.url.path,
+                422,
+                "malformed-json",
+                "Malformed JSON",
+                detail,
+                [{"field": "body", "reason": detail}],
+            )
+        errors = field_errors(raw)
         first = errors[0] if errors else {"field": "body", "reason": "invalid"}
         return problem(
             request.url.path,

@@ -44,3 +44,48 @@ class MemberStatus(StrEnum):
 
     ACTIVE = "active"
     SUSPENDED = "suspended"
+
+
+class DeliveryState(StrEnum):
+    """A transfer's delivery as the API shows it: the outbox status, or none at all."""
+
+    NOT_APPLICABLE = "not_applicable"  # not approved, or a dry run: nothing to deliver
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class RuleScope(StrEnum):
+    """Whose rules a result is about."""
+
+    EXPORT = "export"  # the source jurisdiction's rules for data leaving
+    IMPORT = "import"  # the destination jurisdiction's rules for data arriving
+    FEDERATION = "federation"  # the broker's own checks (known, active destination; a remedy)
+
+
+class RuleName(StrEnum):
+    """Every rule a decision reports (``broker/fsla/rules.py`` and ``decide.py``; a test
+    checks that each rule they can report is listed here)."""
+
+    DESTINATION_KNOWN = "destination_known"
+    DESTINATION_ACTIVE = "destination_active"
+    DESTINATION_NOT_SOURCE = "destination_not_source"
+    DESTINATION_ALLOWED = "destination_allowed"
+    PURPOSE_ALLOWED = "purpose_allowed"
+    PERSON_KEY_DECLARED = "person_key_declared"
+    FORBIDDEN_ATTRIBUTE = "forbidden_attribute"
+    NO_IDENTIFIERS = "no_identifiers"
+    MIN_LOG10_MMAQ = "min_log10_mmaq"
+    MAX_MMAQ_INDEX = "max_mmaq_index"
+    QI_MAX_MMAQ_INDEX = "qi_max_mmaq_index"
+    MIN_K = "min_k"
+    MAX_JOURNALIST_RISK = "max_journalist_risk"
+    MAX_MARKETER_RISK = "max_marketer_risk"
+    MIN_L = "min_l"
+    MAX_ALPHA = "max_alpha"
+    RECURSIVE_C_L = "recursive_c_l"
+    MAX_BETA = "max_beta"
+    MAX_ENHANCED_BETA = "max_enhanced_beta"
+    MAX_DELTA = "max_delta"
+    MAX_T = "max_t"
+    REMEDY_FOUND = "remedy_found"

@@ -18,10 +18,16 @@ def test_decisions_and_policy_changes_are_recorded(federation):
     federation.send("sn-hospital", "patients_original.csv", destination="fr-research", **QI)
     record = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
     record["allowed_purposes"].append("statistics")
-    client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    client.put("/v1/policies/SN", headers={**ADMIN, "If-Match": '"1"'}, json=record)
     actions = [e["action"] for e in entries(client)]
     assert actions.count("policy.seeded") == 4
     assert actions[-2:] == ["transfer.decided", "policy.updated"]
+    updated = entries(client)[-1]["details"]
+    assert updated["changed_fields"] == ["allowed_purposes"]
+    assert updated["changes"] == [
+        'allowed_purposes: ["research", "public_health", "treatment"] -> '
+        '["research", "public_health", "treatment", "statistics"]'
+    ]
     decided = next(e for e in entries(client) if e["action"] == "transfer.decided")
     assert decided["details"]["status"] == "anonymization_required"
     assert decided["details"]["policy_versions"] == {"SN": 1, "FR": 1}

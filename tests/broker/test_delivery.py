@@ -106,7 +106,7 @@ def test_signature_verifies_with_the_brokers_published_ed25519_key(broker, inbox
 def test_non_ascii_purpose_is_percent_encoded_and_the_file_named_by_the_broker(broker, inbox):
     record = broker.client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
     record["allowed_purposes"].append("santé publique")
-    broker.client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    broker.client.put("/v1/policies/SN", headers={**ADMIN, "If-Match": '"1"'}, json=record)
     broker.client.post(
         "/v1/members",
         headers=ADMIN,

@@ -111,7 +111,7 @@ def test_decision_names_the_policy_version_it_used(federation):
     client = federation.client
     record = client.get("/v1/policies/FR", headers=ADMIN).json()["record"]
     record["import_rules"]["min_k"] = 4
-    client.put("/v1/policies/FR", headers=ADMIN, json=record)
+    client.put("/v1/policies/FR", headers={**ADMIN, "If-Match": '"1"'}, json=record)
     body = federation.send(
         "sn-hospital", "patients_published.csv", destination="fr-research", **QI
     ).json()
@@ -464,3 +464,18 @@ def test_a_decision_reads_its_parties_once_and_reads_nothing_back(federation, co
     assert not any(s.startswith("select policy_versions.") for s in statements)
     inserted = next(i for i, s in enumerate(statements) if s.startswith("insert into transfers"))
     assert not any("from transfers" in s for s in statements[inserted:])
+
+
+def test_empty_optional_form_fields_are_as_if_not_sent(federation):
+    """What a form sends when a field is left empty: no quasi-identifiers, sensitive
+    attributes, person key or location named, the same decision as without them."""
+    empty = {"quasi_identifiers": "", "sensitive": " ", "person_key": "", "location": ""}
+    with_empty = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", dry_run="true", **empty
+    )
+    without = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", dry_run="true"
+    )
+    assert with_empty.status_code == without.status_code == 200, with_empty.text
+    keep = ("status", "quasi_identifiers", "sensitive", "rules")
+    assert {k: with_empty.json()[k] for k in keep} == {k: without.json()[k] for k in keep}

@@ -88,6 +88,8 @@ def test_edit_policy_through_swagger_ui(broker_server, page):
         assert try_it_out.inner_text().strip() == "Cancel"
 
         operation.locator("tr[data-param-name='jurisdiction'] input").fill("SN")
+        # The version edited, as GET's ETag gave it: without it the save is refused (428).
+        operation.locator("tr[data-param-name='if-match'] input").fill('"1"')
         operation.locator("textarea.body-param__text").fill(json.dumps(record, indent=2))
         operation.locator("button.execute").click()
 

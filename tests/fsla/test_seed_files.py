@@ -32,6 +32,11 @@ def test_shipped_records_are_valid():
             GOOD.replace("allowed_purposes: [research]\n", ""),
             "field 'allowed_purposes': Field required",
         ),
+        (  # the validator's own words, without pydantic's "Value error, " before them
+            "sn.yaml",
+            GOOD + "allowed_destinations: [france]\n",
+            "sn.yaml: field 'allowed_destinations': 'france' is not a jurisdiction code",
+        ),
         ("sn.yaml", "jurisdiction: [unclosed\n", "not valid YAML at line"),
         ("sn.yaml", "- a list\n", "must hold one F-SLA record"),
         ("fr.yaml", GOOD, "'SN' does not match the file name (expected 'FR')"),
