@@ -38,10 +38,16 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="700MB", help="DuckDB's limit, both runs")
     parser.add_argument("--in-memory-up-to", type=int, default=3_000_000, metavar="ROWS")
     parser.add_argument("--folder", help="where to write the file (default: a temporary folder)")
+    parser.add_argument(
+        "--keep",
+        metavar="PATH",
+        help="keep the generated file at PATH, and reuse it when it is there (same --rows)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.folder) as folder:
-        path = Path(folder) / "adult.csv"
-        write_csv(path, args.rows)
+        path = Path(args.keep) if args.keep else Path(folder) / "adult.csv"
+        if not path.exists():
+            write_csv(path, args.rows)
         size = path.stat().st_size
         print(
             f"{args.rows:,} rows x 15 columns, {size / 2**30:.2f} GiB CSV; "
