@@ -49,6 +49,10 @@ def _text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+class OutOfMemory(DatasetTooLarge):
+    """DuckDB needed more memory than its limit for a query over the table."""
+
+
 @dataclass(frozen=True)
 class ValueProfile:
     """What an out-of-core table's values cost once they reach Python, counted in SQL."""
@@ -208,9 +212,24 @@ class DuckDBEngine:
             return
         sets = [list(c) for c in column_sets if self._pass_answering(list(c), people) is None]
         if sets or (people and not any(counted.people for counted in self._passes)):
+            self._count_within_memory(sets, people)
+
+    def _count_within_memory(self, sets: list[list[str]], people: bool) -> None:
+        """One pass; if DuckDB cannot hold its hash tables together under the memory limit
+        (they spill, but not every part of every one can), two passes of half the sets each,
+        the columns alone first (and so on, down to one set a pass)."""
+        try:
             counted = _Pass(self, sets, people)
-            self._passes.append(counted)
-            self._rows = counted.rows
+        except OutOfMemory:
+            if len(sets) < 2:
+                raise
+            ordered = sorted(sets, key=len)
+            half = len(ordered) // 2
+            self._count_within_memory(ordered[:half], False)
+            self._count_within_memory(ordered[half:], people)
+            return
+        self._passes.append(counted)
+        self._rows = counted.rows
 
     def _pass_answering(self, columns: list[str], people: bool = False) -> _Pass | None:
         """The earliest pass that counted ``columns`` (and, if asked, their people)."""
@@ -305,8 +324,17 @@ class DuckDBEngine:
         is a :class:`~broker.datasets.DatasetError`."""
         try:
             self._con.sql(query)
+        except duckdb.OutOfMemoryException as error:
+            raise OutOfMemory(
+                f"{str(error).splitlines()[0]}: the table needs more than the out-of-core "
+                f"engine's memory limit ({self._memory_limit()}); raise it "
+                "(BROKER_DUCKDB_MEMORY_LIMIT, or --memory-limit)"
+            ) from None
         except duckdb.Error as error:
             raise DatasetError(str(error).splitlines()[0]) from None
+
+    def _memory_limit(self) -> str:
+        return str(self._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan

@@ -169,6 +169,56 @@ def test_the_report_is_counted_from_the_file_without_a_copy(tmp_path):
     assert engine._table is None  # no copy of the rows was made
 
 
+def test_a_pass_duckdb_cannot_hold_is_split_into_passes_with_the_same_report(tmp_path, monkeypatch):
+    # DuckDB's hash tables spill, but not every part of every one: a pass of many grouping sets
+    # can meet the memory limit where two of half as many do not. Passes of more than two sets
+    # "run out" here; the report is still the in-memory one, counted in several passes, with
+    # no copy of the rows; a single set that cannot be counted is a one-line error.
+    from broker.engines import duckdb as engine_module
+
+    real = engine_module._Pass.__init__
+
+    def limited(self, engine, column_sets, people):
+        if len(column_sets) + people > 2:
+            raise engine_module.OutOfMemory("Out of Memory Error: could not allocate block")
+        real(self, engine, column_sets, people)
+
+    monkeypatch.setattr(engine_module._Pass, "__init__", limited)
+    rows = [[str(i % 7), f"id{i}", "FM"[i % 2], "yn"[i % 3 == 0]] for i in range(200)]
+    rows += [rows[5], rows[5]]
+    path = tmp_path / "data.csv"
+    _write(path, ["age", "ref", "sex", "flu"], rows)
+    engine = DuckDBEngine.from_path(path)
+    ours = report_of(engine, ["age", "sex"], ["flu"], max_combination_size=0).as_dict()
+    in_memory = PandasEngine(read_path(path).frame)
+    assert ours == report_of(in_memory, ["age", "sex"], ["flu"], 0).as_dict()
+    assert len(engine._passes) > 2 and engine._table is None
+
+    monkeypatch.setattr(
+        engine_module._Pass,
+        "__init__",
+        lambda *_: (_ for _ in ()).throw(engine_module.OutOfMemory("Out of Memory Error")),
+    )
+    with pytest.raises(DatasetError, match="Out of Memory"):
+        report_of(DuckDBEngine.from_path(path), ["age"], [], max_combination_size=0)
+
+
+def test_a_real_memory_limit_error_names_the_limit_and_how_to_raise_it(tmp_path):
+    engine = DuckDBEngine.from_path(_small_file(tmp_path))
+    engine._con.sql("SET memory_limit = '1MB'")
+    with pytest.raises(DatasetError, match=r"memory limit .*BROKER_DUCKDB_MEMORY_LIMIT"):
+        engine._read(
+            "CREATE TABLE big AS SELECT range AS i, md5(range::VARCHAR) AS h "
+            "FROM range(3000000) ORDER BY h"
+        )
+
+
+def _small_file(tmp_path):
+    path = tmp_path / "small.csv"
+    _write(path, ["age"], [["1"], ["2"]])
+    return path
+
+
 def test_a_person_key_with_repeated_keys_counts_people_in_the_planned_pass(tmp_path):
     # Keys repeat across tuples of the quasi-identifiers and within them, and two rows are
     # identical under different keys (``ref`` tells the others apart, so keys bind): the rows
