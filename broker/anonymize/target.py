@@ -36,6 +36,9 @@ class Target:
     # Who each row of the frame is (labellings, one code per row), so that labels name only
     # categories that k people hold: a village of one person sent ten times stays unnamed.
     people: tuple[np.ndarray, ...] = ()
+    # Why the target asks what it asks, in words, for the steps' reasons: a dropped column's
+    # name -> why it is dropped, and "k" -> where k comes from (the rule that set it).
+    reasons: dict[str, str] = field(default_factory=dict)
 
     def check(self, frame: pd.DataFrame) -> None:
         """Raise ``ValueError`` naming what makes this target malformed for ``frame``."""
