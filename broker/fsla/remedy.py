@@ -195,16 +195,18 @@ def _drop_reason(name: str, decision: Decision, report: AnalysisReport) -> str:
     kind = (attribute.content.direct_identifier or "").replace("_", " ")
     if forbidding:
         also = f" (and it holds {kind} values: direct identifiers)" if kind else ""
-        return f"{' and '.join(forbidding)} forbid the attribute {name}{also}"
+        verb = "forbids" if len(forbidding) == 1 else "forbid"
+        return f"{' and '.join(forbidding)} {verb} the attribute {name}{also}"
     if kind:
         return f"{name} holds {kind} values: it identifies people, and cannot be generalized"
     forbidding = sorted(
         {f"{r.jurisdiction} ({r.scope})" for r in rules if r.rule == "no_identifiers"}
     )
     where = " and ".join(forbidding) or "the rule sets"
+    verb = "forbids" if len(forbidding) == 1 else "forbid"
     return (
         f"{name} identifies people ({attribute.measure.categories:,} distinct values in "
-        f"{attribute.measure.rows:,} rows) and {where} forbid identifiers; as text or a "
+        f"{attribute.measure.rows:,} rows) and {where} {verb} identifiers; as text or a "
         "sensitive attribute it is dropped, not generalized into a list of its values"
     )
 

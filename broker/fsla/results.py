@@ -76,6 +76,7 @@ class Requirements:
     max_t: float | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False
+    min_utility_percent: float | None = None
     auto_anonymize: bool = True
 
 

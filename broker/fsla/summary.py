@@ -139,7 +139,7 @@ def summarize(
         }
         return [done, *_merge_notes(notes)]
     groups = _groups(failed, remedy, quasi_identifiers)
-    auto = "send anonymize=auto" if anonymize != "auto" else None
+    auto = "send anonymize=auto" if anonymize != "auto" and remedy.get("verified") else None
     if anonymize == "auto" and status == "anonymization_required":
         auto = "apply the remedy's steps yourself (not every rule set lets the broker anonymize)"
     entries = [_entry(group, remedy, auto) for group in groups.values()]

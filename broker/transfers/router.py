@@ -150,6 +150,18 @@ def create_transfer(
             max_length=2_000,
         ),
     ] = None,
+    min_utility_percent: Annotated[
+        float | None,
+        Form(
+            ge=0,
+            le=100,
+            description="The least information (percent of non-uniform entropy kept, as the "
+            "remedy's `information_loss.utility_percent`) a remedy may keep: below it, no remedy "
+            "is offered or applied and the transfer is rejected. The rule sets' own "
+            "`min_utility_percent` applies too; the higher floor wins",
+            examples=[20],
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
@@ -170,6 +182,7 @@ def create_transfer(
         sensitive=parse_names(sensitive),
         person_key=(person_key or "").strip() or None,
         anonymize=anonymize,
+        min_utility_percent=min_utility_percent,
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )

@@ -65,6 +65,8 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         "person_key": request.person_key,
         "dataset_sha256": dataset_sha256,
     }
+    if request.min_utility_percent is not None:  # absent before the floor existed: same hash
+        body["min_utility_percent"] = request.min_utility_percent
     return sha256_of(body)
 
 
