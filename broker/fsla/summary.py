@@ -121,12 +121,20 @@ def summarize(
     (['no_identifiers'], ['SN (export)', 'FR (import)'])
     """
     remedy = remedy or {}
-    applied = bool(remedy.get("applied"))
-    if applied:
-        before = remedy.get("before") or {}
-        return [_applied(before.get("rules") or [], remedy, quasi_identifiers)]
-    failed = [r for r in rules if not r["passed"]]
     notes = [_note(r) for r in rules if r["passed"] and r["rule"] == "sensitive_declared"]
+    if remedy.get("applied"):
+        before = remedy.get("before") or {}
+        # The notes of the data as sent: the anonymized data may have lost the columns named.
+        notes = [
+            _note(r)
+            for r in before.get("rules") or []
+            if r["passed"] and r["rule"] == "sensitive_declared"
+        ]
+        return [
+            _applied(before.get("rules") or [], remedy, quasi_identifiers),
+            *_merge_notes(notes),
+        ]
+    failed = [r for r in rules if not r["passed"]]
     if not failed:
         done = {
             "kind": NOTE,

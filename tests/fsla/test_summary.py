@@ -77,7 +77,7 @@ def test_auto_refused_by_the_rule_sets_says_apply_the_steps_yourself():
 
 def test_a_column_over_its_bound_that_is_not_a_quasi_identifier_is_generalized():
     rules = [rule("max_mmaq_index", "SN", "zip", measured=0.9, threshold=0.5)]
-    [entry] = summarize("anonymization_required", rules, {"steps": []}, ["Age"])
+    [entry] = summarize("anonymization_required", rules, {"verified": True, "steps": []}, ["Age"])
     assert entry["do"] == "generalize zip (coarser values) or drop it; or send anonymize=auto"
 
 
