@@ -70,6 +70,8 @@ class Outcome:
     versions: dict[str, int]
     report: AnalysisReport
     anonymized: Engine | None = None  # the anonymized table that leaves instead
+    # The verified remedy's table when it was offered, not applied: what a dry run shows.
+    preview: Engine | None = None
 
 
 @dataclass(frozen=True)
@@ -158,20 +160,21 @@ def decide(
         )
         return Outcome(TransferStatus.REJECTED, rules, found.as_dict(), versions, report)
     remedy = found.as_dict()
+    required = TransferStatus.ANONYMIZATION_REQUIRED
     if request.anonymize != Anonymize.AUTO:
         remedy["note"] = _join(
             "Send again with anonymize=auto to have the broker apply these steps, or apply "
             "them yourself",
             remedy["note"],
         )
-        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+        return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     if not decision.requirements.auto_anonymize:
         remedy["note"] = _join(
             f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
             "all allow the broker to anonymize: apply the steps yourself",
             remedy["note"],
         )
-        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+        return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     remedy.update(
         applied=True,
         before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},

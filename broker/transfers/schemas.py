@@ -81,6 +81,27 @@ class RemedyRead(BaseModel):
     )
 
 
+class DryRunPreview(BaseModel):
+    """What a dry run's transfer would deliver, fetchable for a while by whoever ran it."""
+
+    url: str = Field(
+        description="GET it (same credentials) for the data",
+        examples=["/v1/transfers/dry-runs/0b7c.../data"],
+    )
+    expires_at: datetime = Field(description="Until when (BROKER_DRY_RUN_RETENTION_SECONDS)")
+    filename: str
+    media_type: str = Field(description="The input's format, as a delivery is written")
+    sha256: str
+    size_bytes: int
+    rows: int
+    columns: int
+    what: str = Field(
+        description="Which table this is: the data as delivered, the anonymized data "
+        "(anonymize=auto), or the verified remedy's result (what anonymize=auto would deliver)"
+    )
+    note: str = Field(description="Rows are shuffled on purpose, as in every delivery")
+
+
 class DatasetRead(BaseModel):
     sha256: str = Field(
         description="SHA-256 of the data as uploaded (by reference: of its files' listing, "
@@ -111,6 +132,11 @@ class DatasetRead(BaseModel):
     delivered_filename: str | None = None
     delivered_rows: int | None = None
     delivered_columns: int | None = None
+    preview: DryRunPreview | None = Field(
+        None,
+        description="Dry runs only: where to fetch what the transfer would deliver (None when "
+        "nothing would leave)",
+    )
 
 
 class DeliveryRead(BaseModel):
@@ -127,7 +153,10 @@ class TransferRead(BaseModel):
 
     model_config = ConfigDict(from_attributes=True)
 
-    id: str | None = Field(description="None for a dry run: nothing was stored")
+    id: str | None = Field(
+        description="The transfer's id; for a dry run, the dry run's id (no transfer is stored: "
+        "its data is at `dataset.preview.url` for a while)"
+    )
     status: TransferStatus
     summary: list[SummaryEntry] = Field(
         default_factory=list,
