@@ -299,3 +299,38 @@ def test_anonymized_data_leaves_in_the_format_that_came_in(federation, connectio
 
 
 formats_media = MEDIA_TYPES
+
+
+# --- the unknown-column error ---------------------------------------------------------------
+
+
+def test_an_unknown_column_lists_the_file_columns(federation):
+    answer = federation.send(
+        "sn-hospital",
+        "patients_original.csv",
+        destination="fr-research",
+        quasi_identifiers="Ag,Gender",
+    )
+    assert answer.status_code == 422
+    assert answer.headers["content-type"].startswith(PROBLEM)
+    problem = answer.json()
+    assert problem["type"].endswith("unknown-column")
+    assert problem["detail"] == (
+        "Quasi-identifier 'Ag' is not a column of the dataset; its 5 columns: 'NIN', 'Name', "
+        "'Age', 'Gender', 'Disease'"
+    )
+
+
+def test_a_long_list_of_columns_stays_one_readable_line(federation):
+    names = [f"measurement_{'x' * 60}_{i}" for i in range(300)]
+    data = ",".join(["Sensitive line\\nbreak", *names]) + "\n" + ",".join(["1"] * 301) + "\n"
+    answer = federation.send(
+        "sn-hospital", data.encode(), destination="fr-research", sensitive="disease"
+    )
+    assert answer.status_code == 422, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith(
+        "Sensitive attribute 'disease' is not a column of the dataset; its 301 columns: "
+    )
+    assert "\n" not in detail and len(detail) < 600
+    assert detail.endswith(" and 292 more") and "...xxxxxxxxxxx_0', " in detail
