@@ -202,7 +202,7 @@ def _raise_k(
     combination's mmaq bound shrink as classes grow) or when ``accept`` refuses the result;
     anything else (suppression over its limit, a rule no k fixes) ends the search.
     """
-    tried, last, why = 0, None, None
+    tried, last, why, failed_at = 0, None, None, []
     while True:
         if last is not None and deadline is not None and time.monotonic() > deadline:
             return dataclasses.replace(last, satisfied=False, attempts=tried, out_of_time=True)
@@ -217,8 +217,10 @@ def _raise_k(
             return _attempts(last, tried)
         if k >= rows:
             return _attempts(last, tried)
-        why = f"k raised from {k} to {min(2 * k, rows)} because at k = {k} {_short(last.reason)}"
+        failed_at.append(k)
         k = min(2 * k, rows)
+        tried_ks = ", ".join(str(n) for n in failed_at)
+        why = f"k raised from {failed_at[0]} to {k} because at k = {tried_ks} {_short(last.reason)}"
 
 
 def _k_explained(remedy: Remedy, why: str | None) -> Remedy:
