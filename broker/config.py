@@ -184,6 +184,12 @@ class Settings(BaseSettings):
         description="How long a failed delivery's data is kept for a redelivery",
     )
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+    dry_run_retention_seconds: float = Field(
+        3_600,
+        ge=0,
+        description="How long a dry run's data (what the transfer would deliver) can be fetched "
+        "at `/v1/transfers/dry-runs/{id}/data`; 0 keeps none",
+    )
 
     @field_validator("dask_scheduler", "reference_output")
     @classmethod

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 from broker.names import attribute_key
 
-_LISTED_COLUMNS = 20
+_LISTED_COLUMNS = 20  # at most this many columns are listed in an error ...
+_LISTED_CHARS = 400  # ... in at most about this many characters
+_NAME_CHARS = 40  # each shown up to this length
 # A declared list of names (a form field): room for a thousand column names, and a bound on what
 # a request can make the broker echo and store.
 NAMES_MAX_LENGTH = 100_000
@@ -102,7 +104,43 @@ def parse_names(text: str | None) -> tuple[str, ...]:
 
 def _unknown(role: str, name: str, columns: Sequence[str]) -> str:
     close = [c for c in columns if attribute_key(c) == attribute_key(name)]
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    listed = ", ".join(list(columns)[:_LISTED_COLUMNS])
-    more = f" and {len(columns) - _LISTED_COLUMNS} more" if len(columns) > _LISTED_COLUMNS else ""
-    return f"{role} {name!r} is not a column of the dataset{hint}; its columns: {listed}{more}"
+    hint = f" (did you mean {_shown(close[0])}?)" if close else ""
+    return (
+        f"{role} {_shown(name)} is not a column of the dataset{hint}; "
+        f"its {len(columns):,} columns: {listed_columns(columns)}"
+    )
+
+
+def listed_columns(columns: Sequence[str]) -> str:
+    """The columns on one readable line: each name quoted and cut to ``_NAME_CHARS``, at most
+    ``_LISTED_COLUMNS`` of them in about ``_LISTED_CHARS`` characters, then how many more.
+
+    Examples
+    --------
+    >>> listed_columns(["age", "sex"])
+    "'age', 'sex'"
+    >>> listed_columns([f"c{i}" for i in range(30)])  # doctest: +ELLIPSIS
+    "'c0', 'c1', ..., 'c19' and 10 more"
+    >>> listed_columns(["x" * 50 + "_end", "a\\nb"])
+    "'xxxxxxxxxxxxxxxxxxxxxxxx...xxxxxxxx_end', 'a\\\\nb'"
+    """
+    shown: list[str] = []
+    length = 0
+    for column in columns[:_LISTED_COLUMNS]:
+        text = _shown(column)
+        if shown and length + len(text) > _LISTED_CHARS:
+            break
+        shown.append(text)
+        length += len(text) + 2
+    more = len(columns) - len(shown)
+    return ", ".join(shown) + (f" and {more:,} more" if more else "")
+
+
+def _shown(name: str) -> str:
+    """A name as one quoted line (control characters escaped), cut in its middle to
+    ``_NAME_CHARS`` (names that differ only at their end stay told apart)."""
+    text = repr(str(name))[1:-1].replace("'", "\\'")
+    if len(text) > _NAME_CHARS:
+        tail = _NAME_CHARS // 3
+        text = text[: _NAME_CHARS - 3 - tail] + "..." + text[-tail:]
+    return f"'{text}'"

@@ -437,3 +437,22 @@ def test_serve_names_a_dask_scheduler_that_does_not_answer_in_one_line(tmp_path)
     assert result.returncode == 2, result.stderr
     assert "BROKER_DASK_SCHEDULER: no Dask scheduler answers" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_anonymize_l_without_sensitive_names_the_field_and_guesses_the_columns(tmp_path):
+    result = run(
+        "anonymize",
+        str(FIXTURES / "patients_original.csv"),
+        "--qi",
+        "Age,Gender",
+        "--k",
+        "2",
+        "--l",
+        "2",
+        "-o",
+        str(tmp_path / "x.csv"),
+    )
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "`sensitive` form field" in line and "`--sensitive`" in line
+    assert line.endswith("columns that look sensitive (a guess from their names): Disease")

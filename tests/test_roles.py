@@ -20,7 +20,10 @@ def test_a_repeated_declaration_is_deduplicated():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"quasi_identifiers": ["Age"]}, r"'Age' is not a column .*did you mean 'age'.*age, sex"),
+        (
+            {"quasi_identifiers": ["Age"]},
+            r"'Age' is not a column .*did you mean 'age'.*'age', 'sex'",
+        ),
         ({"sensitive": ["diagnosis"]}, "Sensitive attribute 'diagnosis' is not a column"),
         ({"person_key": "id"}, "Person key 'id' is not a column"),
         ({"quasi_identifiers": ["age"], "sensitive": ["age"]}, "both quasi-identifier"),

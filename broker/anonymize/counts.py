@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from broker.anonymize.ladder import climb, labels_of, rungs
-from broker.anonymize.planner import plan_remedy
+from broker.anonymize.ladder import climb, climbed_reason, labels_of, rungs
+from broker.anonymize.planner import dropped_because, plan_remedy
 from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step
 from broker.anonymize.target import Remedy, Target
 from broker.anonymize.verify import Check, describe, verify_counts
@@ -115,7 +115,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
     drop = [name for name in target.drop if name in engine.columns]
     qis = [name for name in target.quasi_identifiers if name not in drop]
     sensitive = [name for name in target.sensitive if name not in drop]
-    steps = [Step(name, "drop") for name in drop]
+    steps = [Step(name, "drop", reason=dropped_because(target, name)) for name in drop]
     labels: dict[str, np.ndarray] = {}  # each generalized column's label per dictionary code
     attempts = 1  # generalizations measured (without a climb, the recoded table alone)
 
@@ -130,10 +130,16 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
             continue
         dictionary = engine.dictionary(name)
         rows = _rows_by_code(engine.counts([[name]])[0], name, len(dictionary))
-        if mmaq_from_counts(rows).mmaq_index <= bound:
+        before = mmaq_from_counts(rows).mmaq_index
+        if before <= bound:
             continue
         step, labels[name] = _mildest(dictionary, rows, name, bound, target)
-        steps.append(step)
+        steps.append(
+            step.because(
+                f"{name} has Mmaq index {before:.3g}, above the {bound:.3g} allowed: this is "
+                "the mildest generalization that brings it under"
+            )
+        )
 
     wants_anonymity = any(v is not None for v in (target.k, target.l, target.t))
     if wants_anonymity and not qis:
@@ -171,7 +177,14 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
         )
         for i, name in enumerate(qis):
             if levels[i]:
-                steps.append(ladders[i][levels[i] - 1])
+                rung = ladders[i][levels[i] - 1]
+                steps.append(
+                    rung.because(
+                        climbed_reason(
+                            rung, distinct(i, 0), distinct(i, levels[i]), levels[i], target
+                        )
+                    )
+                )
                 codes, uniques = tuples.labels(i, levels[i])
                 labels[name] = uniques.to_numpy(dtype=object)[codes]
         if not all(check.passed for check in checks):

@@ -45,6 +45,23 @@ def generalize_until(work, name, bound, hierarchy):
     return step, mask(work, name)
 
 
+def climbed_reason(step: Step, before: int, after: int, rung: int, target) -> str:
+    """Why a quasi-identifier was generalized as far as ``step`` (its ``rung``-th rung)."""
+    asked = [
+        f"k = {target.k}" if target.k else "",
+        f"l = {target.l}" if target.l else "",
+        f"t <= {target.t:g}" if target.t is not None else "",
+    ]
+    goal = ", ".join(a for a in asked if a) or "its Mmaq bound"
+    origin = target.reasons.get("k")
+    return (
+        f"{step.column} had {before:,} distinct values, {after:,} after this step (rung {rung} "
+        f"of its generalization ladder): the quasi-identifier with the most distinct labels "
+        f"climbs one rung at a time (Datafly) until {goal} holds"
+        + (f" ({origin})" if origin else "")
+    )
+
+
 def rungs(values: pd.Series, name: str, hierarchy: Mapping | None) -> list[Step]:
     """The ladder of ``name`` that applies to ``values`` (each distinct value once is enough),
     mildest first, ending with masking the whole column."""

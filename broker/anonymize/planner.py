@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from broker.anonymize.ladder import climb, generalize_until, rungs
+from broker.anonymize.ladder import climb, climbed_reason, generalize_until, rungs
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import AnonymizationError, mondrian
 from broker.anonymize.partition import QUASI_IDENTIFIER_TABLE, partition
@@ -113,7 +113,7 @@ def plan_remedy(
     drop = [name for name in target.drop if name in frame.columns]
     qis = [name for name in target.quasi_identifiers if name not in drop]
     sensitive = [name for name in target.sensitive if name not in drop]
-    steps = [Step(name, "drop") for name in drop]
+    steps = [Step(name, "drop", reason=dropped_because(target, name)) for name in drop]
     work = drop_columns(frame, drop) if drop else frame
 
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
@@ -126,10 +126,16 @@ def plan_remedy(
     for name, bound in target.max_mmaq_index.items():
         if name in drop or name in qis or name in sensitive or name not in work.columns:
             continue
-        if mmaq(work, name).mmaq_index <= bound:
+        before = mmaq(work, name).mmaq_index
+        if before <= bound:
             continue
         step, work = generalize_until(work, name, bound, target.hierarchies.get(name))
-        steps.append(step)
+        steps.append(
+            step.because(
+                f"{name} has Mmaq index {before:.3g}, above the {bound:.3g} allowed: this is "
+                "the mildest generalization that brings it under"
+            )
+        )
         generalized.append(name)
 
     wants_anonymity = any(v is not None for v in (target.k, target.l, target.t))
@@ -196,11 +202,11 @@ def _raise_k(
     combination's mmaq bound shrink as classes grow) or when ``accept`` refuses the result;
     anything else (suppression over its limit, a rule no k fixes) ends the search.
     """
-    tried, last = 0, None
+    tried, last, why, failed_at = 0, None, None, []
     while True:
         if last is not None and deadline is not None and time.monotonic() > deadline:
             return dataclasses.replace(last, satisfied=False, attempts=tried, out_of_time=True)
-        last = attempt(k)
+        last = _k_explained(attempt(k), why)
         tried += 1
         if last.satisfied:
             refusal = None if accept is None else accept(last.frame)
@@ -211,7 +217,50 @@ def _raise_k(
             return _attempts(last, tried)
         if k >= rows:
             return _attempts(last, tried)
+        failed_at.append(k)
         k = min(2 * k, rows)
+        tried_ks = ", ".join(str(n) for n in failed_at)
+        why = f"k raised from {failed_at[0]} to {k} because at k = {tried_ks} {_short(last.reason)}"
+
+
+def _k_explained(remedy: Remedy, why: str | None) -> Remedy:
+    """The attempt with its k-anonymizing step's reason prefixed by why k was raised."""
+    if why is None or not remedy.steps or remedy.steps[-1].method not in (MONDRIAN, PARTITION):
+        return remedy
+    last = remedy.steps[-1]
+    step = last.because(f"{why}; {last.reason}" if last.reason else why)
+    return dataclasses.replace(remedy, steps=(*remedy.steps[:-1], step))
+
+
+def _short(reason: str | None, limit: int = 300) -> str:
+    text = (reason or "the result failed").removeprefix("anonymization could not reach ")
+    text = text.removeprefix("compliance: ")
+    text = f"the result still failed: {text}"
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def dropped_because(target: Target, name: str) -> str:
+    """Why ``name`` is dropped: the target's reason, else that it was asked."""
+    return target.reasons.get(name) or f"{name} is one of the columns the target drops"
+
+
+def anonymity_reason(target: Target, qis, sensitive, k: int, work: pd.DataFrame) -> str:
+    """Why a k-anonymizing step runs with ``k``: the rule behind k, and how far the data is
+    from it (each quasi-identifier's distinct values against the rows)."""
+    origin = target.reasons.get("k") or f"k = {target.k} is asked"
+    shapes = ", ".join(f"{q} has {work[q].nunique(dropna=False):,} values" for q in qis)
+    rows = len(work)
+    parts = [
+        f"{origin}; {shapes} in {rows:,} rows, so rows are grouped into classes of at "
+        f"least {k} on {', '.join(qis)}"
+    ]
+    if target.l is not None and sensitive:
+        parts.append(
+            f"each class holds at least {target.l} distinct values of {', '.join(sensitive)}"
+        )
+    if target.t is not None and sensitive:
+        parts.append(f"t <= {target.t:g} is checked on the result")
+    return "; ".join(parts)
 
 
 def _attempts(remedy: Remedy, tried: int) -> Remedy:
@@ -231,6 +280,7 @@ def _mondrian_at(frame, work, target, qis, sensitive, drop, k, steps, notes, mea
             "l": target.l if diverse else None,
             "max_suppression": target.max_suppression,
         },
+        anonymity_reason(target, qis, sensitive, k, work),
     )
     try:
         result = mondrian(
@@ -285,7 +335,16 @@ def _generalization(
         return len(pd.factorize(values, use_na_sentinel=False)[1])
 
     levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
-    steps = [*steps, *(ladders[i][n - 1] for i, n in enumerate(levels) if n)]
+    steps = [
+        *steps,
+        *(
+            ladders[i][n - 1].because(
+                climbed_reason(ladders[i][n - 1], distinct(i, 0), distinct(i, n), n, target)
+            )
+            for i, n in enumerate(levels)
+            if n
+        ),
+    ]
     out = generalized(levels)
     remedy = _finish(frame, out, steps, checks, 0, notes, measured_columns)
     refusal = None if accept is None or not remedy.satisfied else accept(out)
@@ -307,6 +366,8 @@ def _partition_at(frame, work, target, qis, sensitive, k, steps, notes):
             "l": target.l,
             "max_suppression": target.max_suppression,
         },
+        anonymity_reason(target, qis, sensitive, k, work)
+        + "; the sensitive values move to tables of their own, linked by group",
     )
     try:
         result = partition(

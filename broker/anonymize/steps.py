@@ -6,6 +6,7 @@ function that applies it, and :func:`apply_steps` replays a list of steps, deter
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,11 +38,15 @@ class Step:
     {"hierarchy", "levels", "unknown"}, ``mondrian`` {"quasi_identifiers", "k", "sensitive",
     "l", "max_suppression"}, ``partition`` {"quasi_identifiers", "groups", "k", "l",
     "max_suppression"}.
+
+    ``reason`` says why the planner chose the step (what failed, which rule asked for it), in
+    words for the member reading the remedy; it plays no part in replaying the step.
     """
 
     column: str | None
     method: str
     parameters: dict = field(default_factory=dict)
+    reason: str | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         """JSON-serializable form (lists for sequences)."""
@@ -49,17 +54,27 @@ class Step:
             "column": self.column,
             "method": self.method,
             "parameters": json.loads(json.dumps(self.parameters)),
+            "reason": self.reason,
         }
+
+    def because(self, reason: str) -> Step:
+        """This step with ``reason`` as why it was chosen."""
+        return dataclasses.replace(self, reason=reason)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Step:
         """The inverse of :meth:`as_dict`."""
-        unknown = set(data) - {"column", "method", "parameters"}
+        unknown = set(data) - {"column", "method", "parameters", "reason"}
         if unknown:
             raise ValueError(f"Unknown step field {sorted(unknown)[0]!r}")
         if "method" not in data:
             raise ValueError("A step needs a 'method'")
-        return cls(data.get("column"), data["method"], dict(data.get("parameters") or {}))
+        return cls(
+            data.get("column"),
+            data["method"],
+            dict(data.get("parameters") or {}),
+            data.get("reason"),
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,6 +13,7 @@ from broker.anonymize.partition import Link
 from broker.anonymize.steps import Step
 from broker.anonymize.verify import Check
 from broker.engines.base import Engine, RecodePlan
+from broker.metrics.content import looks_sensitive
 from broker.roles import require_columns, require_distinct_roles
 
 Acceptance = Callable[[pd.DataFrame], "str | None"]
@@ -36,6 +37,9 @@ class Target:
     # Who each row of the frame is (labellings, one code per row), so that labels name only
     # categories that k people hold: a village of one person sent ten times stays unnamed.
     people: tuple[np.ndarray, ...] = ()
+    # Why the target asks what it asks, in words, for the steps' reasons: a dropped column's
+    # name -> why it is dropped, and "k" -> where k comes from (the rule that set it).
+    reasons: dict[str, str] = field(default_factory=dict)
 
     def check(self, frame: pd.DataFrame) -> None:
         """Raise ``ValueError`` naming what makes this target malformed for ``frame``."""
@@ -64,7 +68,26 @@ class Target:
             if not (isinstance(bound, int | float) and 0.0 <= bound <= 1.0):
                 raise ValueError(f"The mmaq_index bound of column {name!r} must be in [0, 1]")
         if (self.l is not None or self.t is not None) and not self.sensitive:
-            raise ValueError("Target l and t apply to sensitive attributes, and none is declared")
+            raise ValueError(no_sensitive_declared(columns))
+
+
+def no_sensitive_declared(columns: Sequence[str]) -> str:
+    """The error for l or t asked without a sensitive attribute: where to declare one, and which
+    columns look sensitive (a guess from their names, said to be one)."""
+    guessed = looks_sensitive(list(columns))
+    shown = ", ".join(guessed[:10]) + (
+        f" and {len(guessed) - 10} more" if len(guessed) > 10 else ""
+    )
+    hint = (
+        f"; columns that look sensitive (a guess from their names): {shown}"
+        if guessed
+        else "; no column's name looks sensitive (diagnosis, religion, income, ...), so name them"
+    )
+    return (
+        "l and t apply to sensitive attributes, and none is declared: list them in the "
+        "`sensitive` form field of a transfer or an analysis (`--sensitive` on the command "
+        f"line){hint}"
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ from broker.engines.base import Engine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
-from broker.fsla.remedy import find_remedy
+from broker.fsla.remedy import VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
@@ -21,6 +21,7 @@ from broker.roles import Roles
 from broker.wire.statuses import Anonymize, MemberStatus, TransferStatus
 
 FEDERATION = "federation"
+REQUEST = "request"  # a rule the request itself set (its utility floor)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class TransferRequest:
     dry_run: bool = False
     idempotency_key: str | None = None
     person_key: str | None = None
+    # The least information a remedy must keep (percent); the rule sets' floor still applies.
+    min_utility_percent: float | None = None
 
 
 def measure(
@@ -68,6 +71,8 @@ class Outcome:
     versions: dict[str, int]
     report: AnalysisReport
     anonymized: Engine | None = None  # the anonymized table that leaves instead
+    # The verified remedy's table when it was offered, not applied: what a dry run shows.
+    preview: Engine | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,14 @@ def decide(
         budget_seconds,
         history,
     )
+    if found.verified:
+        floor = utility_floor(request, context, source_policy, destination_policy)
+        refusal = below_floor(found, floor)
+        if refusal is not None:
+            rules.append(refusal)
+            remedy = found.as_dict()
+            remedy.update(verified=False, steps=[], note=refusal.detail)
+            return Outcome(TransferStatus.REJECTED, rules, remedy, versions, report)
     if not found.verified:
         rules.append(
             RuleResult(
@@ -175,20 +188,21 @@ def decide(
         )
         return Outcome(TransferStatus.REJECTED, rules, found.as_dict(), versions, report)
     remedy = found.as_dict()
+    required = TransferStatus.ANONYMIZATION_REQUIRED
     if request.anonymize != Anonymize.AUTO:
         remedy["note"] = _join(
             "Send again with anonymize=auto to have the broker apply these steps, or apply "
             "them yourself",
             remedy["note"],
         )
-        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+        return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     if not decision.requirements.auto_anonymize:
         remedy["note"] = _join(
             f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
             "all allow the broker to anonymize: apply the steps yourself",
             remedy["note"],
         )
-        return Outcome(TransferStatus.ANONYMIZATION_REQUIRED, rules, remedy, versions, report)
+        return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     remedy.update(
         applied=True,
         before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},
@@ -196,6 +210,62 @@ def decide(
     after_rules = federation + list(found.decision.rules)
     return Outcome(
         TransferStatus.APPROVED, after_rules, remedy, versions, found.report, found.anonymized
+    )
+
+
+def utility_floor(
+    request: TransferRequest,
+    context: TransferContext,
+    source: FSLARecord,
+    destination: FSLARecord,
+) -> tuple[float, str, str] | None:
+    """The highest floor on the information a remedy keeps: (percent, scope, jurisdiction),
+    from the rule sets that apply or the request; None when nobody sets one."""
+    floors = [
+        (rules.min_utility_percent, scope, jurisdiction)
+        for scope, jurisdiction, rules in applicable_rule_sets(context, source, destination)
+        if rules.min_utility_percent is not None
+    ]
+    if request.min_utility_percent is not None:
+        floors.append((request.min_utility_percent, REQUEST, context.source_jurisdiction))
+    return max(floors, key=lambda floor: floor[0]) if floors else None
+
+
+def below_floor(found: VerifiedRemedy, floor: tuple[float, str, str] | None) -> RuleResult | None:
+    """The failed ``min_utility_percent`` rule when the verified remedy keeps less information
+    than the floor (or keeps an amount the broker did not measure); None when it passes."""
+    if floor is None:
+        return None
+    percent, scope, jurisdiction = floor
+    whose = "the request" if scope == REQUEST else f"{jurisdiction} ({scope})"
+    loss = found.remedy.information_loss
+    if loss is None:
+        detail = (
+            f"{whose} asks a remedy to keep at least {percent:g} % of the information, and the "
+            "information kept by a generalization planned on counts (data read out of core) is "
+            "not measured: no remedy is offered or applied"
+        )
+        return RuleResult(
+            "min_utility_percent", scope, jurisdiction, False, detail, None, None, percent, False
+        )
+    kept = loss.utility_percent
+    if kept >= percent:
+        return None
+    detail = (
+        f"the only verified remedy keeps {kept:.1f} % of the information (non-uniform entropy "
+        f"of the measured attributes), below the {percent:g} % that {whose} asks "
+        "(min_utility_percent): it is not offered, and not applied"
+    )
+    return RuleResult(
+        "min_utility_percent",
+        scope,
+        jurisdiction,
+        False,
+        detail,
+        None,
+        round(kept, 4),
+        percent,
+        False,
     )
 
 

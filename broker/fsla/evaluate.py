@@ -79,6 +79,7 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
             attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
         ),
         require_person_key=any(r.require_person_key for r in rule_sets),
+        min_utility_percent=highest(r.min_utility_percent for r in rule_sets),
         auto_anonymize=all(r.auto_anonymize for r in rule_sets),
     )
 

@@ -180,6 +180,16 @@ class RuleSet(BaseModel):
         "repeated visits, cannot pass for several people. The key itself never leaves.",
         examples=[True],
     )
+    min_utility_percent: float | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="Least information a remedy must keep, in percent of the non-uniform "
+        "entropy of the measured attributes (the remedy's `information_loss.utility_percent`, "
+        "Prasser et al. 2016). A remedy below it is neither offered nor applied: the transfer "
+        "is rejected with that reason. A request may ask a higher floor, never a lower one.",
+        examples=[20.0],
+    )
     auto_anonymize: bool = Field(
         False,
         description="May the broker anonymize the data itself when the request asks for "

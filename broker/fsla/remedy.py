@@ -60,7 +60,7 @@ class VerifiedRemedy:
         after = self.report.quasi_identifiers
         return {
             "verified": True,
-            "steps": [{**step.as_dict(), "reason": None} for step in self.remedy.steps],
+            "steps": [_with_reason(step.as_dict()) for step in self.remedy.steps],
             "note": "; ".join(self.remedy.notes) or None,
             "information_loss": self.remedy.information_loss.as_dict()
             if self.remedy.information_loss
@@ -72,6 +72,14 @@ class VerifiedRemedy:
                 "equivalence_classes": after.anonymity.equivalence_classes if after else None,
             },
         }
+
+
+def _with_reason(step: dict[str, Any]) -> dict[str, Any]:
+    """Every step offered says why (a step the planner left unexplained says what it does)."""
+    if not step.get("reason"):
+        column = f" {step['column']}" if step["column"] else ""
+        step["reason"] = f"{step['method']}{column} with {step['parameters'] or 'defaults'}"
+    return step
 
 
 def target_for(
@@ -110,20 +118,33 @@ def target_for(
         for a in report.attributes
         if bound is not None and a.name not in sensitive and a.name not in drop
     }
-    needed_k = req.min_k or 1
-    for risk in (req.max_journalist_risk, req.max_marketer_risk):
+    # Each source of k, as (k, why); the largest wins and the answer says which and why.
+    sources: list[tuple[int, str]] = []
+    if req.min_k:
+        sources.append((req.min_k, f"the rule sets ask min_k = {req.min_k}"))
+    risks = (("journalist", req.max_journalist_risk), ("marketer", req.max_marketer_risk))
+    for label, risk in risks:
         if risk is not None:
-            needed_k = max(needed_k, k_for(risk))
+            sources.append(
+                (k_for(risk), f"the rule sets bound {label} risk at {risk:g} <= 1/{k_for(risk)}")
+            )
     failing = {rule.rule for rule in decision.failed}
     if "max_population_uniqueness" in failing:
-        needed_k = max(needed_k, 2)  # no sample unique: every estimate is 0
+        # no sample unique: every estimate is 0
+        sources.append((2, "population uniqueness is 0 once no class holds a single row"))
     if "max_expected_reidentifications" in failing:
-        for fraction, bound in req.expected_reidentification_bounds:
-            needed_k = max(needed_k, k_for_expected_reidentifications(report.rows, fraction, bound))
+        for fraction, bound_ in req.expected_reidentification_bounds:
+            sources.append(
+                (
+                    k_for_expected_reidentifications(report.rows, fraction, bound_),
+                    f"at most {bound_:g} expected re-identifications at sampling fraction "
+                    f"{fraction:g}",
+                )
+            )
     if not req.identifiers_allowed and any(
         report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
     ):
-        needed_k = max(needed_k, 2)  # a class of one is an identifier
+        sources.append((2, "a class of one row is an identifier, which the rule sets forbid"))
     diverse = bool(quasi and kept_sensitive)
     # The anonymizer targets distinct l, k and t; the other models ask for the l they imply and
     # for k, which the caller's verification raises until they pass.
@@ -132,11 +153,15 @@ def target_for(
         needed_l = max(needed_l or 1, l_for(req.max_alpha))
     if req.recursive_l is not None:
         needed_l = max(needed_l or 1, req.recursive_l)
-    if (needed_l or req.max_t is not None) and diverse:
-        needed_k = max(needed_k, needed_l or 1)
+    if needed_l and diverse:
+        sources.append((needed_l, f"l = {needed_l} needs classes of at least {needed_l} rows"))
     likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
-    if any(bound is not None for bound in likeness) and diverse:
-        needed_k = max(needed_k, 2)  # classes grow towards the table's distribution
+    if any(bound_ is not None for bound_ in likeness) and diverse:
+        sources.append((2, "beta-likeness and delta-disclosure need classes of 2 rows or more"))
+    needed_k = max([1, *(k for k, _ in sources)])
+    reasons = {name: _drop_reason(name, decision, report) for name in drop}
+    if quasi:
+        reasons["k"] = _k_reason(needed_k, sources)
     return Target(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
@@ -147,6 +172,44 @@ def target_for(
         max_mmaq_index=limits,
         max_suppression=max_suppression,
         people=people_labellings,
+        reasons=reasons,
+    )
+
+
+def _k_reason(k: int, sources: list[tuple[int, str]]) -> str:
+    """``k = 40 because the rule sets bound journalist risk at 0.025 <= 1/40 (min_k = 5)``."""
+    if not sources:
+        return f"k = {k}"
+    ranked = sorted(sources, key=lambda source: -source[0])
+    main = [why for value, why in ranked if value == k]
+    lower = [why for value, why in ranked if value < k]
+    text = f"k = {k} because {' and '.join(main)}"
+    return text + (f" (also: {'; '.join(lower)})" if lower else "")
+
+
+def _drop_reason(name: str, decision: Decision, report: AnalysisReport) -> str:
+    """Why the remedy drops ``name``: who forbids it, or what makes it identify people."""
+    rules = [r for r in decision.failed if r.attribute == name]
+    forbidding = sorted(
+        {f"{r.jurisdiction} ({r.scope})" for r in rules if r.rule == "forbidden_attribute"}
+    )
+    attribute = report.attribute(name)
+    kind = (attribute.content.direct_identifier or "").replace("_", " ")
+    if forbidding:
+        also = f" (and it holds {kind} values: direct identifiers)" if kind else ""
+        verb = "forbids" if len(forbidding) == 1 else "forbid"
+        return f"{' and '.join(forbidding)} {verb} the attribute {name}{also}"
+    if kind:
+        return f"{name} holds {kind} values: it identifies people, and cannot be generalized"
+    forbidding = sorted(
+        {f"{r.jurisdiction} ({r.scope})" for r in rules if r.rule == "no_identifiers"}
+    )
+    where = " and ".join(forbidding) or "the rule sets"
+    verb = "forbids" if len(forbidding) == 1 else "forbid"
+    return (
+        f"{name} identifies people ({attribute.measure.categories:,} distinct values in "
+        f"{attribute.measure.rows:,} rows) and {where} {verb} identifiers; as text or a "
+        "sensitive attribute it is dropped, not generalized into a list of its values"
     )
 
 

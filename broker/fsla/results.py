@@ -77,6 +77,7 @@ class Requirements:
     linkage_lookback_days: int | None = None
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False
+    min_utility_percent: float | None = None
     auto_anonymize: bool = True
 
 

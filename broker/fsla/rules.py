@@ -13,7 +13,7 @@ from broker.engines.base import PERSON_KEY
 from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
 from broker.fsla.results import EXPORT, IMPORT, RuleResult, TransferContext
 from broker.metrics.anonymity import SensitiveMeasure
-from broker.metrics.content import TEXT
+from broker.metrics.content import TEXT, looks_sensitive
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, AttributeReport
 from broker.metrics.uniqueness import (
@@ -319,6 +319,7 @@ def data_rules(
 
     results += _population_rules(report, rules_, scope, jurisdiction, qi_names)
 
+    results += _sensitive_declared(report, context, scope, jurisdiction, rules_)
     several = len(report.sensitive) > 1
     for measure in report.sensitive:
         name = measure.name
@@ -391,6 +392,48 @@ def data_rules(
                 )
             )
     return results
+
+
+_SENSITIVE_RULES = (
+    "min_l",
+    "max_alpha",
+    "recursive_c_l",
+    "max_beta",
+    "max_enhanced_beta",
+    "max_delta",
+    "max_t",
+)
+
+
+def _sensitive_declared(
+    report: AnalysisReport, context: TransferContext, scope: str, jurisdiction: str, rules_
+) -> list[RuleResult]:
+    """A note (a passed rule) when the rule set judges sensitive attributes and the sender
+    declared none: its l and t rules then check nothing. Undeclared columns are not let off
+    (they are judged by Mmaq and k as quasi-identifiers or identifiers), but the sender likely
+    forgot the `sensitive` field; the columns whose names look sensitive are named, as a guess."""
+    asked = [name for name in _SENSITIVE_RULES if getattr(rules_, name) is not None]
+    if not asked or context.sensitive:
+        return []
+    guessed = looks_sensitive([a.name for a in report.attributes])
+    hint = (
+        f"columns that look sensitive (a guess from their names): {', '.join(guessed)}"
+        if guessed
+        else "no column's name looks sensitive"
+    )
+    return [
+        RuleResult(
+            "sensitive_declared",
+            scope,
+            jurisdiction,
+            True,
+            f"{jurisdiction} ({scope}) sets {', '.join(asked)} for sensitive attributes, and the "
+            f"request declares none in the `sensitive` form field, so they check nothing; {hint}",
+            ", ".join(guessed) or None,
+            "none declared",
+            ", ".join(asked),
+        )
+    ]
 
 
 def _population_rules(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime
 import re
 import secrets
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,45 @@ SAMPLE = 1000
 _NUMBER_RUN = re.compile(r"\+?\d[\d \-./()\u00a0\u2009\u202f\u00b7]{5,24}\d")
 # Number-like runs checked per report (about 100 us each): past it, a column fails closed.
 MAX_CANDIDATES = 50_000
+
+
+# Words that name the special categories of personal data (GDPR art. 9 and 10; Senegal's law
+# 2008-12 art. 4; the NDPA 2023 s. 30) and the usual sensitive attributes of the
+# anonymization literature (diagnosis, salary), in English and French. Matched against the
+# words of a column's name: a guess, said to be one wherever it is shown.
+SENSITIVE_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """
+        diagnosis diagnostic diagnose disease diseases illness maladie pathologie pathology
+        health sante medical medication medicine drug drugs treatment traitement symptom
+        symptoms hiv vih aids sida disability handicap pregnancy grossesse genetic genetique
+        genome dna biometric biometrique blood sang religion religious belief beliefs faith
+        ethnicity ethnic ethnie race racial sexual sexuality orientation political politics
+        opinion opinions union syndicat criminal conviction convictions offence offense casier
+        salary salaire income revenu wage wages
+        """,
+    )
+)
+
+
+def looks_sensitive(names: Sequence[str]) -> list[str]:
+    """The names among ``names`` that look like sensitive attributes, judged by their words
+    alone (a guess: a diagnosis column called ``x3`` is not found, and ``blood_bank_id`` is).
+
+    Examples
+    --------
+    >>> looks_sensitive(["NIN", "Age", "Disease", "main_diagnosis", "Salary", "zip", "Santé"])
+    ['Disease', 'main_diagnosis', 'Salary', 'Santé']
+    """
+    found = []
+    for name in names:
+        spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
+        plain = unicodedata.normalize("NFKD", spaced.casefold())
+        words = set(re.findall(r"[a-z0-9]+", plain.encode("ascii", "ignore").decode()))
+        if words & SENSITIVE_WORDS:
+            found.append(name)
+    return found
 
 
 class ScanBudget:

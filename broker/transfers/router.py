@@ -1,14 +1,14 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 
 from broker import references
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.transfers import service
+from broker.transfers import dry_runs, service
 from broker.transfers.models import Transfer, TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUploadIfAny
@@ -46,7 +46,7 @@ def to_read(
     if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
         return _destination_view(transfer)
     read = TransferRead.model_validate(transfer)
-    return read.model_copy(update={"id": None, "dry_run": True}) if dry_run else read
+    return read.model_copy(update={"dry_run": True}) if dry_run else read
 
 
 def _destination_view(transfer: Transfer) -> TransferRead:
@@ -172,6 +172,18 @@ def create_transfer(
             max_length=2_000,
         ),
     ] = "",
+    min_utility_percent: Annotated[
+        float | None,
+        Form(
+            ge=0,
+            le=100,
+            description="The least information (percent of non-uniform entropy kept, as the "
+            "remedy's `information_loss.utility_percent`) a remedy may keep: below it, no remedy "
+            "is offered or applied and the transfer is rejected. The rule sets' own "
+            "`min_utility_percent` applies too; the higher floor wins",
+            examples=[20],
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
@@ -192,6 +204,7 @@ def create_transfer(
         sensitive=parse_names(sensitive),
         person_key=person_key.strip() or None,
         anonymize=anonymize,
+        min_utility_percent=min_utility_percent,
         dry_run=dry_run,
         idempotency_key=idempotency_key,
     )
@@ -303,6 +316,33 @@ def redeliver_transfer(
     delivery_service.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
     return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+
+
+@router.get(
+    "/dry-runs/{dry_run_id}/data",
+    response_class=FileResponse,
+    responses=responses(401, 403, 404, 422)
+    | {
+        200: {
+            "description": "The data, as an attachment",
+            "content": {"application/octet-stream": {}},
+        }
+    },
+    summary="What a dry run's transfer would deliver (the member that ran it, or an admin)",
+    description="The table the transfer would deliver, written as a delivery is (in the format "
+    "that came in, person key removed, rows shuffled on purpose), kept "
+    "`BROKER_DRY_RUN_RETENTION_SECONDS` (an hour by default) after the dry run; 404 after.",
+)
+def get_dry_run_data(
+    dry_run_id: Annotated[str, Path(max_length=36, pattern=r"^[0-9a-f-]{36}$")],
+    caller: CurrentCaller,
+    settings: SettingsDep,
+) -> FileResponse:
+    path, meta = dry_runs.fetch(settings, caller, dry_run_id)
+    response = FileResponse(path, filename=meta["filename"])
+    response.headers["Content-Type"] = meta["media_type"]
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @router.get(

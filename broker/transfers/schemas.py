@@ -1,9 +1,12 @@
+from __future__ import annotations
+
 from datetime import datetime
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from broker.analysis.schemas import Report
+from broker.fsla.summary import summarize
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -28,11 +31,40 @@ class RuleRead(BaseModel):
     detail: str
 
 
+class SummaryEntry(BaseModel):
+    kind: str = Field(
+        description="problem (something to fix before the data may leave) or note (nothing "
+        "to fix: what happened, or a warning)",
+        examples=["problem"],
+    )
+    problem: str | None = Field(
+        description="What is wrong, merged across rules and jurisdictions",
+        examples=["Age, Gender: k = 1 (needs at least 3) (SN (export) and FR (import))"],
+    )
+    do: str = Field(
+        description="What to do next",
+        examples=["generalize Age, Gender (k-anonymize them with k = 3); or send anonymize=auto"],
+    )
+    attributes: list[str] = Field(description="The columns concerned")
+    rules: list[str] = Field(description="The failed rules this entry merges (see `rules`)")
+    jurisdictions: list[str] = Field(description="Whose rules: `SN (export)`, `FR (import)`")
+
+
 class RemedyStep(BaseModel):
     column: str | None = Field(description="Column (or comma-separated columns) concerned")
     method: str = Field(examples=["drop", "generalize", "mondrian"])
     parameters: dict[str, Any]
-    reason: str | None = None
+    reason: str = Field(
+        "",
+        description="Why the step was chosen: the rule behind it and what the data needed",
+        examples=["k = 3 because the rule sets ask min_k = 3; Age has 9 values in 9 rows"],
+    )
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _never_null(cls, reason: object) -> object:
+        """Remedies recorded before steps carried a reason read as an empty one."""
+        return "" if reason is None else reason
 
 
 class RemedyRead(BaseModel):
@@ -57,6 +89,27 @@ class RemedyRead(BaseModel):
     before: dict[str, Any] | None = Field(
         None, description="The report and rules of the data as uploaded (when applied)"
     )
+
+
+class DryRunPreview(BaseModel):
+    """What a dry run's transfer would deliver, fetchable for a while by whoever ran it."""
+
+    url: str = Field(
+        description="GET it (same credentials) for the data",
+        examples=["/v1/transfers/dry-runs/0b7c.../data"],
+    )
+    expires_at: datetime = Field(description="Until when (BROKER_DRY_RUN_RETENTION_SECONDS)")
+    filename: str
+    media_type: str = Field(description="The input's format, as a delivery is written")
+    sha256: str
+    size_bytes: int
+    rows: int
+    columns: int
+    what: str = Field(
+        description="Which table this is: the data as delivered, the anonymized data "
+        "(anonymize=auto), or the verified remedy's result (what anonymize=auto would deliver)"
+    )
+    note: str = Field(description="Rows are shuffled on purpose, as in every delivery")
 
 
 class DatasetRead(BaseModel):
@@ -89,6 +142,11 @@ class DatasetRead(BaseModel):
     delivered_filename: str | None = None
     delivered_rows: int | None = None
     delivered_columns: int | None = None
+    preview: DryRunPreview | None = Field(
+        None,
+        description="Dry runs only: where to fetch what the transfer would deliver (None when "
+        "nothing would leave)",
+    )
 
 
 class DeliveryRead(BaseModel):
@@ -105,8 +163,16 @@ class TransferRead(BaseModel):
 
     model_config = ConfigDict(from_attributes=True)
 
-    id: str | None = Field(description="None for a dry run: nothing was stored")
+    id: str | None = Field(
+        description="The transfer's id; for a dry run, the dry run's id (no transfer is stored: "
+        "its data is at `dataset.preview.url` for a while)"
+    )
     status: TransferStatus
+    summary: list[SummaryEntry] = Field(
+        default_factory=list,
+        description="The decision in a few lines: one entry per problem (merged across rules "
+        "and jurisdictions) and what to do next; `rules` has the detail",
+    )
     dry_run: bool = False
     source: str = Field(validation_alias=AliasChoices("source", "source_id"))
     destination: str = Field(validation_alias=AliasChoices("destination", "destination_id"))
@@ -133,6 +199,23 @@ class TransferRead(BaseModel):
     def _no_outbox_row(cls, delivery: object) -> object:
         """Only approved transfers have an outbox row; the others say so."""
         return {"status": "not_applicable", "attempts": 0} if delivery is None else delivery
+
+    @model_validator(mode="after")
+    def _summarized(self) -> TransferRead:
+        """The summary is read off the decision's rules and remedy (a pure function of them),
+        so every stored decision, however old, gets one."""
+        if not self.summary:
+            self.summary = [
+                SummaryEntry(**entry)
+                for entry in summarize(
+                    self.status,
+                    [rule.model_dump() for rule in self.rules],
+                    self.remedy.model_dump() if self.remedy else None,
+                    self.quasi_identifiers,
+                    self.anonymize,
+                )
+            ]
+        return self
 
 
 class TransferPage(BaseModel):

@@ -51,7 +51,7 @@ from broker.members import repository as members
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.tables import counting_limits, open_upload
-from broker.transfers import repository
+from broker.transfers import dry_runs, repository
 from broker.transfers.models import Release, Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
@@ -69,6 +69,8 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         "person_key": request.person_key,
         "dataset_sha256": dataset_sha256,
     }
+    if request.min_utility_percent is not None:  # absent before the floor existed: same hash
+        body["min_utility_percent"] = request.min_utility_percent
     return sha256_of(body)
 
 
@@ -217,6 +219,10 @@ def _decide(
     if delivering:
         progress("writing", 0.85)
         written = table.write(leaving, delivered_name, settings)
+    preview = None
+    if request.dry_run:  # what would leave, kept a while for its source to fetch
+        suffix = _EXTENSIONS[table.format]
+        preview = dry_runs.preview(table, outcome, transfer_id, source.id, suffix, settings)
     dataset = {
         "sha256": upload.sha256,
         "size_bytes": upload.size,
@@ -231,6 +237,7 @@ def _decide(
         "delivered_sha256": written and written.sha256,
         "delivered_rows": leaving.rows,
         "delivered_columns": len(leaving.columns),
+        "preview": preview,
     }
     transfer = Transfer(
         id=transfer_id,
@@ -546,7 +553,7 @@ def sweep_spool(factory: sessionmaker[Session], settings: Settings, now: float) 
     orphans += [f for f in old(root / "deliveries", "*") if f not in held_files]
     for orphan in orphans:
         orphan.unlink(missing_ok=True)
-    return orphans
+    return orphans + dry_runs.sweep(settings, now)
 
 
 def discard_job_upload(settings: Settings, job_id: str) -> None:

@@ -61,6 +61,7 @@ class RuleScope(StrEnum):
     EXPORT = "export"  # the source jurisdiction's rules for data leaving
     IMPORT = "import"  # the destination jurisdiction's rules for data arriving
     FEDERATION = "federation"  # the broker's own checks (known, active destination; a remedy)
+    REQUEST = "request"  # what the sender asked for itself (a utility floor on the request)
 
 
 class RuleName(StrEnum):
@@ -91,4 +92,6 @@ class RuleName(StrEnum):
     MAX_DELTA = "max_delta"
     MAX_T = "max_t"
     LINKAGE = "linkage"
+    MIN_UTILITY_PERCENT = "min_utility_percent"
+    SENSITIVE_DECLARED = "sensitive_declared"
     REMEDY_FOUND = "remedy_found"

@@ -271,3 +271,47 @@ def test_unknown_method_and_step():
         apply_steps(generated(20), [Step("age", "blur")])
     with pytest.raises(ValueError, match="Unknown step field 'columns'"):
         apply_steps(generated(20), [{"columns": "age", "method": "drop"}])
+
+
+def test_every_step_says_why_and_a_raised_k_says_each_k_tried():
+    frame = read_fixture("patients_original.csv")
+    target = Target(
+        quasi_identifiers=("Age", "Gender"),
+        sensitive=("Disease",),
+        drop=("NIN", "Name"),
+        k=2,
+        t=0.5,
+        reasons={"NIN": "NIN is forbidden", "k": "k = 2 because min_k = 2"},
+    )
+    remedy = plan_remedy(frame, target)
+    assert remedy.satisfied
+    drop_nin, drop_name, mondrian_step = remedy.steps
+    assert drop_nin.reason == "NIN is forbidden"
+    assert drop_name.reason == "Name is one of the columns the target drops"
+    assert mondrian_step.parameters["k"] == 8
+    assert mondrian_step.reason.startswith(
+        "k raised from 2 to 8 because at k = 2, 4 the result still failed: "
+    )
+    assert "t of 'Disease' is 0.5556, limit 0.5; k = 2 because min_k = 2" in mondrian_step.reason
+    # The reason travels with the step and plays no part in replaying it.
+    assert Step.from_dict(mondrian_step.as_dict()) == mondrian_step
+    climbed = plan_remedy(frame, target, method="generalization").steps[-1]
+    assert climbed.reason.startswith("Gender had 2 distinct values, 1 after this step")
+
+
+def test_a_generalization_planned_on_counts_says_why_too():
+    from broker.anonymize.counts import plan_on_engine
+    from broker.engines.pandas import PandasEngine
+
+    frame = read_fixture("patients_original.csv")
+    target = Target(
+        quasi_identifiers=("Age", "Gender"), drop=("NIN", "Name"), k=3, reasons={"k": "min_k"}
+    )
+    remedy = plan_on_engine(PandasEngine(frame), target, "generalization")
+    assert remedy.satisfied
+    reasons = [step.reason for step in remedy.steps]
+    assert reasons[:2] == [
+        "NIN is one of the columns the target drops",
+        "Name is one of the columns the target drops",
+    ]
+    assert all("(Datafly) until k = 3 holds (min_k)" in r for r in reasons[2:]) and reasons[2:]

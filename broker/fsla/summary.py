@@ -1,0 +1,378 @@
+"""A decision in a few lines: one entry per problem, merged across rules and jurisdictions.
+
+A decision's ``rules`` list every rule of every rule set that applies, so one column that is an
+identifier fails ``no_identifiers`` at the source and at the destination and ``max_mmaq_index``
+besides: three results, one problem. :func:`summarize` groups the failed results by what fixes
+them, and says for each what to do next:
+
+- a column the remedy drops (a direct identifier, a forbidden attribute, a sensitive column that
+  singles people out): one entry, "drop column X";
+- the quasi-identifiers together (k, the risks, the combination's Mmaq, and l, t and the other
+  models of the sensitive attributes, which the same k-anonymization fixes), with every single
+  column among them that fails a per-attribute rule: one entry, "generalize ... or send
+  anonymize=auto";
+- another column over a per-attribute bound: one entry, "generalize X";
+- each rule no anonymization fixes (destination, purpose, person key, no remedy, the utility
+  floor): one entry, merged across jurisdictions.
+
+Pure: it reads the stored form of a decision (rule and remedy dictionaries, as the answer shows
+them), so a decision recorded before this module existed is summarized the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+PROBLEM, NOTE = "problem", "note"
+
+# Rules on single attributes: the attribute's own figures.
+PER_ATTRIBUTE = frozenset(
+    {"forbidden_attribute", "no_identifiers", "min_log10_mmaq", "max_mmaq_index"}
+)
+# Rules no anonymization fixes: what to do instead.
+_GATES = {
+    "destination_known": "name a registered member as destination (GET /v1/members lists them)",
+    "destination_active": "wait until the destination is reactivated, or ask the federation's "
+    "admins",
+    "destination_not_source": "name another member as destination",
+    "destination_allowed": "send to a jurisdiction the source allows",
+    "purpose_allowed": "use a purpose every side allows",
+    "person_key_declared": "send again with person_key naming the column that identifies each "
+    "row's person (pseudonymous; it never leaves)",
+    "remedy_found": "anonymize the data yourself, or send less of it (fewer columns, coarser "
+    "values)",
+    "min_utility_percent": "accept a lower floor (min_utility_percent on the request, if the "
+    "rule sets allow it), send more rows (classes fill with less generalization), or fewer "
+    "quasi-identifiers",
+    "sensitive_declared": "declare the sensitive columns in the `sensitive` form field so that "
+    "l and t are checked",
+}
+_LABELS = {
+    "forbidden_attribute": "forbidden",
+    "no_identifiers": "identifies people",
+    "min_log10_mmaq": "Mmaq too low",
+    "max_mmaq_index": "Mmaq index too high",
+}
+
+
+@dataclass
+class _Group:
+    kind: str
+    key: str
+    attributes: list[str] = field(default_factory=list)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, rule: Mapping[str, Any]) -> None:
+        self.rules.append(dict(rule))
+        for name in _names(rule.get("attribute")):
+            if name not in self.attributes:
+                self.attributes.append(name)
+
+    def where(self) -> list[str]:
+        return _unique(f"{r['jurisdiction']} ({r['scope']})" for r in self.rules)
+
+    def rule_names(self) -> list[str]:
+        return _unique(r["rule"] for r in self.rules)
+
+
+def summarize(
+    status: str,
+    rules: Sequence[Mapping[str, Any]],
+    remedy: Mapping[str, Any] | None,
+    quasi_identifiers: Sequence[str] = (),
+    anonymize: str = "none",
+) -> list[dict[str, Any]]:
+    """The decision's problems, one entry each, with what to do next.
+
+    Parameters
+    ----------
+    status : str
+        approved, anonymization_required or rejected.
+    rules : sequence of mapping
+        The decision's rule results (``rule, scope, jurisdiction, attribute, passed, measured,
+        threshold, detail``).
+    remedy : mapping or None
+        The decision's remedy (``verified``, ``applied``, ``steps``, ``note``,
+        ``information_loss``, ``before``).
+    quasi_identifiers : sequence of str
+        The quasi-identifiers the decision used.
+    anonymize : str
+        What the request asked (``auto`` or ``none``).
+
+    Returns
+    -------
+    list of dict
+        ``kind`` (problem or note), ``problem``, ``do``, ``attributes``, ``rules``,
+        ``jurisdictions``: one entry per problem, problems first.
+
+    Examples
+    --------
+    >>> rules = [
+    ...     {"rule": "no_identifiers", "scope": s, "jurisdiction": j, "attribute": "Name",
+    ...      "passed": False, "measured": "identifier", "threshold": "no identifier", "detail": ""}
+    ...     for s, j in (("export", "SN"), ("import", "FR"))]
+    >>> remedy = {"verified": True, "steps": [{"column": "Name", "method": "drop"}]}
+    >>> [entry] = summarize("anonymization_required", rules, remedy)
+    >>> entry["do"].split(";")[0]
+    'drop column Name: it identifies people, which SN (export) and FR (import) forbid'
+    >>> entry["rules"], entry["jurisdictions"]
+    (['no_identifiers'], ['SN (export)', 'FR (import)'])
+    """
+    remedy = remedy or {}
+    notes = [_note(r) for r in rules if r["passed"] and r["rule"] == "sensitive_declared"]
+    if remedy.get("applied"):
+        before = remedy.get("before") or {}
+        # The notes of the data as sent: the anonymized data may have lost the columns named.
+        notes = [
+            _note(r)
+            for r in before.get("rules") or []
+            if r["passed"] and r["rule"] == "sensitive_declared"
+        ]
+        return [
+            _applied(before.get("rules") or [], remedy, quasi_identifiers),
+            *_merge_notes(notes),
+        ]
+    failed = [r for r in rules if not r["passed"]]
+    if not failed:
+        done = {
+            "kind": NOTE,
+            "problem": None,
+            "do": "nothing: every rule passes"
+            + (", and the data is delivered" if status == "approved" else ""),
+            "attributes": [],
+            "rules": [],
+            "jurisdictions": [],
+        }
+        return [done, *_merge_notes(notes)]
+    groups = _groups(failed, remedy, quasi_identifiers)
+    auto = "send anonymize=auto" if anonymize != "auto" and remedy.get("verified") else None
+    if anonymize == "auto" and status == "anonymization_required":
+        auto = "apply the remedy's steps yourself (not every rule set lets the broker anonymize)"
+    entries = [_entry(group, remedy, auto) for group in groups.values()]
+    entries.sort(key=lambda entry: entry["kind"] != "gate")
+    for entry in entries:
+        entry["kind"] = PROBLEM
+    return [*entries, *_merge_notes(notes)]
+
+
+def _groups(
+    failed: Sequence[Mapping[str, Any]],
+    remedy: Mapping[str, Any],
+    quasi_identifiers: Sequence[str],
+) -> dict[tuple[str, str], _Group]:
+    dropped = {s["column"] for s in remedy.get("steps") or [] if s.get("method") == "drop"}
+    quasi = set(quasi_identifiers)
+    for rule in failed:
+        names = _names(rule.get("attribute"))
+        if rule["rule"] == "min_k" and len(names) > 1:
+            quasi.update(names)
+    groups: dict[tuple[str, str], _Group] = {}
+
+    def group(kind: str, key: str) -> _Group:
+        return groups.setdefault((kind, key), _Group(kind, key))
+
+    for rule in failed:
+        names = _names(rule.get("attribute"))
+        if rule["rule"] in _GATES:
+            group("gate", rule["rule"]).add(rule)
+        elif len(names) == 1 and names[0] in dropped:
+            group("drop", names[0]).add(rule)
+        elif rule["rule"] in PER_ATTRIBUTE and names and names[0] not in quasi:
+            group("generalize", names[0]).add(rule)
+        else:
+            group("anonymity", "").add(rule)
+    return groups
+
+
+def _entry(group: _Group, remedy: Mapping[str, Any], auto: str | None) -> dict[str, Any]:
+    where = group.where()
+    places = _and(where)
+    or_auto = f"; or {auto}" if auto else ""
+    if group.kind == "gate":
+        first = group.rules[0]
+        problem = "; ".join(_unique(r["detail"] for r in group.rules))
+        do = _GATES[first["rule"]]
+        if first["rule"] in ("destination_allowed", "purpose_allowed"):
+            allowed = _unique(str(r["threshold"]) for r in group.rules if r.get("threshold"))
+            do += f" ({'; '.join(allowed)})" if allowed else ""
+        kind = "gate"
+    elif group.kind == "drop":
+        name = group.key
+        why = _why_drop(group)
+        problem = f"{name}: " + ", ".join(_labels(group)) + f" ({places})"
+        do = f"drop column {name}: {why}{or_auto}"
+        kind = "data"
+    elif group.kind == "generalize":
+        name = group.key
+        problem = f"{name}: " + ", ".join(_labels(group)) + f" ({places})"
+        do = f"generalize {name} (coarser values) or drop it{or_auto}"
+        kind = "data"
+    else:
+        problem = _anonymity_problem(group) + f" ({places})"
+        qis = _anonymized_columns(group, remedy)
+        k = _remedy_k(remedy)
+        how = f"k-anonymize them with k = {k}" if k else "k-anonymize them"
+        do = f"generalize {_and(qis)} ({how}){or_auto}"
+        kind = "data"
+    return {
+        "kind": kind,
+        "problem": problem,
+        "do": do,
+        "attributes": group.attributes,
+        "rules": group.rule_names(),
+        "jurisdictions": where,
+    }
+
+
+def _applied(
+    before: Sequence[Mapping[str, Any]], remedy: Mapping[str, Any], quasi_identifiers
+) -> dict[str, Any]:
+    failed = [r for r in before if not r["passed"]]
+    groups = _groups(failed, remedy, quasi_identifiers) if failed else {}
+    fixed = "; ".join(_entry(g, remedy, None)["problem"] for g in groups.values())
+    loss = remedy.get("information_loss") or {}
+    kept = loss.get("utility_percent")
+    figure = f"; {kept:.1f} % of the information is kept" if kept is not None else ""
+    return {
+        "kind": NOTE,
+        "problem": f"the data as sent failed: {fixed}" if fixed else None,
+        "do": "nothing: the broker anonymized the data (see remedy.steps) and delivers only the "
+        f"result, measured again{figure}",
+        "attributes": _unique(a for g in groups.values() for a in g.attributes),
+        "rules": _unique(r for g in groups.values() for r in g.rule_names()),
+        "jurisdictions": _unique(w for g in groups.values() for w in g.where()),
+    }
+
+
+def _note(rule: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": NOTE,
+        "problem": rule["detail"],
+        "do": _GATES[rule["rule"]],
+        "attributes": _names(rule.get("attribute")),
+        "rules": [rule["rule"]],
+        "jurisdictions": [f"{rule['jurisdiction']} ({rule['scope']})"],
+    }
+
+
+def _merge_notes(notes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same note from several rule sets is one note naming them all."""
+    merged: dict[str, dict[str, Any]] = {}
+    for note in notes:
+        key = note["rules"][0]
+        if key in merged:
+            merged[key]["jurisdictions"] = _unique(
+                [*merged[key]["jurisdictions"], *note["jurisdictions"]]
+            )
+        else:
+            merged[key] = note
+    return list(merged.values())
+
+
+def _why_drop(group: _Group) -> str:
+    rules = group.rule_names()
+    forbidding = _unique(
+        f"{r['jurisdiction']} ({r['scope']})"
+        for r in group.rules
+        if r["rule"] == "forbidden_attribute"
+    )
+    identifying = _unique(
+        f"{r['jurisdiction']} ({r['scope']})" for r in group.rules if r["rule"] == "no_identifiers"
+    )
+    parts = []
+    if identifying:
+        parts.append(f"it identifies people, which {_and(identifying)} {_forbid(identifying)}")
+    if forbidding:
+        parts.append(f"{_and(forbidding)} {_forbid(forbidding)} the attribute itself")
+    if not parts and ("min_l" in rules or "max_t" in rules):
+        parts.append("the sensitive values cannot be protected otherwise")
+    return "; ".join(parts) or "no generalization of it passes"
+
+
+def _forbid(who: Sequence[str]) -> str:
+    return "forbids" if len(who) == 1 else "forbid"
+
+
+def _labels(group: _Group) -> list[str]:
+    return _unique(_LABELS.get(r["rule"], r["rule"]) for r in group.rules)
+
+
+_ANONYMITY = {
+    "min_k": ("k", "at least"),
+    "max_journalist_risk": ("journalist risk", "at most"),
+    "max_marketer_risk": ("marketer risk", "at most"),
+    "qi_max_mmaq_index": ("combined Mmaq index", "at most"),
+    "max_population_uniqueness": ("population uniqueness", "at most"),
+    "max_expected_reidentifications": ("expected re-identifications", "at most"),
+    "min_l": ("l", "at least"),
+    "max_t": ("t", "at most"),
+    "max_alpha": ("alpha", "at most"),
+}
+
+
+def _anonymity_problem(group: _Group) -> str:
+    """``Age, Gender single people out: k = 1 (needs at least 3); Disease: l = 1 ...``."""
+    parts: dict[str, list[str]] = {}
+    seen: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for rule in group.rules:
+        key = (rule["rule"], rule.get("attribute") or "")
+        earlier = seen.get(key)
+        if earlier is None or _stricter(rule, earlier):
+            seen[key] = rule
+    for (name, attribute), rule in seen.items():
+        label, bound = _ANONYMITY.get(name, (name, "within"))
+        measured = _figure(rule.get("measured"))
+        text = f"{label} = {measured} (needs {bound} {_figure(rule.get('threshold'))})"
+        if name in PER_ATTRIBUTE:
+            text = _LABELS[name]
+        parts.setdefault(attribute or "the table", []).append(text)
+    return "; ".join(f"{who}: {', '.join(_unique(texts))}" for who, texts in parts.items())
+
+
+def _stricter(rule: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+    """Whether ``rule``'s threshold is the stricter of the two (the one the data must meet)."""
+    a, b = rule.get("threshold"), other.get("threshold")
+    if not isinstance(a, int | float) or not isinstance(b, int | float):
+        return False
+    at_least = _ANONYMITY.get(rule["rule"], ("", "at most"))[1] == "at least"
+    return a > b if at_least else a < b
+
+
+def _anonymized_columns(group: _Group, remedy: Mapping[str, Any]) -> list[str]:
+    for step in remedy.get("steps") or []:
+        names = (step.get("parameters") or {}).get("quasi_identifiers")
+        if names:
+            return list(names)
+    quasi = [a for r in group.rules if r["rule"] == "min_k" for a in _names(r.get("attribute"))]
+    return _unique(quasi) or group.attributes
+
+
+def _remedy_k(remedy: Mapping[str, Any]) -> int | None:
+    for step in remedy.get("steps") or []:
+        k = (step.get("parameters") or {}).get("k")
+        if k:
+            return k
+    return None
+
+
+def _figure(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _names(attribute: str | None) -> list[str]:
+    return [part.strip() for part in (attribute or "").split(",") if part.strip()]
+
+
+def _unique(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
