@@ -29,7 +29,11 @@ class PolicyRead(BaseModel):
     jurisdiction: str = Field(examples=["SN"])
     version: int = Field(description="Starts at 1; every change adds one", examples=[2])
     created_at: datetime
-    created_by: str = Field(description="`seed` or `admin`", examples=["admin"])
+    created_by: str = Field(
+        description="`seed`, or `admin:<name>` for the administrator who saved it (`admin` "
+        "before named administrators existed)",
+        examples=["admin:awa.diop"],
+    )
     record: FSLARecord = Field(examples=[EXAMPLE_RECORD])
 
 

@@ -42,6 +42,9 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "POST /v1/analyze": "analyze_dataset",
     "GET /v1/audit": "list_audit_entries",
     "GET /v1/audit/verify": "verify_audit_chain",
+    "GET /v1/admins": "list_admins",
+    "POST /v1/admins": "create_admin",
+    "POST /v1/admins/{name}/revoke": "revoke_admin",
     "GET /.well-known/fedbroker-keys.json": "get_signing_keys",
 }
 
