@@ -67,9 +67,11 @@ ROLES = {"quasi_identifiers": "age,zip", "sensitive": "disease"}
 
 def look_back(client, days: int | None) -> None:
     """Senegal's export rules look back ``days`` days (None: off)."""
-    record = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    current = client.get("/v1/policies/SN", headers=ADMIN)
+    record = current.json()["record"]
     record["cross_border_export"]["linkage_lookback_days"] = days
-    answer = client.put("/v1/policies/SN", headers=ADMIN, json=record)
+    headers = {**ADMIN, "If-Match": current.headers["ETag"]}  # PUT requires it
+    answer = client.put("/v1/policies/SN", headers=headers, json=record)
     assert answer.status_code in (200, 201), answer.text
 
 
