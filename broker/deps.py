@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from broker.admins import service as admins
 from broker.config import Settings
 from broker.db import session_scope
 from broker.errors import Forbidden, NotAuthenticated
@@ -22,7 +23,8 @@ MEMBER = "member"
 bearer = HTTPBearer(
     auto_error=False,
     scheme_name="BearerToken",
-    description="The federation's admin token, or a member cloud's API key",
+    description="An administrator's token (BROKER_ADMIN_TOKEN or a named administrator's), or a "
+    "member cloud's API key",
 )
 
 
@@ -31,6 +33,7 @@ class Caller:
     kind: str
     member_id: str | None = None
     jurisdiction: str | None = None
+    admin_name: str | None = None
 
     @property
     def is_admin(self) -> bool:
@@ -38,7 +41,10 @@ class Caller:
 
     @property
     def name(self) -> str:
-        return self.member_id or ADMIN
+        """Who acts, as the audit log writes it: a member id, or ``admin:<name>``."""
+        if self.member_id:
+            return self.member_id
+        return admins.actor_of(self.admin_name or admins.BOOTSTRAP)
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -65,18 +71,32 @@ def current_caller(
 ) -> Caller:
     if credentials is None:
         raise NotAuthenticated(
-            "Send 'Authorization: Bearer <token>' with the admin token or a member's API key"
+            "Send 'Authorization: Bearer <token>' with an administrator's token or a member's "
+            "API key"
         )
     token = credentials.credentials.encode()
     admin_token = settings.admin_token.get_secret_value().encode()  # checked at start
     if hmac.compare_digest(token, admin_token):
-        return Caller(ADMIN)
+        active = admins.bootstrap_active(session)
+        session.rollback()
+        if not active:
+            raise NotAuthenticated("This admin token (BROKER_ADMIN_TOKEN) was revoked")
+        return Caller(ADMIN, admin_name=admins.BOOTSTRAP)
+    if credentials.credentials.startswith(admins.TOKEN_PREFIX):
+        administrator = admins.authenticate(session, credentials.credentials)
+        name = administrator.name if administrator else None
+        session.rollback()
+        if name is None:
+            raise NotAuthenticated("The bearer token is not an active administrator's token")
+        return Caller(ADMIN, admin_name=name)
     member = members.authenticate(session, credentials.credentials)
     caller = Caller(MEMBER, member.id, member.jurisdiction) if member else None
     active = member is not None and member.status == "active"
     session.rollback()  # end the read: no transaction (or SQLite lock) held into the route
     if caller is None:
-        raise NotAuthenticated("The bearer token is neither the admin token nor a member's key")
+        raise NotAuthenticated(
+            "The bearer token is neither an administrator's token nor a member's key"
+        )
     if not active:
         raise Forbidden(f"Member {caller.member_id!r} is suspended")
     return caller

@@ -13,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy import Connection
 from sqlalchemy.orm import sessionmaker
 
+from broker.admins.router import router as admins_router
 from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.config import Settings, get_settings
@@ -40,7 +41,7 @@ it; it measures how well each dataset is anonymized (Mmaq, k-anonymity, l-divers
 t-closeness), checks the source's export rules and the destination's import rules (F-SLA records),
 and approves, rejects or requires anonymization.
 
-**Authorize** with the admin token or a member's API key (`Authorization: Bearer ...`).
+**Authorize** with an administrator's token or a member's API key (`Authorization: Bearer ...`).
 Errors are RFC 9457 `application/problem+json`.
 """
 
@@ -136,6 +137,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         transfers_router,
         analysis_router,
         audit_router,
+        admins_router,
         keys_router,
     ):
         app.include_router(router)

@@ -456,3 +456,31 @@ def test_anonymize_l_without_sensitive_names_the_field_and_guesses_the_columns(t
     [line] = result.stderr.strip().splitlines()
     assert "`sensitive` form field" in line and "`--sensitive`" in line
     assert line.endswith("columns that look sensitive (a guess from their names): Disease")
+
+
+def test_admins_are_created_listed_and_revoked_on_the_database(tmp_path, monkeypatch, capsys):
+    from broker.admins import service as admins
+    from broker.db import make_engine, make_sessionmaker, upgrade
+
+    url = f"sqlite:///{tmp_path / 'broker.db'}"
+    monkeypatch.setenv("BROKER_DATABASE_URL", url)
+    engine = make_engine(url)
+    upgrade(engine)
+    assert main(["admins", "create", "awa.diop"]) == 0
+    token = capsys.readouterr().out.splitlines()[-1]
+    with make_sessionmaker(engine)() as session:
+        found = admins.authenticate(session, token)
+        assert found is not None and found.name == "awa.diop"
+        assert found.created_by.startswith("cli:")
+    assert main(["admins", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "bootstrap\tactive" in listed and "awa.diop\tactive" in listed
+    assert main(["admins", "revoke", "bootstrap"]) == 0
+    assert main(["admins", "revoke", "awa.diop"]) == 1  # the last active one
+    assert "last active administrator" in capsys.readouterr().err
+    assert main(["admins", "create", "Awa"]) == 2
+    assert main(["admins", "create", "awa.diop"]) == 1  # names are never reused
+    with make_sessionmaker(engine)() as session:
+        assert not admins.bootstrap_active(session)
+        assert admins.authenticate(session, token) is not None
+    engine.dispose()

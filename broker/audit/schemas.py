@@ -9,7 +9,10 @@ class AuditEntryRead(BaseModel):
 
     id: int
     created_at: datetime
-    actor: str = Field(description="`admin`, a member id, `seed` or `broker`")
+    actor: str = Field(
+        description="`admin:<name>` (an administrator; `admin` before named administrators), "
+        "`cli:<login>` (`fedbroker admins`), a member id, `seed` or `broker`"
+    )
     action: str = Field(examples=["transfer.decided"])
     subject: str = Field(description="What the entry is about: a transfer id, a jurisdiction")
     details: dict[str, Any]

@@ -2,8 +2,8 @@
 
 :mod:`broker.cli.app` holds :func:`main` (the entry point; errors become one line and an exit
 status) and assembles the parser; :mod:`broker.cli.common` what several commands share; each
-command (``analyze``, ``anonymize``, ``serve``, ``db``, ``audit``, ``keys``) adds its own
-sub-parser and handler; :mod:`broker.cli.render` holds the text tables.
+command (``analyze``, ``anonymize``, ``serve``, ``db``, ``audit``, ``admins``, ``keys``) adds its
+own sub-parser and handler; :mod:`broker.cli.render` holds the text tables.
 """
 
 from broker.cli.app import main

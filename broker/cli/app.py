@@ -9,12 +9,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from broker.cli import analyze, anonymize, audit, db, keys, serve
+from broker.cli import admins, analyze, anonymize, audit, db, keys, serve
 from broker.cli.common import CommandError, CommandFailed
 from broker.datasets import DatasetError
 
 USAGE_ERROR = 2
-COMMANDS = (analyze, anonymize, serve, db, audit, keys)  # in the order `fedbroker -h` lists them
+# in the order `fedbroker -h` lists them
+COMMANDS = (analyze, anonymize, serve, db, audit, admins, keys)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,10 @@
 """F-SLA records over HTTP: read (with ETag), save (PUT, If-Match), patch (RFC 7396), check,
-diff and page through versions. Bodies that are not valid F-SLA records are answered as
-``invalid-policy`` problems, whichever of PUT, PATCH and /check they came to."""
+replay a draft over past transfers, diff and page through versions. Bodies that are not valid
+F-SLA records are answered as ``invalid-policy`` problems, whichever of PUT, PATCH, /check and
+/replay they came to."""
 
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
@@ -28,8 +30,11 @@ from broker.policies.schemas import (
     PolicyCheck,
     PolicyDiff,
     PolicyRead,
+    PolicyReplay,
     PolicyVersionPage,
     PolicyWarningRead,
+    ReplayedRule,
+    ReplayedTransfer,
 )
 from broker.wire.problems import field_errors
 
@@ -403,4 +408,82 @@ def check_policy(
         warnings=[
             PolicyWarningRead(code=w.code, path=w.path, message=w.message) for w in result.warnings
         ],
+    )
+
+
+def _replayed_rule(change) -> ReplayedRule:
+    return ReplayedRule(
+        rule=change.rule,
+        scope=change.scope,
+        jurisdiction=change.jurisdiction,
+        attribute=change.attribute,
+        before=change.before,
+        after=change.after,
+        detail=change.detail,
+    )
+
+
+@router.post(
+    "/{jurisdiction}/replay",
+    response_model=PolicyReplay,
+    responses=responses(400, 401, 403, 413, 422, examples=EDIT_EXAMPLES),
+    summary="Replay a draft record over past transfers: which decisions would change (admin)",
+    description="Judges the stored report of each past transfer from or to a member of the "
+    "jurisdiction (the last `limit`, newest first; `since` and `before` bound their time) "
+    "under the draft, the other party's record at the version the decision used, with the "
+    "functions the broker decides with. Answers the verdict then and under the draft (before "
+    "any remedy), the rules that newly fail or pass, and what cannot be replayed because the "
+    "data is not kept (linkage with earlier releases, whether a remedy exists, some "
+    "identifier checks). Only transfers where something changes, or that cannot be replayed, "
+    "are listed. Nothing is saved.",
+)
+def replay_policy(
+    jurisdiction: Jurisdiction,
+    record: Annotated[
+        FSLARecord,
+        Body(openapi_examples={"senegal": {"summary": "SN seed", "value": EXAMPLE_RECORD}}),
+    ],
+    session: SessionDep,
+    _: AdminOnly,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Most transfers examined")] = 100,
+    since: Annotated[
+        datetime | None, Query(description="Only transfers decided at or after this time")
+    ] = None,
+    before: Annotated[
+        datetime | None,
+        Query(description="Only transfers decided before this time (`next_before` pages)"),
+    ] = None,
+) -> PolicyReplay:
+    page = service.replay(session, jurisdiction, record, limit, since, before)
+    items = [
+        ReplayedTransfer(
+            transfer_id=transfer.id,
+            created_at=transfer.created_at,
+            source_id=transfer.source_id,
+            destination_id=transfer.destination_id,
+            purpose=transfer.purpose,
+            policy_versions=transfer.policy_versions,
+            status=found.status,
+            replayable=found.replayable,
+            old_verdict=found.old_verdict,
+            new_verdict=found.new_verdict,
+            verdict_changed=found.verdict_changed,
+            newly_failed=[_replayed_rule(c) for c in found.newly_failed],
+            newly_passed=[_replayed_rule(c) for c in found.newly_passed],
+            not_replayed=list(found.not_replayed),
+            delivered_passes=found.delivered_passes,
+            note=found.note,
+        )
+        for transfer, found in page.replays
+        if found.changed or not found.replayable
+    ]
+    replays = [found for _, found in page.replays]
+    return PolicyReplay(
+        jurisdiction=jurisdiction.upper(),
+        examined=len(replays),
+        verdicts_changed=sum(r.verdict_changed for r in replays),
+        rules_changed=sum(r.changed and not r.verdict_changed for r in replays),
+        not_replayable=sum(not r.replayable for r in replays),
+        items=items,
+        next_before=page.next_before,
     )

@@ -1,10 +1,12 @@
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from broker.fsla.lint import WarningCode
 from broker.fsla.models import FSLARecord, RuleSet
+from broker.wire.statuses import TransferStatus
 
 # Senegal's seed record (policies/sn.yaml) as the API writes it: the example of every request
 # body and answer that holds a whole record, so /docs shows a real one (a test keeps them equal).
@@ -29,7 +31,11 @@ class PolicyRead(BaseModel):
     jurisdiction: str = Field(examples=["SN"])
     version: int = Field(description="Starts at 1; every change adds one", examples=[2])
     created_at: datetime
-    created_by: str = Field(description="`seed` or `admin`", examples=["admin"])
+    created_by: str = Field(
+        description="`seed`, or `admin:<name>` for the administrator who saved it (`admin` "
+        "before named administrators existed)",
+        examples=["admin:awa.diop"],
+    )
     record: FSLARecord = Field(examples=[EXAMPLE_RECORD])
 
 
@@ -81,3 +87,71 @@ class PolicyDiff(BaseModel):
     old_version: int = Field(examples=[1])
     new_version: int = Field(examples=[2])
     changes: list[PolicyChange] = Field(description="Each field that differs, old -> new")
+
+
+class ReplayRuleState(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_CHECKED = "not checked"
+
+
+class ReplayedRule(BaseModel):
+    rule: str = Field(examples=["min_k"])
+    scope: str = Field(examples=["export"])
+    jurisdiction: str = Field(examples=["SN"])
+    attribute: str | None = Field(examples=["Age, Gender"])
+    before: ReplayRuleState = Field(description="Its outcome in the decision made then")
+    after: ReplayRuleState = Field(description="Its outcome under the draft")
+    detail: str = Field(
+        examples=["the quasi-identifiers Age, Gender give k = 3; SN (export) requires k >= 5"]
+    )
+
+
+class ReplayedTransfer(BaseModel):
+    transfer_id: str
+    created_at: datetime
+    source_id: str = Field(examples=["sn-hospital"])
+    destination_id: str = Field(examples=["fr-research"])
+    purpose: str = Field(examples=["research"])
+    policy_versions: dict[str, int] = Field(
+        description="The versions the decision used; the other party's is kept in the replay",
+        examples=[{"SN": 1, "FR": 1}],
+    )
+    status: TransferStatus = Field(description="What was decided, remedy included")
+    replayable: bool = Field(
+        description="False when the stored report cannot be judged again (see `note`)"
+    )
+    old_verdict: TransferStatus | None = Field(
+        description="The rules' verdict then, before any remedy"
+    )
+    new_verdict: TransferStatus | None = Field(
+        description="The rules' verdict under the draft, before any remedy"
+    )
+    verdict_changed: bool
+    newly_failed: list[ReplayedRule]
+    newly_passed: list[ReplayedRule] = Field(
+        description="Rules that failed then and pass, or are no longer checked, under the draft"
+    )
+    not_replayed: list[str] = Field(
+        description="Rules that could change the verdict but need the data, which is not kept"
+    )
+    delivered_passes: bool | None = Field(
+        description="For a transfer the broker anonymized: whether what it delivered meets the "
+        "draft (null otherwise)"
+    )
+    note: str
+
+
+class PolicyReplay(BaseModel):
+    jurisdiction: str = Field(examples=["SN"])
+    examined: int = Field(description="Transfers from or to the jurisdiction looked at")
+    verdicts_changed: int
+    rules_changed: int = Field(description="Transfers whose verdict stays but a rule changes")
+    not_replayable: int
+    items: list[ReplayedTransfer] = Field(
+        description="Only the transfers where something changes or that cannot be replayed, "
+        "newest first"
+    )
+    next_before: datetime | None = Field(
+        description="More transfers are older than this: pass it as `before` for the next page"
+    )

@@ -1,8 +1,10 @@
-"""F-SLA records: read, version on every change, check drafts, load the seed files."""
+"""F-SLA records: read, version on every change, check drafts, replay a draft over past
+transfers, load the seed files."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,11 +21,14 @@ from broker.errors import (
     VersionMismatch,
 )
 from broker.fsla import lint
+from broker.fsla import replay as replay_
 from broker.fsla.changes import Change, changes, merge_patch
 from broker.fsla.lint import PolicyWarning
 from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
+from broker.transfers import repository as transfers
+from broker.transfers.models import Transfer
 from broker.wire.problems import field_errors
 
 
@@ -256,3 +261,61 @@ def seed(session: Session, records: list[FSLARecord]) -> list[str]:
         created.append(record.jurisdiction)
     session.commit()
     return created
+
+
+@dataclass(frozen=True)
+class ReplayPage:
+    """Each transfer examined with its replay, newest first."""
+
+    replays: list[tuple[Transfer, replay_.Replay]]
+    next_before: datetime | None
+
+
+def replay(
+    session: Session,
+    jurisdiction: str,
+    draft: FSLARecord,
+    limit: int,
+    since: datetime | None = None,
+    before: datetime | None = None,
+) -> ReplayPage:
+    """Replay ``draft`` over the last ``limit`` transfers from or to ``jurisdiction`` (created
+    at or after ``since``, before ``before``), newest first; nothing is saved.
+
+    Each is judged from its stored report by :func:`broker.fsla.replay.replay`, with the other
+    party's record at the version the decision used."""
+    _check_path(jurisdiction, draft)
+    code = jurisdiction.upper()
+    rows = transfers.involving(session, code, since, before, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    records: dict[tuple[str, int], FSLARecord | None] = {}
+
+    def used(where: str | None, versions: dict[str, int]) -> FSLARecord | None:
+        if where is None or where not in versions:
+            return None
+        key = (where, versions[where])
+        if key not in records:
+            row = repository.version(session, *key)
+            records[key] = record_of(row) if row is not None else None
+        return records[key]
+
+    replays = []
+    for transfer, source_jurisdiction, destination_jurisdiction in rows:
+        past = replay_.PastDecision(
+            transfer_id=transfer.id,
+            status=transfer.status,
+            source_jurisdiction=source_jurisdiction,
+            destination_jurisdiction=destination_jurisdiction,
+            purpose=transfer.purpose,
+            quasi_identifiers=tuple(transfer.quasi_identifiers),
+            sensitive=tuple(transfer.sensitive),
+            report=transfer.report,
+            rules=transfer.rules,
+            remedy=transfer.remedy,
+            source_policy=used(source_jurisdiction, transfer.policy_versions),
+            destination_policy=used(destination_jurisdiction, transfer.policy_versions),
+        )
+        replays.append((transfer, replay_.replay(past, code, draft)))
+    next_before = rows[-1][0].created_at if more and rows else None
+    return ReplayPage(replays, next_before)

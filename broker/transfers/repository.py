@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, and_, func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from broker.delivery.models import Delivery
 from broker.fsla import linkage
@@ -231,3 +231,28 @@ def live_jobs_of(session: Session, source_id: str) -> int:
         TransferJob.state.in_([JobState.QUEUED, JobState.RUNNING]),
     )
     return int(session.scalar(query) or 0)
+
+
+def involving(
+    session: Session,
+    jurisdiction: str,
+    since: datetime | None,
+    before: datetime | None,
+    limit: int,
+) -> list[Row]:
+    """Transfers from or to a member of ``jurisdiction``, newest first: rows of (``Transfer``,
+    source jurisdiction, destination jurisdiction or None for an unknown destination)."""
+    source = aliased(Member)
+    destination = aliased(Member)
+    query = (
+        select(Transfer, source.jurisdiction, destination.jurisdiction)
+        .join(source, source.id == Transfer.source_id)
+        .outerjoin(destination, destination.id == Transfer.destination_id)
+        .where(or_(source.jurisdiction == jurisdiction, destination.jurisdiction == jurisdiction))
+    )
+    if since is not None:
+        query = query.where(Transfer.created_at >= since)
+    if before is not None:
+        query = query.where(Transfer.created_at < before)
+    query = query.order_by(Transfer.created_at.desc(), Transfer.id.desc()).limit(limit)
+    return list(session.execute(query).unique())

@@ -27,6 +27,7 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "GET /v1/policies/{jurisdiction}/versions/{number}": "get_policy_version",
     "GET /v1/policies/{jurisdiction}/versions/{old}/diff/{new}": "diff_policy_versions",
     "POST /v1/policies/{jurisdiction}/check": "check_policy",
+    "POST /v1/policies/{jurisdiction}/replay": "replay_policy",
     "GET /v1/members": "list_members",
     "POST /v1/members": "register_member",
     "GET /v1/members/{member_id}": "get_member",
@@ -43,6 +44,9 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "POST /v1/analyze": "analyze_dataset",
     "GET /v1/audit": "list_audit_entries",
     "GET /v1/audit/verify": "verify_audit_chain",
+    "GET /v1/admins": "list_admins",
+    "POST /v1/admins": "create_admin",
+    "POST /v1/admins/{name}/revoke": "revoke_admin",
     "GET /.well-known/fedbroker-keys.json": "get_signing_keys",
 }
 

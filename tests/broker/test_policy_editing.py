@@ -130,7 +130,7 @@ def test_merge_patch_changes_only_what_it_names(client):
     assert record["cross_border_export"]["min_k"] == 5 and record["name"] == "Sénégal"
     assert record["cross_border_export"]["min_l"] == before["cross_border_export"]["min_l"] == 2
     assert record["import_rules"] == before["import_rules"]
-    assert saved["created_by"] == "admin"
+    assert saved["created_by"] == "admin:bootstrap"
 
 
 def test_merge_patch_null_removes_a_key(client):

@@ -102,7 +102,7 @@ def test_edit_policy_through_swagger_ui(broker_server, page):
         saved = api.get("/v1/policies/SN")
         assert saved.status_code == 200, saved.text
         assert saved.json()["version"] == 2
-        assert saved.json()["created_by"] == "admin"
+        assert saved.json()["created_by"] == "admin:bootstrap"
         assert saved.json()["record"]["cross_border_export"]["min_k"] == 4
         assert saved.json()["record"] == record
 

@@ -1,0 +1,430 @@
+"""Replay a draft F-SLA record over past decisions: which verdicts would change, and why.
+
+Pure: the service reads the past transfers and the policy versions they used; this module
+rebuilds each stored report (:func:`report_from_dict`), checks that it gives the stored rule
+results again under the versions the decision used, then evaluates it under the draft with
+:func:`broker.fsla.evaluate.evaluate`, the function the broker decides with.
+
+The data itself is not kept, so some things cannot be replayed, and each replay says which
+instead of guessing:
+
+- the **verdict** replayed is the rules' verdict *before* any remedy (``approved``,
+  ``anonymization_required`` or ``rejected``). Whether a verified remedy exists, and what
+  ``anonymize=auto`` would deliver, depends on the rows. A transfer anonymized by the broker is
+  replayed from the report of the data it received (``remedy.before``), and the report of what
+  it delivered is also judged under the draft (``delivered_passes``).
+- **linkage** with earlier releases joins the rows with the released classes: a rule set that
+  looks back is named in ``not_replayed``, and its stored results are left out of the comparison.
+- **identifiers among sensitive attributes** at k > 2: the report keeps the rows whose value no
+  other row holds (k = 2), not how many hold values shared by fewer than k rows. When that is not
+  enough to decide, the attribute is named in ``not_replayed``.
+- a stored report that does not give the stored results again under the versions the decision
+  used (a decision made by an older broker, whose rules measured something else) is not replayed
+  at all (``replayable`` false, with the rules that differ).
+
+Federation rules (destination unknown, suspended or the source itself) do not depend on any
+F-SLA record: such a rejection never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.engines.base import PERSON_KEY
+from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.linkage import RULE as LINKAGE
+from broker.fsla.linkage import lookback
+from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.results import RuleResult, TransferContext
+from broker.fsla.rules import identifying
+from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk, SensitiveMeasure
+from broker.metrics.content import Content
+from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
+from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
+from broker.wire.statuses import TransferStatus
+
+FEDERATION = "federation"
+REMEDY_FOUND = "remedy_found"
+NO_IDENTIFIERS = "no_identifiers"
+PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
+
+# (rule, scope, jurisdiction, attribute): one rule result of one decision
+RuleKey = tuple[str, str, str, str | None]
+
+
+def _measure(data: dict[str, Any]) -> MmaqMeasure:
+    return MmaqMeasure(
+        rows=data["rows"],
+        categories=data["categories"],
+        shannon=data["shannon"],
+        shannon_normalized=data["shannon_normalized"],
+        log10_stabilizer=data["log10_stabilizer"],
+        log10_mmaq=data["log10_mmaq"],
+        mmaq_index=data["mmaq_index"],
+        attribute_class=data["class"],
+    )
+
+
+def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
+    """The report a decision stored (:meth:`AnalysisReport.as_dict`), rebuilt for the rules.
+
+    What the rules read is rebuilt exactly, except each attribute's value-class sizes: only the
+    number of rows whose value no other row holds is stored, so ``class_sizes`` is
+    ``(0, singled_out_rows)`` (exact for k <= 2, a lower bound above). Combinations and the
+    population section, which no rule reads, are left out.
+
+    Examples
+    --------
+    >>> from broker.metrics.report import analyze
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"age": [30, 30, 40, 40], "zip": ["1", "1", "2", "3"]})
+    >>> report = analyze(frame, quasi_identifiers=["age", "zip"])
+    >>> again = report_from_dict(report.as_dict())
+    >>> again.quasi_identifiers.anonymity.k, again.attribute("zip").singled_out
+    (1, 2)
+    """
+    qi = data.get("quasi_identifiers")
+    quasi_identifiers = None
+    if qi is not None:
+        journalist = qi.get("journalist_risk")
+        quasi_identifiers = QuasiIdentifierReport(
+            attributes=tuple(qi["attributes"]),
+            anonymity=KAnonymity(
+                k=qi["k"],
+                equivalence_classes=qi["equivalence_classes"],
+                class_size_histogram={
+                    int(size): count for size, count in qi["class_size_histogram"].items()
+                },
+                prosecutor_risk=ProsecutorRisk(**qi["prosecutor_risk"]),
+                k_people=qi.get("k_people", qi["k"]),
+                journalist_risk=JournalistRisk(**journalist) if journalist else None,
+                marketer_risk=qi.get("marketer_risk", 0.0),
+                against_population=qi.get("risk_population") == "population_table",
+            ),
+            measure=_measure(qi),
+        )
+    return AnalysisReport(
+        rows=data["rows"],
+        attributes=[
+            AttributeReport(
+                name=a["name"],
+                measure=_measure(a),
+                qir_risk_percent=a["qir_risk_percent"],
+                qir_class=a["qir_class"],
+                content=Content(a["values"], a.get("direct_identifier")),
+                singled_out=a.get("singled_out_rows", 0),
+                class_sizes=(0, a.get("singled_out_rows", 0)),
+            )
+            for a in data["attributes"]
+        ],
+        combinations=[],
+        quasi_identifiers=quasi_identifiers,
+        sensitive=[
+            SensitiveMeasure(
+                name=s["name"],
+                l_diversity=s["l_diversity"],
+                entropy_l_diversity=s["entropy_l_diversity"],
+                t_closeness=s["t_closeness"],
+                t_closeness_method=s["t_closeness_method"],
+                k=s.get("k", 0),
+                known_attributes=tuple(s.get("known_attributes", ())),
+                alpha=s.get("alpha", 1.0),
+                recursive_c=s.get("recursive_c"),
+                recursive_c_bounds=tuple(
+                    bound
+                    for _, bound in sorted(
+                        (int(l), b) for l, b in (s.get("recursive_c_bounds") or {}).items()
+                    )
+                ),
+                beta_likeness=s.get("beta_likeness", 0.0),
+                enhanced_beta_likeness=s.get("enhanced_beta_likeness"),
+                delta_disclosure=s.get("delta_disclosure", 0.0),
+            )
+            for s in data.get("sensitive", [])
+        ],
+        duplicate_rows=data.get("duplicate_rows", 0),
+        people_counted_by=data.get("people_counted_by", "identical_rows"),
+    )
+
+
+@dataclass(frozen=True)
+class PastDecision:
+    """What a transfer stored, with the records of the versions its decision used."""
+
+    transfer_id: str
+    status: str
+    source_jurisdiction: str
+    destination_jurisdiction: str | None
+    purpose: str
+    quasi_identifiers: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    report: dict[str, Any] | None
+    rules: list[dict[str, Any]]
+    remedy: dict[str, Any] | None
+    source_policy: FSLARecord | None  # None: the version used is no longer readable
+    destination_policy: FSLARecord | None
+
+
+@dataclass(frozen=True)
+class RuleChange:
+    rule: str
+    scope: str
+    jurisdiction: str
+    attribute: str | None
+    before: str  # passed, failed, not checked
+    after: str
+    detail: str  # the draft's wording, or the stored one for a rule no longer checked
+
+
+@dataclass(frozen=True)
+class Replay:
+    transfer_id: str
+    status: str  # what was decided, remedy included
+    replayable: bool
+    old_verdict: str | None = None  # the rules' verdict then, before any remedy
+    new_verdict: str | None = None  # under the draft
+    newly_failed: tuple[RuleChange, ...] = ()
+    newly_passed: tuple[RuleChange, ...] = ()
+    not_replayed: tuple[str, ...] = ()
+    delivered_passes: bool | None = None  # anonymized by the broker: what left meets the draft
+    note: str = ""
+
+    @property
+    def verdict_changed(self) -> bool:
+        return self.replayable and self.old_verdict != self.new_verdict
+
+    @property
+    def changed(self) -> bool:
+        """The verdict or a rule changes, or what the broker delivered would not meet the
+        draft."""
+        return (
+            self.verdict_changed
+            or bool(self.newly_failed or self.newly_passed)
+            or self.delivered_passes is False
+        )
+
+
+def _key(rule: dict[str, Any] | RuleResult) -> RuleKey:
+    if isinstance(rule, RuleResult):
+        return (rule.rule, rule.scope, rule.jurisdiction, rule.attribute)
+    return (rule["rule"], rule["scope"], rule["jurisdiction"], rule.get("attribute"))
+
+
+def _state(results: Iterable[dict[str, Any] | RuleResult]) -> dict[RuleKey, tuple[bool, str]]:
+    """Each rule's outcome (failed if any result under one key failed) and its wording."""
+    states: dict[RuleKey, tuple[bool, str]] = {}
+    for result in results:
+        passed = result.passed if isinstance(result, RuleResult) else bool(result["passed"])
+        detail = result.detail if isinstance(result, RuleResult) else str(result["detail"])
+        key = _key(result)
+        if key not in states or (states[key][0] and not passed):
+            states[key] = (passed, detail)
+    return states
+
+
+def _verdict(results: Iterable[RuleResult]) -> str:
+    results = list(results)
+    if any(not r.passed and not r.fixable for r in results):
+        return TransferStatus.REJECTED
+    if any(not r.passed for r in results):
+        return TransferStatus.ANONYMIZATION_REQUIRED
+    return TransferStatus.APPROVED
+
+
+def _undecided_identifiers(
+    report: AnalysisReport, context: TransferContext, rule_sets: list[tuple[str, str, RuleSet]]
+) -> dict[tuple[str, str], list[str]]:
+    """Per (scope, jurisdiction), the sensitive attributes whose ``no_identifiers`` outcome the
+    stored report cannot settle: singled-out rows alone do not make them identifying, and the
+    rule set's k asks about values held by up to k - 1 rows."""
+    undecided: dict[tuple[str, str], list[str]] = {}
+    for scope, jurisdiction, rule_set in rule_sets:
+        k = max(rule_set.min_k or 2, 2)
+        if rule_set.identifiers_allowed or k <= 2:
+            continue
+        names = [
+            a.name
+            for a in report.attributes
+            if a.name in context.sensitive
+            and not a.content.direct_identifier
+            and a.measure.attribute_class != IDENTIFIER
+            and not identifying(a, context.sensitive, rule_set.min_k)
+        ]
+        if names:
+            found = undecided.setdefault((scope, jurisdiction), [])
+            found += [name for name in names if name not in found]
+    return undecided
+
+
+def _comparable(
+    states: dict[RuleKey, tuple[bool, str]], undecided: dict[tuple[str, str], list[str]]
+) -> dict[RuleKey, tuple[bool, str]]:
+    """Leave out what is not replayed: federation rules, the remedy, linkage, and
+    ``no_identifiers`` of an undecided attribute (and the rule set's summary, which says that
+    no attribute failed)."""
+
+    def undecided_identifier(key: RuleKey) -> bool:
+        names = undecided.get((key[1], key[2]))
+        return key[0] == NO_IDENTIFIERS and names is not None and key[3] in [*names, None]
+
+    return {
+        key: value
+        for key, value in states.items()
+        if key[1] != FEDERATION and key[0] != LINKAGE and not undecided_identifier(key)
+    }
+
+
+def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
+    """The decision ``past`` under ``draft`` in place of ``jurisdiction``'s record."""
+    stored = _state(past.rules)
+    federation_failed = [
+        key
+        for key, (passed, _) in stored.items()
+        if key[1] == FEDERATION and key[0] != REMEDY_FOUND and not passed
+    ]
+    if federation_failed:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            True,
+            TransferStatus.REJECTED,
+            TransferStatus.REJECTED,
+            note=f"rejected by the federation's rule {federation_failed[0][0]}, which no F-SLA "
+            "record changes",
+        )
+    if past.report is None or past.destination_jurisdiction is None:
+        return Replay(past.transfer_id, past.status, False, note="no report was stored")
+    if past.source_policy is None or past.destination_policy is None:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note="a policy version this decision used cannot be read",
+        )
+    applied = bool(past.remedy and past.remedy.get("applied"))
+    before = past.remedy["before"] if applied else {"report": past.report, "rules": past.rules}
+    try:
+        report = report_from_dict(before["report"])
+    except (KeyError, TypeError, ValueError) as error:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note=f"the stored report cannot be read back ({type(error).__name__}: {error})",
+        )
+    context = TransferContext(
+        past.source_jurisdiction,
+        past.destination_jurisdiction,
+        past.purpose,
+        past.quasi_identifiers,
+        past.sensitive,
+        "(declared)" if report.people_counted_by == PERSON_KEY else None,
+    )
+    code = jurisdiction.upper()
+    source = draft if past.source_jurisdiction == code else past.source_policy
+    destination = draft if past.destination_jurisdiction == code else past.destination_policy
+    used_sets = applicable_rule_sets(context, past.source_policy, past.destination_policy)
+    draft_sets = applicable_rule_sets(context, source, destination)
+    undecided = _undecided_identifiers(report, context, used_sets + draft_sets)
+    try:
+        then = evaluate(report, context, past.source_policy, past.destination_policy)
+        now = evaluate(report, context, source, destination)
+    except (IndexError, KeyError, ValueError) as error:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note=f"the stored report lacks a figure the rules need ({type(error).__name__}: "
+            f"{error})",
+        )
+
+    # The stored report must give the stored results again under the versions then used.
+    recorded = _comparable(_state(before["rules"]), undecided)
+    again = _comparable(_state(then.rules), undecided)
+    differ = sorted(
+        key
+        for key in recorded.keys() | again.keys()
+        if (key in recorded) != (key in again) or recorded[key][0] != again[key][0]
+    )
+    if differ:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note="the stored report does not give the stored results again under the versions "
+            "this decision used (decided by an older broker?): "
+            + ", ".join(f"{rule} ({scope} {where})" for rule, scope, where, _ in differ[:5]),
+        )
+
+    not_replayed = []
+    for (scope, where), names in sorted(undecided.items()):
+        not_replayed.append(
+            f"no_identifiers ({scope} {where}) for the sensitive attribute(s) "
+            f"{', '.join(map(repr, names))}: the stored report counts the rows whose value no "
+            "other row holds, not those held by fewer than k rows"
+        )
+    looks_back = lookback([r for _, _, r in draft_sets])
+    if looks_back is not None:
+        not_replayed.append(
+            f"linkage: the draft looks back {looks_back} days on earlier releases to the same "
+            "destination; that needs the rows, which are not kept"
+        )
+    old_rules = list(then.rules)
+    if any(key[0] == LINKAGE and not passed for key, (passed, _) in stored.items()):
+        old_verdict = (
+            then.status
+            if then.status == TransferStatus.REJECTED
+            else TransferStatus.ANONYMIZATION_REQUIRED
+        )
+    else:
+        old_verdict = _verdict(old_rules)
+    new_verdict = now.status
+    after = _comparable(_state(now.rules), undecided)
+    newly_failed, newly_passed = [], []
+    for key in sorted(recorded.keys() | after.keys(), key=lambda k: tuple(map(str, k))):
+        was = recorded.get(key)
+        will = after.get(key)
+        before_state = NOT_CHECKED if was is None else (PASSED if was[0] else FAILED)
+        after_state = NOT_CHECKED if will is None else (PASSED if will[0] else FAILED)
+        if before_state == after_state or (before_state, after_state) in {
+            (NOT_CHECKED, PASSED),
+            (PASSED, NOT_CHECKED),
+        }:
+            continue
+        change = RuleChange(
+            key[0], key[1], key[2], key[3], before_state, after_state, (will or was)[1]
+        )
+        (newly_failed if after_state == FAILED else newly_passed).append(change)
+
+    delivered_passes = None
+    if applied:
+        delivered = evaluate(report_from_dict(past.report), context, source, destination)
+        delivered_passes = delivered.status == TransferStatus.APPROVED
+    notes = {
+        TransferStatus.ANONYMIZATION_REQUIRED: "anonymization required: whether a verified "
+        "remedy exists (and what anonymize=auto would deliver) depends on the rows, which are "
+        "not kept",
+        TransferStatus.REJECTED: "rejected by a rule anonymization cannot fix",
+        TransferStatus.APPROVED: "approved as sent",
+    }
+    note = notes[new_verdict]
+    if delivered_passes is not None:
+        note += (
+            "; the anonymized data the broker delivered "
+            + ("meets" if delivered_passes else "does not meet")
+            + " the draft"
+        )
+    return Replay(
+        past.transfer_id,
+        past.status,
+        True,
+        old_verdict,
+        new_verdict,
+        tuple(newly_failed),
+        tuple(newly_passed),
+        tuple(not_replayed),
+        delivered_passes,
+        note,
+    )
