@@ -120,8 +120,7 @@ def condition(text: str) -> Condition:
         raise argparse.ArgumentTypeError(
             f"{text!r}: unknown measure {name!r}; the measures are {', '.join(MEASURES)}"
         )
-    shown = number.rstrip("0").rstrip(".") if "." in number else number
-    return Condition(name, op, float(number), f"{name} {op} {shown or '0'}")
+    return Condition(name, op, float(number), f"{name} {op} {float(number):g}")
 
 
 def fail_if_help() -> str:
