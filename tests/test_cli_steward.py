@@ -351,3 +351,31 @@ def test_argparse_errors_are_one_line():
     assert result.returncode == 2
     [line] = result.stderr.decode().strip().splitlines()
     assert "invalid int value: 'many'" in line and line.endswith("(see fedbroker analyze --help)")
+
+
+def test_serve_refuses_a_busy_port_in_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        env = {
+            **os.environ,
+            "BROKER_ADMIN_TOKEN": "x" * 16,
+            "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
+            "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
+            "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "broker.cli", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"fedbroker serve: error: port {port} on 127.0.0.1 is in use by another process: "
+        "choose another with --port or BROKER_PORT"
+    )
