@@ -1,9 +1,11 @@
 """``make demo``: the broker and three member clouds as real processes, and the scenario."""
 
+import os
 import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 
@@ -84,12 +86,16 @@ def test_a_busy_preferred_port_is_replaced_and_said(capsys):
 
 
 def test_once_says_what_it_stopped_and_prints_no_dead_urls(tmp_path):
+    """Run with the dev extras unimportable (``runtime_only/sitecustomize.py``), as after
+    ``make demo``, which installs only the runtime dependencies."""
+    runtime_only = Path(__file__).parent / "runtime_only"
     result = subprocess.run(
         [sys.executable, "-m", "demo", "--once", "--data", str(tmp_path / "demo")],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(runtime_only), str(REPO)])},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     last = result.stdout.strip().splitlines()[-1]
