@@ -265,7 +265,7 @@ def render_anonymization(
         )
     lines += ["", "Before and after"]
     lines += _aligned(
-        ("", "rows", "k", "classes", "max risk", "avg risk", "QI Mmaq", "sensitive"), rows
+        ("", "rows", "k", "classes", "max risk", "avg risk", "combined Mmaq", "sensitive"), rows
     )
     lines += ["", "Checks (on the output, measured again)"]
     lines += [f"  {check}" for check in summary.checks]
@@ -301,7 +301,7 @@ def render_qid_dimension(dimension) -> str:
     ]
     lines = [
         "",
-        "QID dimension (quasi-identifiers by falling QIR risk: "
+        "Quasi-identifier dimension (quasi-identifiers by falling QIR risk: "
         + ", ".join(f"{q} {dimension.risk_percent[q]:.3g}%" for q in dimension.order)
         + ")",
     ]
