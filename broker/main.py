@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager, nullcontext
 
 import httpx
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Connection
@@ -141,6 +142,12 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         keys_router,
     ):
         app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    def get_root() -> RedirectResponse:
+        """A browser pointed at the broker lands on its API documentation."""
+        return RedirectResponse(app.docs_url or "/docs")
+
     return app
 
 

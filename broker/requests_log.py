@@ -11,6 +11,7 @@ import logging
 
 from pythonjsonlogger.json import JsonFormatter
 
+from broker.wire.probes import quiet_probes
 from broker.wire.request_id import current
 
 
@@ -21,7 +22,8 @@ class _RequestIdFilter(logging.Filter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """JSON lines on stderr for every logger (uvicorn's included), each with its request id."""
+    """JSON lines on stderr for every logger (uvicorn's included), each with its request id;
+    health probes answered 2xx write none (:class:`broker.wire.probes.QuietProbes`)."""
     handler = logging.StreamHandler()
     handler.addFilter(_RequestIdFilter())
     handler.setFormatter(
@@ -37,3 +39,4 @@ def configure_logging(level: int = logging.INFO) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    quiet_probes()

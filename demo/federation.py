@@ -3,7 +3,8 @@
 Starts the broker and three member clouds (Senegal, France, Nigeria) as processes on 127.0.0.1
 with the same commands and environment variables as docker-compose.yml, runs the scenario
 (``demo.scenario``), prints its summary, and keeps the services up with the /docs URL
-until Ctrl-C (``--once``: stop after the summary).
+until Ctrl-C (``--once``: stop after the summary). A preferred port that is busy is replaced by
+a free one, and the demo says so; stopping says what stopped.
 """
 
 from __future__ import annotations
@@ -29,15 +30,21 @@ MEMBERS = [
 BROKER_PORT = 8000
 
 
-def port_or_free(preferred: int) -> int:
-    """``preferred`` if nothing listens there, else any free port."""
+def port_or_free(preferred: int, service: str = "") -> int:
+    """``preferred`` if nothing listens there, else any free port, said on stdout."""
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", preferred))
             return preferred
         except OSError:
             probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
+            port = probe.getsockname()[1]
+    print(
+        f"port {preferred} is in use by another process: {service or 'the service'} listens on "
+        f"{port} instead",
+        flush=True,
+    )
+    return port
 
 
 def wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
@@ -61,6 +68,7 @@ class Federation:
     def __init__(self, root: Path):
         self.root = root
         self.processes: list[subprocess.Popen] = []
+        self.names: list[str] = []
 
     def start(self, name: str, module: str, env: dict[str, str]) -> subprocess.Popen:
         log = self.root / f"{name}.log"
@@ -71,9 +79,12 @@ class Federation:
             stderr=subprocess.STDOUT,
         )
         self.processes.append(process)
+        self.names.append(name)
         return process
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
+        """Stop every service; the names of those that were still running."""
+        running = [n for n, p in zip(self.names, self.processes, strict=True) if p.poll() is None]
         for process in self.processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
@@ -82,6 +93,7 @@ class Federation:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+        return running
 
 
 MARKER = ".fedbroker-demo"
@@ -121,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     admin_token = secrets.token_urlsafe(24)
     member_token = secrets.token_urlsafe(24)
-    broker_port = port_or_free(BROKER_PORT)
+    broker_port = port_or_free(BROKER_PORT, "the broker")
     broker_url = f"http://127.0.0.1:{broker_port}"
     federation = Federation(root)
     try:
@@ -143,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_for(f"{broker_url}/readyz", broker, root / "broker.log")
         member_urls = {}
         for member_id, name, jurisdiction, preferred in MEMBERS:
-            port = port_or_free(preferred)
+            port = port_or_free(preferred, member_id)
             member_urls[member_id] = f"http://127.0.0.1:{port}"
             process = federation.start(
                 member_id,
@@ -178,25 +190,42 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
+        if args.once:
+            stopped = federation.stop()
+            print(f"--once: stopped {_listed(stopped)}; logs and databases in {root}/")
+            return 0
         print(f"Broker API docs: {broker_url}/docs  (Authorize with the admin token {admin_token})")
         for member_id, url in member_urls.items():
             print(f"  {member_id:<12} {url}/docs")
         print(f"  (member clouds: Authorize with {member_token})")
         print(f"Logs and databases: {root}/")
-        if args.once:
-            return 0
-        print("The federation keeps running; press Ctrl-C to stop it.")
+        print("The federation keeps running; press Ctrl-C to stop it.", flush=True)
         while all(p.poll() is None for p in federation.processes):
             time.sleep(0.5)
-        print("a service stopped; see the logs", file=sys.stderr)
+        gone = [
+            n
+            for n, p in zip(federation.names, federation.processes, strict=True)
+            if p.poll() is not None
+        ]
+        print(f"demo: {_listed(gone)} stopped on its own; see the logs in {root}/", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("\nStopping the federation ...", flush=True)
+        stopped = federation.stop()
+        print(f"Stopped {_listed(stopped)}; logs and databases kept in {root}/")
         return 0
     except RuntimeError as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
     finally:
         federation.stop()
+
+
+def _listed(names: list[str]) -> str:
+    """``broker, sn-hospital and fr-research``; ``nothing`` when empty."""
+    if not names:
+        return "nothing (no service was running)"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 if __name__ == "__main__":

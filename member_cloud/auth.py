@@ -25,6 +25,7 @@ from typing import Annotated
 
 from fastapi import Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from broker.wire.problems import problem
@@ -59,7 +60,9 @@ class LocalTokenGuard:
     """Answer 401 problem+json to a request without the local token, unless it is public.
 
     ``public`` maps a path to the methods that need no token; ``public_prefixes`` are folders
-    (the docs' static assets) whose ``GET`` and ``HEAD`` need none.
+    (the docs' static assets) whose ``GET`` and ``HEAD`` need none. A browser (``Accept:
+    text/html``) asking for ``/`` without a token is sent to ``docs`` (``GET /`` is the
+    member's identity, for API clients with the token).
     """
 
     def __init__(
@@ -68,8 +71,10 @@ class LocalTokenGuard:
         token: str,
         public: dict[str, frozenset[str]],
         public_prefixes: tuple[str, ...] = (),
+        docs: str | None = None,
     ):
         self.app = app
+        self.docs = docs
         self._token_digest = _digest(token.encode())
         self.public = public
         self.public_prefixes = tuple(prefix.rstrip("/") + "/" for prefix in public_prefixes)
@@ -97,6 +102,9 @@ class LocalTokenGuard:
             await self.app(scope, receive, send)
             return
         token = self.presented(scope)
+        if token is None and self.docs and _browser_at_root(scope):
+            await RedirectResponse(self.docs)(scope, receive, send)
+            return
         # compare digests: equal lengths, and the time taken says nothing about the token
         if token is not None and hmac.compare_digest(_digest(token), self._token_digest):
             await self.app(scope, receive, send)
@@ -119,3 +127,10 @@ class LocalTokenGuard:
             headers={"WWW-Authenticate": challenge},
         )
         await response(scope, receive, send)
+
+
+def _browser_at_root(scope: Scope) -> bool:
+    if scope["method"] != "GET" or _route_path(scope) != "/":
+        return False
+    accept = b",".join(value for name, value in scope["headers"] if name == b"accept")
+    return b"text/html" in accept

@@ -153,5 +153,6 @@ def create_app(settings: MemberSettings) -> FastAPI:
                 "/inbox": frozenset({"POST"}),
             },
             public_prefixes=(STATIC_URL,),
+            docs=DOCS_URL,
         )
     return app

@@ -44,7 +44,7 @@ def test_table_marks_identifiers():
     result = run("analyze", str(FIXTURES / "patients_original.csv"), "--qi", "Age,Gender")
     assert result.returncode == 0
     nin_line = next(line for line in result.stdout.splitlines() if line.strip().startswith("NIN"))
-    assert "IDENTIFIER" in nin_line
+    assert "identifier" in nin_line
     assert "k = 1" in result.stdout
 
 

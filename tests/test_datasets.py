@@ -229,3 +229,43 @@ def test_ordinary_column_names_pass(name):
 def test_a_cell_longer_than_the_limit_is_refused():
     with pytest.raises(DatasetTooLarge, match="a value of column 'note' is 11 characters"):
         read_dataset(b"note\n" + b"x" * 11 + b"\n", "a.csv", limits=ReadLimits(max_cell_chars=10))
+
+
+def test_the_row_index_pandas_writes_is_dropped_and_said(tmp_path):
+    original = pd.DataFrame({"age": ["30", "41", "30"], "sex": ["F", "M", "F"]})
+    path = tmp_path / "default.csv"
+    original.to_csv(path)  # pandas' default: an unnamed first column 0..n-1
+    dataset = read_path(path)
+    assert list(dataset.frame.columns) == ["age", "sex"]
+    assert dataset.frame.to_dict("list") == original.to_dict("list")
+    [note] = dataset.notes
+    assert "row numbers 0..2" in note and "dropped" in note
+    # What is measured is what leaves: the dropped index is not written either.
+    assert write_dataset(dataset.frame, dataset) == b"age,sex\n30,F\n41,M\n30,F\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b",age\n1,30\n2,41\n",  # starts at 1
+        b",age\n0,30\n0,41\n",  # repeats
+        b",age\n1,30\n0,41\n",  # out of order
+        b",age\nx,30\ny,41\n",  # not numbers
+        b",age\n00,30\n1,41\n",  # another spelling of 0
+    ],
+)
+def test_an_unnamed_first_column_that_is_not_a_row_index_is_refused(data):
+    with pytest.raises(DatasetError, match=r"first column has no name .* name it in the header"):
+        read_dataset(data, "a.csv")
+
+
+def test_only_the_first_column_may_lack_a_name():
+    with pytest.raises(DatasetError, match="column without a name"):
+        read_dataset(b",a,\n0,1,2\n", "a.csv")
+
+
+def test_out_of_core_readers_refuse_an_unnamed_first_column_with_the_way_out():
+    from broker.datasets.csv_reader import csv_file_header
+
+    with pytest.raises(DatasetError, match=r"first column has no name .*index=False"):
+        csv_file_header(b",a\n0,1\n", "big.csv", ReadLimits())

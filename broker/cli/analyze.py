@@ -7,10 +7,19 @@ import json
 import sys
 from pathlib import Path
 
-from broker.cli.common import CommandError, add_engine_options, column_list, duckdb_engine
+from broker.cli.common import (
+    STDIN,
+    CommandError,
+    CommandFailed,
+    add_engine_options,
+    add_input_format_option,
+    column_list,
+    duckdb_engine,
+    read_input,
+)
 from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_table
-from broker.datasets import read_path
+from broker.cli.verdict import check_conditions, condition, fail_if_help, verdict
 from broker.engines.base import Engine, PlansCounts
 from broker.engines.pandas import PandasEngine
 from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
@@ -23,9 +32,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "analyze",
         help="measure how well a dataset is anonymized",
         description="Measure Mmaq, QIR risk, k-anonymity, l-diversity and t-closeness of a "
-        "CSV, JSON or Parquet dataset.",
+        "CSV, JSON or Parquet dataset. The report leads with a verdict in words; "
+        "--fail-if turns it into an exit status for CI.",
+        epilog="Exit status: 0 measured (no --fail-if condition held), 1 a --fail-if "
+        "condition held, 2 a usage or input error.",
     )
-    command.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    command.add_argument(
+        "data", metavar="DATA", help="dataset file (.csv, .json, .parquet), or - for stdin"
+    )
+    add_input_format_option(command)
     command.add_argument(
         "--qi", type=column_list, default=[], metavar="A,B,C", help="declared quasi-identifiers"
     )
@@ -61,7 +76,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--beta",
         type=float,
         default=DEFAULT_BETA,
-        help=f"QIR threshold for 'quasi_identifier', percent (default {DEFAULT_BETA})",
+        help=f"QIR threshold for 'quasi-identifier', percent (default {DEFAULT_BETA})",
     )
     add_engine_options(command, "count out of core")
     command.add_argument(
@@ -85,6 +100,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "individual risk uses them, and without --sampling-fraction the fraction is "
         "rows / their sum",
     )
+    command.add_argument(
+        "--fail-if",
+        type=condition,
+        action="append",
+        default=[],
+        metavar="CONDITION",
+        help=fail_if_help(),
+    )
     command.add_argument("--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
@@ -99,10 +122,20 @@ def _fraction(text: str) -> float:
 def _run(args: argparse.Namespace) -> int:
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
         raise CommandError("--sampling-fraction and --weights need --qi")
+    check_conditions(args.fail_if, args)
+    if args.engine != "pandas" and STDIN in (args.data, args.population):
+        raise CommandError("--engine duckdb reads files: save standard input to a file first")
+    if args.population == STDIN and args.data == STDIN:
+        raise CommandError("DATA and --population cannot both be standard input (-)")
     thresholds = QirThresholds(args.alpha, args.beta)
+    notes: tuple[str, ...] = ()
     with Steps(shown=large_file(args.data)) as steps:
         steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
-        engine = _open(args, args.data)
+        if args.engine == "pandas":
+            dataset = read_input(args.data, args.input_format)
+            engine, notes = PandasEngine(dataset.frame), dataset.notes
+        else:
+            engine = _open(args, args.data)
         population = None
         if args.population:
             steps(f"reading the population {args.population}")
@@ -129,11 +162,24 @@ def _run(args: argparse.Namespace) -> int:
             if population is None:
                 raise
             raise CommandError(f"--population {args.population}: {error}") from None
+    found = verdict(report, args.fail_if)
+    source = "stdin" if args.data == STDIN else args.data
     if args.format == "json":
-        json.dump(report.as_dict(), sys.stdout, indent=2)
+        document = {
+            "verdict": found.as_dict(),
+            **report.as_dict(),
+            "notes": list(notes),
+            "fail_if": [c.as_dict(report) for c in args.fail_if],
+        }
+        json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_table(report, args.data))
+        sys.stdout.write("\n".join(found.lines()) + "\n\n")
+        sys.stdout.write(render_table(report, source))
+        sys.stdout.writelines(f"Note: {note}\n" for note in notes)
+    if found.held:
+        sys.stdout.flush()
+        raise CommandFailed(f"--fail-if: {', '.join(found.held)} held")
     return 0
 
 
@@ -148,6 +194,6 @@ def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace, path: str) -> Engine:
     if args.engine == "pandas":
-        return PandasEngine(read_path(path).frame)
+        return PandasEngine(read_input(path).frame)
     engines = duckdb_engine()
     return engines.DuckDBEngine.from_path(Path(path), memory_limit=args.memory_limit)

@@ -9,16 +9,21 @@ from pathlib import Path
 
 from broker.anonymize.counts import WHOLE_TABLE_ROWS
 from broker.cli.common import (
+    STDIN,
     CommandError,
     CommandFailed,
     add_engine_options,
+    add_input_format_option,
     column_list,
     duckdb_engine,
+    read_input,
+    refuse_to_overwrite,
 )
 from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
-from broker.cli.render import render_anonymization, render_qid_dimension
+from broker.cli.render import render_anonymization, render_qid_dimension, summarize_anonymization
 from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
 from broker.metrics.report import analyze, report_of
+from broker.roles import require_columns
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -27,10 +32,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="k-anonymize a dataset and report before/after figures",
         description="Anonymize DATA (drop columns, Mondrian k-anonymity, the Anatomy-style "
         "partition, or generalization of the quasi-identifiers), verify the result by measuring "
-        "it, write it to OUT and print the before/after report. Exits 1 when the target cannot "
-        "be met (nothing is written).",
+        "it, write it to OUT and print the before/after report, led by what was done: the k "
+        "used (and why it differs from --k), the checks that ran, the utility kept. Exits 1 "
+        "when the target cannot be met (nothing is written).",
     )
-    command.add_argument("data", metavar="DATA", help="dataset file (.csv, .json, .parquet)")
+    command.add_argument(
+        "data", metavar="DATA", help="dataset file (.csv, .json, .parquet), or - for stdin"
+    )
+    add_input_format_option(command)
     command.add_argument(
         "--qi",
         type=column_list,
@@ -45,11 +54,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="D,E",
         help="sensitive attributes (kept; l and t are checked on them)",
     )
-    command.add_argument("--k", type=int, required=True, help="smallest class size")
+    command.add_argument(
+        "--k",
+        type=int,
+        required=True,
+        help="smallest class size to reach; the planner raises it (and says so) when --l or "
+        "--t needs larger classes",
+    )
     command.add_argument("--l", type=int, help="distinct l-diversity to reach")
     command.add_argument("--t", type=float, help="t-closeness to reach")
     command.add_argument(
-        "--drop", type=column_list, default=[], metavar="NIN,Name", help="columns to remove first"
+        "--drop",
+        type=column_list,
+        default=[],
+        metavar="NIN,Name",
+        help="columns to remove first (each must be a column, with its exact case)",
     )
     command.add_argument(
         "--method",
@@ -84,8 +103,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--output",
         required=True,
         metavar="OUT",
-        help="output file (.csv, .json, .parquet), or folder for partition",
+        help="output file (.csv, .json, .parquet), or folder for partition; an existing "
+        "file or non-empty folder is kept unless --force",
     )
+    command.add_argument("--force", action="store_true", help="overwrite OUT when it exists")
     command.add_argument(
         "--qid-dimension",
         action="store_true",
@@ -104,6 +125,9 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
     if args.method == "partition" and output.exists() and not output.is_dir():
         raise CommandError(f"{output} exists and is not a folder")
+    refuse_to_overwrite(output, args.force)
+    if args.engine == "duckdb" and args.data == STDIN:
+        raise CommandError("--engine duckdb reads files: save standard input to a file first")
     target = Target(
         quasi_identifiers=tuple(args.qi),
         sensitive=tuple(args.sensitive),
@@ -117,15 +141,26 @@ def _run(args: argparse.Namespace) -> int:
         if args.engine == "duckdb":
             return _run_on_duckdb(args, target, output, steps)
         steps(f"reading {args.data}")
-        dataset = read_path(args.data)
+        dataset = read_input(args.data, args.input_format)
         frame = dataset.frame
+        require_columns(frame.columns, args.drop, "Column to drop")
         steps.shown |= len(frame) >= LARGE_INPUT_ROWS
         steps.expect(2 + _finish_steps(args))
         steps(f"measuring {args.data}")
         before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
         steps(_anonymizing(args))
         remedy = plan_remedy(frame, target, method=args.method)
+        remedy = _with_reading_notes(remedy, dataset)
         return _finish(args, frame, dataset, before, remedy, output, steps)
+
+
+def _with_reading_notes(remedy, dataset: Dataset):
+    """The remedy's notes, after what reading the input did (a dropped row index)."""
+    import dataclasses
+
+    if not dataset.notes:
+        return remedy
+    return dataclasses.replace(remedy, notes=(*dataset.notes, *remedy.notes))
 
 
 def _anonymizing(args: argparse.Namespace) -> str:
@@ -152,6 +187,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     steps.expect(2 + _finish_steps(args))
     steps(f"counting {args.data}")
     engine = engines.DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    require_columns(engine.columns, args.drop, "Column to drop")
     before = report_of(engine, args.qi, args.sensitive, max_combination_size=0)
     loaded: list[Dataset] = []
 
@@ -214,9 +250,11 @@ def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) ->
 
 
 def _print(args, dimension, before, after, remedy, output: Path) -> None:
+    summary = summarize_anonymization(args.k, args.l, args.t, after, remedy)
     if args.format == "json":
         json.dump(
             {
+                "summary": summary.as_dict(),
                 "qid_dimension": dimension.as_dict() if dimension else None,
                 "before": before.as_dict(),
                 "after": after.as_dict() if after else None,
@@ -228,7 +266,7 @@ def _print(args, dimension, before, after, remedy, output: Path) -> None:
         )
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_anonymization(before, after, remedy, str(output)))
+        sys.stdout.write(render_anonymization(before, after, remedy, str(output), summary))
         if dimension:
             sys.stdout.write(render_qid_dimension(dimension))
 

@@ -12,7 +12,13 @@ import json
 import sys
 from pathlib import Path
 
-from broker.cli.common import CommandError, CommandFailed, database_errors, load_settings
+from broker.cli.common import (
+    CommandError,
+    CommandFailed,
+    database_errors,
+    load_settings,
+    refuse_to_overwrite,
+)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -20,18 +26,23 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "audit",
         help="anchor the audit log: export its verified head, check it later",
         description="A hash chain shows altered or removed entries, but not entries cut from "
-        "its end. Export the verified head (`fedbroker audit head -o head.json`), keep it "
+        "its end. Export the verified head (fedbroker audit head -o head.json), keep it "
         "elsewhere (another system, a ticket, print), and check the log against it later "
-        "(`fedbroker audit check head.json`). Reads BROKER_DATABASE_URL.",
+        "(fedbroker audit check head.json). Reads BROKER_DATABASE_URL.",
     )
     actions = command.add_subparsers(dest="action", required=True, metavar="ACTION")
     head_cmd = actions.add_parser("head", help="verify the chain and print its head (JSON)")
-    head_cmd.add_argument("-o", "--output", help="also write the head to this file")
+    head_cmd.add_argument(
+        "-o",
+        "--output",
+        help="also write the head to this file (kept if it exists, unless --force)",
+    )
+    head_cmd.add_argument("--force", action="store_true", help="overwrite the --output file")
     head_cmd.set_defaults(handler=_head)
     check_cmd = actions.add_parser(
         "check", help="verify the chain and that it still holds an exported head"
     )
-    check_cmd.add_argument("anchor", help="a file written by `fedbroker audit head -o`")
+    check_cmd.add_argument("anchor", help="a file written by fedbroker audit head -o")
     check_cmd.set_defaults(handler=_check)
 
 
@@ -49,6 +60,8 @@ def _head(args: argparse.Namespace) -> int:
 
     from broker.audit.service import verify
 
+    if args.output:
+        refuse_to_overwrite(Path(args.output), args.force)
     with database_errors(), _session() as session:
         verification = verify(session)
     if not verification.valid:

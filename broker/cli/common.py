@@ -8,8 +8,10 @@ one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class CommandError(Exception):
@@ -88,3 +90,38 @@ def database_errors() -> Iterator[None]:
         raise CommandError(f"cannot use the database: {first}") from None
     except (SQLAlchemyError, OSError) as error:
         raise CommandError(f"cannot use the database: {error}") from None
+
+
+STDIN = "-"
+
+
+def add_input_format_option(command: argparse.ArgumentParser) -> None:
+    """``--input-format`` for DATA given as ``-`` (standard input)."""
+    command.add_argument(
+        "--input-format",
+        choices=("csv", "json", "parquet"),
+        help="the format of DATA when it is - (standard input); by default it is recognized "
+        "from the content (Parquet's magic bytes, a JSON array, else CSV)",
+    )
+
+
+def read_input(path: str, input_format: str | None = None):
+    """The dataset at ``path``, or on standard input when ``path`` is ``-``: one canonical
+    reading (:func:`broker.datasets.read_dataset`) either way."""
+    from broker.datasets import read_dataset, read_path
+
+    if path == STDIN:
+        return read_dataset(sys.stdin.buffer.read(), "stdin", data_format=input_format)
+    if input_format is not None:
+        raise CommandError("--input-format is for DATA read from standard input (-)")
+    return read_path(path)
+
+
+def refuse_to_overwrite(path: Path, force: bool) -> None:
+    """An existing output file (or non-empty folder) is kept unless ``--force`` says otherwise."""
+    if force or not path.exists():
+        return
+    if path.is_dir() and not any(path.iterdir()):
+        return
+    what = "a folder that is not empty" if path.is_dir() else "a file"
+    raise CommandError(f"{path} exists ({what}): choose another output or add --force")

@@ -6,14 +6,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from broker.metrics.report import AnalysisReport
 
-_CLASS_MARK = {
-    "identifier": "IDENTIFIER !",
-    "quasi_identifier": "quasi-identifier",
-    "anonymous": "anonymous",
-}
+
+def class_name(value: str) -> str:
+    """A class as the tables show it, one spelling each: ``quasi_identifier`` (the JSON
+    contract's spelling) reads ``quasi-identifier``, ``non_sensitive`` ``non-sensitive``."""
+    return value.replace("_", "-")
 
 
 def render_table(report: AnalysisReport, source: str) -> str:
@@ -26,7 +27,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
         "log10 Mmaq",
         "Mmaq",
         "index",
-        "class",
+        "Mmaq class",
         "QIR %",
         "QIR class",
     )
@@ -38,9 +39,9 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"{a.measure.log10_mmaq:.4f}",
             a.measure.mmaq,
             f"{a.measure.mmaq_index:.4f}",
-            _CLASS_MARK[a.measure.attribute_class],
+            class_name(a.measure.attribute_class),
             f"{a.qir_risk_percent:.4g}",
-            a.qir_class,
+            class_name(a.qir_class),
         )
         for a in report.attributes
     ]
@@ -53,11 +54,11 @@ def render_table(report: AnalysisReport, source: str) -> str:
                 " + ".join(c.attributes),
                 f"{c.unique_share:.1%}",
                 c.measure.mmaq,
-                _CLASS_MARK[c.measure.attribute_class],
+                class_name(c.measure.attribute_class),
             )
             for c in report.combinations
         ]
-        lines += _aligned(("attributes", "unique rows", "Mmaq", "class"), rows)
+        lines += _aligned(("attributes", "unique rows", "Mmaq", "Mmaq class"), rows)
     else:
         lines.append("  none found")
     if report.combination_search and report.combination_search.note:
@@ -78,7 +79,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"unique rows {risk.unique_share:.1%}",
             _journalist_line(qi.anonymity),
             f"  combined: Mmaq {qi.measure.mmaq}, index {qi.measure.mmaq_index:.4f}, "
-            f"{_CLASS_MARK[qi.measure.attribute_class]}",
+            f"Mmaq class {class_name(qi.measure.attribute_class)}",
         ]
     if report.population:
         lines += _population_lines(report.population)
@@ -98,14 +99,150 @@ def render_table(report: AnalysisReport, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+LOW_UTILITY_PERCENT = 10.0  # below it, the summary warns that the output says little
+
+
+@dataclass(frozen=True)
+class AnonymizationSummary:
+    """What ``fedbroker anonymize`` did, in words, before the figures: the k asked and the k
+    used (and why they differ), the checks that ran, the utility kept."""
+
+    k_asked: int
+    k_used: int | None
+    k_output: int | None
+    quasi_identifiers: tuple[str, ...]
+    k_reason: str | None
+    checks: tuple[str, ...]
+    utility_percent: float | None
+    warnings: tuple[str, ...]
+
+    def lines(self, output: str) -> list[str]:
+        passed = sum(1 for c in self.checks if c.endswith("passed"))
+        parts = [f"wrote {output}"]
+        if self.k_output is not None:
+            ran = (
+                ""
+                if self.k_used in (None, self.k_asked)
+                else f"; the method ran with k = {self.k_used}"
+            )
+            parts.append(
+                f"k = {self.k_output} on {', '.join(self.quasi_identifiers)} (asked "
+                f"{self.k_asked}{ran})"
+            )
+        parts.append(f"{passed} of {len(self.checks)} checks passed on the output, measured again")
+        if self.utility_percent is not None:
+            parts.append(f"utility kept {self.utility_percent:.2f}%")
+        lines = ["Anonymized: " + "; ".join(parts)]
+        if self.k_reason:
+            lines.append(f"  - {self.k_reason}")
+        lines += [f"  - warning: {w}" for w in self.warnings]
+        return lines
+
+    def as_dict(self) -> dict:
+        return {
+            "k_asked": self.k_asked,
+            "k_used": self.k_used,
+            "k_output": self.k_output,
+            "k_reason": self.k_reason,
+            "checks": list(self.checks),
+            "utility_percent": self.utility_percent,
+            "warnings": list(self.warnings),
+        }
+
+
+def summarize_anonymization(
+    k: int, l: int | None, t: float | None, after: AnalysisReport | None, remedy
+) -> AnonymizationSummary:
+    """The planner starts at k0 = max(k, l, 2 when t is asked) and doubles k while a check that
+    a larger k can fix fails (t; from the command line, nothing else): so a k used above k0
+    means t did not hold at each smaller k tried."""
+    cutting = [s for s in remedy.steps if "k" in s.parameters]
+    used = cutting[-1].parameters["k"] if cutting else None
+    start = max(k, l or 1, 2 if t is not None else 1)
+    reasons = []
+    if start > k:
+        reasons.append(
+            f"k starts at {start}, not {k}: "
+            + (
+                f"l = {l} distinct values need classes of at least {l} rows"
+                if (l or 1) > k
+                else "t is measured between classes, so classes need at least 2 rows"
+            )
+        )
+    if used is not None and used > start:
+        tried = []
+        n = start
+        while n < used:
+            tried.append(str(n))
+            n *= 2
+        reasons.append(
+            f"k raised from {k} to {used}: at k = {', '.join(tried)} t-closeness stayed above "
+            f"{t:g} (the planner doubles k until every check passes)"
+            if t is not None
+            else f"k raised from {k} to {used}: a check failed at k = {', '.join(tried)}"
+        )
+    step_reasons = [r for s in cutting if (r := getattr(s, "reason", None))]
+    k_reason = "; ".join(reasons) or None
+    if step_reasons and used is not None and used > k:
+        k_reason = step_reasons[-1]  # the planner's own words, when it gives them
+    checks = tuple(_check_text(c) for c in remedy.checks)
+    loss = remedy.information_loss
+    utility = None if loss is None else loss.utility_percent
+    warnings = []
+    qi = after.quasi_identifiers if after is not None else None
+    if qi is not None and qi.anonymity.equivalence_classes == 1 and after.rows > 1:
+        warnings.append(
+            f"every row is in one class: {', '.join(qi.attributes)} no longer tell any row "
+            "from another"
+        )
+    if utility is not None and utility < LOW_UTILITY_PERCENT:
+        warnings.append(
+            f"only {utility:.2f}% of the information is kept: ask for less (a smaller k, a "
+            "larger t), or try --method generalization"
+        )
+    return AnonymizationSummary(
+        k,
+        used,
+        qi.anonymity.k if qi is not None else None,
+        qi.attributes if qi is not None else (),
+        k_reason,
+        checks,
+        utility,
+        tuple(warnings),
+    )
+
+
+def _check_text(check) -> str:
+    """``t of Disease <= 0.1: 0.000, passed``."""
+    where = f" of {check.attribute}" if check.attribute else ""
+    if check.rule == "drop":
+        return f"{check.attribute} dropped: {'passed' if check.passed else 'FAILED'}"
+    op = ">=" if check.rule in ("k", "l") else "<="
+    label = {"max_suppression": "suppressed share"}.get(check.rule, check.rule)
+    measured = "not measurable" if check.measured is None else _figure(check.measured)
+    return (
+        f"{label}{where} {op} {_figure(check.limit)}: {measured}, "
+        f"{'passed' if check.passed else 'FAILED'}"
+    )
+
+
+def _figure(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def render_anonymization(
-    before: AnalysisReport, after: AnalysisReport | None, remedy, output: str
+    before: AnalysisReport,
+    after: AnalysisReport | None,
+    remedy,
+    output: str,
+    summary: AnonymizationSummary,
 ) -> str:
-    """What ``fedbroker anonymize`` did: steps, figures before and after, information loss."""
-    lines = [f"wrote {output}", "", "Steps"]
+    """What ``fedbroker anonymize`` did: the summary, steps, figures before and after, the
+    checks, information loss."""
+    lines = [*summary.lines(output), "", "Steps"]
     for step in remedy.steps:
         parameters = ", ".join(f"{k}={v}" for k, v in step.parameters.items())
-        lines.append(f"  {step.method:<10} {step.column or '':<12} {parameters}")
+        lines.append(f"  {step.method:<10} {step.column or '':<12} {parameters}".rstrip())
     rows = []
     for label, report in (("before", before), ("after", after)):
         if report is None or report.quasi_identifiers is None:
@@ -128,19 +265,23 @@ def render_anonymization(
         )
     lines += ["", "Before and after"]
     lines += _aligned(
-        ("", "rows", "k", "classes", "max risk", "avg risk", "QI Mmaq", "sensitive"), rows
+        ("", "rows", "k", "classes", "max risk", "avg risk", "combined Mmaq", "sensitive"), rows
     )
+    lines += ["", "Checks (on the output, measured again)"]
+    lines += [f"  {check}" for check in summary.checks]
     if remedy.information_loss is not None:
         loss = remedy.information_loss
+        per_attribute = ", ".join(
+            f"{name} {value:.1f}%" for name, value in loss.attribute_utility_percent.items()
+        )
         lines += [
             "",
-            f"Information loss: utility kept {loss.utility_percent:.2f}% "
-            f"(non-uniform entropy), discernibility {loss.discernibility:,}, "
+            f"Information loss: utility kept {loss.utility_percent:.2f}% (non-uniform entropy"
+            + (f"; {per_attribute}" if per_attribute else "")
+            + f"), discernibility {loss.discernibility:,}, "
             f"suppressed rows {loss.suppressed_rows:,}, "
             f"suppressed cells {loss.suppressed_cell_share:.1%}",
         ]
-    failed = [c for c in remedy.checks if not c.passed]
-    lines.append(f"Checks: {len(remedy.checks) - len(failed)} of {len(remedy.checks)} passed")
     lines += [f"Note: {note}" for note in remedy.notes]
     return "\n".join(lines) + "\n"
 
@@ -160,7 +301,7 @@ def render_qid_dimension(dimension) -> str:
     ]
     lines = [
         "",
-        "QID dimension (quasi-identifiers by falling QIR risk: "
+        "Quasi-identifier dimension (quasi-identifiers by falling QIR risk: "
         + ", ".join(f"{q} {dimension.risk_percent[q]:.3g}%" for q in dimension.order)
         + ")",
     ]

@@ -1,13 +1,15 @@
 """``fedbroker serve``: run the broker with uvicorn, after checking what would stop it at start.
 
-A missing admin token, a bad seed file, an unusable signing key folder or an unreachable
-database is one line and exit status 2 here, not a traceback from inside the server.
+A missing admin token, a bad seed file, an unusable signing key folder, an unreachable
+database or a busy port is one line and exit status 2 here, not a traceback from inside the
+server. When it stops (Ctrl-C, SIGTERM), one line on stderr says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import socket
+import sys
 
 from broker.cli.common import CommandError, database_errors, load_settings
 
@@ -34,6 +36,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.main import create_app
     from broker.policies.seed import load_records
     from broker.requests_log import configure_logging
+    from broker.wire.probes import port_in_use
     from broker.wire.signing import SignatureError
 
     settings = load_settings(host=args.host, port=args.port, workers=args.workers)
@@ -54,7 +57,13 @@ def _run(args: argparse.Namespace) -> int:
         engine.dispose()
     if settings.dask_scheduler is not None:  # and a cluster that does not answer
         _check_cluster(settings.dask_scheduler)
+    if port_in_use(settings.host, settings.port):  # and a port another process holds
+        raise CommandError(
+            f"port {settings.port} on {settings.host} is in use by another process: choose "
+            "another with --port or BROKER_PORT"
+        )
     configure_logging()
+    where = f"http://{settings.host}:{settings.port}"
     # uvicorn's records go to the JSON handler, with their request id (log_config=None).
     if settings.workers == 1:
         uvicorn.run(
@@ -64,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
             log_level="info",
             log_config=None,
         )
+        _stopped(where)
         return 0
     # Each worker process builds its own app from the same BROKER_* environment; migrations and
     # seeding run under the database's startup lock, so the workers can start together.
@@ -77,7 +87,13 @@ def _run(args: argparse.Namespace) -> int:
         log_config=None,
     )
     Multiprocess(config, sockets=[listening_socket(config)]).run()
+    _stopped(where)
     return 0
+
+
+def _stopped(where: str) -> None:
+    """What stopped, in words: the server's own records are JSON lines for a log collector."""
+    print(f"fedbroker serve: the broker at {where} has stopped", file=sys.stderr)
 
 
 def _check_cluster(address: str) -> None:

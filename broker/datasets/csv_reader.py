@@ -1,6 +1,10 @@
 """CSV into the canonical table (the rules are in :mod:`broker.datasets.reading`).
 
 The header (its names, its number of columns) is checked before the body is parsed.
+
+A first column without a name is the row index pandas' ``to_csv`` writes by default: it is
+dropped (neither measured nor delivered, and the dataset's notes say so) when its values are
+exactly the row numbers 0, 1, ..., n-1; any other unnamed column is refused, to be named.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ def csv_file_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, l
 def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
     if data.startswith(BOM):
         data = data[len(BOM) :]
-    delimiter, header = csv_header(data[:HEAD_BYTES], label, limits)
+    delimiter, header = csv_header(data[:HEAD_BYTES], label, limits, row_index=True)
     try:
         table = pa_csv.read_csv(
             io.BytesIO(data),
@@ -48,12 +52,36 @@ def read_csv(data: bytes, label: str, limits: ReadLimits) -> Dataset:
         raise DatasetError(f"{label}: {_explain_csv_error(str(error))}") from None
     check_size(table.num_rows, table.num_columns, label, limits)
     check_cells(table, label, limits)
-    return Dataset(table.to_pandas(), CSV, delimiter=delimiter)
+    notes: tuple[str, ...] = ()
+    if header and header[0] == "":
+        table, notes = _without_row_index(table, label)
+    return Dataset(table.to_pandas(), CSV, delimiter=delimiter, notes=notes)
 
 
-def csv_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, list[str]]:
+def _without_row_index(table: pa.Table, label: str) -> tuple[pa.Table, tuple[str, ...]]:
+    """The table without its unnamed first column, which must hold exactly 0, 1, ..., n-1."""
+    values = table.column(0)
+    expected = pa.array([str(i) for i in range(table.num_rows)], type=pa.string())
+    if not values.equals(pa.chunked_array([expected])):
+        raise DatasetError(
+            f"{label}: the first column has no name and does not hold the row numbers 0, 1, "
+            "..., n-1 (the index pandas writes): name it in the header"
+        )
+    note = (
+        f"the first column had no name and held the row numbers 0..{table.num_rows - 1} (the "
+        "index pandas' to_csv writes): it was dropped, neither measured nor delivered"
+    )
+    return table.remove_column(0), (note,)
+
+
+def csv_header(
+    head: bytes, label: str, limits: ReadLimits, row_index: bool = False
+) -> tuple[str, list[str]]:
     """The delimiter and the checked column names, from the first bytes of a CSV file (its BOM
-    removed): what an out-of-core engine needs to read the rest exactly as this module does."""
+    removed): what an out-of-core engine needs to read the rest exactly as this module does.
+
+    With ``row_index``, a first column without a name is let through (the caller drops it if
+    it is a row index, see the module docstring); without it, it is refused."""
     try:
         head_text = head.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -63,7 +91,13 @@ def csv_header(head: bytes, label: str, limits: ReadLimits) -> tuple[str, list[s
     first_line = head_text.splitlines()[0] if head_text else ""
     delimiter = _sniff_delimiter(head_text)
     header = next(csv.reader([first_line], delimiter=delimiter), [])
-    check_column_names(header, label)
+    unnamed_first = len(header) > 1 and header[0] == ""
+    if unnamed_first and not row_index:
+        raise DatasetError(
+            f"{label}: the first column has no name (the index pandas' to_csv writes?): name it "
+            "in the header, or write the file with to_csv(index=False)"
+        )
+    check_column_names(header[1:] if unnamed_first else header, label)
     check_size(0, len(header), label, limits)
     return delimiter, header
 

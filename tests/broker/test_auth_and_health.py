@@ -176,3 +176,9 @@ def test_a_bad_rate_setting_is_named():
 
     with pytest.raises(ValidationError, match="not a rate"):
         Settings(rate_limit="often")
+
+
+def test_the_root_points_to_the_docs(client):
+    answer = client.get("/", follow_redirects=False)
+    assert answer.status_code == 307 and answer.headers["location"] == "/docs"
+    assert client.get("/").status_code == 200  # followed: the docs page, no token needed

@@ -17,6 +17,9 @@ from broker.main import create_app
 from tests.conftest import ADMIN_TOKEN, POLICIES
 from tests.servers import ServerThread
 
+# Not a test module: it would install its import blocker in the test process.
+collect_ignore = ["runtime_only"]
+
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -1,9 +1,11 @@
 """``make demo``: the broker and three member clouds as real processes, and the scenario."""
 
+import os
 import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 
@@ -40,6 +42,8 @@ def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
         assert httpx.get(f"{docs}/readyz").status_code == 200
         demo.send_signal(signal.SIGTERM)
         assert demo.wait(60) == 0
+        rest = demo.stdout.read()
+        assert "Stopped broker, sn-hospital, fr-research and ng-health" in rest, rest
     finally:
         if demo.poll() is None:
             demo.kill()
@@ -63,3 +67,45 @@ def test_demo_refuses_to_empty_a_folder_it_did_not_make(tmp_path):
     assert result.returncode == 2
     assert "not made by the demo" in result.stderr
     assert (tmp_path / "precious.csv").read_text() == "keep me"
+
+
+def test_a_busy_preferred_port_is_replaced_and_said(capsys):
+    import socket
+
+    from demo.federation import port_or_free
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        busy = listener.getsockname()[1]
+        port = port_or_free(busy, "the broker")
+    assert port != busy
+    assert capsys.readouterr().out == (
+        f"port {busy} is in use by another process: the broker listens on {port} instead\n"
+    )
+
+
+def test_once_says_what_it_stopped_and_prints_no_dead_urls(tmp_path):
+    """Run with the dev extras unimportable (``runtime_only/sitecustomize.py``), as after
+    ``make demo``, which installs only the runtime dependencies."""
+    runtime_only = Path(__file__).parent / "runtime_only"
+    result = subprocess.run(
+        [sys.executable, "-m", "demo", "--once", "--data", str(tmp_path / "demo")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(runtime_only), str(REPO)])},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == (
+        f"--once: stopped broker, sn-hospital, fr-research and ng-health; logs and databases "
+        f"in {tmp_path / 'demo'}/"
+    )
+    assert "/docs" not in result.stdout and "press Ctrl-C" not in result.stdout
+    logs = {path.name: path.read_text() for path in (tmp_path / "demo").glob("*.log")}
+    assert len(logs) == 4
+    for name, text in logs.items():
+        assert "Traceback" not in text, name
+        assert "GET /livez" not in text and "GET /readyz" not in text, name  # probes are quiet

@@ -189,3 +189,14 @@ def test_without_a_token_on_loopback_the_api_is_open_and_says_so(tmp_path, caplo
     message = warnings[0].getMessage()
     assert "MEMBER_LOCAL_TOKEN is not set" in message
     assert "\n" not in message
+
+
+def test_a_browser_at_the_root_is_sent_to_the_docs(stranger, owner):
+    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    answer = stranger.get("/", headers=html, follow_redirects=False)
+    assert answer.status_code == 307 and answer.headers["location"] == "/docs"
+    assert stranger.get("/", headers=html, follow_redirects=True).status_code == 200
+    # an API client still gets the 401, and with the token the member's identity
+    assert_401(stranger.get("/"))
+    assert_401(stranger.get("/", headers={**html, "Authorization": "Bearer nope"}))
+    assert owner.get("/", headers=html).json()["id"] == "sn-guarded"

@@ -233,3 +233,28 @@ def test_python_m_member_cloud_reports_bad_settings_in_one_line(tmp_path, env, e
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.splitlines() == [f"member_cloud: {expected}"]
+
+
+def test_python_m_member_cloud_refuses_a_busy_port_in_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        result = run_module(
+            {
+                "MEMBER_ID": "sn-busy",
+                "MEMBER_JURISDICTION": "SN",
+                "MEMBER_PORT": str(port),
+                "MEMBER_BROKER_URL": f"http://127.0.0.1:{closed_port()}",
+                "MEMBER_API_KEY": "fbk_" + "x" * 40,
+                "MEMBER_DATA_DIR": str(tmp_path / "data"),
+            },
+            tmp_path,
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"member_cloud: port {port} on 127.0.0.1 is in use by another process: choose another "
+        "with MEMBER_PORT"
+    )
