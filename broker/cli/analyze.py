@@ -85,7 +85,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "individual risk uses them, and without --sampling-fraction the fraction is "
         "rows / their sum",
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument(
+        "--format",
+        choices=("table", "json", "html"),
+        default="table",
+        help="html: a page with the verdict and plots (needs the 'reports' extra)",
+    )
+    command.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     command.set_defaults(handler=_run)
 
 
@@ -99,6 +105,8 @@ def _fraction(text: str) -> float:
 def _run(args: argparse.Namespace) -> int:
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
         raise CommandError("--sampling-fraction and --weights need --qi")
+    if args.format == "html":
+        _require_reports()
     thresholds = QirThresholds(args.alpha, args.beta)
     with Steps(shown=large_file(args.data)) as steps:
         steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
@@ -130,11 +138,32 @@ def _run(args: argparse.Namespace) -> int:
                 raise
             raise CommandError(f"--population {args.population}: {error}") from None
     if args.format == "json":
-        json.dump(report.as_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        text = json.dumps(report.as_dict(), indent=2) + "\n"
+    elif args.format == "html":
+        text = _html(report.as_dict(), args.data)
     else:
-        sys.stdout.write(render_table(report, args.data))
+        text = render_table(report, args.data)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
     return 0
+
+
+def _html(report: dict, title: str) -> str:
+    from broker.reports import analysis_page
+
+    return analysis_page(report, title=Path(title).name)
+
+
+def _require_reports() -> None:
+    """Say what to install before measuring, not after."""
+    from broker.reports import ReportUnavailable, require
+
+    try:
+        require()
+    except ReportUnavailable as error:
+        raise CommandError(str(error)) from None
 
 
 def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
