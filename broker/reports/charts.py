@@ -63,9 +63,9 @@ def class_sizes(bars: Sequence[Bar], k: int | None = None) -> str:
     return _svg("class-sizes", draw, (7, 3.2))
 
 
-def risk_per_record(series: Mapping[str, Sequence[Bar]]) -> str:
+def risk_per_record(series: Mapping[str, Sequence[Bar]], chart: str = "risk") -> str:
     """Records per band of prosecutor risk; one series (``{"": bars}``) or several side by side
-    (``{"before": ..., "after": ...}``)."""
+    (``{"before": ..., "after": ...}``); ``chart`` names the SVG (its id and its ids' prefix)."""
     names = list(series)
     colours = [GREY, BLUE] if len(names) == 2 else [BLUE]
 
@@ -94,7 +94,7 @@ def risk_per_record(series: Mapping[str, Sequence[Bar]]) -> str:
         if len(names) > 1:
             axes.legend(frameon=False)
 
-    return _svg("risk", draw, (7, 3.2))
+    return _svg(chart, draw, (7, 3.2))
 
 
 def attribute_risk(attributes: Sequence[Mapping]) -> str:

@@ -95,7 +95,7 @@ def band_label(index: int) -> str:
 
 def _pct(risk: float) -> str:
     value = 100 * risk
-    return f"{value:.0f}" if value >= 10 or value == round(value) else f"{value:.1f}"
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
 
 
 def _power_of_two_range(size: int) -> tuple[int, int]:

@@ -167,7 +167,8 @@ def _before_after(transfer: Mapping[str, Any], remedy: Mapping[str, Any], charts
             {
                 "before": figures.risk_bars(before_hist, bands),
                 "after": figures.risk_bars(after_hist, bands),
-            }
+            },
+            chart="compare",
         )
     steps = [_step_text(step) for step in remedy.get("steps") or []]
     return {"rows": rows, "svg": svg, "applied": bool(remedy.get("applied")), "steps": steps}

@@ -183,9 +183,8 @@ def _step(step: Mapping[str, Any]) -> str:
     method = step.get("method", "")
     parameters = step.get("parameters") or {}
     if method == "mondrian":
-        return f"k-anonymize {_names(parameters.get('quasi_identifiers', []))} with k = " + str(
-            parameters.get("k")
-        )
+        names = _names(parameters.get("quasi_identifiers") or []) or "the quasi-identifiers"
+        return f"k-anonymize {names} with k = {parameters.get('k')}"
     return f"{method} {column}" if column else method
 
 
