@@ -8,9 +8,6 @@ import pytest
 from broker.engines.pandas import PandasEngine
 from broker.metrics.report import report_of
 
-pytest.importorskip("matplotlib", reason="the 'reports' extra (matplotlib) is not installed")
-pytest.importorskip("jinja2", reason="the 'reports' extra (Jinja2) is not installed")
-
 HOSTILE = "<script>alert('x')</script>"
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from broker.cli import main
 from tests.reports.conftest import HOSTILE, classes_frame
+
+pytest.importorskip("matplotlib", reason="the 'reports' extra (matplotlib) is not installed")
+pytest.importorskip("jinja2", reason="the 'reports' extra (Jinja2) is not installed")
 
 
 def test_analyze_writes_the_html_report_to_a_file(tmp_path, capsys):

@@ -12,6 +12,9 @@ import pytest
 from broker.reports import ReportUnavailable, analysis_page, require, transfer_page
 from tests.reports.conftest import HOSTILE, classes_frame, measured
 
+pytest.importorskip("matplotlib", reason="the 'reports' extra (matplotlib) is not installed")
+pytest.importorskip("jinja2", reason="the 'reports' extra (Jinja2) is not installed")
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
