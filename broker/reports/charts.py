@@ -44,7 +44,7 @@ _ID = re.compile(r'\bid="([^"]+)"')
 _REFERENCE = re.compile(r'(url\(#|href="#)([^")]+)')
 
 
-def class_sizes(bars: Sequence[Bar], k: int | None = None) -> str:
+def class_sizes(bars: Sequence[Bar]) -> str:
     """Number of equivalence classes per class size; classes of one record in red."""
 
     def draw(figure: Figure) -> None:

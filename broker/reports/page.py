@@ -20,6 +20,8 @@ from broker.reports.verdict import Verdict, analysis_verdict, percent, transfer_
 
 EXTRA = "reports"
 INSTALL_HINT = f"pip install 'fedbroker[{EXTRA}]'"
+# Most bars in a per-attribute plot (a dataset may have 1,000 columns); the tables list them all.
+MAX_ATTRIBUTES_DRAWN = 50
 
 
 class ReportUnavailable(RuntimeError):
@@ -50,8 +52,10 @@ def transfer_page(transfer: Mapping[str, Any]) -> str:
     utility = None
     if loss and loss.get("attribute_utility_percent"):
         per_attribute = loss["attribute_utility_percent"]
+        drawn = _largest(list(per_attribute.items()), lambda item: -item[1])  # least kept
         utility = {
-            "svg": charts.utility(per_attribute),
+            "svg": charts.utility(dict(drawn)),
+            "drawn": len(drawn),
             "overall": f"{loss['utility_percent']:.1f} %",
             "rows": [(name, f"{value:.1f} %") for name, value in per_attribute.items()],
             "suppressed_rows": loss.get("suppressed_rows", 0),
@@ -99,7 +103,7 @@ def _data_sections(report: Mapping[str, Any], charts) -> dict[str, Any]:
         ],
     }
     context["class_sizes"] = {
-        "svg": charts.class_sizes(bars, qi["k"]),
+        "svg": charts.class_sizes(bars),
         "rows": [(bar.label, f"{int(bar.value):,}", f"{bar.records:,}") for bar in bars],
         "grouped": len(bars) < len(histogram),
     }
@@ -115,8 +119,10 @@ def _attributes(report: Mapping[str, Any], charts) -> dict[str, Any] | None:
     attributes = report.get("attributes") or []
     if not attributes:
         return None
+    drawn = _largest(attributes, lambda a: a["qir_risk_percent"])
     return {
-        "svg": charts.attribute_risk(attributes),
+        "svg": charts.attribute_risk(drawn),
+        "drawn": len(drawn),
         "rows": [
             (
                 a["name"],
@@ -199,6 +205,15 @@ def _summary_of_after(after: Mapping[str, Any]) -> dict[str, Any]:
         "max": 1 / k if k else 0.0,
         "average": classes / rows if rows else 0.0,
     }
+
+
+def _largest(items: list, key) -> list:
+    """At most :data:`MAX_ATTRIBUTES_DRAWN` items, those with the largest ``key``, in their
+    order."""
+    if len(items) <= MAX_ATTRIBUTES_DRAWN:
+        return items
+    kept = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
+    return [items[i] for i in sorted(kept[:MAX_ATTRIBUTES_DRAWN])]
 
 
 def _step_text(step: Mapping[str, Any]) -> str:

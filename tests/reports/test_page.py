@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from broker.reports import ReportUnavailable, analysis_page, require, transfer_page
+from broker.reports.page import MAX_ATTRIBUTES_DRAWN as MAX
 from tests.reports.conftest import HOSTILE, classes_frame, measured
 
 pytest.importorskip("matplotlib", reason="the 'reports' extra (matplotlib) is not installed")
@@ -241,3 +242,15 @@ def test_without_matplotlib_the_error_says_what_to_install(monkeypatch, classes_
         require()
     with pytest.raises(ReportUnavailable):
         analysis_page(classes_report)
+
+
+def test_a_wide_table_draws_its_riskiest_attributes_and_lists_them_all():
+    columns = {f"c{i:03d}": [str(j % (i + 1)) for j in range(120)] for i in range(MAX + 10)}
+    report = measured(pd.DataFrame(columns))
+    html = analysis_page(report)
+    drawn = bar_ids(svgs(html)["attributes"], "attributes-bar-")
+    assert len(drawn) == MAX
+    assert f"the {MAX} riskiest of {MAX + 10} attributes" in html
+    names = texts(svgs(html)["attributes"])
+    assert "c000" not in names and "c059" in names  # c000 is constant, c059 most varied
+    assert html.count("<td>c0") == MAX + 10
