@@ -18,6 +18,7 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     │   ├── InvalidDataset         422 invalid-dataset
     │   ├── UnknownColumn          422 unknown-column
     │   └── InvalidPolicy          422 invalid-policy
+    ├── NotImplementedHere         501 not-implemented (an optional extra is not installed)
     └── NotReady                   503 not-ready
 
 Also answered as problems: malformed JSON (422 malformed-json, naming line and column), invalid
@@ -144,6 +145,12 @@ class UnknownColumn(Unprocessable):
 
 class InvalidPolicy(Unprocessable):
     type, title = "invalid-policy", "Invalid F-SLA record"
+
+
+class NotImplementedHere(BrokerError):
+    """This installation lacks an optional part (such as the ``reports`` extra)."""
+
+    type, title, status = "not-implemented", "Not implemented by this installation", 501
 
 
 class NotReady(BrokerError):

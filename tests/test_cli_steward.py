@@ -222,6 +222,17 @@ def test_output_is_not_overwritten_without_force(tmp_path, capsys):
     assert out.read_text().startswith("NIN,Name,Age,Gender,Disease\n")
 
 
+def test_an_analysis_report_file_is_not_overwritten_without_force(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    out.write_text("precious\n")
+    analyze = ["analyze", ORIGINAL, "--qi", "Age,Gender", "--format", "json", "-o", str(out)]
+    assert main(analyze) == 2
+    assert "choose another output or add --force" in capsys.readouterr().err
+    assert out.read_text() == "precious\n"
+    assert main([*analyze, "--force"]) == 0
+    assert json.loads(out.read_text())["verdict"]
+
+
 def test_a_partition_folder_that_is_not_empty_is_kept_without_force(tmp_path, capsys):
     folder = tmp_path / "linked"
     folder.mkdir()

@@ -67,6 +67,7 @@ PURE = [
     "broker.roles",
     "broker.names",
     "broker.wire.statuses",
+    "broker.reports",
 ]
 
 

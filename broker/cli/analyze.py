@@ -16,6 +16,7 @@ from broker.cli.common import (
     column_list,
     duckdb_engine,
     read_input,
+    refuse_to_overwrite,
 )
 from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
 from broker.cli.render import render_table
@@ -108,7 +109,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="CONDITION",
         help=fail_if_help(),
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument(
+        "--format",
+        choices=("table", "json", "html"),
+        default="table",
+        help="html: a page with the verdict and plots (needs the 'reports' extra)",
+    )
+    command.add_argument(
+        "-o", "--output", metavar="FILE", help="write the report to FILE (kept if it exists)"
+    )
+    command.add_argument("--force", action="store_true", help="overwrite the -o file")
     command.set_defaults(handler=_run)
 
 
@@ -127,6 +137,10 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError("--engine duckdb reads files: save standard input to a file first")
     if args.population == STDIN and args.data == STDIN:
         raise CommandError("DATA and --population cannot both be standard input (-)")
+    if args.format == "html":
+        _require_reports()
+    if args.output:
+        refuse_to_overwrite(Path(args.output), args.force)
     thresholds = QirThresholds(args.alpha, args.beta)
     notes: tuple[str, ...] = ()
     with Steps(shown=large_file(args.data)) as steps:
@@ -171,16 +185,36 @@ def _run(args: argparse.Namespace) -> int:
             "notes": list(notes),
             "fail_if": [c.as_dict(report) for c in args.fail_if],
         }
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        text = json.dumps(document, indent=2) + "\n"
+    elif args.format == "html":
+        text = _html(report.as_dict(), source)
     else:
-        sys.stdout.write("\n".join(found.lines()) + "\n\n")
-        sys.stdout.write(render_table(report, source))
-        sys.stdout.writelines(f"Note: {note}\n" for note in notes)
+        text = "\n".join(found.lines()) + "\n\n" + render_table(report, source)
+        text += "".join(f"Note: {note}\n" for note in notes)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
     if found.held:
         sys.stdout.flush()
         raise CommandFailed(f"--fail-if: {', '.join(found.held)} held")
     return 0
+
+
+def _html(report: dict, title: str) -> str:
+    from broker.reports import analysis_page
+
+    return analysis_page(report, title=Path(title).name)
+
+
+def _require_reports() -> None:
+    """Say what to install before measuring, not after."""
+    from broker.reports import ReportUnavailable, require
+
+    try:
+        require()
+    except ReportUnavailable as error:
+        raise CommandError(str(error)) from None
 
 
 def _report_steps(engine: Engine, args: argparse.Namespace) -> int:

@@ -1,12 +1,12 @@
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from broker import references
+from broker import references, reports
 from broker.delivery import service as delivery_service
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
-from broker.errors import MAX_INT32, Unprocessable, example, responses
+from broker.errors import MAX_INT32, NotImplementedHere, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import dry_runs, service
 from broker.transfers.models import Transfer, TransferJob
@@ -37,6 +37,23 @@ SUBMIT_EXAMPLES = {
     ),
 }
 NO_TRANSFER = {404: example(404, "not-found", "Not found", "No transfer '7c9e...'")}
+# The report page: no script, nothing fetched, not framed, not cached (it describes personal data).
+REPORT_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+NO_REPORTS = {
+    501: example(
+        501,
+        "not-implemented",
+        "Not implemented by this installation",
+        "The HTML report needs matplotlib and Jinja2 (matplotlib is not installed): "
+        "pip install 'fedbroker[reports]'",
+    )
+}
 
 
 def to_read(
@@ -343,6 +360,30 @@ def get_dry_run_data(
     response.headers["Content-Type"] = meta["media_type"]
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@router.get(
+    "/{transfer_id}/report",
+    response_class=HTMLResponse,
+    responses={200: {"description": "The report page", "content": {"text/html": {}}}}
+    | responses(401, 403, 404, 422, 501, examples=NO_TRANSFER | NO_REPORTS),
+    summary="One transfer's report as a page to look at (its source, its destination or an admin)",
+    description="HTML: the verdict in words, then plots (inline SVG, no script) of the class "
+    "sizes, the risk per record, the risk per attribute and, for an anonymized transfer, the "
+    "figures before and after and the information kept per attribute. The same people see it "
+    "as `GET /v1/transfers/{transfer_id}`, and the same content: the destination's page has the "
+    "decision, not the measurement of the upload. 501 when the broker was installed without the "
+    "`reports` extra.",
+)
+def get_transfer_report(
+    transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
+) -> HTMLResponse:
+    read = to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    try:
+        page = reports.transfer_page(read.model_dump(mode="json"))
+    except reports.ReportUnavailable as error:
+        raise NotImplementedHere(str(error)) from None
+    return HTMLResponse(page, headers=REPORT_HEADERS)
 
 
 @router.get(

@@ -41,6 +41,7 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "POST /v1/transfers/{transfer_id}/redeliver": "redeliver_transfer",
     "GET /v1/transfers/{transfer_id}": "get_transfer",
     "GET /v1/transfers/dry-runs/{dry_run_id}/data": "get_dry_run_data",
+    "GET /v1/transfers/{transfer_id}/report": "get_transfer_report",
     "POST /v1/analyze": "analyze_dataset",
     "GET /v1/audit": "list_audit_entries",
     "GET /v1/audit/verify": "verify_audit_chain",

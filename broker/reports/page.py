@@ -1,0 +1,275 @@
+"""The HTML page of a report: the verdict in words, then the plots, each with its figures.
+
+``analysis_page(report)`` renders a measurement report (``AnalysisReport.as_dict()``, what
+``fedbroker analyze --format json`` prints); ``transfer_page(transfer)`` a transfer answer
+(``TransferRead`` as JSON), adding the decision, and for an anonymized transfer the figures
+before and after and the information kept per attribute. Both return one self-contained HTML
+string: inline SVG and CSS, no script, nothing fetched (a Content-Security-Policy in the page says
+so to the browser too). Every value from the data (column names, values, details) is escaped by
+Jinja2's autoescaping; matplotlib escapes the text it writes in the SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+from typing import Any
+
+from broker.reports import figures
+from broker.reports.verdict import Verdict, analysis_verdict, percent, transfer_verdict
+
+EXTRA = "reports"
+INSTALL_HINT = f"pip install 'fedbroker[{EXTRA}]'"
+# Most bars in a per-attribute plot (a dataset may have 1,000 columns); the tables list them all.
+MAX_ATTRIBUTES_DRAWN = 50
+
+
+class ReportUnavailable(RuntimeError):
+    """The HTML report needs the ``reports`` extra (matplotlib and Jinja2)."""
+
+
+def analysis_page(report: Mapping[str, Any], *, title: str = "dataset") -> str:
+    """The HTML report of a measured dataset (no policy: the verdict describes, never judges)."""
+    charts = require()
+    context = _data_sections(report, charts)
+    return _render(
+        title=f"Privacy report: {title}",
+        subtitle=_shape(report),
+        verdict=analysis_verdict(report),
+        **context,
+    )
+
+
+def transfer_page(transfer: Mapping[str, Any]) -> str:
+    """The HTML report of a transfer decision, as the caller may see it (a destination's view
+    carries no report: its page has the decision and no figures of the upload)."""
+    charts = require()
+    report = transfer.get("report")
+    context = _data_sections(report, charts) if report else {}
+    remedy = transfer.get("remedy") or {}
+    before_after = _before_after(transfer, remedy, charts)
+    loss = remedy.get("information_loss")
+    utility = None
+    if loss and loss.get("attribute_utility_percent"):
+        per_attribute = loss["attribute_utility_percent"]
+        drawn = _largest(list(per_attribute.items()), lambda item: -item[1])  # least kept
+        utility = {
+            "svg": charts.utility(dict(drawn)),
+            "drawn": len(drawn),
+            "overall": f"{loss['utility_percent']:.1f} %",
+            "rows": [(name, f"{value:.1f} %") for name, value in per_attribute.items()],
+            "suppressed_rows": loss.get("suppressed_rows", 0),
+            "suppressed_cells": percent(loss.get("suppressed_cell_share", 0.0)),
+            "applied": bool(remedy.get("applied")),
+        }
+    versions = ", ".join(f"{j} v{v}" for j, v in (transfer.get("policy_versions") or {}).items())
+    dataset = transfer.get("dataset") or {}
+    facts = [
+        ("transfer", transfer.get("id") or "dry run"),
+        ("from", transfer.get("source")),
+        ("to", transfer.get("destination")),
+        ("purpose", transfer.get("purpose")),
+        ("decided", transfer.get("created_at")),
+        ("policies", versions or "none"),
+        ("delivery", (transfer.get("delivery") or {}).get("status", "not applicable")),
+    ]
+    return _render(
+        title=f"Transfer report: {transfer.get('source')} to {transfer.get('destination')}",
+        subtitle=_shape(report) if report else _dataset_shape(dataset),
+        verdict=transfer_verdict(transfer),
+        transfer_facts=facts,
+        before_after=before_after,
+        utility=utility,
+        **context,
+    )
+
+
+def _data_sections(report: Mapping[str, Any], charts) -> dict[str, Any]:
+    qi = report.get("quasi_identifiers")
+    context: dict[str, Any] = {"attributes": _attributes(report, charts)}
+    if qi is None:
+        return context
+    histogram = figures.histogram_of(qi)
+    bars = figures.class_size_bars(histogram)
+    risk = qi["prosecutor_risk"]
+    context["quasi_identifiers"] = {
+        "names": qi["attributes"],
+        "facts": [
+            ("k (smallest class)", f"{qi['k']:,}"),
+            ("equivalence classes", f"{qi['equivalence_classes']:,}"),
+            ("largest risk of a record", percent(risk["max"])),
+            ("average risk over records", percent(risk["average"])),
+            ("records unique on the quasi-identifiers", percent(risk["unique_share"])),
+        ],
+    }
+    context["class_sizes"] = {
+        "svg": charts.class_sizes(bars),
+        "rows": [(bar.label, f"{int(bar.value):,}", f"{bar.records:,}") for bar in bars],
+        "grouped": len(bars) < len(histogram),
+    }
+    risk_bars = figures.risk_bars(histogram)
+    context["risk"] = {
+        "svg": charts.risk_per_record({"": risk_bars}),
+        "rows": [(bar.label, f"{int(bar.value):,}") for bar in risk_bars],
+    }
+    return context
+
+
+def _attributes(report: Mapping[str, Any], charts) -> dict[str, Any] | None:
+    attributes = report.get("attributes") or []
+    if not attributes:
+        return None
+    drawn = _largest(attributes, lambda a: a["qir_risk_percent"])
+    return {
+        "svg": charts.attribute_risk(drawn),
+        "drawn": len(drawn),
+        "rows": [
+            (
+                a["name"],
+                f"{a['categories']:,}",
+                f"{a['qir_risk_percent']:.3g} %",
+                a.get("qir_class", ""),
+                a["mmaq"],
+                f"{a['mmaq_index']:.4f}",
+                charts.CLASS_LABELS.get(a["class"], a["class"]),
+                a.get("direct_identifier") or "",
+            )
+            for a in attributes
+        ],
+    }
+
+
+def _before_after(transfer: Mapping[str, Any], remedy: Mapping[str, Any], charts):
+    """Rows, k, classes and risk before and after the remedy; for an applied remedy the
+    transfer's report is the after and ``remedy.before.report`` the before; for one only
+    offered, the report is the before and ``remedy.after`` the after."""
+    after = remedy.get("after")
+    if not after:
+        return None
+    if remedy.get("applied"):
+        before_report = (remedy.get("before") or {}).get("report") or {}
+        after_report = transfer.get("report") or {}
+    else:
+        before_report, after_report = transfer.get("report") or {}, {}
+    before = _summary(before_report)
+    if not before:
+        return None
+    measured_after = _summary(after_report) or _summary_of_after(after)
+    rows = [
+        ("records", f"{before['rows']:,}", f"{measured_after['rows']:,}"),
+        ("k (smallest class)", f"{before['k']:,}", f"{measured_after['k']:,}"),
+        ("equivalence classes", f"{before['classes']:,}", f"{measured_after['classes']:,}"),
+        ("largest risk of a record", percent(before["max"]), percent(measured_after["max"])),
+        ("average risk", percent(before["average"]), percent(measured_after["average"])),
+    ]
+    svg = None
+    after_qi = after_report.get("quasi_identifiers")
+    before_qi = before_report.get("quasi_identifiers")
+    if before_qi and after_qi:
+        before_hist = figures.histogram_of(before_qi)
+        after_hist = figures.histogram_of(after_qi)
+        bands = max(figures.band_of(max(h)) for h in (before_hist, after_hist) if h) + 1
+        svg = charts.risk_per_record(
+            {
+                "before": figures.risk_bars(before_hist, bands),
+                "after": figures.risk_bars(after_hist, bands),
+            },
+            chart="compare",
+        )
+    steps = [_step_text(step) for step in remedy.get("steps") or []]
+    return {"rows": rows, "svg": svg, "applied": bool(remedy.get("applied")), "steps": steps}
+
+
+def _summary(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    qi = report.get("quasi_identifiers")
+    if not qi:
+        return None
+    risk = qi["prosecutor_risk"]
+    return {
+        "rows": report["rows"],
+        "k": qi["k"],
+        "classes": qi["equivalence_classes"],
+        "max": risk["max"],
+        "average": risk["average"],
+    }
+
+
+def _summary_of_after(after: Mapping[str, Any]) -> dict[str, Any]:
+    """The remedy's ``after`` (rows, k, classes): the risks follow (max 1/k, average
+    classes / rows)."""
+    rows, k, classes = after.get("rows", 0), after.get("k", 0), after.get("equivalence_classes", 0)
+    return {
+        "rows": rows,
+        "k": k,
+        "classes": classes,
+        "max": 1 / k if k else 0.0,
+        "average": classes / rows if rows else 0.0,
+    }
+
+
+def _largest(items: list, key) -> list:
+    """At most :data:`MAX_ATTRIBUTES_DRAWN` items, those with the largest ``key``, in their
+    order."""
+    if len(items) <= MAX_ATTRIBUTES_DRAWN:
+        return items
+    kept = sorted(range(len(items)), key=lambda i: key(items[i]), reverse=True)
+    return [items[i] for i in sorted(kept[:MAX_ATTRIBUTES_DRAWN])]
+
+
+def _step_text(step: Mapping[str, Any]) -> str:
+    parameters = step.get("parameters") or {}
+    shown = ", ".join(
+        f"{name} = {', '.join(map(str, value)) if isinstance(value, list) else value}"
+        for name, value in parameters.items()
+    )
+    column = f" {step['column']}" if step.get("column") else ""
+    text = f"{step.get('method', '')}{column}" + (f" ({shown})" if shown else "")
+    return text + (f": {step['reason']}" if step.get("reason") else "")
+
+
+def _shape(report: Mapping[str, Any]) -> str:
+    attributes = len(report.get("attributes") or [])
+    return f"{report.get('rows', 0):,} records, {attributes} attributes"
+
+
+def _dataset_shape(dataset: Mapping[str, Any]) -> str:
+    rows = dataset.get("delivered_rows") or dataset.get("rows") or 0
+    columns = dataset.get("delivered_columns") or dataset.get("columns") or 0
+    return f"{rows:,} records, {columns} attributes delivered"
+
+
+def require():
+    """The plotting module, or :class:`ReportUnavailable` naming the extra to install."""
+    try:
+        import_module("jinja2")
+        return import_module("broker.reports.charts")
+    except ImportError as error:
+        raise ReportUnavailable(
+            f"The HTML report needs matplotlib and Jinja2 ({error.name} is not installed): "
+            f"{INSTALL_HINT}"
+        ) from None
+
+
+def _render(**context: Any) -> str:
+    import jinja2
+    from markupsafe import Markup
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("broker.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["svg"] = Markup  # our charts' SVG; its text is escaped by matplotlib
+    defaults = {
+        "quasi_identifiers": None,
+        "class_sizes": None,
+        "risk": None,
+        "attributes": None,
+        "transfer_facts": None,
+        "before_after": None,
+        "utility": None,
+    }
+    verdict: Verdict = context["verdict"]
+    return environment.get_template("report.html").render(**(defaults | context), tone=verdict.tone)
