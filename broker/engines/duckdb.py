@@ -268,10 +268,12 @@ class DuckDBEngine:
         return int(self._con.execute(query).fetchall()[0][0])
 
     def partition_fingerprint(self, column: str) -> bytes:
-        # Each row is labelled by the first row of its class: equal partitions, equal labels.
+        # Each row is labelled by the first row of its class: equal partitions, equal labels,
+        # row by row (the sum hashes each row's id with its label: two partitions whose labels
+        # are the same multiset, such as {0, 3}, {1, 2} and {0, 2}, {1, 3}, differ).
         query = (
-            f"SELECT count(DISTINCT first), sum(hash(first)::HUGEINT) FROM (SELECT min(rowid) "
-            f"OVER (PARTITION BY {_quote(column)}) AS first FROM {self._loaded()})"
+            f"SELECT count(DISTINCT first), sum(hash(rowid, first)::HUGEINT) FROM (SELECT rowid, "
+            f"min(rowid) OVER (PARTITION BY {_quote(column)}) AS first FROM {self._loaded()})"
         )
         distinct, total = self._con.execute(query).fetchall()[0]
         return f"{distinct}:{total}".encode()

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla.summary import summarize
+
 # What the headline's tone is: "good" (green), "warn" (amber), "bad" (red).
 GOOD, WARN, BAD = "good", "warn", "bad"
 
@@ -144,7 +146,7 @@ def transfer_verdict(transfer: Mapping[str, Any]) -> Verdict:
         sentences.append(f"From {route} for {purpose!r}: every rule passed.")
     else:
         sentences.append(f"From {route} for {purpose!r}.")
-    sentences += _failures(transfer.get("rules") or [])
+    sentences += _problems(transfer)
     if remedy.get("steps") and not remedy.get("applied"):
         verified = "verified on this data" if remedy.get("verified") else "not verified"
         steps = "; ".join(_step(step) for step in remedy["steps"])
@@ -162,19 +164,28 @@ def transfer_verdict(transfer: Mapping[str, Any]) -> Verdict:
     return Verdict(headline, tone, sentences)
 
 
-def _failures(rules: list[Mapping[str, Any]]) -> list[str]:
-    """One sentence per attribute (or check) that failed, merged across rules and
-    jurisdictions: the first rule's words, then which other rules failed on it."""
-    by_subject: dict[str, list[Mapping[str, Any]]] = {}
-    for rule in rules:
-        if not rule.get("passed", True):
-            by_subject.setdefault(rule.get("attribute") or "", []).append(rule)
+def _problems(transfer: Mapping[str, Any]) -> list[str]:
+    """One sentence per problem, as the decision's ``summary`` merges them across rules and
+    jurisdictions (:func:`broker.fsla.summary.summarize`, computed here for a transfer read
+    without one), with what to do next."""
+    entries = transfer.get("summary") or summarize(
+        transfer.get("status", ""),
+        transfer.get("rules") or [],
+        transfer.get("remedy"),
+        transfer.get("quasi_identifiers") or (),
+        transfer.get("anonymize", "none"),
+    )
     sentences = []
-    for subject, failed in by_subject.items():
-        first = failed[0]["detail"].rstrip(".")
-        where = sorted({f"{r['rule']} ({r['jurisdiction']} {r['scope']})" for r in failed})
-        label = f"{subject}: " if subject else ""
-        sentences.append(f"Failed, {label}{first}. Rules failed: {', '.join(where)}.")
+    for entry in entries:
+        if entry.get("kind") != "problem":
+            continue
+        where = ", ".join(entry.get("jurisdictions") or [])
+        rules = ", ".join(entry.get("rules") or [])
+        sentences.append(
+            f"Failed: {entry['problem'].rstrip('.')}. Rules failed: {rules}"
+            + (f" ({where})" if where else "")
+            + f". To do: {entry['do'].rstrip('.')}."
+        )
     return sentences
 
 

@@ -218,9 +218,10 @@ def test_a_remedy_only_offered_compares_with_its_after_figures():
     remedy["applied"] = False
     text = " ".join(" ".join(Page(transfer_page(transfer)).text).split())
     assert "Anonymization required" in text
-    # the two failed rules on one subject make one sentence
-    assert text.count("Failed, age, sex:") == 1
-    assert "min_k (FR import), min_k (SN export)" in text
+    # the two failed rules on one subject make one sentence: the decision's summary entry
+    assert text.count("Failed: ") == 1
+    assert "Rules failed: min_k" in text and "SN (export)" in text and "FR (import)" in text
+    assert "To do: " in text
     assert "Remedy (verified on this data): k-anonymize the quasi-identifiers with k = 3" in text
     assert "k (smallest class) 1 5" in text and "average risk 50 % 20 %" in text
 
