@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,9 +34,10 @@ HTTP_TIMEOUT = 60.0
 PROBLEM = "application/problem+json"
 
 
-def _settings(database_url: str, keys: Path) -> Settings:
+def _settings(database_url: str, keys: Path, **overrides) -> Settings:
     """Settings for the test broker: loopback inboxes allowed (the inbox allow-list)."""
     return Settings(
+        **overrides,
         database_url=database_url,
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
@@ -145,7 +147,11 @@ class Broker:
     def assert_not_delivered(self, answer: dict) -> None:
         """A transfer that was not approved has no outbox row and never reaches the inbox."""
         transfer_id = answer.get("id")
-        if transfer_id is None:  # dry run: nothing stored
+        if transfer_id is None:
+            return
+        if answer.get("dry_run"):  # stored as a preview for its sender only, never delivered
+            time.sleep(0.15)
+            assert self.received_for(transfer_id) == [], f"dry run {transfer_id} was delivered"
             return
         time.sleep(0.15)  # three polls of the delivery worker
         assert self.received_for(transfer_id) == [], (
@@ -155,13 +161,12 @@ class Broker:
         assert delivery["status"] == "not_applicable", delivery
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory) -> Iterator[Broker]:
-    """The broker (temp SQLite, seed policies, delivery every 0.05 s) and fr-research's inbox."""
+@contextmanager
+def _running_broker(tmp: Path, **overrides) -> Iterator[Broker]:
+    """A broker (temp SQLite, seed policies, delivery every 0.05 s) and fr-research's inbox."""
     inbox = RecordingInbox()
     inbox_server = ServerThread(inbox.app()).start()
-    tmp = tmp_path_factory.mktemp("adversarial")
-    settings = _settings(f"sqlite:///{tmp}/broker.db", tmp / "signing-keys")
+    settings = _settings(f"sqlite:///{tmp}/broker.db", tmp / "signing-keys", **overrides)
     server = ServerThread(create_app(settings)).start()
     broker = Broker(server.url, inbox)
     try:
@@ -172,6 +177,23 @@ def broker(tmp_path_factory) -> Iterator[Broker]:
         broker.client.close()
         server.stop()
         inbox_server.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory) -> Iterator[Broker]:
+    """The broker, every upload read in memory (they are small)."""
+    with _running_broker(tmp_path_factory.mktemp("adversarial")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def out_of_core_broker(tmp_path_factory) -> Iterator[Broker]:
+    """The same broker with every CSV upload counted out of core by DuckDB (the path of files
+    over ``BROKER_IN_MEMORY_MAX_BYTES``), still decided in the request."""
+    with _running_broker(
+        tmp_path_factory.mktemp("adversarial-out-of-core"), in_memory_max_bytes=0
+    ) as running:
+        yield running
 
 
 @pytest.fixture
