@@ -107,7 +107,7 @@ class CountTable:
         >>> table.codes("q").tolist(), table.codes("s").tolist(), table.tuple_ids(["q"])[1]
         ([0, 2, 2], [1, 0, 1], 2)
         """
-        strides = np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
+        strides = mixed_radix_strides(widths)
         codes = {
             name: (lambda stride=stride, width=width: keys // stride % width)
             for name, stride, width in zip(columns, strides, widths, strict=True)
@@ -148,6 +148,16 @@ class CountTable:
             width = int(codes.max()) + 1 if codes.size else 1
             ids, space = _compact(ids * width + codes, space * width)
         return ids, space
+
+
+def mixed_radix_strides(widths: Sequence[int]) -> list[int]:
+    """Each column's weight in a mixed-radix key (the last column's is 1): the key of codes
+    c_i is sum(c_i * stride_i), as :meth:`CountTable.of_keys` reads it back.
+
+    >>> mixed_radix_strides([3, 2, 5])
+    [10, 5, 1]
+    """
+    return np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
 
 
 def _sorted_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:

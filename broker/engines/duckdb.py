@@ -31,7 +31,14 @@ import pandas as pd
 
 from broker.datasets import CSV, DatasetError, DatasetTooLarge, ReadLimits, detect_format
 from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
-from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
+from broker.engines.base import (
+    IDENTICAL_ROWS,
+    PERSON_KEY,
+    CountTable,
+    RecodePlan,
+    dictionary_of,
+    mixed_radix_strides,
+)
 from broker.roles import require_columns
 
 _NAMES = itertools.count()  # unique names for the tables an engine creates on its connection
@@ -601,7 +608,7 @@ class _Pass:
         widths = [self._engine._width(c) for c in columns]
         packed = len(columns) > 1 and math.prod(widths) < 2**62
         if packed:  # one key a tuple instead of one code a column: millions of tuples come back
-            strides = np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
+            strides = mixed_radix_strides(widths)
             key = " + ".join(f"g.{k} * {s}" for k, s in zip(keys, strides, strict=True))
             selected[1 : 1 + len(keys)] = [f"{key} AS __fedbroker_key"]
         query = f"SELECT {', '.join(selected)} FROM ({self._tuples(columns)}) g {' '.join(joins)}"
