@@ -32,7 +32,7 @@ and writing are row-level and run inside the engine that holds the rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -134,6 +134,29 @@ class CountTable:
         """The fewest people holding one tuple (rows when people were not counted)."""
         return int((self.rows if self.people is None else self.people).min())
 
+    def merged(self, codes: Sequence[np.ndarray], widths: Sequence[int]) -> CountTable:
+        """The table with each tuple's codes replaced by ``codes`` (one array a column, each
+        column's codes in ``[0, width)``): tuples that now agree become one, their rows (and
+        people) added up. What a value -> label map does to a count table.
+
+        >>> table = CountTable.of(["q"], [np.array([0, 1, 2])], np.array([2, 1, 3]))
+        >>> merged = table.merged([np.array([0, 0, 1])], [2])
+        >>> merged.codes("q").tolist(), merged.rows.tolist()
+        ([0, 1], [3, 3])
+        """
+        keys, packed = tuple_keys(codes, widths)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+
+        def added(counts: np.ndarray) -> np.ndarray:
+            return np.bincount(inverse, weights=counts, minlength=distinct.size).astype(np.int64)
+
+        people = None if self.people is None else added(self.people)
+        if packed:
+            return CountTable.of_keys(self.columns, widths, distinct, added(self.rows), people)
+        one = np.empty(distinct.size, dtype=np.intp)
+        one[inverse] = np.arange(inverse.size)  # a tuple of each key
+        return CountTable.of(self.columns, [c[one] for c in codes], added(self.rows), people)
+
     def tuple_ids(self, columns: Sequence[str]) -> tuple[np.ndarray, int]:
         """For each tuple, the id of its projection on ``columns`` (a prefix or any subset), and
         how many distinct projections there are: the classes of a (class, value) table."""
@@ -160,6 +183,27 @@ def mixed_radix_strides(widths: Sequence[int]) -> list[int]:
     return np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
 
 
+def tuple_keys(codes: Sequence[np.ndarray], widths: Sequence[int]) -> tuple[np.ndarray, bool]:
+    """One int64 key a tuple, the codes in mixed radix (each column's in ``[0, width)``), so
+    that tuples compare as their keys do; and whether the key is that mixed radix throughout.
+    Where the product of the widths would overflow, the key of the columns so far is renumbered
+    first (order kept), so the last column is always its last digit.
+
+    >>> keys, packed = tuple_keys([np.array([1, 0]), np.array([2, 1])], [2, 3])
+    >>> keys.tolist(), packed
+    ([5, 1], True)
+    """
+    key = np.zeros(codes[0].size if codes else 0, dtype=np.int64)
+    space, packed = 1, True
+    for column, width in zip(codes, widths, strict=True):
+        if space * width >= 2**63:
+            distinct, key = np.unique(key, return_inverse=True)
+            space, packed = distinct.size, False
+        key = key * width + column
+        space *= width
+    return key, packed
+
+
 def _sorted_ids(keys: np.ndarray) -> tuple[np.ndarray, int]:
     """Dense ids 0..m-1 for ascending ``keys``, and m: a running count of changes."""
     if not keys.size:
@@ -179,6 +223,33 @@ def _compact(mixed: np.ndarray, space: int) -> tuple[np.ndarray, int]:
         return remap[mixed], int(present.sum())
     codes, uniques = pd.factorize(mixed)
     return codes.astype(np.int64, copy=False), len(uniques)
+
+
+class RecentTables:
+    """The last few count tables an engine gave, by column set: a report asks for the
+    quasi-identifiers' classes for k and again for each sensitive attribute, and the checks of
+    an anonymization ask for them once more. A table counted with people also answers a
+    question without them. A column alone is cheap to count again, and is not kept: a report
+    asks for every column, which would push out the tables worth keeping."""
+
+    def __init__(self, kept: int = 2):
+        self._kept = kept
+        self._tables: dict[tuple[str, ...], CountTable] = {}
+
+    def get(self, columns: Sequence[str], people: bool) -> CountTable | None:
+        found = self._tables.get(tuple(columns))
+        if found is None or (people and found.people is None):
+            return None
+        return found if people or found.people is None else replace(found, people=None)
+
+    def keep(self, table: CountTable) -> CountTable:
+        if len(table.columns) < 2:
+            return table
+        self._tables.pop(table.columns, None)
+        self._tables[table.columns] = table
+        while len(self._tables) > self._kept:
+            self._tables.pop(next(iter(self._tables)))
+        return table
 
 
 @dataclass(frozen=True)
@@ -227,10 +298,6 @@ class Engine(Protocol):
 
     def duplicate_rows(self) -> int:
         """Rows identical (on every column) to an earlier row."""
-
-    def partition_fingerprint(self, column: str) -> bytes:
-        """A digest equal for two columns exactly when they group the rows the same way (the
-        combination search leaves the second of such twins out)."""
 
     def recode(self, plan: RecodePlan) -> Engine:
         """The table with ``plan`` applied (people stay who they were)."""

@@ -95,19 +95,6 @@ class DaskEngine:
     def duplicate_rows(self) -> int:
         return self._rows - int(self._frame[_ROW].nunique().compute())
 
-    def partition_fingerprint(self, column: str) -> bytes:
-        # Each row is labelled by the smallest row hash of its class, and the fingerprint sums
-        # a mix of each row's hash with its label: equal partitions, equal labels row by row.
-        # (Per class alone, {0, 3}, {1, 2} and {0, 2}, {1, 3} could give the same labels.)
-        # Identical rows share a hash, and fall in one class of any column.
-        rows = self._frame[[column, _ROW]]
-        first = rows.groupby(column, dropna=False)[_ROW].min().rename("__fedbroker_first")
-        labelled = rows.merge(first.to_frame(), left_on=column, right_index=True, how="left")
-        mixed = labelled.map_partitions(_mix_labels, meta=("mixed", "u8")).sum()
-        classes = first.shape[0]
-        total, count = dask.compute(mixed, classes)
-        return f"{int(count)}:{int(total) % 2**64}".encode()
-
     def recode(self, plan: RecodePlan) -> DaskEngine:
         kept = [c for c in self._names if c not in plan.drop]
         frame = self._frame.drop(columns=[c for c in plan.drop if c in self._names])
@@ -255,16 +242,3 @@ def _random_ranks(partition: pd.DataFrame) -> pd.Series:
 
 def _shuffled(partition: pd.DataFrame) -> pd.DataFrame:
     return partition.sample(frac=1, random_state=np.random.default_rng()).reset_index(drop=True)
-
-
-def _mix_labels(part: pd.DataFrame) -> pd.Series:
-    """Each row's hash mixed with its class label (splitmix64's finalizer, in uint64 wrapping
-    arithmetic), so that a sum over rows tells labellings apart."""
-    rows = part[_ROW].to_numpy(dtype=np.uint64)
-    labels = part["__fedbroker_first"].to_numpy(dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        mixed = rows * np.uint64(0x9E3779B97F4A7C15) ^ labels
-        mixed ^= mixed >> np.uint64(31)
-        mixed *= np.uint64(0xBF58476D1CE4E5B9)
-        mixed ^= mixed >> np.uint64(27)
-    return pd.Series(mixed, index=part.index, dtype="uint64")

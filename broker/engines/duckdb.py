@@ -35,10 +35,12 @@ from broker.engines.base import (
     IDENTICAL_ROWS,
     PERSON_KEY,
     CountTable,
+    RecentTables,
     RecodePlan,
     dictionary_of,
     mixed_radix_strides,
 )
+from broker.engines.recoded import Recoded
 from broker.roles import require_columns
 
 _NAMES = itertools.count()  # unique names for the tables an engine creates on its connection
@@ -92,6 +94,7 @@ class DuckDBEngine:
         self._rows: int | None = None
         self._dictionaries: dict[str, pd.Series] = {}
         self._dictionary_tables: dict[str, str] = {}
+        self._recent = RecentTables()
         # Text columns of the copy stored as DuckDB ENUMs: grouped as small integers, coded by
         # enum_code() (a missing value, which an ENUM cannot hold, has the dictionary's last code).
         self._enums: dict[str, str] = {}
@@ -181,8 +184,8 @@ class DuckDBEngine:
         # 128 MiB, and 512 MiB of a bulk free): the broker's own arrays come next.
         con.sql("SET allocator_flush_threshold = '16MB'")
         con.sql("SET allocator_bulk_deallocation_flush_threshold = '16MB'")
-        # Row order does not matter (a partition fingerprint compares rowids within one table),
-        # and not keeping it lets DuckDB stream under a lower memory limit.
+        # Row order does not matter (counts do not see it, and what leaves is shuffled), and not
+        # keeping it lets DuckDB stream under a lower memory limit.
         con.sql("SET preserve_insertion_order = false")
         if frame is not None:
             reader = f"__fedbroker_frame_{next(_NAMES)}"
@@ -274,38 +277,20 @@ class DuckDBEngine:
         query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._loaded()}"
         return int(self._con.execute(query).fetchall()[0][0])
 
-    def partition_fingerprint(self, column: str) -> bytes:
-        # Each row is labelled by the first row of its class: equal partitions, equal labels,
-        # row by row (the sum hashes each row's id with its label: two partitions whose labels
-        # are the same multiset, such as {0, 3}, {1, 2} and {0, 2}, {1, 3}, differ).
-        query = (
-            f"SELECT count(DISTINCT first), sum(hash(rowid, first)::HUGEINT) FROM (SELECT rowid, "
-            f"min(rowid) OVER (PARTITION BY {_quote(column)}) AS first FROM {self._loaded()})"
-        )
-        distinct, total = self._con.execute(query).fetchall()[0]
-        return f"{distinct}:{total}".encode()
-
-    def recode(self, plan: RecodePlan) -> DuckDBEngine:
-        kept = [c for c in self._names if c not in plan.drop]
-        parts, joins = [], []
-        for name in kept:
-            labels = plan.labels.get(name)
-            if not labels:
-                parts.append(f"t.{_quote(name)}")
-                continue
-            alias = f"__fedbroker_labels_{next(_NAMES)}"
-            table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-            self._con.register(alias, table)
-            joins.append(
-                f"LEFT JOIN {alias} ON t.{_quote(name)} IS NOT DISTINCT FROM {alias}.value"
-            )
-            parts.append(f"COALESCE({alias}.label, t.{_quote(name)}) AS {_quote(name)}")
-        key = f", t.{_KEY}" if self._person_key else ""
+    def recode(self, plan: RecodePlan) -> Recoded | DuckDBEngine:
+        """The recoded table, seen through this engine's counts (:class:`Recoded`: no row is
+        read again or copied, and :func:`write` applies the plan as it streams the rows out);
+        with a person key, whose rows may merge into one tuple, the rows recoded into a table
+        of their own."""
+        if not self._person_key:
+            return Recoded(self, plan)
+        selected, joins = self._relabelled(plan)
         target = f"__fedbroker_recoded_{next(_NAMES)}"
         self._con.sql(
-            f"CREATE TABLE {target} AS SELECT {', '.join(parts)}{key}, t.{_ROW} "
-            f"FROM {self._loaded()} t {' '.join(joins)}"
+            f"CREATE TABLE {target} AS SELECT {selected}, t.{_KEY}, t.{_ROW} "
+            f"FROM {self._loaded()} t {joins}"
         )
+        kept = [c for c in self._names if c not in plan.drop]
         return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
 
     def profile(self) -> ValueProfile:
@@ -342,6 +327,26 @@ class DuckDBEngine:
         except duckdb.Error as error:
             raise DatasetError(str(error).splitlines()[0]) from None
 
+    def _relabelled(self, plan: RecodePlan) -> tuple[str, str]:
+        """SQL selecting the columns ``plan`` keeps from rows ``t``, each value replaced by its
+        label where the plan names one, and the joins that need (one label table a column)."""
+        selected, joins = [], []
+        for name in self._names:
+            if name in plan.drop:
+                continue
+            labels = plan.labels.get(name)
+            if not labels:
+                selected.append(f"t.{_quote(name)}")
+                continue
+            alias = f"__fedbroker_labels_{next(_NAMES)}"
+            table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
+            self._con.register(alias, table)
+            joins.append(
+                f"LEFT JOIN {alias} ON t.{_quote(name)} IS NOT DISTINCT FROM {alias}.value"
+            )
+            selected.append(f"COALESCE({alias}.label, t.{_quote(name)}) AS {_quote(name)}")
+        return ", ".join(selected), " ".join(joins)
+
     def _memory_limit(self) -> str:
         return str(self._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
 
@@ -376,11 +381,14 @@ class DuckDBEngine:
         return self._table
 
     def _count_table(self, columns: list[str], people: bool) -> CountTable:
+        found = self._recent.get(columns, people)
+        if found is not None:
+            return found
         counted = self._pass_answering(columns, people)
         if counted is not None:
-            return counted.count_table(columns, people)
+            return self._recent.keep(counted.count_table(columns, people))
         rows, persons, codes = self._grouped(columns, people, coded=True)
-        return CountTable.of(columns, codes, rows, persons)
+        return self._recent.keep(CountTable.of(columns, codes, rows, persons))
 
     def _dictionary_table(self, column: str) -> str:
         """A DuckDB table numbering the column's distinct values (``v``, ``code``, rows ``n``),
@@ -738,11 +746,11 @@ class _Pass:
 _COPY_FORMATS = {"csv": "FORMAT csv, HEADER true, DELIMITER ','", "parquet": "FORMAT parquet"}
 
 
-def write(engine: DuckDBEngine, path: str | Path, fmt: str, shuffle: bool = True) -> None:
+def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: bool = True) -> None:
     """Write the table ``engine`` holds (its columns, in order) to ``path`` as ``fmt`` ("csv",
     comma-delimited with a header, or "parquet"), by DuckDB's ``COPY``: the rows stream from
-    its source (or its recoded copy) to the file, spilling to disk under the memory limit,
-    never through Python.
+    its source (or its copy) to the file, a recode plan applied on the way, spilling to disk
+    under the memory limit, never through Python.
 
     ``shuffle`` writes them in a fresh random order (an out-of-core sort on ``random()``), so
     that two releases of one table cannot be lined up by position. A file it cannot write is
@@ -750,12 +758,17 @@ def write(engine: DuckDBEngine, path: str | Path, fmt: str, shuffle: bool = True
     """
     if fmt not in _COPY_FORMATS:
         raise ValueError(f"The duckdb engine writes {sorted(_COPY_FORMATS)}, not {fmt!r}")
-    columns = ", ".join(_quote(name) for name in engine.columns)
+    source, plan = engine, RecodePlan()
+    if isinstance(engine, Recoded):
+        source, plan = engine.source, engine.recode_plan
+    if not isinstance(source, DuckDBEngine):
+        raise TypeError(f"The duckdb engine writes its own tables, not {type(source).__name__}")
+    selected, joins = source._relabelled(plan)
     order = " ORDER BY random()" if shuffle else ""
-    rows = engine._table or engine._source
+    rows = source._table or source._source
     try:
-        engine._con.sql(
-            f"COPY (SELECT {columns} FROM {rows}{order}) TO {_text(str(path))} "
+        source._con.sql(
+            f"COPY (SELECT {selected} FROM {rows} t {joins}{order}) TO {_text(str(path))} "
             f"({_COPY_FORMATS[fmt]})"
         )
     except duckdb.IOException as error:  # a folder that does not exist, no permission, ...

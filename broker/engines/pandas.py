@@ -6,7 +6,6 @@ Columns are coded once (:mod:`broker.engines.codes`) and every count table is re
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan
+from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecentTables, RecodePlan
 from broker.engines.codes import (
     Grouping,
     combine,
@@ -99,7 +98,7 @@ class PandasEngine:
         self._person_key = person_key
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
-        self._recent_tables: dict[tuple[tuple[str, ...], bool], CountTable] = {}
+        self._recent_tables = RecentTables(_RECENT_GROUPINGS)
 
     @property
     def columns(self) -> list[str]:
@@ -139,7 +138,7 @@ class PandasEngine:
     def _count_table(self, columns: tuple[str, ...], people: bool) -> CountTable:
         """One count table, kept among the recent ones: a report asks for the quasi-identifiers'
         classes for k and again for each sensitive attribute."""
-        found = self._recent_tables.get((columns, people))
+        found = self._recent_tables.get(columns, people)
         if found is None:
             self._encode(columns)
             # People first: hashing whole rows is the report's largest transient, and is best
@@ -153,9 +152,7 @@ class PandasEngine:
                 self._codes_of(columns, grouping),
                 prefix and (prefix[0], _prefix_ids(prefix[1], grouping)),
             )
-            self._recent_tables[(columns, people)] = found
-            while len(self._recent_tables) > _RECENT_GROUPINGS:
-                self._recent_tables.pop(next(iter(self._recent_tables)))
+            self._recent_tables.keep(found)
         return found
 
     def _codes_of(self, columns: tuple[str, ...], grouping: Grouping) -> dict:
@@ -218,14 +215,6 @@ class PandasEngine:
 
     def duplicate_rows(self) -> int:
         return self._rows - self.rows_grouping().categories
-
-    def partition_fingerprint(self, column: str) -> bytes:
-        # Same partition of the rows <=> same codes, since codes number values by first row.
-        grouping = self.grouping([column])
-        return (
-            grouping.categories.to_bytes(8, "little")
-            + hashlib.sha1(grouping.codes.tobytes()).digest()
-        )
 
     def recode(self, plan: RecodePlan) -> PandasEngine:
         frame = self.frame.drop(columns=[c for c in plan.drop if c in self.frame.columns])

@@ -7,11 +7,17 @@ combination identifies, its supersets are not reported: the answer is the minima
 
 The search is bounded, because the number of combinations explodes with the width of a table
 (80 columns have 1.6 million combinations of 4): a constant column, or a column that groups the
-rows exactly as an earlier one, is left out of combinations (it cannot make one minimal); a level
+rows exactly as an earlier one (its *twin*), is left out of combinations (it cannot make one
+minimal); a level
 (all combinations of one size) is searched only while the evaluations so far and the level's stay
 within :data:`MAX_EVALUATIONS` and :data:`MAX_CELLS` (rows x evaluations); and at most
 :data:`MAX_REPORTED` combinations are listed. :class:`CombinationSearch` says how far the search
 went and why it stopped.
+
+Twins are found from counts, like everything else: two columns group the rows alike exactly when
+their pair has as many distinct tuples as each alone, and only columns whose values have the same
+sizes (the same multiset of counts, known from the first level) can be twins. The pairs checked
+are pairs the second level measures anyway, so their sizes are kept for it.
 """
 
 from __future__ import annotations
@@ -89,10 +95,13 @@ def identifying_combinations(
         raise ValueError(f"The unique-row threshold must be in (0, 1], got {unique_threshold}")
     found: list[IdentifyingCombination] = []
     identifying: list[frozenset[str]] = []
-    combinable = _combinable(engine, columns)
     evaluations, searched, note = 0, 0, None
+    pool: list[str] = list(columns)
+    known: dict[tuple[str, ...], np.ndarray] = {}  # sizes counted ahead (the twin checks)
+    alone: dict[str, np.ndarray] = {}  # the first level's sizes, which say who can be twins
     for size in range(1, min(max_size, len(columns)) + 1):
-        pool = columns if size == 1 else combinable
+        if size == 2:
+            pool = _combinable(columns, alone, engine, known, MAX_EVALUATIONS - evaluations)
         # A set can only contain a smaller identifying set, so one level's candidates are known
         # before any of them is measured, and can be measured in any order (or in parallel).
         level = math.comb(len(pool), size)
@@ -108,16 +117,19 @@ def identifying_combinations(
         candidates = [
             combo
             for combo in subsets(pool, size)
-            if not any(known <= frozenset(combo) for known in identifying)
+            if not any(known_set <= frozenset(combo) for known_set in identifying)
         ]
         evaluations += len(candidates)
-        for combo, counts in zip(candidates, engine.tuple_sizes(candidates), strict=True):
+        for combo, counts in zip(candidates, _sizes(engine, candidates, known), strict=True):
+            if size == 1:
+                alone[combo[0]] = counts
             unique_share = float(np.count_nonzero(counts == 1)) / engine.rows
             # Every row distinct is the identifier class; only what identifies is measured.
             if counts.size == engine.rows or unique_share >= unique_threshold:
                 measure = mmaq_from_counts(counts)
                 identifying.append(frozenset(combo))
                 found.append(IdentifyingCombination(combo, unique_share, measure))
+        known.clear()  # what was counted ahead and not asked (a superset of an identifying set)
         searched = size
     if len(found) > MAX_REPORTED:
         extra = f"{len(found) - MAX_REPORTED:,} more identifying combinations are not listed"
@@ -128,15 +140,39 @@ def identifying_combinations(
     return found[:MAX_REPORTED], search
 
 
-def _combinable(engine: Engine, columns: Sequence[str]) -> list[str]:
-    """The columns worth combining: not constant, not grouping rows as an earlier one does."""
-    kept, seen = [], set()
-    for name in columns:
-        if len(engine.dictionary(name)) < 2:
-            continue
-        fingerprint = engine.partition_fingerprint(name)
-        if fingerprint in seen:
-            continue
-        seen.add(fingerprint)
-        kept.append(name)
-    return kept
+def _sizes(
+    engine: Engine, column_sets: list[tuple[str, ...]], known: dict[tuple[str, ...], np.ndarray]
+) -> list[np.ndarray]:
+    """The tuple sizes of each set, those counted ahead taken from ``known`` (and let go)."""
+    missing = [columns for columns in column_sets if columns not in known]
+    counted = dict(zip(missing, engine.tuple_sizes(missing), strict=True)) if missing else {}
+    return [counted[c] if c in counted else known.pop(c) for c in column_sets]
+
+
+def _combinable(
+    columns: Sequence[str],
+    alone: dict[str, np.ndarray],
+    engine: Engine,
+    known: dict[tuple[str, ...], np.ndarray],
+    budget: int,
+) -> list[str]:
+    """The columns worth combining: not constant, not a twin of an earlier column.
+
+    Columns group the rows alike exactly when their pair has as many tuples as each alone, and
+    only columns with the same multiset of value sizes (``alone``: each column's) can: those
+    pairs are counted (at most ``budget`` of them, else twins stay in) and kept in ``known`` for
+    the second level.
+    """
+    varying = [name for name in columns if alone[name].size > 1]
+    alike: dict[bytes, list[str]] = {}
+    for name in varying:
+        alike.setdefault(np.sort(alone[name]).tobytes(), []).append(name)
+    pairs = [pair for group in alike.values() for pair in subsets(group, 2)]
+    if not pairs or len(pairs) > budget:
+        return varying
+    known.update(zip(pairs, engine.tuple_sizes(pairs), strict=True))
+    twins = {b for a, b in pairs if known[(a, b)].size == alone[a].size}
+    for a, b in pairs:
+        if a in twins or b in twins:
+            del known[(a, b)]  # never a candidate: a twin is left out
+    return [name for name in varying if name not in twins]

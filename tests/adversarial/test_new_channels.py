@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.adversarial import judge
 from tests.adversarial.conftest import ADMIN, DESTINATION, settle
 from tests.adversarial.tables import (
     DIAGNOSES,
@@ -101,6 +102,44 @@ def test_out_of_core_names_and_phone_numbers_in_a_note(out_of_core_broker, anony
         known=["age_band", "sex", "note"],
         secrets=spoken + names[:20],
     )
+
+
+def test_out_of_core_look_alike_values_leave_as_they_were_measured(out_of_core_broker):
+    """Out of core, the remedy is verified and measured from the first pass's counts (nothing
+    is read again) while the delivery applies the plan to the rows as DuckDB streams them out.
+    Values that differ only by a leading zero, a space, a case, a zero-width character or the
+    Unicode form of a letter are distinct categories to both: if one of them missed its label
+    on the way out, it would leave as a class the broker never measured. The delivered bytes
+    must hold the classes the broker reported, k included."""
+    r = rng(71)
+    ages = [*(str(a) for a in range(18, 90)), "034", " 34", "34 ", "00"]
+    cities = ["Dakar", "Dakar ", "dakar", "Dakar\u200b", "Thi\u00e8s", "Thie\u0300s", "Kaolack"]
+    frame = pd.DataFrame(
+        {
+            "age": r.choice(ages, 900),
+            "city": r.choice(cities, 900),
+            "sex": r.choice(["F", "M"], 900),
+            "diagnosis": r.choice(DIAGNOSES, 900),
+        }
+    )
+    answer = out_of_core_broker.send(
+        csv_bytes(frame),
+        quasi_identifiers="age,city,sex",
+        sensitive="diagnosis",
+        anonymize="auto",
+    )
+    assert answer["status"] == "approved", answer["rules"]
+    assert answer["dataset"]["anonymized"]
+    headers, body = settle(out_of_core_broker, answer, known=["age", "city", "sex"])
+    delivered = judge.parse(headers["content-type"], body)
+    reported = answer["report"]["quasi_identifiers"]
+    kept = [c for c in reported["attributes"] if c in delivered.columns]
+    sizes = judge.keyed(delivered[kept]).groupby(kept, dropna=False).size()
+    assert len(delivered) == answer["report"]["rows"] == 900
+    assert (int(sizes.min()), len(sizes)) == (reported["k"], reported["equivalence_classes"])
+    for attribute in answer["report"]["attributes"]:
+        column = delivered[attribute["name"]]
+        assert column.nunique(dropna=False) == attribute["categories"], attribute["name"]
 
 
 def test_out_of_core_a_pandas_index_column_is_refused_not_delivered(out_of_core_broker):

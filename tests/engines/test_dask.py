@@ -60,20 +60,3 @@ def test_a_person_key_counts_people_on_the_cluster_as_in_memory(client):
     theirs = report_of(in_memory, ["age", "sex"], ["disease"], max_combination_size=0)
     assert ours.people_counted_by == "person_key"
     assert close(ours.as_dict(), theirs.as_dict())
-
-
-def test_partitions_whose_class_labels_coincide_have_different_fingerprints(client):
-    # (b, a, a, b) groups rows {0, 3}, {1, 2}; (b, a, b, a) groups {0, 2}, {1, 3}: per class,
-    # (smallest row hash, size) can coincide; row by row they differ. Missing values are one
-    # class, as everywhere.
-    frame = pd.DataFrame(
-        {
-            "id": ["r0", "r1", "r2", "r3", "r4"],
-            "c2": ["b", "a", "a", "b", None],
-            "c3": ["b", "a", "b", "a", None],
-            "c4": ["x", "y", "y", "x", None],
-        }
-    )
-    engine = DaskEngine.from_dask(dd.from_pandas(frame, npartitions=2))
-    c2, c3, c4 = (engine.partition_fingerprint(c) for c in ("c2", "c3", "c4"))
-    assert c2 != c3 and c2 == c4

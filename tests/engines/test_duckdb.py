@@ -258,12 +258,3 @@ def test_planned_counts_keep_the_contract(columns):
     engine.plan([["c0"], ["c1"], ["c0", "c1"], ["c2"], []])
     _assert_same_counts(frame, engine)
     _assert_same_report(frame, engine, ["c0", "c1"], ["c2"])
-
-
-def test_partitions_whose_labels_are_the_same_multiset_have_different_fingerprints():
-    # Found by the property above: (b, a, a, b) groups rows {0, 3}, {1, 2}; (b, a, b, a) groups
-    # {0, 2}, {1, 3}; each labels two rows 0 and two rows 1 by their class's first row.
-    frame = pd.DataFrame({"c2": list("baab"), "c3": list("baba"), "c4": list("abba")})
-    engine = DuckDBEngine.from_frame(frame)
-    c2, c3, c4 = (engine.partition_fingerprint(c) for c in frame.columns)
-    assert c2 != c3 and c2 == c4
