@@ -42,12 +42,12 @@ class BrokerKeys:
 
     def verify(self, header: str | None, headers: dict[str, str]) -> str:
         """Verify a delivery's signature (over its headers, the body's SHA-256 among them);
-        fetch the broker's keys once on an unknown key id."""
+        fetch the broker's keys once on an unknown key id. Deliveries that arrive together
+        with a new key id wait for one fetch and are all checked against what it pinned."""
         try:
             return verify(header, headers, self._keys)
         except UnknownKey:
-            if not self.refresh():
-                raise
+            self.refresh()  # or another delivery's refresh pinned it while this one waited
         return verify(header, headers, self._keys)
 
     def refresh(self) -> bool:

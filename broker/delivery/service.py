@@ -48,7 +48,10 @@ if TYPE_CHECKING:  # types only: this module does not depend on the web layer
 
 log = logging.getLogger("broker.delivery")
 
-RETRYABLE = {408, 429}
+# Answers that can mend themselves: a member refusing a signature (401) may not have pinned a key
+# the broker just rotated in (it fetches the broker's keys at most every 30 s); a timeout; a
+# member asking to slow down. Any other 4xx is final.
+RETRYABLE = {401, 408, 429}
 ACTOR = "broker"
 
 

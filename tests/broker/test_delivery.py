@@ -163,6 +163,15 @@ def test_retries_stop_at_the_bound_and_fail_with_the_reason(broker, inbox):
     assert "HTTP 502" in state["last_error"]
 
 
+def test_a_refused_signature_is_retried(broker, inbox):
+    # A member that has not pinned a key the broker just rotated in answers 401 until it does.
+    inbox.answers = [401]
+    transfer_id = approved(broker)
+    drain(broker)
+    state = delivery(broker, transfer_id)
+    assert (state["status"], state["attempts"]) == ("delivered", 2)
+
+
 def test_client_error_is_final(broker, inbox):
     inbox.answers = [400]
     transfer_id = approved(broker)

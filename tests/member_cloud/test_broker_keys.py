@@ -1,5 +1,8 @@
 """A member pins the broker's keys and fetches them again when a delivery names a new one."""
 
+import threading
+import time
+
 import pytest
 
 from broker.delivery.keyring import KeyRing, generate
@@ -40,6 +43,41 @@ def test_a_rotation_at_the_broker_reaches_the_member(tmp_path, monkeypatch):
     # Pinned on disk: a restarted member verifies without the broker.
     offline = BrokerKeys(tmp_path / "member" / "broker-keys.json", fetch=None)
     assert offline.verify(rotated.sign(HEADERS), HEADERS) == rotated.active_id
+
+
+def test_deliveries_arriving_together_with_a_new_key_all_verify(tmp_path):
+    """Found under load: the first delivery signed with a key the member had not pinned
+    fetched the keys; a second one, waiting meanwhile, was refused (one fetch per 30 s) and
+    the broker gave that delivery up. Both must verify against what the one fetch pinned."""
+    ring = KeyRing.load(tmp_path / "broker", create=True)
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow_fetch():
+        calls.append(1)
+        started.set()
+        release.wait(5)
+        return ring.jwks()
+
+    keys = BrokerKeys(tmp_path / "keys.json", slow_fetch)
+    results = []
+
+    def deliver():
+        try:
+            results.append(keys.verify(ring.sign(HEADERS), HEADERS))
+        except SignatureError as error:
+            results.append(error)
+
+    first = threading.Thread(target=deliver)
+    first.start()
+    started.wait(5)
+    second = threading.Thread(target=deliver)
+    second.start()
+    time.sleep(0.1)  # the second waits on the first's fetch
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert results == [ring.active_id, ring.active_id]
+    assert len(calls) == 1
 
 
 def test_strict_pinning_never_fetches(tmp_path):
