@@ -6,6 +6,9 @@ threads send ``--rows``-row CSV transfers from Senegal to France for ``--seconds
 prints throughput, latency percentiles and errors, waits for every approved transfer to be
 delivered, and checks the French inbox: each approved transfer exactly once.
 
+It also says where the machine's CPU went per decision (the broker, the member clouds, the
+clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow.
+
 Baselines, in the same run: the same decision's pure computation in this process
 (``broker.fsla.decide.measure`` on the same table); and the floor of the machine: the same
 clients sending the same requests for as long to a trivial FastAPI endpoint (:data:`floor_app`:
@@ -96,9 +99,14 @@ def main() -> None:
                 f"broker ({args.workers} workers) on {url.split('@')[-1]}; {args.clients} clients "
                 f"for {args.seconds:g} s, {args.rows}-row CSV transfers SN -> FR"
             )
+            members = [p.pid for p in federation.processes if p.pid != broker_pid]
             cpu = _cpu_seconds(broker_pid)
+            member_cpu = sum(_cpu_seconds(pid) for pid in members)
+            machine, clients = _machine_busy_seconds(), _own_cpu_seconds()
             results = _drive(broker_url, key, body, args.clients, args.seconds)
             cpu = _cpu_seconds(broker_pid) - cpu
+            member_cpu = sum(_cpu_seconds(pid) for pid in members) - member_cpu
+            machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
             inside = _broker_seconds(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
@@ -112,6 +120,15 @@ def main() -> None:
             print(
                 f"the broker's processes used {cpu / max(len(results), 1) * 1000:.1f} ms of CPU "
                 "per decision (its deliveries included)"
+            )
+            per = 1000 / max(len(results), 1)
+            print(
+                f"the whole machine was busy {machine * per:.1f} ms of CPU per decision: the "
+                f"broker {cpu * per:.1f}, the two member clouds {member_cpu * per:.1f}, the "
+                f"clients {clients * per:.1f}, the rest (PostgreSQL, the system) "
+                f"{(machine - cpu - member_cpu - clients) * per:.1f}; on "
+                f"{os.cpu_count()} cores that allows at most "
+                f"{os.cpu_count() / max(machine / max(len(results), 1), 1e-9):.0f} decisions/s"
             )
             print(
                 f"inside the broker, reading, deciding and recording took {inside * 1000:.1f} ms "
@@ -180,6 +197,22 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
     own = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
     return own + sum(_cpu_seconds(int(child)) for child in children)
+
+
+def _machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent busy so far (all but idle and I/O wait)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:  # not Linux
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_seconds() -> float:
+    """This process's CPU seconds so far: the client threads."""
+    times = os.times()
+    return times.user + times.system
 
 
 def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float):

@@ -229,11 +229,17 @@ class RecentTables:
     """The last few count tables an engine gave, by column set: a report asks for the
     quasi-identifiers' classes for k and again for each sensitive attribute, and the checks of
     an anonymization ask for them once more. A table counted with people also answers a
-    question without them. A column alone is cheap to count again, and is not kept: a report
-    asks for every column, which would push out the tables worth keeping."""
+    question without them.
 
-    def __init__(self, kept: int = 2):
+    Kept: at most ``kept`` tables of several columns, holding at most ``max_tuples`` tuples
+    together. A column alone is cheap to count again (and a report asks for every column,
+    which would push out the tables worth keeping); a table of millions of tuples, out of core,
+    would hold its codes in memory for as long as it is kept, so it is not kept.
+    """
+
+    def __init__(self, kept: int = 2, max_tuples: int = 1 << 21):
         self._kept = kept
+        self._max_tuples = max_tuples
         self._tables: dict[tuple[str, ...], CountTable] = {}
 
     def get(self, columns: Sequence[str], people: bool) -> CountTable | None:
@@ -243,11 +249,14 @@ class RecentTables:
         return found if people or found.people is None else replace(found, people=None)
 
     def keep(self, table: CountTable) -> CountTable:
-        if len(table.columns) < 2:
+        if len(table.columns) < 2 or table.size > self._max_tuples:
             return table
         self._tables.pop(table.columns, None)
         self._tables[table.columns] = table
-        while len(self._tables) > self._kept:
+        while (
+            len(self._tables) > self._kept
+            or sum(t.size for t in self._tables.values()) > self._max_tuples
+        ):
             self._tables.pop(next(iter(self._tables)))
         return table
 
