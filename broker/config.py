@@ -120,6 +120,13 @@ class Settings(BaseSettings):
         "removed (a process that died left them); checked every `spool_sweep_seconds`",
     )
     spool_sweep_seconds: float = Field(600, gt=0)
+    negotiation_timeout_seconds: float = Field(
+        7 * 24 * 3600.0,
+        gt=0,
+        description="A contract negotiation that waits longer than this for its next message "
+        "is ended by the broker (checked every `negotiation_sweep_seconds`)",
+    )
+    negotiation_sweep_seconds: float = Field(60.0, gt=0)
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(

@@ -8,7 +8,8 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     ├── Forbidden                  403 forbidden
     ├── NotFound                   404 not-found
     ├── Conflict                   409 conflict
-    │   └── IdempotencyKeyReused   409 idempotency-key-reused
+    │   ├── IdempotencyKeyReused   409 idempotency-key-reused
+    │   └── InvalidTransition      409 invalid-transition (a negotiation's state refuses it)
     ├── VersionMismatch            412 version-mismatch (If-Match names another version)
     ├── PayloadTooLarge            413 payload-too-large
     ├── UnsupportedMediaType       415 unsupported-media-type
@@ -97,6 +98,13 @@ class Conflict(BrokerError):
 
 class IdempotencyKeyReused(Conflict):
     type, title = "idempotency-key-reused", "Idempotency key reused with another request"
+
+
+class InvalidTransition(Conflict):
+    """A negotiation message its current state does not accept (or not from this party); the
+    detail names the state and what it accepts."""
+
+    type, title = "invalid-transition", "Not allowed in the negotiation's current state"
 
 
 class VersionMismatch(BrokerError):

@@ -17,6 +17,7 @@ from sqlalchemy.orm import sessionmaker
 from broker.admins.router import router as admins_router
 from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
+from broker.catalog.router import router as catalog_router
 from broker.config import Settings, get_settings
 from broker.db import make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.delivery.keyring import KeyRing
@@ -26,6 +27,7 @@ from broker.errors import install_handlers
 from broker.health import router as health_router
 from broker.members.router import router as members_router
 from broker.monitoring import Monitoring
+from broker.negotiations.router import router as negotiations_router
 from broker.policies import service as policies
 from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
@@ -136,6 +138,8 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         policies_router,
         members_router,
         transfers_router,
+        catalog_router,
+        negotiations_router,
         analysis_router,
         audit_router,
         admins_router,

@@ -2,16 +2,24 @@
 
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
+from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
 from broker.members.models import Member
+from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
 from broker.transfers.models import Release, Transfer, TransferJob
 
 __all__ = [
     "Administrator",
+    "Agreement",
     "AuditEntry",
+    "CatalogDataset",
+    "CatalogVersion",
     "Delivery",
     "Member",
+    "Negotiation",
+    "NegotiationEvent",
+    "Notification",
     "PolicyVersion",
     "Release",
     "Transfer",

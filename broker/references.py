@@ -19,12 +19,12 @@ import os
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from broker.canonical import sha256_of
 from broker.config import Settings
 from broker.datasets import DatasetError
 from broker.engines.base import Engine
 from broker.errors import Forbidden, InvalidDataset, Unprocessable
 from broker.tables import Table, Written, declare_roles
+from broker.wire.canonical import sha256_of
 
 REFERENCE = "reference"  # the delivered document's format
 MEDIA_TYPE = "application/vnd.fedbroker.reference+json"

@@ -1,4 +1,5 @@
-"""The demo scenario: three transfers between member clouds that show the three decisions.
+"""The demo scenario: transfers between member clouds that show the three decisions, then a
+negotiated exchange through the federation's catalog.
 
 Run by ``make demo`` (through ``demo.federation``) and by the ``scenario`` service of
 docker-compose, with the same command and variables:
@@ -9,8 +10,9 @@ docker-compose, with the same command and variables:
 
 (``SCENARIO_MEMBER_TOKEN``: the member clouds' ``MEMBER_LOCAL_TOKEN``, when they have one.)
 
-It talks to the member clouds' own APIs (upload a dataset, ask for a transfer, read the inbox),
-as an operator of each cloud would, and prints what was decided and why.
+It talks to the member clouds' own APIs (upload a dataset, ask for a transfer, read the inbox,
+publish in the catalog, negotiate), as an operator of each cloud would, and prints what was
+decided and why.
 """
 
 from __future__ import annotations
@@ -100,8 +102,8 @@ def run(
     """Play every step; returns the broker's answers, with where each delivery ended up."""
     headers = {"Authorization": f"Bearer {member_token}"} if member_token else {}
     with httpx.Client(timeout=60, headers=headers) as http:
-        for member_url in {members[s.source] for s in STEPS}:
-            for name in sorted({s.dataset for s in STEPS}):
+        for member_url in {members[s.source] for s in [*STEPS, NEGOTIATED]}:
+            for name in sorted({s.dataset for s in [*STEPS, NEGOTIATED]}):
                 data = resources.files("demo.sample_data").joinpath(name).read_bytes()
                 answer = http.post(
                     f"{member_url}/datasets", files={"file": (name, data)}, data={"replace": "true"}
@@ -122,6 +124,7 @@ def run(
             )
             answer.raise_for_status()
             results.append({"step": step, "answer": answer.json()})
+        results.append(negotiate(http, members))
         with BrokerClient(broker_url, admin_token) as broker:
             for result in results:
                 result["answer"] = _settled(broker, result["answer"])
@@ -129,6 +132,87 @@ def run(
                     http, members.get(result["step"].destination), result["answer"]["id"]
                 )
     return results
+
+
+NEGOTIATED = Step(
+    "A negotiated exchange: fr-research finds sn-hospital's admissions in the catalog",
+    "sn-hospital",
+    "fr-research",
+    "admissions_2025.csv",  # 400 synthetic admissions: NIN, Name, Age, Gender, Region, Disease
+    "research",
+    anonymize="auto",
+)
+NEGOTIATED_QI = ["Age", "Gender", "Region"]
+
+
+def negotiate(http: httpx.Client, members: dict[str, str]) -> dict[str, Any]:
+    """sn-hospital publishes its admissions table in the catalog (the broker measures it, keeps
+    the figures); fr-research finds it and asks for it for research, for a year; sn-hospital
+    offers stricter terms than the records require (k = 5, and neither names nor national ids);
+    fr-research accepts and confirms once it has checked the broker's signature; sn-hospital
+    sends the table under the agreement, which the broker anonymizes to its terms."""
+    step = NEGOTIATED
+    provider, consumer = members[step.source], members[step.destination]
+
+    def call(method: str, url: str, **kwargs: Any) -> dict[str, Any]:
+        answer = http.request(method, url, **kwargs)
+        answer.raise_for_status()
+        return answer.json()
+
+    entry = call(
+        "POST",
+        f"{provider}/catalog",
+        json={
+            "dataset": step.dataset,
+            "title": "Hospital admissions in Senegal, 2025",
+            "description": "One row an admission: age, sex, region and the diagnosis",
+            "keywords": ["health", "admissions"],
+            "purposes": ["research", "public_health"],
+            "quasi_identifiers": NEGOTIATED_QI,
+            "sensitive": SENSITIVE,
+        },
+    )
+    found = call(
+        "GET", f"{consumer}/catalog", params={"provider": step.source, "q": "admissions senegal"}
+    )
+    [dataset] = [d for d in found["dcat:dataset"] if d["dct:identifier"] == entry["id"]]
+    asked = call(
+        "POST",
+        f"{consumer}/negotiations",
+        json={"dataset_id": entry["id"], "purpose": step.purpose, "retention_days": 365},
+    )
+    negotiation = asked["id"]
+    offered = call(
+        "POST",
+        f"{provider}/negotiations/{negotiation}/offer",
+        json={"terms": {"min_k": 5, "columns": [*NEGOTIATED_QI, *SENSITIVE]}},
+    )
+    call("POST", f"{consumer}/negotiations/{negotiation}/accept")
+    final = call("POST", f"{consumer}/negotiations/{negotiation}/verify")
+    answer = call(
+        "POST",
+        f"{provider}/transfers",
+        json={
+            "dataset": step.dataset,
+            "destination": step.destination,
+            "purpose": step.purpose,
+            "quasi_identifiers": NEGOTIATED_QI,
+            "sensitive": SENSITIVE,
+            "anonymize": step.anonymize,
+            "agreement_id": final["agreement_id"],
+        },
+    )
+    return {
+        "step": step,
+        "answer": answer,
+        "negotiation": {
+            "offers": dataset.get("odrl:hasPolicy", []),
+            "required": asked["required"]["terms"],
+            "offered": offered["offered"],
+            "states": [e["state"] for e in final["events"]],
+            "agreement": final["agreement_id"],
+        },
+    }
 
 
 def _settled(broker: BrokerClient, answer: dict, timeout: float = 30.0) -> dict:
@@ -156,6 +240,9 @@ def summary(results: list[dict[str, Any]]) -> str:
             f"{number}. {step.title}: {step.source} -> {step.destination}, purpose "
             f"{step.purpose!r}, anonymize={step.anonymize}"
         )
+        negotiation = result.get("negotiation")
+        if negotiation:
+            lines += _negotiation_lines(negotiation)
         lines.append(
             f"   decision: {answer['status'].upper()}   (policies "
             + ", ".join(f"{j} v{v}" for j, v in answer["policy_versions"].items())
@@ -198,8 +285,39 @@ def summary(results: list[dict[str, Any]]) -> str:
             else ""
         )
         lines.append(f"   delivery: {delivery['status']} {where}".rstrip())
+        if inbox and inbox.get("agreement"):
+            lines.append(
+                f"   under agreement {inbox['agreement']}; fr-research deletes it at "
+                f"{inbox['retain_until']}"
+            )
         lines.append("")
     return "\n".join(lines)
+
+
+def _terms(terms: dict[str, Any]) -> str:
+    asked = [
+        f"{label} {terms[name]}"
+        for name, label in (("min_k", "k >="), ("min_l", "l >="), ("max_t", "t <="))
+        if terms.get(name) is not None
+    ]
+    if terms.get("retention_days"):
+        asked.append(f"kept {terms['retention_days']} days")
+    return ", ".join(asked) + f"; columns {', '.join(terms['columns'])}"
+
+
+def _negotiation_lines(negotiation: dict[str, Any]) -> list[str]:
+    kinds = [
+        f"{o['odrl:permission'][0]['odrl:constraint'][0]['odrl:rightOperand']} "
+        f"{o['fedbroker:offerKind']}"
+        for o in negotiation["offers"]
+    ]
+    return [
+        f"   catalog: fr-research could get it for {', '.join(kinds) or 'nothing'}",
+        f"   the broker's terms: {_terms(negotiation['required'])}",
+        f"   sn-hospital offers: {_terms(negotiation['offered'])}",
+        f"   negotiation: {' -> '.join(negotiation['states'])} "
+        f"(agreement {negotiation['agreement']}, signed by the broker, checked by fr-research)",
+    ]
 
 
 def main() -> int:

@@ -197,11 +197,13 @@ class BrokerClient:
         dry_run: bool = False,
         idempotency_key: str | None = None,
         content_type: str | None = None,
+        agreement_id: str | None = None,
     ) -> dict[str, Any]:
         """Ask the broker to send a dataset to another member (member API key); its decision.
 
         ``quasi_identifiers=None`` lets the broker infer them. With ``idempotency_key`` a retry
         of the same request replays the first decision instead of making a second transfer.
+        ``agreement_id``: the agreement it is made under (see :meth:`negotiate`).
 
         ::
 
@@ -221,6 +223,8 @@ class BrokerClient:
             form["quasi_identifiers"] = qi
         if (sens := _columns(sensitive)) is not None:
             form["sensitive"] = sens
+        if agreement_id:
+            form["agreement_id"] = agreement_id
         headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
         file = (filename, data, content_type or "application/octet-stream")
         response = self._response(
@@ -270,6 +274,160 @@ class BrokerClient:
         if status is not None:
             params["status"] = status
         return self._request("GET", "/v1/transfers", params=params)
+
+    def report_erasure(self, transfer_id: str) -> dict[str, Any]:
+        """Tell the broker this member deleted what a transfer delivered to it."""
+        return self._request("POST", f"/v1/transfers/{_segment(transfer_id)}/erasure")
+
+    # --- the catalog -----------------------------------------------------------------------
+
+    def publish_dataset(self, description: dict[str, Any]) -> dict[str, Any]:
+        """Describe a dataset this member holds (never the data): the catalog entry, version 1.
+
+        ``description``: ``title``, ``description``, ``keywords``, ``columns`` (``name``,
+        ``role``: quasi_identifier, sensitive, person_key or other), ``rows``, ``format``,
+        ``purposes``.
+        """
+        return self._request("POST", "/v1/catalog/datasets", json=description)
+
+    def revise_dataset(
+        self, dataset_id: str, description: dict[str, Any], if_match: str | None = None
+    ) -> dict[str, Any]:
+        headers = {"If-Match": if_match} if if_match else None
+        path = f"/v1/catalog/datasets/{_segment(dataset_id)}"
+        return self._request("PUT", path, json=description, headers=headers)
+
+    def withdraw_dataset(self, dataset_id: str) -> None:
+        self._response("DELETE", f"/v1/catalog/datasets/{_segment(dataset_id)}")
+
+    def measure_dataset(
+        self,
+        dataset_id: str,
+        data: bytes | IO[bytes],
+        filename: str,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Have the broker measure the file an entry describes; it keeps the figures only."""
+        file = (filename, data, content_type or "application/octet-stream")
+        path = f"/v1/catalog/datasets/{_segment(dataset_id)}/measurement"
+        return self._request("POST", path, files={"file": file})
+
+    def catalog(
+        self,
+        jurisdiction: str | None = None,
+        purpose: str | None = None,
+        column: str | None = None,
+        keywords: str | None = None,
+        provider: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """A page of the catalog as JSON-LD (``dcat:dataset``, each with the offers this member
+        could get under ``odrl:hasPolicy`` and the purposes it could not under
+        ``fedbroker:refusal``)."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        for name, value in (
+            ("jurisdiction", jurisdiction),
+            ("purpose", purpose),
+            ("column", column),
+            ("q", keywords),
+            ("provider", provider),
+        ):
+            if value is not None:
+                params[name] = value
+        return self._request("GET", "/v1/catalog", params=params)
+
+    def catalog_dataset(self, dataset_id: str, version: int | None = None) -> dict[str, Any]:
+        params = {} if version is None else {"version": version}
+        path = f"/v1/catalog/datasets/{_segment(dataset_id)}"
+        return self._request("GET", path, params=params)
+
+    # --- negotiations and agreements -------------------------------------------------------
+
+    def negotiate(
+        self,
+        dataset_id: str,
+        purpose: str,
+        columns: Sequence[str] | None = None,
+        retention_days: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask for a catalogued dataset (the consumer): REQUESTED with the broker's terms, or
+        TERMINATED with the reason."""
+        body = {
+            "dataset_id": dataset_id,
+            "purpose": purpose,
+            "columns": None if columns is None else list(columns),
+            "retention_days": retention_days,
+        }
+        headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
+        return self._request("POST", "/v1/negotiations", json=body, headers=headers)
+
+    def negotiation(self, negotiation_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/v1/negotiations/{_segment(negotiation_id)}")
+
+    def negotiations(
+        self, states: Sequence[str] = (), offset: int = 0, limit: int = 20
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if states:
+            params["state"] = list(states)
+        return self._request("GET", "/v1/negotiations", params=params)
+
+    def offer(
+        self,
+        negotiation_id: str,
+        terms: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Offer the broker's terms (the provider), or stricter ones (``terms``: the fields to
+        change, e.g. ``{"min_k": 5}``)."""
+        return self._message(negotiation_id, "offer", {"terms": terms}, idempotency_key)
+
+    def counter_request(
+        self,
+        negotiation_id: str,
+        columns: Sequence[str] | None = None,
+        retention_days: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        body = {
+            "columns": None if columns is None else list(columns),
+            "retention_days": retention_days,
+        }
+        return self._message(negotiation_id, "request", body, idempotency_key)
+
+    def accept(self, negotiation_id: str, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Accept the offer (the consumer): the broker signs the agreement."""
+        return self._message(negotiation_id, "accept", {}, idempotency_key)
+
+    def verify(self, negotiation_id: str, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Confirm the agreement's signature was checked (the consumer): FINALIZED."""
+        return self._message(negotiation_id, "verify", {}, idempotency_key)
+
+    def terminate(
+        self, negotiation_id: str, reason: str, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        return self._message(negotiation_id, "terminate", {"reason": reason}, idempotency_key)
+
+    def agreement(self, agreement_id: str) -> dict[str, Any]:
+        """An agreement: its terms, the document the broker signed and its signature."""
+        return self._request("GET", f"/v1/agreements/{_segment(agreement_id)}")
+
+    def notifications(self, after: int = 0, limit: int = 100) -> list[dict[str, Any]]:
+        """What this member must know (agreements suspended or restored), after id ``after``."""
+        return self._request("GET", "/v1/notifications", params={"after": after, "limit": limit})
+
+    def _message(
+        self,
+        negotiation_id: str,
+        verb: str,
+        body: dict[str, Any],
+        idempotency_key: str | None,
+    ) -> dict[str, Any]:
+        headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
+        path = f"/v1/negotiations/{_segment(negotiation_id)}/{verb}"
+        return self._request("POST", path, json=body, headers=headers)
 
     # --- measurement -----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from broker.wire.signing import UnknownKey, public_keys, verify
+from broker.wire.signing import UnknownKey, public_keys, verify, verify_document
 from member_cloud.storage import atomic_write
 
 log = logging.getLogger("member_cloud")
@@ -49,6 +49,15 @@ class BrokerKeys:
         except UnknownKey:
             self.refresh()  # or another delivery's refresh pinned it while this one waited
         return verify(header, headers, self._keys)
+
+    def verify_document(self, signature: str, document: object) -> str:
+        """Check a document the broker signed (an agreement) as :meth:`verify` checks a
+        delivery: with the pinned keys, fetched again once for a key id not pinned."""
+        try:
+            return verify_document(signature, document, self._keys)
+        except UnknownKey:
+            self.refresh()
+        return verify_document(signature, document, self._keys)
 
     def refresh(self) -> bool:
         """Fetch and pin the broker's key set; False when not allowed or tried too recently."""

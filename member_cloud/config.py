@@ -100,6 +100,11 @@ class MemberSettings(BaseSettings):
         300, gt=0, description="Largest clock difference accepted on a delivery's timestamp"
     )
     broker_timeout_seconds: float = Field(30.0, gt=0)
+    retention_sweep_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="How often deliveries whose retention ended are deleted (and the broker told)",
+    )
     start_attempts: int = Field(
         5, ge=1, description="Tries to reach the broker at start before giving up"
     )

@@ -2,7 +2,7 @@
 
 The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with the headers that
 :mod:`broker.wire.headers` lists (transfer id, source, purpose, decision, file name, checksum,
-anonymized, timestamp, signature). The signature is the broker's (scheme ``v4``: Ed25519 over the
+anonymized, timestamp, signature). The signature is the broker's (scheme ``v5``: Ed25519 over the
 signed headers, which hold the body's SHA-256, :mod:`broker.wire.signing`, the wire contract
 shared by both services); the broker's public keys are pinned by :mod:`member_cloud.broker_keys`.
 Nobody who merely reads the broker's database can sign.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from urllib.parse import unquote
 
 from pydantic import BaseModel, Field
@@ -49,9 +50,17 @@ class DeliveryHeaders(BaseModel):
         None, description="Hex SHA-256 of the body, signed: it binds the body (required)"
     )
     x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
+    x_fedbroker_agreement: str | None = Field(
+        None, description="The agreement the transfer was made under (empty: none)"
+    )
+    x_fedbroker_retain_until: str | None = Field(
+        None,
+        description="UTC date and time (ISO 8601) after which this member deletes the data "
+        "(empty: no limit)",
+    )
     x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
     x_fedbroker_signature: str | None = Field(
-        None, description="v4=<key id>:<base64url Ed25519 signature> (required)"
+        None, description="v5=<key id>:<base64url Ed25519 signature> (required)"
     )
 
 
@@ -117,6 +126,7 @@ def accept(
     anonymized = (headers.x_fedbroker_anonymized or "").lower()
     if anonymized not in ("true", "false"):
         raise BadRequest(f"{h.ANONYMIZED} must be 'true' or 'false'")
+    retain_until = _retain_until(headers.x_fedbroker_retain_until)
     delivery = Delivery(
         transfer_id=transfer_id,
         source=headers.x_fedbroker_source or "",
@@ -124,8 +134,23 @@ def accept(
         purpose=unquote(headers.x_fedbroker_purpose or ""),
         decision=headers.x_fedbroker_decision or "",
         filename=unquote(headers.x_fedbroker_filename or ""),
-        sha256=headers.x_fedbroker_sha256 or "",  # hex SHA-256: no v4 signature without one
+        sha256=headers.x_fedbroker_sha256 or "",  # hex SHA-256: no v5 signature without one
         anonymized=anonymized == "true",
         content_type=headers.content_type or "application/octet-stream",
+        agreement=headers.x_fedbroker_agreement or None,
+        retain_until=retain_until,
     )
     return transfer_id, inbox.store(delivery, body)
+
+
+def _retain_until(value: str | None) -> str | None:
+    """The signed retention limit as UTC ISO 8601 (``2026-12-31T23:59:59Z``), or None."""
+    if not value:
+        return None
+    try:
+        moment = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        raise BadRequest(
+            f"{h.RETAIN_UNTIL} must be a UTC date and time such as 2026-12-31T23:59:59Z"
+        ) from None
+    return moment.isoformat()

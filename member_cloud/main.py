@@ -17,6 +17,8 @@ from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.credentials import StartupError, resolve_api_key
 from member_cloud.errors import install_handlers, responses
+from member_cloud.market import catalog, negotiations
+from member_cloud.retention import RetentionKeeper
 from member_cloud.routes import datasets, deliveries, health, inbox, member, transfers
 from member_cloud.storage import DatasetStore, Inbox
 
@@ -111,9 +113,15 @@ def create_app(settings: MemberSettings) -> FastAPI:
             settings.broker_base_url,
             settings.data_dir,
         )
+        keeper = RetentionKeeper(
+            app.state.inbox, app.state.broker, settings.retention_sweep_seconds
+        )
+        app.state.retention = keeper
+        keeper.start()
         try:
             yield
         finally:
+            keeper.stop()
             app.state.broker.close()
 
     protected = settings.local_token is not None
@@ -137,7 +145,7 @@ def create_app(settings: MemberSettings) -> FastAPI:
     # this member's own API: the local token, when set (LocalTokenGuard checks it)
     declared = [Depends(declare_bearer)] if protected else []
     unauthenticated = responses(401) if protected else {}
-    for router in (member, datasets, transfers, inbox):
+    for router in (member, datasets, transfers, inbox, catalog, negotiations):
         app.include_router(router, dependencies=declared, responses=unauthenticated)
     if settings.local_token is not None:  # = protected
         assert app.openapi_url is not None and app.swagger_ui_oauth2_redirect_url is not None

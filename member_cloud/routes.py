@@ -200,6 +200,7 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
                 dry_run=body.dry_run,
                 idempotency_key=key,
                 content_type=media_type(body.dataset),
+                agreement_id=body.agreement_id,
             )
     except BrokerAnsweredError as error:
         return JSONResponse(

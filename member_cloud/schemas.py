@@ -48,6 +48,11 @@ class TransferCreate(BaseModel):
         "forwards only the compliant result",
     )
     dry_run: bool = Field(False, description="Evaluate only: the broker stores and sends nothing")
+    agreement_id: str | None = Field(
+        None,
+        max_length=36,
+        description="The agreement (negotiated through the broker) this transfer is made under",
+    )
     idempotency_key: str | None = Field(
         None,
         max_length=200,
@@ -73,3 +78,63 @@ class InboxEntry(BaseModel):
     content_type: str
     size_bytes: int
     received_at: datetime
+    agreement: str | None = Field(None, description="The agreement it was sent under")
+    retain_until: datetime | None = Field(
+        None, description="When this member deletes it (null: no limit)"
+    )
+    erased_at: datetime | None = Field(None, description="When its data was deleted")
+
+
+class Publication(BaseModel):
+    """Describe one of this member's datasets in the federation's catalog."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Name of a local dataset", examples=["patients.csv"])
+    title: str = Field(min_length=1, max_length=200, examples=["Dakar admissions 2025"])
+    description: str = Field("", max_length=5_000)
+    keywords: list[str] = Field(default_factory=list, max_length=50)
+    purposes: list[str] = Field(
+        default_factory=list, max_length=50, description="Empty: any the F-SLA records allow"
+    )
+    quasi_identifiers: list[str] = Field(default_factory=list, examples=[["Age", "Gender"]])
+    sensitive: list[str] = Field(default_factory=list, examples=[["Disease"]])
+    person_key: str | None = Field(None, description="A column naming the person of each row")
+    measure: bool = Field(
+        True,
+        description="Also send the file for the broker to measure (it keeps the figures, not "
+        "the data): offers then say whether it could leave as it is",
+    )
+
+
+class NegotiationAsk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset_id: str = Field(min_length=1, max_length=36)
+    purpose: str = Field(min_length=1, max_length=200, examples=["research"])
+    columns: list[str] | None = None
+    retention_days: int | None = Field(None, ge=1, le=100_000)
+
+
+class OfferTerms(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    terms: dict | None = Field(
+        None,
+        description="What to change in the broker's terms (columns, min_k, min_l, max_t, "
+        "retention_days, onward_transfer); null: offer them as they are",
+        examples=[{"min_k": 5}],
+    )
+
+
+class CounterAsk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    columns: list[str] | None = None
+    retention_days: int | None = Field(None, ge=1, le=100_000)
+
+
+class Ending(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=1_000)

@@ -191,6 +191,8 @@ class Delivery:
     sha256: str
     anonymized: bool
     content_type: str
+    agreement: str | None = None  # the agreement it was sent under
+    retain_until: str | None = None  # UTC ISO 8601: deleted then (None: no limit)
 
 
 class Inbox:
@@ -270,8 +272,43 @@ class Inbox:
         return meta
 
     def data_path(self, transfer_id: str) -> Path:
-        self.meta(transfer_id)  # NotFound unless complete
+        meta = self.meta(transfer_id)  # NotFound unless complete
+        if meta.get("erased_at"):
+            raise NotFound(
+                f"The data of transfer {transfer_id!r} was deleted at {meta['erased_at']}: "
+                f"its retention ended ({meta.get('retain_until')})"
+            )
         return self.root / transfer_id / self.DATA
+
+    def expired(self, now: datetime) -> list[dict[str, Any]]:
+        """Entries whose retention ended and whose deletion the broker has not been told of."""
+        return [
+            meta
+            for meta in self.list()
+            if meta.get("retain_until")
+            and datetime.fromisoformat(meta["retain_until"]) <= now
+            and not meta.get("erasure_reported_at")
+        ]
+
+    def erase(self, transfer_id: str) -> dict[str, Any]:
+        """Delete a delivery's data (its metadata stays, saying when); idempotent."""
+        entry = self.root / check_name(transfer_id, "Transfer id")
+        with self._lock:
+            meta = self.meta(transfer_id)
+            if not meta.get("erased_at"):
+                (entry / self.DATA).unlink(missing_ok=True)
+                _fsync_dir(entry)
+                meta["erased_at"] = _now()
+                atomic_write(entry / self.META, json.dumps(meta, indent=2).encode())
+        return meta
+
+    def reported(self, transfer_id: str) -> None:
+        """Note that the broker was told the data is deleted."""
+        entry = self.root / check_name(transfer_id, "Transfer id")
+        with self._lock:
+            meta = self.meta(transfer_id)
+            meta["erasure_reported_at"] = _now()
+            atomic_write(entry / self.META, json.dumps(meta, indent=2).encode())
 
     def _read_meta(self, entry: Path) -> dict[str, Any] | None:
         try:

@@ -59,6 +59,7 @@ def within(name: str, package: str) -> bool:
 PURE = [
     "broker.engines.base",
     "broker.engines.pandas",
+    "broker.engines.recoded",
     "broker.metrics",
     "broker.datasets",
     "broker.anonymize",
@@ -68,6 +69,8 @@ PURE = [
     "broker.names",
     "broker.wire.statuses",
     "broker.reports",
+    "broker.catalog.jsonld",
+    "broker.negotiations.states",
 ]
 
 

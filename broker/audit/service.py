@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import repository
 from broker.audit.models import AuditEntry
-from broker.canonical import sha256_of
+from broker.wire.canonical import sha256_of
 
 GENESIS = "0" * 64
 

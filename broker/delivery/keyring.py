@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from broker.wire.signing import SignatureError, key_id, key_set, sign
+from broker.wire.signing import SignatureError, key_id, key_set, sign, sign_document
 
 _KEY_SUFFIX = ".pem"
 
@@ -65,6 +65,11 @@ class KeyRing:
         """The ``X-Fedbroker-Signature`` value for a delivery, by the newest key: over its
         headers, which hold the body's SHA-256 (:func:`broker.wire.signing.sign`)."""
         return sign(self.keys[-1], headers)
+
+    def sign_document(self, document: object) -> str:
+        """The newest key's signature of ``document`` (see
+        :func:`broker.wire.signing.sign_document`)."""
+        return sign_document(self.keys[-1], document)
 
     def jwks(self) -> dict:
         """The published key set, newest first."""

@@ -104,6 +104,33 @@ def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
     session.commit()
 
 
+def record_erasure(session: Session, caller: Caller, transfer_id: str) -> None:
+    """The destination says it deleted what it received (its retention ended, or it chose to):
+    recorded once, audited. Only the destination of a delivered transfer may say so."""
+    transfer = transfers.get(session, transfer_id)
+    if transfer is None or transfer.destination_id != caller.member_id:
+        raise NotFound(f"No transfer {transfer_id!r} delivered to you")
+    delivery = transfer.delivery
+    if delivery is None or delivery.status != DeliveryStatus.DELIVERED:
+        raise Conflict(f"Transfer {transfer_id!r} was not delivered: there is nothing to erase")
+    if transfer.erased_at is not None:
+        return
+    transfer.erased_at = datetime.now(UTC)
+    late = transfer.retain_until is not None and transfer.erased_at > transfer.retain_until
+    audit.record(
+        session,
+        caller.name,
+        "transfer.erased",
+        transfer_id,
+        {
+            "retain_until": retain_until(transfer.retain_until) or None,
+            "agreement": transfer.agreement_id,
+            "after_the_limit": late,
+        },
+    )
+    session.commit()
+
+
 def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> None:
     """Drop the payloads of failures older than the retention (nothing to redeliver then)."""
     before = datetime.now(UTC) - timedelta(seconds=settings.delivery_failed_retention_seconds)
@@ -242,6 +269,11 @@ def deliver(
     return status
 
 
+def retain_until(moment: datetime | None) -> str:
+    """The ``X-Fedbroker-Retain-Until`` value: UTC, ISO 8601 to the second (empty: no limit)."""
+    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _headers(transfer, payload: Written, payload_type: str, keyring: KeyRing) -> dict[str, str]:
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
@@ -257,6 +289,8 @@ def _headers(transfer, payload: Written, payload_type: str, keyring: KeyRing) ->
         h.FILENAME: quote(filename, safe=""),
         h.SHA256: payload.sha256,
         h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
+        h.AGREEMENT: transfer.agreement_id or "",
+        h.RETAIN_UNTIL: retain_until(transfer.retain_until),
     }
     headers[h.SIGNATURE] = keyring.sign(headers)
     headers["Content-Length"] = str(payload.size)  # streamed files too: the member can refuse

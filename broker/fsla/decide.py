@@ -13,6 +13,7 @@ from broker.engines.base import Engine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
+from broker.fsla.offers import Terms
 from broker.fsla.remedy import VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
 from broker.metrics.mmaq import QUASI_IDENTIFIER
@@ -36,6 +37,8 @@ class TransferRequest:
     person_key: str | None = None
     # The least information a remedy must keep (percent); the rule sets' floor still applies.
     min_utility_percent: float | None = None
+    # The agreement the transfer is made under (its terms apply beside the records').
+    agreement_id: str | None = None
 
 
 def measure(
@@ -73,6 +76,27 @@ class Outcome:
     anonymized: Engine | None = None  # the anonymized table that leaves instead
     # The verified remedy's table when it was offered, not applied: what a dry run shows.
     preview: Engine | None = None
+    # How many days the destination may keep what leaves (the shortest limit that applies).
+    retention_days: int | None = None
+
+
+@dataclass(frozen=True)
+class Agreed:
+    """The agreement a transfer names, as its decision needs it."""
+
+    id: str
+    provider: str
+    consumer: str
+    terms: Terms
+
+
+@dataclass(frozen=True)
+class Onward:
+    """An earlier delivery of the same data to the source, under an agreement that forbids
+    sending it on."""
+
+    transfer_id: str
+    agreement_id: str
 
 
 @dataclass(frozen=True)
@@ -122,13 +146,18 @@ def decide(
     max_suppression: float,
     budget_seconds: float | None = None,
     history: History | None = None,
+    agreed: Agreed | None = None,
+    onward: Onward | None = None,
 ) -> Outcome:
-    """``history``: the earlier releases to the same destination the rules look back on."""
+    """``history``: the earlier releases to the same destination the rules look back on;
+    ``agreed``: the agreement the transfer is made under (its terms are one more rule set, and
+    it must be between these parties for this purpose); ``onward``: an earlier delivery of this
+    same data to the source that may not be sent on."""
     report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
     versions = {source.jurisdiction: source_version}
-    federation = federation_rules(source, destination, request)
+    federation = federation_rules(source, destination, request, agreed, onward)
     if any(not rule.passed for rule in federation):
         return Outcome(TransferStatus.REJECTED, federation, None, versions, report)
 
@@ -141,6 +170,7 @@ def decide(
         roles.quasi_identifiers,
         roles.sensitive,
         roles.person_key,
+        None if agreed is None else (agreed.id, agreed.terms.rule_set(measured.engine.columns)),
     )
     joints = ()
     if history is not None and history.releases:
@@ -153,8 +183,9 @@ def decide(
         )
     decision = evaluate(report, context, source_policy, destination_policy, joints)
     rules = federation + list(decision.rules)
+    retention = decision.requirements.max_retention_days
     if decision.status != TransferStatus.ANONYMIZATION_REQUIRED:
-        return Outcome(decision.status, rules, None, versions, report)
+        return Outcome(decision.status, rules, None, versions, report, retention_days=retention)
 
     found = find_remedy(
         measured.engine,
@@ -209,7 +240,13 @@ def decide(
     )
     after_rules = federation + list(found.decision.rules)
     return Outcome(
-        TransferStatus.APPROVED, after_rules, remedy, versions, found.report, found.anonymized
+        TransferStatus.APPROVED,
+        after_rules,
+        remedy,
+        versions,
+        found.report,
+        found.anonymized,
+        retention_days=retention,
     )
 
 
@@ -274,6 +311,54 @@ def _join(*parts: str | None) -> str:
 
 
 def federation_rules(
+    source: Party,
+    destination: Party | None,
+    request: TransferRequest,
+    agreed: Agreed | None = None,
+    onward: Onward | None = None,
+) -> list[RuleResult]:
+    rules = _member_rules(source, destination, request)
+    if agreed is not None:
+        rules.append(_agreement_rule(source, request, agreed))
+    if onward is not None:
+        rules.append(
+            RuleResult(
+                "onward_transfer",
+                FEDERATION,
+                source.jurisdiction,
+                False,
+                f"this data reached {source.id!r} in transfer {onward.transfer_id} under "
+                f"agreement {onward.agreement_id}, which does not allow sending it on",
+                measured=onward.transfer_id,
+                fixable=False,
+            )
+        )
+    return rules
+
+
+def _agreement_rule(source: Party, request: TransferRequest, agreed: Agreed) -> RuleResult:
+    """Whether the transfer is the one the agreement is about: from its provider, to its
+    consumer, for its purpose."""
+    problems = []
+    if agreed.provider != source.id:
+        problems.append(f"its provider is {agreed.provider!r}, not {source.id!r}")
+    if agreed.consumer != request.destination:
+        problems.append(f"its consumer is {agreed.consumer!r}, not {request.destination!r}")
+    if agreed.terms.purpose.casefold() != request.purpose.strip().casefold():
+        problems.append(f"its purpose is {agreed.terms.purpose!r}, not {request.purpose!r}")
+    return RuleResult(
+        "agreement_terms",
+        FEDERATION,
+        source.jurisdiction,
+        not problems,
+        f"agreement {agreed.id}: "
+        + ("; ".join(problems) if problems else "this transfer is the one it is about"),
+        measured=agreed.id,
+        fixable=False,
+    )
+
+
+def _member_rules(
     source: Party, destination: Party | None, request: TransferRequest
 ) -> list[RuleResult]:
     known = destination is not None

@@ -22,7 +22,15 @@ from collections.abc import Sequence
 
 from broker.fsla.linkage import Joint, linkage_rules
 from broker.fsla.models import FSLARecord, RuleSet
-from broker.fsla.results import EXPORT, IMPORT, Decision, Requirements, RuleResult, TransferContext
+from broker.fsla.results import (
+    AGREEMENT,
+    EXPORT,
+    IMPORT,
+    Decision,
+    Requirements,
+    RuleResult,
+    TransferContext,
+)
 from broker.fsla.rules import data_rules, gate_rules
 from broker.metrics.report import AnalysisReport
 from broker.names import attribute_key
@@ -32,13 +40,19 @@ from broker.wire.statuses import TransferStatus
 def applicable_rule_sets(
     context: TransferContext, source: FSLARecord, destination: FSLARecord
 ) -> list[tuple[str, str, RuleSet]]:
-    """(scope, jurisdiction, rule set) for every rule set the transfer must satisfy."""
+    """(scope, jurisdiction, rule set) for every rule set the transfer must satisfy: the
+    records' and, for a transfer under an agreement, its terms (the "jurisdiction" of that
+    scope is the agreement's id)."""
     if not context.cross_border:
-        return [(EXPORT, source.jurisdiction, source.domestic_export)]
-    return [
-        (EXPORT, source.jurisdiction, source.cross_border_export),
-        (IMPORT, destination.jurisdiction, destination.import_rules),
-    ]
+        found = [(EXPORT, source.jurisdiction, source.domestic_export)]
+    else:
+        found = [
+            (EXPORT, source.jurisdiction, source.cross_border_export),
+            (IMPORT, destination.jurisdiction, destination.import_rules),
+        ]
+    if context.agreement is not None:
+        found.append((AGREEMENT, *context.agreement))
+    return found
 
 
 def combine(rule_sets: list[RuleSet]) -> Requirements:
@@ -81,6 +95,7 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         require_person_key=any(r.require_person_key for r in rule_sets),
         min_utility_percent=highest(r.min_utility_percent for r in rule_sets),
         auto_anonymize=all(r.auto_anonymize for r in rule_sets),
+        max_retention_days=lowest(r.max_retention_days for r in rule_sets),
     )
 
 

@@ -196,6 +196,15 @@ class RuleSet(BaseModel):
         "`anonymize=auto`?",
         examples=[True],
     )
+    max_retention_days: int | None = Field(
+        None,
+        ge=1,
+        description="How many days the destination may keep data sent under these rules. Each "
+        "delivery says until when (the shortest limit of the rule sets and of the agreement "
+        "it is made under), and the destination's member cloud deletes it then and tells the "
+        "broker. Empty: no limit.",
+        examples=[365],
+    )
 
     @model_validator(mode="after")
     def _population_rules_state_a_fraction(self) -> RuleSet:

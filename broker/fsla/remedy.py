@@ -271,14 +271,8 @@ class _Search:
     ) -> str | None:
         """Evaluate an anonymized result as the original was (``joints``: joined with the
         earlier releases); None (and kept) when it passes."""
-        context = self.context
-        after_context = TransferContext(
-            context.source_jurisdiction,
-            context.destination_jurisdiction,
-            context.purpose,
-            tuple(kept[0]),
-            tuple(kept[1]),
-            context.person_key,
+        after_context = dataclasses.replace(
+            self.context, quasi_identifiers=tuple(kept[0]), sensitive=tuple(kept[1])
         )
         after_decision = evaluate(after, after_context, self.source, self.destination, joints)
         if after_decision.status != TransferStatus.APPROVED:

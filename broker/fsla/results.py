@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla.models import RuleSet
 from broker.wire.statuses import TransferStatus
 
 EXPORT = "export"
 IMPORT = "import"
+AGREEMENT = "agreement"
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,9 @@ class TransferContext:
     quasi_identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
     person_key: str | None = None
+    # The agreement the transfer is made under: its id and its terms as one more rule set,
+    # which applies beside the F-SLA records' (stricter wins, as between them).
+    agreement: tuple[str, RuleSet] | None = None
 
     @property
     def cross_border(self) -> bool:
@@ -78,6 +83,7 @@ class Requirements:
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False
     min_utility_percent: float | None = None
+    max_retention_days: int | None = None
     auto_anonymize: bool = True
 
 

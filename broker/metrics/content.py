@@ -53,6 +53,9 @@ SAMPLE = 1000
 _NUMBER_RUN = re.compile(r"\+?\d[\d \-./()\u00a0\u2009\u202f\u00b7]{5,24}\d")
 # Number-like runs checked per report (about 100 us each): past it, a column fails closed.
 MAX_CANDIDATES = 50_000
+# Nine digits or more in a row: an id or a phone number, never a year or a count as people
+# write them (1,000,000).
+_LONG_NUMBER = re.compile(r"\d{9,}")
 
 
 # Words that name the special categories of personal data (GDPR art. 9 and 10; Senegal's law
@@ -219,6 +222,24 @@ def _direct_identifier(
         if any(count >= needed for count in found.values()):
             return max(found, key=found.get)
     return None
+
+
+def contact_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
+    """What direct identifier a free text holds: "an e-mail address", "a phone number" or "a
+    national id" (None otherwise): for text that is published without being measured, such as
+    a catalog entry's description (numbers alone, a year or a count, are not flagged).
+
+    >>> contact_in_text("Call Awa on +221 77 123 45 67"), contact_in_text("400 rows, 2025")
+    ('a phone number', None)
+    >>> contact_in_text("see 1012345678901")  # a run of digits no description needs
+    'a number of 9 digits or more (an id?)'
+    """
+    if _holds_email(text):
+        return "an e-mail address"
+    if _LONG_NUMBER.search(text):
+        return "a number of 9 digits or more (an id?)"
+    found = _direct_identifier([text], regions, TEXT, ScanBudget())
+    return {NATIONAL_ID: "a national id", PHONE: "a phone number"}.get(found)
 
 
 def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:

@@ -12,7 +12,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
-from broker.canonical import sha256_of
 from broker.errors import (
     Conflict,
     InvalidPolicy,
@@ -25,10 +24,12 @@ from broker.fsla import replay as replay_
 from broker.fsla.changes import Change, changes, merge_patch
 from broker.fsla.lint import PolicyWarning
 from broker.fsla.models import FSLARecord
+from broker.negotiations import service as negotiations
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
 from broker.transfers import repository as transfers
 from broker.transfers.models import Transfer
+from broker.wire.canonical import sha256_of
 from broker.wire.problems import field_errors
 
 
@@ -187,6 +188,8 @@ def _save(
             }
             | ({"changes": [str(c) for c in found]} if previous is not None else {}),
         )
+        if previous is not None:  # agreements its members made may no longer hold
+            negotiations.review_agreements(session, record.jurisdiction, actor)
         session.commit()
     except IntegrityError:
         session.rollback()

@@ -42,6 +42,13 @@ class Transfer(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_fingerprint: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    # Made under an agreement (its terms applied beside the records'); None: pushed.
+    agreement_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    # What was delivered, by its hash (the destination may not send it on, under an agreement
+    # that says so); until when the destination may keep it; when it said it deleted it.
+    delivered_sha256: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
+    retain_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+    erased_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
 
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"

@@ -5,7 +5,14 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from broker import references, reports
 from broker.delivery import service as delivery_service
-from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
+from broker.deps import (
+    Caller,
+    CurrentCaller,
+    CurrentMember,
+    RateLimitedMember,
+    SessionDep,
+    SettingsDep,
+)
 from broker.errors import MAX_INT32, NotImplementedHere, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import dry_runs, service
@@ -100,6 +107,9 @@ def _destination_view(transfer: Transfer) -> TransferRead:
             "delivered_columns": dataset.get("delivered_columns"),
         },
         delivery=transfer.delivery,
+        agreement_id=transfer.agreement_id,
+        retain_until=transfer.retain_until,
+        erased_at=transfer.erased_at,
     )
 
 
@@ -201,6 +211,15 @@ def create_transfer(
             examples=[20],
         ),
     ] = None,
+    agreement_id: Annotated[
+        str,
+        Form(
+            description="The agreement (`/v1/agreements`) this transfer is made under: its terms "
+            "(columns, k, l, t, retention, onward transfer) apply beside the F-SLA records', "
+            "and it must be from its provider to its consumer for its purpose. Empty: none",
+            max_length=36,
+        ),
+    ] = "",
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
@@ -224,6 +243,7 @@ def create_transfer(
         min_utility_percent=min_utility_percent,
         dry_run=dry_run,
         idempotency_key=idempotency_key,
+        agreement_id=agreement_id.strip() or None,
     )
     location = location.strip()
     if (upload is None) == (not location):
@@ -332,6 +352,34 @@ def redeliver_transfer(
 ) -> TransferRead:
     delivery_service.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
+    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+
+
+@router.post(
+    "/{transfer_id}/erasure",
+    response_model=TransferRead,
+    responses=responses(
+        401,
+        403,
+        404,
+        409,
+        422,
+        examples={
+            404: example(404, "not-found", "Not found", "No transfer '7c9e...' delivered to you")
+        },
+    ),
+    summary="Say you deleted what a transfer delivered (its destination)",
+    description="Once the retention a delivery carried (`retain_until`, from the F-SLA records "
+    "and the agreement) ends, the destination's member cloud deletes the data and says so "
+    "here; the broker records when (`erased_at`) and audits it, noting a deletion after the "
+    "limit. Saying it twice is the same as once.",
+)
+def erase_transfer(
+    transfer_id: Annotated[str, Path(max_length=36)],
+    session: SessionDep,
+    caller: CurrentMember,
+) -> TransferRead:
+    delivery_service.record_erasure(session, caller, transfer_id)
     return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
 
 

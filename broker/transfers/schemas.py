@@ -193,6 +193,17 @@ class TransferRead(BaseModel):
     policy_versions: dict[str, int] = Field(description="jurisdiction -> F-SLA version used")
     dataset: DatasetRead
     delivery: DeliveryRead
+    agreement_id: str | None = Field(
+        None, description="The agreement the transfer was made under (null: none)"
+    )
+    retain_until: datetime | None = Field(
+        None,
+        description="When the destination deletes what it received (the shortest retention "
+        "of the rule sets and the agreement; null: no limit)",
+    )
+    erased_at: datetime | None = Field(
+        None, description="When the destination said it deleted what it received"
+    )
 
     @field_validator("delivery", mode="before")
     @classmethod

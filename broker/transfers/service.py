@@ -22,7 +22,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
-from broker.canonical import sha256_of
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
@@ -30,13 +29,16 @@ from broker.engines.base import Engine
 from broker.errors import (
     BrokerError,
     Conflict,
+    Forbidden,
     IdempotencyKeyReused,
     NotFound,
     TooManyRequests,
     Unprocessable,
 )
 from broker.fsla.decide import (
+    Agreed,
     Measured,
+    Onward,
     Outcome,
     Parties,
     Party,
@@ -47,13 +49,17 @@ from broker.fsla.decide import (
 )
 from broker.fsla.linkage import History, released_classes
 from broker.fsla.models import FSLARecord
+from broker.fsla.offers import Terms
 from broker.members import repository as members
+from broker.negotiations import repository as negotiations_repository
+from broker.negotiations import service as negotiations
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.tables import counting_limits, open_upload
 from broker.transfers import dry_runs, repository
 from broker.transfers.models import Release, Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
+from broker.wire.canonical import sha256_of
 from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
@@ -71,6 +77,8 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
     }
     if request.min_utility_percent is not None:  # absent before the floor existed: same hash
         body["min_utility_percent"] = request.min_utility_percent
+    if request.agreement_id is not None:  # likewise
+        body["agreement_id"] = request.agreement_id
     return sha256_of(body)
 
 
@@ -113,6 +121,8 @@ def submit(
             return earlier
     if isinstance(upload, Reference) and request.dry_run:
         raise Unprocessable("A transfer by reference cannot be a dry run: send it for real")
+    if request.agreement_id is not None:
+        _agreed(session, caller.member_id, request.agreement_id)  # before accepting a job
     if (in_background and not request.dry_run) or isinstance(upload, Reference):
         return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
     transfer_id = str(uuid.uuid4())
@@ -199,6 +209,13 @@ def _decide(
         )
     parties = _read_parties(session, source_id, request.destination)
     history = _history(session, parties, request)
+    agreed = None
+    if request.agreement_id is not None:
+        agreed = _agreed(session, source_id, request.agreement_id)
+    onward = None
+    received = negotiations_repository.received_under_no_onward(session, source_id, upload.sha256)
+    if received is not None:
+        onward = Onward(received[0].id, received[1].id)
     session.rollback()
     progress("deciding", 0.5)
     with counting_limits():
@@ -210,6 +227,8 @@ def _decide(
             settings.anonymize_max_suppression,
             settings.remedy_seconds,
             history,
+            agreed,
+            onward,
         )
     source = parties.source
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
@@ -257,7 +276,11 @@ def _decide(
         idempotency_key=None if request.dry_run else request.idempotency_key,
         request_fingerprint=fingerprint(request, upload.sha256),
         created_at=datetime.now(UTC),
+        agreement_id=request.agreement_id,
+        delivered_sha256=written and written.sha256,
     )
+    if written is not None and outcome.retention_days is not None:
+        transfer.retain_until = transfer.created_at + timedelta(days=outcome.retention_days)
     delivery = None
     if written is not None:
         delivery = Delivery(
@@ -287,6 +310,17 @@ def _decide(
         ],
     }
     return _Decided(transfer, delivery, audit_details, release, history)
+
+
+def _agreed(session: Session, source_id: str, agreement_id: str) -> Agreed:
+    """The agreement a transfer names, if its source may make transfers under it now."""
+    found = negotiations.usable(session, agreement_id)
+    if found.provider_id != source_id:
+        raise Forbidden(
+            f"Agreement {agreement_id} is {found.provider_id!r}'s: only its provider sends "
+            "data under it"
+        )
+    return Agreed(found.id, found.provider_id, found.consumer_id, Terms.of(found.terms))
 
 
 def _joined_with_every_release(session: Session, decided: _Decided) -> None:

@@ -12,12 +12,15 @@ A delivery (the broker POSTs an approved transfer's bytes to the destination's i
 ``X-Fedbroker-Sha256``       hex SHA-256 of the body
 ``X-Fedbroker-Anonymized``   ``true`` or ``false``
 ``Content-Type``             the payload's media type
-``X-Fedbroker-Signature``    ``v4=<key id>:<base64url Ed25519 signature>``
+``X-Fedbroker-Agreement``    the agreement the transfer was made under (empty: none)
+``X-Fedbroker-Retain-Until`` UTC date and time (ISO 8601) after which the destination deletes
+                             the data (empty: no limit), from the agreement and the F-SLA records
+``X-Fedbroker-Signature``    ``v5=<key id>:<base64url Ed25519 signature>``
 ===========================  ===============================================================
 
-The signature covers the headers from the timestamp to ``Content-Type``; the body is bound
-through ``X-Fedbroker-Sha256`` (:mod:`broker.wire.signing`). ``Idempotency-Key`` is also what a
-member sends with ``POST /v1/transfers`` so that a retry replays the broker's first decision;
+The signature covers the headers from the timestamp to ``X-Fedbroker-Retain-Until``; the body is
+bound through ``X-Fedbroker-Sha256`` (:mod:`broker.wire.signing`). ``Idempotency-Key`` is also
+what a member sends with ``POST /v1/transfers`` so that a retry replays the broker's first decision;
 ``X-Request-ID`` names a request in both services' answers, problems and logs
 (:mod:`broker.wire.request_id`).
 """
@@ -36,4 +39,6 @@ DECISION = "X-Fedbroker-Decision"
 FILENAME = "X-Fedbroker-Filename"
 SHA256 = "X-Fedbroker-Sha256"
 ANONYMIZED = "X-Fedbroker-Anonymized"
+AGREEMENT = "X-Fedbroker-Agreement"
+RETAIN_UNTIL = "X-Fedbroker-Retain-Until"
 SIGNATURE = "X-Fedbroker-Signature"

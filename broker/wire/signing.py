@@ -8,18 +8,24 @@ a JSON Web Key Set (RFC 7517, Ed25519 keys as in RFC 8037, :func:`key_set`) at
 
 Signature header (:data:`broker.wire.headers.SIGNATURE`)::
 
-    X-Fedbroker-Signature: v4=<kid>:<base64url signature>
+    X-Fedbroker-Signature: v5=<kid>:<base64url signature>
 
 over the delivery's metadata headers, one per line (:data:`SIGNED_HEADERS`, each value exactly
 as sent, a missing header as the empty string). Several comma-separated values may be offered;
 one valid value suffices.
 
 The body is not signed itself: it is bound through its SHA-256, ``X-Fedbroker-Sha256``, one of
-the signed headers, which scheme ``v4`` requires (64 lower-case hex digits). This is how HTTP
+the signed headers, which the scheme requires (64 lower-case hex digits). This is how HTTP
 Message Signatures (RFC 9421) cover a body: through its ``Content-Digest`` (RFC 9530). Neither
 side holds the body in memory to sign or verify: the broker hashes it as it reads it; a member
 checks the signature before it reads the body, then hashes the body as it stores it and keeps it
-only if it matches the signed digest. Scheme ``v3`` signed the body itself and is refused.
+only if it matches the signed digest. Scheme ``v5`` adds the agreement a transfer was made
+under and the date until which the destination may keep it to the signed headers; ``v4``
+signatures (without them) and ``v3`` ones (which signed the body itself) are refused.
+
+Documents the broker signs (an agreement between two members): :func:`sign_document` signs the
+canonical JSON of the document (:mod:`broker.wire.canonical`) with the same keys, and anyone
+holding the published key set checks it with :func:`verify_document`.
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from broker.wire import headers as h
+from broker.wire.canonical import canonical_json
 
-SCHEME = "v4"
+SCHEME = "v5"
+DOCUMENT_SCHEME = "ed25519"
 KEYS_PATH = "/.well-known/fedbroker-keys.json"
 SIGNED_HEADERS = (
     h.TIMESTAMP,
@@ -48,6 +56,8 @@ SIGNED_HEADERS = (
     h.SHA256,
     h.ANONYMIZED,
     h.CONTENT_TYPE,
+    h.AGREEMENT,
+    h.RETAIN_UNTIL,
 )
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -60,7 +70,7 @@ class UnknownKey(SignatureError):
     """The signature names a key id the verifier does not know (yet)."""
 
     def __init__(self, kid: str):
-        super().__init__(f"the delivery is signed with key {kid!r}, unknown to this member")
+        super().__init__(f"signed with key {kid!r}, unknown to this member")
         self.kid = kid
 
 
@@ -172,6 +182,28 @@ def verify(
         f"{h.SIGNATURE} does not match: a signed header was changed, or the delivery was not "
         "signed by the broker"
     )
+
+
+def sign_document(key: Ed25519PrivateKey, document: object) -> str:
+    """``ed25519=<kid>:<base64url signature>`` over the canonical JSON of ``document``."""
+    signature = key.sign(canonical_json(document).encode())
+    return f"{DOCUMENT_SCHEME}={key_id(key.public_key())}:{_b64(signature)}"
+
+
+def verify_document(signature: str, document: object, keys: Mapping[str, Ed25519PublicKey]) -> str:
+    """Check a :func:`sign_document` signature against ``keys``; returns the key id. Raises
+    :class:`UnknownKey` for a key id not in ``keys``, :class:`SignatureError` otherwise."""
+    scheme, _, value = (signature or "").partition("=")
+    kid, _, encoded = value.partition(":")
+    if scheme != DOCUMENT_SCHEME or not kid or not encoded:
+        raise SignatureError(f"not a {DOCUMENT_SCHEME}=<key id>:<signature> document signature")
+    if kid not in keys:
+        raise UnknownKey(kid)
+    try:
+        keys[kid].verify(_unb64(encoded), canonical_json(document).encode())
+    except (InvalidSignature, ValueError):
+        raise SignatureError("the document does not match its signature") from None
+    return kid
 
 
 def _raw(public: Ed25519PublicKey) -> bytes:

@@ -55,11 +55,49 @@ class DeliveryState(StrEnum):
     FAILED = "failed"
 
 
+class NegotiationState(StrEnum):
+    """Where a contract negotiation stands: the states of the Dataspace Protocol's contract
+    negotiation (Eclipse Dataspace Protocol), by their names there."""
+
+    REQUESTED = "REQUESTED"  # the consumer asked for a dataset, for a purpose
+    OFFERED = "OFFERED"  # the provider offered terms (the broker's, or stricter ones)
+    ACCEPTED = "ACCEPTED"  # the consumer accepted the offer
+    AGREED = "AGREED"  # the broker recorded and signed the agreement
+    VERIFIED = "VERIFIED"  # the consumer checked the broker's signature
+    FINALIZED = "FINALIZED"  # the agreement is in force: transfers may be made under it
+    TERMINATED = "TERMINATED"  # ended without (or before) an agreement, with its reason
+
+
+class AgreementState(StrEnum):
+    """Whether transfers may be made under an agreement."""
+
+    ACTIVE = "active"
+    SUSPENDED = "suspended"  # an F-SLA change broke its terms; a later change may restore it
+
+
+class OfferKind(StrEnum):
+    """What a member could receive of a catalogued dataset, for one purpose."""
+
+    AS_IS = "as_is"  # the data as measured meets every rule
+    ANONYMIZED = "anonymized"  # the data must first meet the offer's k, l and t
+    REFUSED = "refused"  # not at all, and why
+
+
+class ColumnRole(StrEnum):
+    """What a catalogued dataset's column is, as its provider declares it."""
+
+    QUASI_IDENTIFIER = "quasi_identifier"  # an outsider may know it (age, zip code)
+    SENSITIVE = "sensitive"  # to protect (a diagnosis): judged by l and t
+    PERSON_KEY = "person_key"  # names the person of each row; measured, never delivered
+    OTHER = "other"
+
+
 class RuleScope(StrEnum):
     """Whose rules a result is about."""
 
     EXPORT = "export"  # the source jurisdiction's rules for data leaving
     IMPORT = "import"  # the destination jurisdiction's rules for data arriving
+    AGREEMENT = "agreement"  # the terms of the agreement the transfer is made under
     FEDERATION = "federation"  # the broker's own checks (known, active destination; a remedy)
     REQUEST = "request"  # what the sender asked for itself (a utility floor on the request)
 
@@ -95,3 +133,5 @@ class RuleName(StrEnum):
     MIN_UTILITY_PERCENT = "min_utility_percent"
     SENSITIVE_DECLARED = "sensitive_declared"
     REMEDY_FOUND = "remedy_found"
+    AGREEMENT_TERMS = "agreement_terms"
+    ONWARD_TRANSFER = "onward_transfer"

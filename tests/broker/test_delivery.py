@@ -85,8 +85,10 @@ def test_signature_verifies_with_the_brokers_published_ed25519_key(broker, inbox
         "x-fedbroker-sha256",
         "x-fedbroker-anonymized",
         "content-type",
+        "x-fedbroker-agreement",
+        "x-fedbroker-retain-until",
     ]
-    # v4: the headers alone; the body is bound by its SHA-256, one of them
+    # v5: the headers alone; the body is bound by its SHA-256, one of them
     message = "".join(f"{headers.get(name, '')}\n" for name in signed).encode()
     assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
     keys = broker.client.get("/.well-known/fedbroker-keys.json").json()["keys"]
@@ -94,7 +96,7 @@ def test_signature_verifies_with_the_brokers_published_ed25519_key(broker, inbox
     assert (jwk["kty"], jwk["crv"], jwk["alg"]) == ("OKP", "Ed25519", "EdDSA")
     scheme, _, value = headers["x-fedbroker-signature"].partition("=")
     kid, _, signature = value.partition(":")
-    assert (scheme, kid) == ("v4", jwk["kid"])
+    assert (scheme, kid) == ("v5", jwk["kid"])
     public = Ed25519PublicKey.from_public_bytes(unb64(jwk["x"]))
     public.verify(unb64(signature), message)  # raises if it does not verify
     with pytest.raises(InvalidSignature):

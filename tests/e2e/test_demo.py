@@ -12,7 +12,9 @@ import httpx
 from tests.conftest import REPO
 
 
-def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
+def test_demo_shows_the_three_decisions_and_a_negotiated_exchange_then_stops_on_sigterm(
+    tmp_path,
+):
     demo = subprocess.Popen(
         [sys.executable, "-m", "demo", "--data", str(tmp_path / "demo")],
         cwd=REPO,
@@ -28,7 +30,7 @@ def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
                 break
         out = "".join(lines)
         assert "press Ctrl-C" in out, out
-        assert out.count("decision: APPROVED") == 2
+        assert out.count("decision: APPROVED") == 3
         assert "decision: ANONYMIZATION_REQUIRED" in out
         assert "decision: REJECTED" in out
         assert re.search(
@@ -38,6 +40,12 @@ def test_demo_shows_the_three_decisions_then_stops_cleanly_on_sigterm(tmp_path):
         ), out
         assert re.search(r"\(transfer-[0-9a-f-]+\.anonymized\.csv, anonymized\)", out), out
         assert "FAILED export SN purpose_allowed" in out
+        # The negotiated exchange: two member clouds and the broker, as processes.
+        assert "catalog: fr-research could get it for research anonymized" in out, out
+        assert "sn-hospital offers: k >= 5" in out
+        assert "REQUESTED -> OFFERED -> ACCEPTED -> AGREED -> VERIFIED -> FINALIZED" in out
+        agreement = re.search(r"under agreement ([0-9a-f-]{36}); fr-research deletes it at", out)
+        assert agreement, out
         docs = re.search(r"Broker API docs: (\S+)/docs", out).group(1)
         assert httpx.get(f"{docs}/readyz").status_code == 200
         demo.send_signal(signal.SIGTERM)

@@ -41,6 +41,8 @@ SIGNED_HEADERS = (
     "X-Fedbroker-Sha256",
     "X-Fedbroker-Anonymized",
     "Content-Type",
+    "X-Fedbroker-Agreement",
+    "X-Fedbroker-Retain-Until",
 )
 
 
@@ -208,11 +210,11 @@ def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
 
 
 def sign(headers: dict[str, str], key: Ed25519PrivateKey = BROKER_TEST_KEY) -> str:
-    """``v4=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
+    """``v5=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
     followed by a newline (a missing one is empty); the body is bound by its SHA-256 header."""
     lines = [headers.get(name, "") for name in SIGNED_HEADERS]
     message = "\n".join(lines).encode("utf-8") + b"\n"
-    return f"v4={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
+    return f"v5={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
 
 
 def delivery_headers(

@@ -196,6 +196,8 @@ TAMPERED = {
     "X-Fedbroker-Sha256": lambda: "0" * 64,
     "X-Fedbroker-Anonymized": lambda: "true",
     "Content-Type": lambda: "text/html",
+    "X-Fedbroker-Agreement": lambda: str(uuid.uuid4()),  # another agreement's terms
+    "X-Fedbroker-Retain-Until": lambda: "2099-01-01T00:00:00Z",  # keep it longer
 }
 
 
@@ -227,22 +229,22 @@ def test_the_former_hmac_signatures_are_no_longer_accepted(client):
     digest = hashlib.sha256(API_KEY.encode()).digest()
     v2 = "v2=" + hmac.new(digest, b"anything" + body, "sha256").hexdigest()
     _, answer = deliver(client, body, tamper={"X-Fedbroker-Signature": v2})
-    assert "only v4 signatures" in assert_problem(answer, 401)["detail"]
+    assert "only v5 signatures" in assert_problem(answer, 401)["detail"]
 
 
-def test_v3_signatures_over_the_body_are_refused_naming_v4(client):
+def test_v3_signatures_over_the_body_are_refused_naming_v5(client):
     """v3 signed the headers then the body, so both sides held the body in memory."""
     body = b"a\n1\n"
     transfer_id = str(uuid.uuid4())
     headers = delivery_headers(transfer_id, body)
-    message = "".join(f"{headers[name]}\n" for name in SIGNED_HEADERS).encode() + body
+    message = "".join(f"{headers.get(name, '')}\n" for name in SIGNED_HEADERS).encode() + body
     signature = base64.urlsafe_b64encode(BROKER_TEST_KEY.sign(message)).rstrip(b"=").decode()
     v3 = f"v3={public_jwk(BROKER_TEST_KEY)['kid']}:{signature}"
 
     answer = client.post("/inbox", content=body, headers={**headers, "X-Fedbroker-Signature": v3})
 
     detail = assert_problem(answer, 401, "not-authenticated")["detail"]
-    assert "offers v3" in detail and "only v4 signatures" in detail
+    assert "offers v3" in detail and "only v5 signatures" in detail
     assert transfer_id not in listed(client)
 
 

@@ -29,6 +29,16 @@ PROTECTED = [
     ("GET", "/inbox", {}),
     ("GET", "/inbox/{transfer_id}", {}),
     ("GET", "/inbox/{transfer_id}/meta", {}),
+    ("GET", "/catalog", {}),
+    ("POST", "/catalog", {"json": {"dataset": "known.csv", "title": "t"}}),
+    ("POST", "/negotiations", {"json": {"dataset_id": "d", "purpose": "research"}}),
+    ("GET", "/negotiations", {}),
+    ("GET", "/negotiations/{negotiation_id}", {}),
+    ("POST", "/negotiations/{negotiation_id}/offer", {"json": {}}),
+    ("POST", "/negotiations/{negotiation_id}/request", {"json": {}}),
+    ("POST", "/negotiations/{negotiation_id}/accept", {}),
+    ("POST", "/negotiations/{negotiation_id}/verify", {}),
+    ("POST", "/negotiations/{negotiation_id}/terminate", {"json": {"reason": "r"}}),
 ]
 
 
@@ -84,7 +94,7 @@ def test_every_route_of_the_members_api_needs_the_token(
     stranger, owner, transfer_id, method, path, kwargs
 ):
     owner.post("/datasets", files={"file": ("known.csv", CSV, "text/csv")}, data={"replace": "1"})
-    path = path.format(name="known.csv", transfer_id=transfer_id)
+    path = path.format(name="known.csv", transfer_id=transfer_id, negotiation_id="n-1")
 
     missing = stranger.request(method, path, **kwargs)
     wrong = stranger.request(

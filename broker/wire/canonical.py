@@ -1,7 +1,8 @@
 """One canonical JSON form, so that equal documents hash equally wherever the broker hashes them.
 
-Keys sorted, no blanks, non-ASCII written as is (UTF-8). The audit chain is hashed in this form,
-so changing it would make every stored chain fail its check: it is written here once.
+Keys sorted, no blanks, non-ASCII written as is (UTF-8). The audit chain is hashed in this form
+and the broker signs agreements in it (a member cloud checks them), so changing it would make
+every stored chain and signature fail its check: it is written here once, on the wire.
 """
 
 from __future__ import annotations
