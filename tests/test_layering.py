@@ -68,6 +68,7 @@ PURE = [
     "broker.names",
     "broker.wire.statuses",
     "broker.reports",
+    "broker.privacy",
 ]
 
 
