@@ -126,7 +126,7 @@ def _calibrate(query: Query, epsilon: Fraction, delta: Fraction) -> tuple:
     if query.type == COUNT_BY:
         if query.keys is None:
             return (mechanisms.count_by_threshold(epsilon, delta),)
-        return (mechanisms.count_by_categories(_cell_names(query), epsilon),)
+        return (mechanisms.count_by_categories(cell_names(query), epsilon),)
     if query.type == SUM:
         return (mechanisms.clamped_sum(query.bounds, epsilon),)
     if query.type == MEAN:
@@ -142,7 +142,7 @@ def _candidates(query: Query) -> list[float]:
     return [float(v) for v in np.linspace(lower, upper, query.candidates)]
 
 
-def _cell_names(query: Query) -> list[str]:
+def cell_names(query: Query) -> list[str]:
     """Each declared cell (one key per column) as the one text OpenDP's categories hold."""
     return [json.dumps(list(cell)) for cell in itertools.product(*query.keys)]
 
@@ -230,9 +230,10 @@ def _texts(engine: Engine, column: str) -> list[str | None]:
     return [key_text(v) for v in engine.dictionary(column).tolist()]
 
 
-def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
-    """Counts of the declared cells, the other values in one cell: exact counts from the
-    engine's count table (vectorized), then OpenDP's noise."""
+def declared_counts(engine: Engine, query: Query) -> list[int]:
+    """The exact count of each declared cell (in :func:`cell_names` order), then of every
+    other row: from the engine's count table, vectorized. OpenDP's own transformation,
+    ``make_count_by_categories``, gives the same vector on the rows (a test checks it)."""
     [table] = engine.counts([list(query.columns)])
     cell = np.zeros(table.size, dtype=np.int64)
     outside = np.zeros(table.size, dtype=bool)
@@ -247,9 +248,12 @@ def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
         stride *= width
     cells = int(np.prod(widths))
     exact = np.bincount(cell[~outside], weights=table.rows[~outside], minlength=cells)
-    other = int(table.rows[outside].sum())
-    names = _cell_names(query)
-    noisy = mechanisms.noisy_counts([*exact.astype(np.int64).tolist(), other], names, calibrated)
+    return [*exact.astype(np.int64).tolist(), int(table.rows[outside].sum())]
+
+
+def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
+    """Counts of the declared cells, the other values in one cell, with OpenDP's noise."""
+    noisy = mechanisms.noisy_counts(declared_counts(engine, query), cell_names(query), calibrated)
     return {
         "columns": list(query.columns),
         "cells": [
