@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -178,3 +179,22 @@ class Standing:
         """The release fits when everything spent, itself included, stays within the limit:
         meeting it exactly is allowed."""
         return self.spent + self.asked <= self.budget.limit
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What one earlier release spent: of which dataset (its key), when."""
+
+    dataset_key: str
+    at: datetime
+    epsilon: Fraction
+    delta: Fraction
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a new release asks to spend, of which dataset."""
+
+    dataset_key: str
+    epsilon: Fraction
+    delta: Fraction
