@@ -2,6 +2,7 @@
 
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
+from broker.budget.models import PrivacySpend
 from broker.delivery.models import Delivery
 from broker.members.models import Member
 from broker.policies.models import PolicyVersion
@@ -13,6 +14,7 @@ __all__ = [
     "Delivery",
     "Member",
     "PolicyVersion",
+    "PrivacySpend",
     "Release",
     "Transfer",
     "TransferJob",

@@ -32,6 +32,7 @@ from broker.privacy.queries import (
     COUNT,
     COUNT_BY,
     MEAN,
+    QUANTILE,
     SUM,
     Queries,
     Query,
@@ -147,12 +148,22 @@ def cell_names(query: Query) -> list[str]:
     return [json.dumps(list(cell)) for cell in itertools.product(*query.keys)]
 
 
-def compute(engine: Engine, planned: Plan) -> list[dict[str, Any]]:
-    """Answer every planned query from ``engine``; one dict a query (see :func:`_described`)
-    with its ``result``."""
+def validate(engine: Engine, planned: Plan) -> None:
+    """What the data must be for the queries to be answered (rows, the columns named, numbers
+    where a sum, mean or quantile reads them): checked before any decision, so that a mistake
+    is an error that spends nothing, never a refusal or a release."""
     if engine.rows == 0:
         raise ReleaseError("the dataset has no rows: there is nothing to release")
     check_columns(Queries(tuple(p.query for p in planned.parts)), engine.columns)
+    for part in planned.parts:
+        if part.query.type in (SUM, MEAN, QUANTILE):
+            numeric_values(engine, part.query)
+
+
+def compute(engine: Engine, planned: Plan) -> list[dict[str, Any]]:
+    """Answer every planned query from ``engine``; one dict a query (see :func:`_described`)
+    with its ``result``."""
+    validate(engine, planned)
     answers = []
     for part in planned.parts:
         answer = _described(part)

@@ -42,6 +42,10 @@ class Transfer(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_fingerprint: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    # microdata (the rows) or aggregate (statistics under differential privacy, broker/budget/)
+    kind: Mapped[str] = mapped_column(String(16), default="microdata", server_default="microdata")
+    # An aggregate release: its queries, epsilon and delta, and the answers released
+    aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"

@@ -54,7 +54,7 @@ from broker.tables import counting_limits, open_upload
 from broker.transfers import dry_runs, repository
 from broker.transfers.models import Release, Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
-from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
+from broker.wire.statuses import DeliveryStatus, JobState, TransferKind, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
 
@@ -71,6 +71,9 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
     }
     if request.min_utility_percent is not None:  # absent before the floor existed: same hash
         body["min_utility_percent"] = request.min_utility_percent
+    if request.kind != TransferKind.MICRODATA:  # absent before aggregate releases: same hash
+        body |= {"kind": request.kind, "queries": request.queries}
+        body |= {"epsilon": request.epsilon, "delta": request.delta}
     return sha256_of(body)
 
 
@@ -104,8 +107,13 @@ def submit(
     """Decide a transfer now, or (``in_background``, never for a dry run) accept it as a job.
 
     A transfer by reference is always decided in the background, dry runs included: its data
-    is as large as a cluster holds.
+    is as large as a cluster holds. An aggregate release has a use case of its own
+    (:mod:`broker.budget.service`).
     """
+    if request.kind == TransferKind.AGGREGATE:
+        from broker.budget import service as aggregate_release
+
+        return aggregate_release.submit(session, caller, upload, request, settings)
     request_fingerprint = fingerprint(request, upload.sha256)
     if request.idempotency_key and not request.dry_run:
         earlier = _earlier(session, caller.member_id, request.idempotency_key, request_fingerprint)
