@@ -32,8 +32,10 @@ from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.privacy.budget import BudgetError, delta_amount, positive_epsilon, show
 from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
-from broker.privacy.release import compute, plan, validate
 from broker.roles import listed_columns
+
+# broker.privacy.release loads OpenDP (its library takes 0.3 s to load): imported by the
+# command itself, so that other commands do not wait for it.
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -130,6 +132,8 @@ def parse_short(text: str) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from broker.privacy.release import compute, plan, validate
+
     items = [parse_short(q) for q in args.query]
     if args.queries:
         with open(args.queries, encoding="utf-8") as file:

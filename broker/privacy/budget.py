@@ -21,8 +21,11 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 # The most digits an amount may be written with: "0.1" is fine, a 10,000-digit fraction is a
-# denial of service on every later sum.
+# denial of service on every later sum; so is "1e-999999", hence the smallest amounts.
 MAX_DIGITS = 40
+SMALLEST_EPSILON = Fraction(1, 10**6)  # below it an answer is nothing but noise
+LARGEST_EPSILON = Fraction(1000)
+SMALLEST_DELTA = Fraction(1, 10**20)  # a delta above 0, but not below this
 
 
 class BudgetError(ValueError):
@@ -61,7 +64,11 @@ def parse_amount(text: str | float | int | Fraction, name: str = "epsilon") -> F
             decimal = Decimal(written)
             if not decimal.is_finite():
                 raise InvalidOperation
+            if not -60 <= decimal.adjusted() <= 60:
+                raise OverflowError
             value = Fraction(decimal)
+    except OverflowError:
+        raise BudgetError(f"{name} {written!r} is out of range") from None
     except (ValueError, ZeroDivisionError, InvalidOperation):
         raise BudgetError(
             f"{name} {written!r} is not a number (write it as 0.5, 1e-6 or 1/3)"
@@ -87,6 +94,11 @@ def positive_epsilon(text: str | float | int | Fraction) -> Fraction:
             f"epsilon must be above 0 (it was {show(value)}): epsilon = 0 would release nothing "
             "but noise, and a negative one means nothing"
         )
+    if not SMALLEST_EPSILON <= value <= LARGEST_EPSILON:
+        raise BudgetError(
+            f"epsilon must lie between {show(SMALLEST_EPSILON)} and {show(LARGEST_EPSILON)} "
+            f"(it was {show(value)})"
+        )
     return value
 
 
@@ -97,6 +109,8 @@ def delta_amount(text: str | float | int | Fraction | None) -> Fraction:
     value = parse_amount(text, "delta")
     if not 0 <= value < 1:
         raise BudgetError(f"delta must be at least 0 and below 1 (it was {show(value)})")
+    if 0 < value < SMALLEST_DELTA:
+        raise BudgetError(f"delta must be 0 or at least 1e-20 (it was {show(value)})")
     return value
 
 

@@ -40,6 +40,7 @@ import opendp.prelude as dp
 from broker.privacy.budget import float_at_most
 
 dp.enable_features("contrib")
+LibraryError = dp.OpenDPException  # what a constructor or a search that cannot succeed raises
 
 # One row added or removed: the neighbouring relation of every release.
 D_IN = 1

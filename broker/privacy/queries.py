@@ -43,6 +43,7 @@ MAX_COLUMNS = 5  # columns of one contingency table
 MAX_KEYS = 10_000  # declared cells of one contingency table (product of each column's keys)
 MAX_KEY_CHARS = 200
 MAX_CANDIDATES = 1_000
+MAX_QUANTILES = 20  # of one query (each is calibrated and answered on its own)
 DEFAULT_CANDIDATES = 101
 MAX_QUERIES_TEXT = 1_000_000  # characters of the queries' JSON
 
@@ -189,6 +190,8 @@ def _query(position: int, item: Any) -> Query:
         or not all(_number(q) and 0 <= q <= 1 for q in wanted)
     ):
         raise QueryError(f"{label}: 'quantiles' must be a list of numbers from 0 to 1, e.g. [0.5]")
+    if len(wanted) > MAX_QUANTILES:
+        raise QueryError(f"{label}: at most {MAX_QUANTILES} quantiles")
     candidates = item.get("candidates", DEFAULT_CANDIDATES)
     if not isinstance(candidates, int) or isinstance(candidates, bool) or candidates < 2:
         raise QueryError(f"{label}: 'candidates' must be a whole number of at least 2")
@@ -205,7 +208,10 @@ def _query(position: int, item: Any) -> Query:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number of a sane size (a 400-digit integer does not fit a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return abs(value) < 1e15 if isinstance(value, int) else math.isfinite(value)
 
 
 def _bounds(label: str, kind: str, bounds: Any) -> tuple[float, float]:

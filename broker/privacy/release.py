@@ -113,10 +113,17 @@ def plan(queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0)) -> 
         )
     deltas = iter(split(delta, len(needing_delta)) if needing_delta else [])
     parts = []
-    for query in items:
+    for position, query in enumerate(items, 1):
         share = query.epsilon if query.epsilon is not None else next(shares)
         query_delta = next(deltas) if query.needs_delta else Fraction(0)
-        parts.append(Part(query, share, query_delta, _calibrate(query, share, query_delta)))
+        try:
+            calibrated = _calibrate(query, share, query_delta)
+        except mechanisms.LibraryError as error:
+            raise QueryError(
+                f"query {position} ({query.type}) cannot be calibrated to epsilon {show(share)}"
+                f" and delta {show(query_delta)}: {str(error).strip().splitlines()[-1][:200]}"
+            ) from None
+        parts.append(Part(query, share, query_delta, calibrated))
     spent_delta = delta if needing_delta else Fraction(0)
     return Plan(tuple(parts), epsilon, spent_delta)
 

@@ -228,6 +228,12 @@ class TransferRead(BaseModel):
         None, description="An aggregate release's spend and answers (kind `aggregate`)"
     )
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _microdata_unless_said(cls, kind: object) -> object:
+        """A transfer not yet written (a dry run) has no column default applied yet."""
+        return TransferKind.MICRODATA if kind is None else kind
+
     @field_validator("delivery", mode="before")
     @classmethod
     def _no_outbox_row(cls, delivery: object) -> object:

@@ -57,6 +57,12 @@ def test_epsilon_must_be_a_positive_number(bad):
 def test_a_huge_written_amount_is_refused():
     with pytest.raises(BudgetError, match="more than"):
         positive_epsilon("1" * 100)
+    with pytest.raises(BudgetError, match="out of range"):
+        positive_epsilon("1e-999999")  # a million-digit denominator in every later sum
+    with pytest.raises(BudgetError, match=r"between 0\.000001 and 1000"):
+        positive_epsilon("1e-7")
+    with pytest.raises(BudgetError, match="0 or at least 1e-20"):
+        delta_amount("1e-30")
 
 
 @pytest.mark.parametrize("bad", ["1", "-1e-9", "2"])
