@@ -233,3 +233,12 @@ def test_a_microdata_transfer_is_unchanged_by_the_new_fields(federation):
     frame = pd.read_csv(io.StringIO(csv(people()).decode()))
     body = federation.send("sn-hospital", csv(frame), destination="fr-research").json()
     assert body["kind"] == "microdata" and body["aggregate"] is None
+
+
+def test_a_policy_replay_names_aggregate_releases_as_not_replayed(federation):
+    release(federation, epsilon="0.5")
+    seed = federation.client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    replayed = federation.client.post("/v1/policies/SN/replay", headers=ADMIN, json=seed).json()
+    assert replayed["not_replayable"] == 1
+    [item] = replayed["items"]
+    assert "aggregate release" in item["note"]
