@@ -18,7 +18,8 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     ├── Unprocessable              422 unprocessable
     │   ├── InvalidDataset         422 invalid-dataset
     │   ├── UnknownColumn          422 unknown-column
-    │   └── InvalidPolicy          422 invalid-policy
+    │   ├── InvalidPolicy          422 invalid-policy
+    │   └── InvalidQuery           422 invalid-query (an aggregate release's queries)
     ├── NotImplementedHere         501 not-implemented (an optional extra is not installed)
     └── NotReady                   503 not-ready
 
@@ -153,6 +154,12 @@ class UnknownColumn(Unprocessable):
 
 class InvalidPolicy(Unprocessable):
     type, title = "invalid-policy", "Invalid F-SLA record"
+
+
+class InvalidQuery(Unprocessable):
+    """An aggregate release that cannot be answered as asked (nothing is spent)."""
+
+    type, title = "invalid-query", "Invalid aggregate query"
 
 
 class NotImplementedHere(BrokerError):

@@ -2,6 +2,7 @@
 
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
+from broker.budget.models import PrivacySpend
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
 from broker.members.models import Member
@@ -21,6 +22,7 @@ __all__ = [
     "NegotiationEvent",
     "Notification",
     "PolicyVersion",
+    "PrivacySpend",
     "Release",
     "Transfer",
     "TransferJob",

@@ -34,8 +34,9 @@ Exception tree::
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 from urllib.parse import quote
@@ -44,7 +45,7 @@ import httpx
 
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.signing import KEYS_PATH
-from broker.wire.statuses import Anonymize, TransferStatus
+from broker.wire.statuses import Anonymize, TransferKind, TransferStatus
 
 USER_AGENT = "fedbroker-member-cloud/0.1"
 
@@ -233,6 +234,49 @@ class BrokerClient:
         if response.status_code != 202:
             return self._json(response, "POST", "/v1/transfers")
         return self._await_job(response.headers["Location"], _retry_after(response))
+
+    def send_aggregate(
+        self,
+        data: bytes | IO[bytes],
+        filename: str,
+        destination: str,
+        purpose: str,
+        queries: Sequence[Mapping[str, Any]],
+        epsilon: str | float,
+        delta: str | float | None = None,
+        dry_run: bool = False,
+        idempotency_key: str | None = None,
+        content_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask for an aggregate release (``kind=aggregate``): statistics of the dataset under
+        differential privacy, charged to the budget the broker keeps per dataset and
+        destination; its decision, with each answer, mechanism, epsilon and accuracy.
+
+        ::
+
+            decision = broker.send_aggregate(
+                csv_bytes, "patients.csv", "fr-research", "research",
+                queries=[{"type": "count_by", "columns": ["sex"], "keys": {"sex": ["F", "M"]}},
+                         {"type": "mean", "column": "age", "bounds": [0, 120]}],
+                epsilon="0.5",
+            )
+            decision["status"], decision["aggregate"]["answers"]
+        """
+        form: dict[str, str] = {
+            "destination": destination,
+            "purpose": purpose,
+            "kind": TransferKind.AGGREGATE,
+            "queries": json.dumps(list(queries)),
+            "epsilon": str(epsilon),
+            "dry_run": "true" if dry_run else "false",
+        }
+        if delta is not None:
+            form["delta"] = str(delta)
+        headers = {IDEMPOTENCY_KEY: idempotency_key} if idempotency_key else None
+        file = (filename, data, content_type or "application/octet-stream")
+        return self._request(
+            "POST", "/v1/transfers", data=form, files={"file": file}, headers=headers
+        )
 
     def _await_job(self, location: str, delay: float) -> dict[str, Any]:
         """Poll a transfer decided in the background (202 Accepted) until it is decided.

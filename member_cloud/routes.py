@@ -17,6 +17,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from broker.wire import headers as h
 from broker.wire.signing import KEYS_PATH, SCHEME
+from broker.wire.statuses import TransferKind
 from member_cloud import delivery
 from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
 from member_cloud.broker_keys import BrokerKeys
@@ -189,6 +190,20 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
     headers = {h.IDEMPOTENCY_KEY: key} if key else {}
     try:
         with store.open(body.dataset) as data:
+            if body.kind == TransferKind.AGGREGATE:
+                answer = broker.send_aggregate(
+                    data,
+                    body.dataset,
+                    destination=body.destination,
+                    purpose=body.purpose,
+                    queries=body.queries or [],
+                    epsilon=body.epsilon or "",
+                    delta=body.delta,
+                    dry_run=body.dry_run,
+                    idempotency_key=key,
+                    content_type=media_type(body.dataset),
+                )
+                return JSONResponse(answer, headers=headers)
             answer = broker.send_transfer(
                 data,
                 body.dataset,

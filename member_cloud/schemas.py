@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize
+from broker.wire.statuses import Anonymize, TransferKind
 
 
 class MemberInfo(BaseModel):
@@ -52,6 +52,26 @@ class TransferCreate(BaseModel):
         None,
         max_length=36,
         description="The agreement (negotiated through the broker) this transfer is made under",
+    )
+    kind: TransferKind = Field(
+        TransferKind.MICRODATA,
+        description="`aggregate`: send only the answers to `queries`, computed by the broker "
+        "under differential privacy and charged to the privacy budget of this dataset and "
+        "destination",
+    )
+    queries: list[dict[str, Any]] | None = Field(
+        None,
+        description="With kind `aggregate`: the queries, as the broker takes them",
+        examples=[[{"type": "count_by", "columns": ["Gender"], "keys": {"Gender": ["F", "M"]}}]],
+    )
+    epsilon: str | None = Field(
+        None,
+        max_length=64,
+        description="With kind `aggregate`: the epsilon to spend",
+        examples=["0.5"],
+    )
+    delta: str | None = Field(
+        None, max_length=64, description="With kind `aggregate`: the delta it may spend"
     )
     idempotency_key: str | None = Field(
         None,

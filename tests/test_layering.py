@@ -71,6 +71,7 @@ PURE = [
     "broker.reports",
     "broker.catalog.jsonld",
     "broker.negotiations.states",
+    "broker.privacy",
 ]
 
 

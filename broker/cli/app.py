@@ -11,14 +11,14 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from broker.cli import admins, analyze, anonymize, audit, db, keys, serve
+from broker.cli import admins, analyze, anonymize, audit, db, keys, release, serve
 from broker.cli.common import CommandError, CommandFailed
 from broker.datasets import DatasetError
 
 USAGE_ERROR = 2
 BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `| head`
 # in the order `fedbroker -h` lists them
-COMMANDS = (analyze, anonymize, serve, db, audit, admins, keys)
+COMMANDS = (analyze, anonymize, release, serve, db, audit, admins, keys)
 
 
 class Parser(argparse.ArgumentParser):

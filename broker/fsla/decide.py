@@ -7,15 +7,16 @@ branch of a decision is testable on its own. The service around it reads, calls 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from broker.engines.base import Engine
-from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.evaluate import applicable_rule_sets, combine, evaluate
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.offers import Terms
 from broker.fsla.remedy import VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
+from broker.fsla.rules import aggregate_instead
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
 from broker.roles import Roles
@@ -39,6 +40,12 @@ class TransferRequest:
     min_utility_percent: float | None = None
     # The agreement the transfer is made under (its terms apply beside the records').
     agreement_id: str | None = None
+    # microdata (the rows, measured and judged) or aggregate (statistics under differential
+    # privacy: the queries as JSON text, the epsilon and delta as written)
+    kind: str = "microdata"
+    queries: str | None = None
+    epsilon: str | None = None
+    delta: str | None = None
 
 
 def measure(
@@ -152,7 +159,58 @@ def decide(
     """``history``: the earlier releases to the same destination the rules look back on;
     ``agreed``: the agreement the transfer is made under (its terms are one more rule set, and
     it must be between these parties for this purpose); ``onward``: an earlier delivery of this
-    same data to the source that may not be sent on."""
+    same data to the source that may not be sent on.
+
+    A transfer whose rows may not leave as sent (rejected, or needing anonymization) past the
+    gate carries a note when every rule set would allow an aggregate release of the data
+    instead (``aggregate_release_possible``, a passed rule).
+    """
+    outcome = _decide_rows(
+        parties, request, roles, measured, max_suppression, budget_seconds, history, agreed, onward
+    )
+    if outcome.status == TransferStatus.APPROVED or any(
+        not rule.passed and rule.rule in _GATE for rule in outcome.rules
+    ):
+        return outcome
+    source, destination = parties.source, parties.destination
+    context = TransferContext(source.jurisdiction, destination.jurisdiction, request.purpose)
+    rule_sets = applicable_rule_sets(
+        context,
+        parties.policies[source.jurisdiction][0],
+        parties.policies[destination.jurisdiction][0],
+    )
+    requirements = combine([r for _, _, r in rule_sets], [(scope, j) for scope, j, _ in rule_sets])
+    note = aggregate_instead(FEDERATION, source.jurisdiction, requirements)
+    if note is None:
+        return outcome
+    return replace(outcome, rules=[*outcome.rules, note])
+
+
+# Rules an aggregate release must pass too: when one fails, statistics cannot leave either.
+_GATE = frozenset(
+    {
+        "destination_known",
+        "destination_active",
+        "destination_not_source",
+        "destination_allowed",
+        "purpose_allowed",
+        "agreement_terms",
+        "onward_transfer",
+    }
+)
+
+
+def _decide_rows(
+    parties: Parties,
+    request: TransferRequest,
+    roles: Roles,
+    measured: Measured,
+    max_suppression: float,
+    budget_seconds: float | None = None,
+    history: History | None = None,
+    agreed: Agreed | None = None,
+    onward: Onward | None = None,
+) -> Outcome:
     report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]

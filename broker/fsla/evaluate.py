@@ -26,6 +26,7 @@ from broker.fsla.results import (
     AGREEMENT,
     EXPORT,
     IMPORT,
+    BudgetRule,
     Decision,
     Requirements,
     RuleResult,
@@ -55,8 +56,14 @@ def applicable_rule_sets(
     return found
 
 
-def combine(rule_sets: list[RuleSet]) -> Requirements:
-    """Stricter wins: the highest minimum, the lowest maximum, every prohibition."""
+def combine(
+    rule_sets: list[RuleSet], where: Sequence[tuple[str, str]] | None = None
+) -> Requirements:
+    """Stricter wins: the highest minimum, the lowest maximum, every prohibition.
+
+    ``where``: each rule set's (scope, jurisdiction), which names its budgets.
+    """
+    where = list(where) if where is not None else [("", "")] * len(rule_sets)
 
     def highest(values):
         present = [v for v in values if v is not None]
@@ -96,6 +103,16 @@ def combine(rule_sets: list[RuleSet]) -> Requirements:
         min_utility_percent=highest(r.min_utility_percent for r in rule_sets),
         auto_anonymize=all(r.auto_anonymize for r in rule_sets),
         max_retention_days=lowest(r.max_retention_days for r in rule_sets),
+        aggregate_releases_allowed=bool(rule_sets)
+        and all(r.aggregate_releases_allowed for r in rule_sets),
+        max_epsilon_per_release=lowest(r.max_epsilon_per_release for r in rule_sets),
+        max_delta_per_release=min((r.max_delta_per_release or 0.0 for r in rule_sets), default=0.0),
+        budgets=tuple(
+            BudgetRule(scope, jurisdiction, per, limit, r.budget_period_days)
+            for r, (scope, jurisdiction) in zip(rule_sets, where, strict=True)
+            for per, limit in (("dataset", r.epsilon_budget), ("source", r.source_epsilon_budget))
+            if limit is not None
+        ),
     )
 
 
@@ -126,4 +143,5 @@ def evaluate(
         status = TransferStatus.ANONYMIZATION_REQUIRED
     else:
         status = TransferStatus.APPROVED
-    return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets]))
+    where = [(scope, jurisdiction) for scope, jurisdiction, _ in rule_sets]
+    return Decision(status, tuple(rules), combine([r for _, _, r in rule_sets], where))

@@ -205,6 +205,64 @@ class RuleSet(BaseModel):
         "broker. Empty: no limit.",
         examples=[365],
     )
+    aggregate_releases_allowed: bool = Field(
+        False,
+        description="May statistics of the data (counts, histograms, sums, means, quantiles) "
+        "leave under differential privacy, as an aggregate release (`kind=aggregate`), where "
+        "the rows themselves may not? Needs max_epsilon_per_release and epsilon_budget.",
+        examples=[True],
+    )
+    max_epsilon_per_release: float | None = Field(
+        None,
+        gt=0,
+        description="Most epsilon one aggregate release may spend (the sum over its queries). "
+        "Smaller is more private: at 0.1 one person changes any answer's probability by at "
+        "most 10.5 %.",
+        examples=[1.0],
+    )
+    max_delta_per_release: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="Most delta one aggregate release may spend: the chance, beyond epsilon, "
+        "that the guarantee fails (keys of a histogram taken from the data need it). Empty: "
+        "no delta, so every histogram must declare its keys.",
+        examples=[1e-6],
+    )
+    epsilon_budget: float | None = Field(
+        None,
+        gt=0,
+        description="Most epsilon the aggregate releases of one dataset (by its content) to one "
+        "destination member may spend together within budget_period_days (they compose: the "
+        "epsilons add up). A release beyond it is refused, saying what remains.",
+        examples=[3.0],
+    )
+    source_epsilon_budget: float | None = Field(
+        None,
+        gt=0,
+        description="Most epsilon the aggregate releases of one source member to one "
+        "destination member may spend together within budget_period_days, whatever the "
+        "dataset: the bound a source cannot reset by sending a slightly changed copy.",
+        examples=[10.0],
+    )
+    budget_period_days: int | None = Field(
+        None,
+        ge=1,
+        description="The window, in days, over which epsilon_budget and source_epsilon_budget "
+        "count what was spent (a release leaves the count once older). Empty: for ever.",
+        examples=[365],
+    )
+
+    @model_validator(mode="after")
+    def _aggregate_releases_are_bounded(self) -> RuleSet:
+        if self.aggregate_releases_allowed:
+            for name in ("max_epsilon_per_release", "epsilon_budget"):
+                if getattr(self, name) is None:
+                    raise ValueError(
+                        f"aggregate_releases_allowed needs {name}: differential privacy without "
+                        "a bound on epsilon protects no one"
+                    )
+        return self
 
     @model_validator(mode="after")
     def _population_rules_state_a_fraction(self) -> RuleSet:

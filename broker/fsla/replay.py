@@ -165,6 +165,7 @@ class PastDecision:
     remedy: dict[str, Any] | None
     source_policy: FSLARecord | None  # None: the version used is no longer readable
     destination_policy: FSLARecord | None
+    kind: str = "microdata"  # or aggregate: statistics under differential privacy
 
 
 @dataclass(frozen=True)
@@ -278,6 +279,14 @@ def _comparable(
 
 def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
     """The decision ``past`` under ``draft`` in place of ``jurisdiction``'s record."""
+    if past.kind == "aggregate":
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note="an aggregate release: its budget rules depend on what the ledger held when it "
+            "was decided, which a replay does not rebuild",
+        )
     stored = _state(past.rules)
     federation_failed = [
         key

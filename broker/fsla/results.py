@@ -56,6 +56,18 @@ class RuleResult:
 
 
 @dataclass(frozen=True)
+class BudgetRule:
+    """One rule set's privacy budget: ``limit`` epsilon over ``days`` (None: for ever), per
+    dataset and destination (``per = "dataset"``) or per source and destination (``"source"``)."""
+
+    scope: str
+    jurisdiction: str
+    per: str
+    limit: float
+    days: int | None
+
+
+@dataclass(frozen=True)
 class Requirements:
     """The strictest combination of every rule set that applies: what the data must meet."""
 
@@ -85,6 +97,12 @@ class Requirements:
     min_utility_percent: float | None = None
     max_retention_days: int | None = None
     auto_anonymize: bool = True
+    # Aggregate releases: allowed only when every rule set allows them; the smallest caps win
+    # (an empty delta cap is 0); each rule set's budgets count in its own window.
+    aggregate_releases_allowed: bool = False
+    max_epsilon_per_release: float | None = None
+    max_delta_per_release: float = 0.0
+    budgets: tuple[BudgetRule, ...] = ()
 
 
 @dataclass(frozen=True)

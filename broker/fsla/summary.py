@@ -48,7 +48,17 @@ _GATES = {
     "quasi-identifiers",
     "sensitive_declared": "declare the sensitive columns in the `sensitive` form field so that "
     "l and t are checked",
+    "aggregate_release_possible": "if statistics are what the destination needs, send the same "
+    "data with kind=aggregate and the queries (counts, histograms, sums, means, quantiles)",
+    "aggregate_allowed": "send the data itself (kind=microdata), measured and judged as rows",
+    "max_epsilon_per_release": "ask less epsilon (fewer queries, or each with more noise)",
+    "max_delta_per_release": "declare each histogram's keys (no delta is then needed), or ask a "
+    "smaller delta",
+    "epsilon_budget": "wait until earlier releases leave the budget's window, or ask for less",
+    "source_epsilon_budget": "wait until earlier releases leave the budget's window, or ask for "
+    "less",
 }
+_NOTES = frozenset({"sensitive_declared", "aggregate_release_possible"})
 _LABELS = {
     "forbidden_attribute": "forbidden",
     "no_identifiers": "identifies people",
@@ -121,7 +131,7 @@ def summarize(
     (['no_identifiers'], ['SN (export)', 'FR (import)'])
     """
     remedy = remedy or {}
-    notes = [_note(r) for r in rules if r["passed"] and r["rule"] == "sensitive_declared"]
+    notes = [_note(r) for r in rules if r["passed"] and r["rule"] in _NOTES]
     if remedy.get("applied"):
         before = remedy.get("before") or {}
         # The notes of the data as sent: the anonymized data may have lost the columns named.

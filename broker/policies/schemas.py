@@ -19,7 +19,17 @@ EXAMPLE_RECORD: dict[str, Any] = FSLARecord(
     allowed_purposes=["research", "public_health", "treatment"],
     domestic_export=RuleSet(identifiers_allowed=True, auto_anonymize=True),
     cross_border_export=RuleSet(
-        max_mmaq_index=0.7, min_k=3, min_l=2, forbidden_attributes=["NIN"], auto_anonymize=True
+        max_mmaq_index=0.7,
+        min_k=3,
+        min_l=2,
+        forbidden_attributes=["NIN"],
+        auto_anonymize=True,
+        aggregate_releases_allowed=True,
+        max_epsilon_per_release=1.0,
+        max_delta_per_release=1e-6,
+        epsilon_budget=3.0,
+        source_epsilon_budget=10.0,
+        budget_period_days=365,
     ),
     import_rules=RuleSet(min_k=2, auto_anonymize=True),
 ).model_dump(mode="json")

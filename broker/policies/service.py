@@ -318,6 +318,7 @@ def replay(
             remedy=transfer.remedy,
             source_policy=used(source_jurisdiction, transfer.policy_versions),
             destination_policy=used(destination_jurisdiction, transfer.policy_versions),
+            kind=transfer.kind or "microdata",
         )
         replays.append((transfer, replay_.replay(past, code, draft)))
     next_before = rows[-1][0].created_at if more and rows else None

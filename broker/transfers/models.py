@@ -49,6 +49,10 @@ class Transfer(Base):
     delivered_sha256: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
     retain_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
     erased_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+    # microdata (the rows) or aggregate (statistics under differential privacy, broker/budget/)
+    kind: Mapped[str] = mapped_column(String(16), default="microdata", server_default="microdata")
+    # An aggregate release: its queries, epsilon and delta, and the answers released
+    aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"

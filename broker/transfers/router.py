@@ -20,7 +20,7 @@ from broker.transfers.models import Transfer, TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUploadIfAny
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, JobState, TransferStatus
+from broker.wire.statuses import Anonymize, JobState, TransferKind, TransferStatus
 
 RESPOND_ASYNC = "respond-async"
 
@@ -110,7 +110,17 @@ def _destination_view(transfer: Transfer) -> TransferRead:
         agreement_id=transfer.agreement_id,
         retain_until=transfer.retain_until,
         erased_at=transfer.erased_at,
+        kind=transfer.kind,
+        aggregate=_released(transfer.aggregate),
     )
+
+
+def _released(aggregate: dict | None) -> dict | None:
+    """What the destination of an aggregate release may see: what it received, without the
+    dataset's key in the ledger."""
+    if aggregate is None:
+        return None
+    return {k: v for k, v in aggregate.items() if k != "dataset_key"}
 
 
 @router.post(
@@ -223,6 +233,41 @@ def create_transfer(
     dry_run: Annotated[
         bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
     ] = False,
+    kind: Annotated[
+        TransferKind,
+        Form(
+            description="`microdata`: send the rows, measured and judged; `aggregate`: send "
+            "only the answers to `queries`, computed by the broker under differential privacy "
+            "and charged to the privacy budget of the dataset and destination (always answered "
+            "at once; a dry run shows each query's cost and accuracy, never an answer)"
+        ),
+    ] = TransferKind.MICRODATA,
+    queries: Annotated[
+        str,
+        Form(
+            description="With kind `aggregate`: the queries as a JSON list, e.g. "
+            '`[{"type": "count"}, {"type": "count_by", "columns": ["sex"], "keys": {"sex": '
+            '["F", "M"]}}, {"type": "mean", "column": "age", "bounds": [0, 120]}]`; types '
+            "count, count_by (histogram or contingency table), sum, mean, quantile",
+            max_length=1_000_000,
+        ),
+    ] = "",
+    epsilon: Annotated[
+        str,
+        Form(
+            description="With kind `aggregate`: the epsilon the release spends, e.g. `0.5` "
+            "(written in decimal or as a fraction, counted exactly); the queries share it",
+            max_length=64,
+        ),
+    ] = "",
+    delta: Annotated[
+        str,
+        Form(
+            description="With kind `aggregate`: the delta it may spend, e.g. `1e-6`, needed by "
+            "histograms whose keys come from the data. Empty: 0",
+            max_length=64,
+        ),
+    ] = "",
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     prefer: Annotated[
         str | None,
@@ -244,6 +289,10 @@ def create_transfer(
         dry_run=dry_run,
         idempotency_key=idempotency_key,
         agreement_id=agreement_id.strip() or None,
+        kind=kind,
+        queries=queries if kind == TransferKind.AGGREGATE else None,
+        epsilon=epsilon.strip() if kind == TransferKind.AGGREGATE else None,
+        delta=delta.strip() if kind == TransferKind.AGGREGATE else None,
     )
     location = location.strip()
     if (upload is None) == (not location):
@@ -254,6 +303,7 @@ def create_transfer(
     source = upload or references.resolve(location, caller.member_id, settings)
     asked_async = RESPOND_ASYNC in _preferences(prefer)
     in_background = asked_async or source.size > settings.decide_in_background_above_bytes
+    in_background = in_background and kind == TransferKind.MICRODATA
     monitoring = http_request.app.state.monitoring
     with monitoring.timed("transfer"):
         submitted = service.submit(session, caller, source, request, settings, in_background)

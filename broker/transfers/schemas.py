@@ -13,6 +13,7 @@ from broker.wire.statuses import (
     JobState,
     RuleName,
     RuleScope,
+    TransferKind,
     TransferStatus,
 )
 
@@ -149,6 +150,32 @@ class DatasetRead(BaseModel):
     )
 
 
+class AggregateRead(BaseModel):
+    """An aggregate release: what it spends and, once released, each query's answer."""
+
+    epsilon: str = Field(description="The epsilon the release spends, in decimal", examples=["1"])
+    epsilon_exact: str = Field(description="The same, exactly, as num/den", examples=["1/1"])
+    delta: str = Field(description="The delta it spends", examples=["0.000001"])
+    delta_exact: str = Field(examples=["1/1000000"])
+    spent: bool = Field(
+        description="True when the release was approved and its epsilon and delta are counted "
+        "against the budgets; a refusal or a dry run spends nothing"
+    )
+    released: bool = Field(description="True when `answers` hold the released values")
+    dataset_key: str | None = Field(
+        None,
+        description="The dataset's key in the budget ledger (a hash of its content, so the "
+        "same table in another format or order meets the same budget); not shown to the "
+        "destination",
+    )
+    answers: list[dict[str, Any]] = Field(
+        description="One entry per query: `query`, `mechanism`, `epsilon`, `delta`, `scale`, "
+        "`accuracy` (`confidence`, `half_width`, `meaning`) and, once released, `result` "
+        "(`count`; `cells` with `key` and `count`, `other`, `threshold`; `sum`; `mean` with its "
+        "`interval`; `quantiles`)"
+    )
+
+
 class DeliveryRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -204,6 +231,19 @@ class TransferRead(BaseModel):
     erased_at: datetime | None = Field(
         None, description="When the destination said it deleted what it received"
     )
+    kind: TransferKind = Field(
+        TransferKind.MICRODATA,
+        description="`microdata`: the rows; `aggregate`: statistics under differential privacy",
+    )
+    aggregate: AggregateRead | None = Field(
+        None, description="An aggregate release's spend and answers (kind `aggregate`)"
+    )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _microdata_unless_said(cls, kind: object) -> object:
+        """A transfer not yet written (a dry run) has no column default applied yet."""
+        return TransferKind.MICRODATA if kind is None else kind
 
     @field_validator("delivery", mode="before")
     @classmethod

@@ -60,7 +60,7 @@ from broker.transfers import dry_runs, repository
 from broker.transfers.models import Release, Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
 from broker.wire.canonical import sha256_of
-from broker.wire.statuses import DeliveryStatus, JobState, TransferStatus
+from broker.wire.statuses import DeliveryStatus, JobState, TransferKind, TransferStatus
 
 _EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
 
@@ -79,6 +79,9 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         body["min_utility_percent"] = request.min_utility_percent
     if request.agreement_id is not None:  # likewise
         body["agreement_id"] = request.agreement_id
+    if request.kind != TransferKind.MICRODATA:  # absent before aggregate releases: same hash
+        body |= {"kind": request.kind, "queries": request.queries}
+        body |= {"epsilon": request.epsilon, "delta": request.delta}
     return sha256_of(body)
 
 
@@ -112,8 +115,18 @@ def submit(
     """Decide a transfer now, or (``in_background``, never for a dry run) accept it as a job.
 
     A transfer by reference is always decided in the background, dry runs included: its data
-    is as large as a cluster holds.
+    is as large as a cluster holds. An aggregate release has a use case of its own
+    (:mod:`broker.budget.service`).
     """
+    if request.kind == TransferKind.AGGREGATE:
+        if request.agreement_id is not None:
+            raise Unprocessable(
+                "An agreement covers the rows of a dataset (microdata); an aggregate release is "
+                "judged by the privacy budget alone: send it without agreement_id"
+            )
+        from broker.budget import service as aggregate_release
+
+        return aggregate_release.submit(session, caller, upload, request, settings)
     request_fingerprint = fingerprint(request, upload.sha256)
     if request.idempotency_key and not request.dry_run:
         earlier = _earlier(session, caller.member_id, request.idempotency_key, request_fingerprint)

@@ -39,6 +39,13 @@ class Anonymize(StrEnum):
     AUTO = "auto"  # apply the remedy and deliver the result, where every rule set allows it
 
 
+class TransferKind(StrEnum):
+    """What a transfer sends: the rows, or statistics of them under differential privacy."""
+
+    MICRODATA = "microdata"  # the table (or its anonymized version), measured and judged
+    AGGREGATE = "aggregate"  # query answers with calibrated noise, charged to a privacy budget
+
+
 class MemberStatus(StrEnum):
     """Whether a member cloud may send and receive."""
 
@@ -135,3 +142,9 @@ class RuleName(StrEnum):
     REMEDY_FOUND = "remedy_found"
     AGREEMENT_TERMS = "agreement_terms"
     ONWARD_TRANSFER = "onward_transfer"
+    AGGREGATE_ALLOWED = "aggregate_allowed"
+    MAX_EPSILON_PER_RELEASE = "max_epsilon_per_release"
+    MAX_DELTA_PER_RELEASE = "max_delta_per_release"
+    EPSILON_BUDGET = "epsilon_budget"
+    SOURCE_EPSILON_BUDGET = "source_epsilon_budget"
+    AGGREGATE_RELEASE_POSSIBLE = "aggregate_release_possible"

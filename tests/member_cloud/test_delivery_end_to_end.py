@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import httpx
 import pytest
@@ -92,3 +93,47 @@ def test_an_approved_transfer_arrives_in_the_destinations_inbox(federation, deli
     # The broker writes what it measured: the same rows (shuffled), never the upload's bytes.
     assert sorted(arrived_bytes.decode().splitlines()[1:]) == sorted(data.decode().splitlines()[1:])
     assert delivery_status(broker_url, decision["id"]) == "delivered"
+
+
+def test_an_aggregate_release_is_asked_through_the_member_and_read_in_the_inbox(
+    federation, delivering_broker
+):
+    source, destination, fr_id = federation
+    data = (FIXTURES / "patients_original.csv").read_bytes()
+    source.post("/datasets", files={"file": ("patients.csv", data, "text/csv")})
+    decision = source.post(
+        "/transfers",
+        json={
+            "dataset": "patients.csv",
+            "destination": fr_id,
+            "purpose": "research",
+            "kind": "aggregate",
+            "queries": [
+                {"type": "count_by", "columns": ["Gender"], "keys": {"Gender": ["F", "M"]}},
+                {"type": "mean", "column": "Age", "bounds": [0, 100]},
+            ],
+            "epsilon": "1",
+        },
+    ).json()
+    # the raw table (NIN, names) may not cross; its statistics may
+    assert (decision["status"], decision["kind"]) == ("approved", "aggregate"), decision
+    meta = wait_for(lambda: arrived(destination, decision["id"]))
+    assert meta["content_type"] == "application/json"
+    released = destination.get(f"/inbox/{decision['id']}").json()
+    assert released["kind"] == "aggregate" and released["epsilon"] == "1"
+    by_gender, mean = released["answers"]
+    assert [c["key"] for c in by_gender["result"]["cells"]] == [["F"], ["M"]]
+    assert by_gender["accuracy"]["half_width"] > 0 and "interval" in mean["result"]
+    assert "Khady" not in json.dumps(released) and "25580917" not in json.dumps(released)
+    refused = source.post(
+        "/transfers",
+        json={
+            "dataset": "patients.csv",
+            "destination": fr_id,
+            "purpose": "research",
+            "kind": "aggregate",
+            "queries": [{"type": "sum", "column": "Age"}],
+            "epsilon": "1",
+        },
+    )
+    assert refused.status_code == 422 and "bounds are required" in refused.json()["detail"]

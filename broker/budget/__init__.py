@@ -1,0 +1,1 @@
+"""The privacy budget ledger and the aggregate release use case (a transfer of kind aggregate)."""

@@ -1,0 +1,341 @@
+"""One use case: a member asks for an aggregate release (a transfer of kind ``aggregate``).
+
+The same transfer as any other (parties, federation rules, F-SLA versions, idempotency keys,
+dry runs, the decision record, its audit entry, the signed outbox delivery to the
+destination's inbox), with statistics under differential privacy instead of rows:
+
+1. read: parse the queries, the epsilon and the delta (:mod:`broker.privacy`), open the upload,
+   check the queries against its columns; every mistake is a 422 that spends nothing;
+2. decide (:func:`broker.fsla.aggregate.decide_release`) against what earlier releases spent;
+3. compute the answers through OpenDP, only when approved, outside any transaction;
+4. record, in ONE transaction under the ledger's lock on the (source, destination) pair: read
+   what was spent again and decide again (a release recorded meanwhile counts), then write the
+   decision, its outbox row, its spend and its audit entry. A release the budget no longer
+   holds is recorded as refused, its answers thrown away unseen, nothing spent.
+
+A dry run decides and shows each query's cost and accuracy, never an answer: answers that
+spend nothing would be a way around the budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broker.audit import service as audit
+from broker.budget import repository
+from broker.budget.models import PrivacySpend
+from broker.config import Settings
+from broker.delivery.models import Delivery
+from broker.deps import Caller
+from broker.engines.base import Engine
+from broker.engines.pandas import PandasEngine
+from broker.errors import InvalidDataset, InvalidQuery, UnknownColumn, Unprocessable
+from broker.fsla.aggregate import ReleaseDecision, decide_release, lookback
+from broker.fsla.decide import Parties, TransferRequest
+from broker.privacy.budget import Asked, BudgetError, delta_amount, positive_epsilon, show, stored
+from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
+from broker.privacy.release import Plan, ReleaseError, compute, plan, validate
+from broker.references import Reference
+from broker.roles import listed_columns
+from broker.tables import counting_limits, open_upload
+from broker.transfers import repository as transfers
+from broker.transfers.models import Transfer
+from broker.uploads import Upload
+from broker.wire.statuses import DeliveryStatus, TransferKind
+
+MEDIA_TYPE = "application/json"
+FORMAT = "aggregate"
+
+
+def submit(
+    session: Session,
+    caller: Caller,
+    upload: Upload | Reference,
+    request: TransferRequest,
+    settings: Settings,
+):
+    """Decide an aggregate release now (never in the background: the answers are counts over
+    the table the upload limits already bound, and computing them outside the recording
+    transaction keeps the budget's lock short)."""
+    from broker.transfers import service as transfers_service  # it dispatches here
+
+    request_fingerprint = transfers_service.fingerprint(request, upload.sha256)
+    if request.idempotency_key and not request.dry_run:
+        earlier = transfers_service._earlier(
+            session, caller.member_id, request.idempotency_key, request_fingerprint
+        )
+        if earlier is not None:
+            return earlier
+    if isinstance(upload, Reference):
+        raise Unprocessable(
+            "An aggregate release is computed from an uploaded file (`file`), not from data "
+            "named by `location`"
+        )
+    if request.person_key:
+        raise InvalidQuery(
+            "An aggregate release counts each row as one person, and takes no person_key yet: "
+            "send one row per person (README, aggregate releases, limits)"
+        )
+    planned = _plan(request)
+    table = open_upload(upload, settings, (), (), None)
+    with counting_limits():
+        _validate(table.engine, planned)
+    dataset_key = content_key(table.engine, upload.sha256)
+    asked = Asked(dataset_key, planned.epsilon, planned.delta)
+    parties = transfers_service._read_parties(session, caller.member_id, request.destination)
+    decision = decide_release(
+        parties, request, asked, _spends(session, parties, request), datetime.now(UTC)
+    )
+    session.rollback()
+    transfer_id = str(uuid.uuid4())
+    if request.dry_run:
+        transfer = _transfer(
+            transfer_id, parties, request, decision, planned, None, upload, table, dataset_key
+        )
+        transfer.idempotency_key = None
+        transfer.request_fingerprint = request_fingerprint
+        return transfers_service.Submitted(transfer)
+    answers = None
+    if decision.approved:
+        with counting_limits():
+            answers = compute(table.engine, planned)
+    try:
+        transfer = _record(
+            session, parties, request, asked, planned, answers, upload, table, transfer_id
+        )
+        transfer.request_fingerprint = request_fingerprint
+        session.commit()
+    except IntegrityError:  # the same idempotency key raced us: answer as the winner did
+        session.rollback()
+        earlier = transfers_service._earlier(
+            session, caller.member_id, request.idempotency_key or "", request_fingerprint
+        )
+        if earlier is None:
+            raise
+        return earlier
+    return transfers_service.Submitted(transfer)
+
+
+def _plan(request: TransferRequest) -> Plan:
+    if not (request.epsilon or "").strip():
+        raise InvalidQuery(
+            "An aggregate release needs `epsilon`: the privacy it may spend (e.g. 0.5), which "
+            "the rule sets cap per release and per dataset and destination"
+        )
+    try:
+        queries = parse_queries(request.queries or "")
+        epsilon = positive_epsilon(request.epsilon)
+        delta = delta_amount(request.delta)
+        return plan(queries, epsilon, delta)
+    except (QueryError, BudgetError) as error:
+        raise InvalidQuery(str(error)) from None
+
+
+def _validate(engine: Engine, planned: Plan) -> None:
+    try:
+        validate(engine, planned)
+    except UnknownQueryColumn as error:
+        raise UnknownColumn(
+            f"{error}; its {len(engine.columns):,} columns: {listed_columns(engine.columns)}"
+        ) from None
+    except ReleaseError as error:
+        if engine.rows == 0:
+            raise InvalidDataset(str(error)) from None
+        raise InvalidQuery(str(error)) from None
+
+
+def content_key(engine: Engine, upload_sha256: str) -> str:
+    """The dataset's key in the ledger: a hash of its content, not of its bytes, so that the
+    same table sent again in another format, with its rows or columns in another order, or
+    with other line endings, meets the budget it already spent. (A changed value, row or
+    column name makes another key: ``source_epsilon_budget`` is the bound for that.)
+
+    Rows are hashed each (pandas' ``hash_pandas_object``, over the columns taken in the order
+    of their names), sorted, and hashed together with the sorted names. Data counted out of
+    core is keyed by its upload's SHA-256.
+    """
+    if not isinstance(engine, PandasEngine):
+        return upload_sha256
+    names = sorted(engine.columns)
+    frame = engine.frame[names].astype(str)
+    rows = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    rows.sort()
+    digest = hashlib.sha256(json.dumps(names).encode())
+    digest.update(rows.tobytes())
+    return digest.hexdigest()
+
+
+def _spends(session: Session, parties: Parties, request: TransferRequest):
+    if parties.destination is None:
+        return []
+    days = lookback(parties, request)
+    if days == 0:
+        return []
+    since = None if days is None else datetime.now(UTC) - timedelta(days=days)
+    return repository.spends(session, parties.source.id, parties.destination.id, since)
+
+
+def _record(
+    session: Session,
+    parties: Parties,
+    request: TransferRequest,
+    asked: Asked,
+    planned: Plan,
+    answers: list[dict[str, Any]] | None,
+    upload: Upload,
+    table,
+    transfer_id: str,
+) -> Transfer:
+    """Under the pair's lock: decide again on what is spent now, then write the decision, its
+    outbox row, its spend and its audit entry (the caller commits)."""
+    if parties.destination is not None:
+        repository.lock_pair(session, parties.source.id, parties.destination.id)
+    now = datetime.now(UTC)
+    decision = decide_release(parties, request, asked, _spends(session, parties, request), now)
+    if not decision.approved:
+        answers = None  # computed before a release recorded meanwhile took the budget
+    transfer = _transfer(
+        transfer_id, parties, request, decision, planned, answers, upload, table, asked.dataset_key
+    )
+    transfer.created_at = now
+    delivery = None
+    if answers is not None:
+        payload = _payload(transfer, planned, answers)
+        transfer.dataset["delivered_sha256"] = hashlib.sha256(payload).hexdigest()
+        delivery = Delivery(
+            transfer_id=transfer.id,
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            payload=payload,
+            payload_file=None,
+            payload_type=MEDIA_TYPE,
+        )
+    transfers.add(session, transfer, delivery)
+    if answers is not None:
+        repository.add(
+            session,
+            PrivacySpend(
+                transfer_id=transfer.id,
+                source_id=transfer.source_id,
+                destination_id=transfer.destination_id,
+                dataset_key=asked.dataset_key,
+                epsilon=stored(asked.epsilon),
+                delta=stored(asked.delta),
+                spent_at=now,
+            ),
+        )
+    audit.record(
+        session,
+        transfer.source_id,
+        "transfer.decided",
+        transfer.id,
+        {
+            "status": transfer.status,
+            "kind": TransferKind.AGGREGATE,
+            "source": transfer.source_id,
+            "destination": request.destination,
+            "purpose": request.purpose,
+            "policy_versions": decision.versions,
+            "dataset_sha256": upload.sha256,
+            "dataset_key": asked.dataset_key,
+            "queries": [part.query.as_dict() for part in planned.parts],
+            "epsilon_spent": stored(asked.epsilon) if answers is not None else "0",
+            "delta_spent": stored(asked.delta) if answers is not None else "0",
+            "failed_rules": [f"{r.rule}:{r.jurisdiction}" for r in decision.rules if not r.passed],
+        },
+    )
+    return transfer
+
+
+def _transfer(
+    transfer_id: str,
+    parties: Parties,
+    request: TransferRequest,
+    decision: ReleaseDecision,
+    planned: Plan,
+    answers: list[dict[str, Any]] | None,
+    upload: Upload,
+    table,
+    dataset_key: str,
+) -> Transfer:
+    approved = answers is not None
+    name = f"transfer-{transfer_id}.aggregate.json"
+    return Transfer(
+        id=transfer_id,
+        source_id=parties.source.id,
+        destination_id=request.destination,
+        purpose=_policy_spelling(request.purpose, parties),
+        status=decision.status,
+        anonymize="none",
+        quasi_identifiers=[],
+        quasi_identifiers_inferred=False,
+        sensitive=[],
+        report=None,
+        rules=[r.as_dict() for r in decision.rules],
+        remedy=None,
+        policy_versions=decision.versions,
+        dataset={
+            "sha256": upload.sha256,
+            "size_bytes": upload.size,
+            "rows": table.engine.rows,
+            "columns": table.columns,
+            "filename": upload.filename,
+            "location": None,
+            "format": table.format,
+            "notes": list(table.notes),
+            "anonymized": False,
+            "delivered_filename": name if approved else None,
+            "delivered_sha256": None,
+            "delivered_rows": None,
+            "delivered_columns": None,
+            "preview": None,
+        },
+        idempotency_key=None if request.dry_run else request.idempotency_key,
+        request_fingerprint="",
+        created_at=datetime.now(UTC),
+        kind=TransferKind.AGGREGATE,
+        aggregate={
+            "epsilon": show(planned.epsilon),
+            "epsilon_exact": stored(planned.epsilon),
+            "delta": show(planned.delta),
+            "delta_exact": stored(planned.delta),
+            "spent": approved,
+            "dataset_key": dataset_key,
+            "answers": answers if approved else planned.as_dict(),
+            "released": approved,
+        },
+    )
+
+
+def _payload(transfer: Transfer, planned: Plan, answers: list[dict[str, Any]]) -> bytes:
+    """What the destination receives: the answers with their mechanism, epsilon and
+    accuracy; never the dataset's key, size or name."""
+    document = {
+        "kind": TransferKind.AGGREGATE,
+        "transfer_id": transfer.id,
+        "source": transfer.source_id,
+        "purpose": transfer.purpose,
+        "released_at": transfer.created_at.isoformat(),
+        "epsilon": show(planned.epsilon),
+        "delta": show(planned.delta),
+        "guarantee": "each answer is differentially private (OpenDP); together the answers "
+        f"spend epsilon {show(planned.epsilon)} and delta {show(planned.delta)}, one row "
+        "counted as one person",
+        "answers": answers,
+    }
+    return json.dumps(document, indent=1, allow_nan=False).encode()
+
+
+def _policy_spelling(purpose: str, parties: Parties) -> str:
+    record = parties.policies[parties.source.jurisdiction][0]
+    wanted = purpose.strip().casefold()
+    return next((p for p in record.allowed_purposes if p.casefold() == wanted), purpose)

@@ -1,0 +1,350 @@
+"""An aggregate release: each query's share of the budget, its mechanism, its answer.
+
+:func:`plan` needs no data: it splits the release's epsilon (and delta) between the queries and
+calibrates each mechanism through OpenDP, so a dry run or a refused release can say what each
+answer would cost and how accurate it would be without touching the data. :func:`compute` then
+answers the planned queries from an engine's count tables (any engine: in memory or out of
+core) through :mod:`broker.privacy.mechanisms`.
+
+The budget split. A query may state its own ``epsilon``; the queries that do not share what the
+release's epsilon leaves, equally. A mean spends half of its share on the sum and half on the
+count it divides by; a quantile query shares its epsilon between the quantiles it asks. Delta
+goes, in equal shares, to the queries that need one (counts by columns whose keys come from the
+data); a release without such a query spends no delta. Every share is an exact fraction, and the
+shares add up exactly to the epsilon and delta recorded against the budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from broker.engines.base import Engine
+from broker.privacy import mechanisms
+from broker.privacy.budget import show, split, stored, total
+from broker.privacy.queries import (
+    COUNT,
+    COUNT_BY,
+    MEAN,
+    QUANTILE,
+    SUM,
+    Queries,
+    Query,
+    QueryError,
+    check_columns,
+    key_text,
+)
+
+CONFIDENCE = 1 - mechanisms.ALPHA
+
+
+class ReleaseError(QueryError):
+    """The data cannot answer a query as asked (an empty table, a column that is not numeric)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One query with its share of the budget and its calibrated mechanisms (a mean has two,
+    the sum and the count; a quantile query one per quantile)."""
+
+    query: Query
+    epsilon: Fraction
+    delta: Fraction
+    mechanisms: tuple[mechanisms.Calibrated, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    parts: tuple[Part, ...]
+    epsilon: Fraction
+    delta: Fraction
+
+    def as_dict(self) -> list[dict[str, Any]]:
+        """Each query's cost and accuracy, without any answer (what a dry run shows)."""
+        return [_described(part) for part in self.parts]
+
+
+def plan(queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0)) -> Plan:
+    """Split ``epsilon`` and ``delta`` between ``queries`` and calibrate each mechanism.
+
+    Examples
+    --------
+    >>> from broker.privacy.queries import parse_queries
+    >>> text = '[{"type": "count"}, {"type": "count_by", "columns": ["sex"]}]'
+    >>> planned = plan(parse_queries(text), Fraction(1), Fraction(1, 10**6))
+    >>> [(p.query.type, p.epsilon, p.delta) for p in planned.parts]
+    [('count', Fraction(1, 2), Fraction(0, 1)), ('count_by', Fraction(1, 2), Fraction(1, 1000000))]
+    >>> planned.parts[0].mechanisms[0].scale
+    2.0
+    """
+    items = queries.items
+    stated = total(q.epsilon for q in items if q.epsilon is not None)
+    unstated = [q for q in items if q.epsilon is None]
+    if stated > epsilon:
+        raise QueryError(
+            f"the queries state epsilons that add up to {show(stated)}, above the release's "
+            f"epsilon {show(epsilon)}"
+        )
+    if unstated and stated == epsilon:
+        raise QueryError(
+            f"the queries that state an epsilon use all of the release's {show(epsilon)}, "
+            "leaving nothing for the others"
+        )
+    if not unstated and stated != epsilon:
+        raise QueryError(
+            f"every query states its epsilon and they add up to {show(stated)}, not the "
+            f"release's epsilon {show(epsilon)}: make them agree"
+        )
+    shares = iter(split(epsilon - stated, len(unstated)) if unstated else [])
+    needing_delta = [q for q in items if q.needs_delta]
+    if needing_delta and delta <= 0:
+        position = items.index(needing_delta[0]) + 1
+        raise QueryError(
+            f"query {position} (count_by {', '.join(needing_delta[0].columns)}) takes its keys "
+            "from the data, which needs a delta above 0 (keys are released only above a "
+            "threshold, and delta bounds the chance that a key held by one person shows): "
+            "send delta, or declare each column's keys"
+        )
+    deltas = iter(split(delta, len(needing_delta)) if needing_delta else [])
+    parts = []
+    for position, query in enumerate(items, 1):
+        share = query.epsilon if query.epsilon is not None else next(shares)
+        query_delta = next(deltas) if query.needs_delta else Fraction(0)
+        try:
+            calibrated = _calibrate(query, share, query_delta)
+        except mechanisms.LibraryError as error:
+            raise QueryError(
+                f"query {position} ({query.type}) cannot be calibrated to epsilon {show(share)}"
+                f" and delta {show(query_delta)}: {str(error).strip().splitlines()[-1][:200]}"
+            ) from None
+        parts.append(Part(query, share, query_delta, calibrated))
+    spent_delta = delta if needing_delta else Fraction(0)
+    return Plan(tuple(parts), epsilon, spent_delta)
+
+
+def _calibrate(query: Query, epsilon: Fraction, delta: Fraction) -> tuple:
+    if query.type == COUNT:
+        return (mechanisms.count(epsilon),)
+    if query.type == COUNT_BY:
+        if query.keys is None:
+            return (mechanisms.count_by_threshold(epsilon, delta),)
+        return (mechanisms.count_by_categories(cell_names(query), epsilon),)
+    if query.type == SUM:
+        return (mechanisms.clamped_sum(query.bounds, epsilon),)
+    if query.type == MEAN:
+        half = epsilon / 2
+        return (mechanisms.clamped_sum(query.bounds, half), mechanisms.count(half))
+    each = epsilon / len(query.quantiles)
+    candidates = _candidates(query)
+    return tuple(mechanisms.quantile(candidates, q, each) for q in query.quantiles)
+
+
+def _candidates(query: Query) -> list[float]:
+    lower, upper = query.bounds
+    return [float(v) for v in np.linspace(lower, upper, query.candidates)]
+
+
+def cell_names(query: Query) -> list[str]:
+    """Each declared cell (one key per column) as the one text OpenDP's categories hold."""
+    return [json.dumps(list(cell)) for cell in itertools.product(*query.keys)]
+
+
+def validate(engine: Engine, planned: Plan) -> None:
+    """What the data must be for the queries to be answered (rows, the columns named, numbers
+    where a sum, mean or quantile reads them): checked before any decision, so that a mistake
+    is an error that spends nothing, never a refusal or a release."""
+    if engine.rows == 0:
+        raise ReleaseError("the dataset has no rows: there is nothing to release")
+    check_columns(Queries(tuple(p.query for p in planned.parts)), engine.columns)
+    for part in planned.parts:
+        if part.query.type in (SUM, MEAN, QUANTILE):
+            numeric_values(engine, part.query)
+
+
+def compute(engine: Engine, planned: Plan) -> list[dict[str, Any]]:
+    """Answer every planned query from ``engine``; one dict a query (see :func:`_described`)
+    with its ``result``."""
+    validate(engine, planned)
+    answers = []
+    for part in planned.parts:
+        answer = _described(part)
+        answer["result"] = _answer(engine, part)
+        answers.append(answer)
+    return answers
+
+
+def _described(part: Part) -> dict[str, Any]:
+    query = part.query
+    first = part.mechanisms[0]
+    body: dict[str, Any] = {
+        "query": query.as_dict(),
+        "mechanism": first.mechanism if query.type != MEAN else "noisy sum / noisy count",
+        "epsilon": show(part.epsilon),
+        "epsilon_exact": stored(part.epsilon),
+        "delta": show(part.delta),
+        "scale": [m.scale for m in part.mechanisms] if len(part.mechanisms) > 1 else first.scale,
+        "accuracy": _accuracy(part),
+    }
+    if first.threshold is not None:
+        body["threshold"] = first.threshold
+    return body
+
+
+def _accuracy(part: Part) -> dict[str, Any]:
+    query, first = part.query, part.mechanisms[0]
+    if query.type in (COUNT, COUNT_BY, SUM):
+        return {
+            "confidence": CONFIDENCE,
+            "half_width": first.half_width,
+            "meaning": f"the released {'sum' if query.type == SUM else 'count'} is within "
+            f"{first.half_width:.6g} of the exact one with probability {CONFIDENCE:.0%}"
+            + (" (for a key that is released)" if first.threshold is not None else ""),
+        }
+    if query.type == MEAN:
+        return {
+            "confidence": CONFIDENCE,
+            "half_width": None,
+            "meaning": "the mean's interval (result.interval) holds the exact mean with "
+            f"probability at least {CONFIDENCE:.0%}: it is formed from the noisy sum and count, "
+            f"each within its {1 - mechanisms.ALPHA / 2:.1%} half-width",
+        }
+    return {
+        "confidence": None,
+        "half_width": None,
+        "meaning": "a quantile's error is counted in ranks and depends on how the data spreads "
+        f"near it; the value is one of {query.candidates} candidates evenly spaced in the bounds",
+    }
+
+
+def _answer(engine: Engine, part: Part) -> dict[str, Any]:
+    query = part.query
+    if query.type == COUNT:
+        return {"count": mechanisms.noisy_count(engine.rows, part.mechanisms[0])}
+    if query.type == COUNT_BY:
+        if query.keys is None:
+            return _from_data_keys(engine, query, part.mechanisms[0])
+        return _declared_keys(engine, query, part.mechanisms[0])
+    values = numeric_values(engine, query)
+    if query.type == SUM:
+        return {"sum": mechanisms.noisy_sum(values, query.bounds, part.mechanisms[0])}
+    if query.type == MEAN:
+        return _mean(values, query, *part.mechanisms)
+    candidates = _candidates(query)
+    return {
+        "quantiles": [
+            {"quantile": q, "value": mechanisms.noisy_quantile(values, candidates, q, m)}
+            for q, m in zip(query.quantiles, part.mechanisms, strict=True)
+        ]
+    }
+
+
+def _texts(engine: Engine, column: str) -> list[str | None]:
+    return [key_text(v) for v in engine.dictionary(column).tolist()]
+
+
+def declared_counts(engine: Engine, query: Query) -> list[int]:
+    """The exact count of each declared cell (in :func:`cell_names` order), then of every
+    other row: from the engine's count table, vectorized. OpenDP's own transformation,
+    ``make_count_by_categories``, gives the same vector on the rows (a test checks it)."""
+    [table] = engine.counts([list(query.columns)])
+    cell = np.zeros(table.size, dtype=np.int64)
+    outside = np.zeros(table.size, dtype=bool)
+    widths = [len(keys) for keys in query.keys]
+    stride = 1
+    for column, keys, width in reversed(list(zip(query.columns, query.keys, widths, strict=True))):
+        position = {key: i for i, key in enumerate(keys)}
+        lookup = np.array([position.get(t, -1) for t in _texts(engine, column)], dtype=np.int64)
+        index = lookup[table.codes(column)] if table.size else np.zeros(0, dtype=np.int64)
+        outside |= index < 0
+        cell += np.maximum(index, 0) * stride
+        stride *= width
+    cells = int(np.prod(widths))
+    exact = np.bincount(cell[~outside], weights=table.rows[~outside], minlength=cells)
+    return [*exact.astype(np.int64).tolist(), int(table.rows[outside].sum())]
+
+
+def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
+    """Counts of the declared cells, the other values in one cell, with OpenDP's noise."""
+    noisy = mechanisms.noisy_counts(declared_counts(engine, query), cell_names(query), calibrated)
+    return {
+        "columns": list(query.columns),
+        "cells": [
+            {"key": list(key), "count": n}
+            for key, n in zip(itertools.product(*query.keys), noisy[:-1], strict=True)
+        ],
+        "other": noisy[-1],
+    }
+
+
+def _from_data_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
+    """Counts of the keys the data holds, released only above OpenDP's threshold."""
+    [table] = engine.counts([list(query.columns)])
+    texts = [_texts(engine, c) for c in query.columns]
+    codes = [table.codes(c) for c in query.columns]
+    exact = {
+        json.dumps([texts[i][int(code[j])] for i, code in enumerate(codes)]): int(table.rows[j])
+        for j in range(table.size)
+    }
+    noisy = mechanisms.noisy_counts_above_threshold(exact, calibrated)
+    cells = sorted(((json.loads(key), n) for key, n in noisy.items()), key=_order)
+    return {
+        "columns": list(query.columns),
+        "cells": [{"key": key, "count": n} for key, n in cells],
+        "threshold": calibrated.threshold,
+    }
+
+
+def _order(cell: tuple[list, int]) -> tuple:
+    """Released cells in key order (never in the data's order)."""
+    return tuple((value is None, value or "") for value in cell[0])
+
+
+def numeric_values(engine: Engine, query: Query) -> np.ndarray:
+    """The column's values as numbers, one per row holding one (missing values are left out:
+    a per-row filter, which keeps the neighbouring relation); a value that is not a number is
+    an error naming it."""
+    column = query.column
+    dictionary = engine.dictionary(column)
+    present = dictionary.notna() & (dictionary.astype(str).str.strip() != "")
+    numbers = pd.to_numeric(dictionary.where(present), errors="coerce")
+    wrong = present & numbers.isna()
+    if wrong.any():
+        example = str(dictionary[wrong].iloc[0])[:40]
+        raise ReleaseError(
+            f"query on {column!r} ({query.type}) needs numbers, and the column holds "
+            f"{example!r}: choose a numeric column, or count it by its values instead"
+        )
+    [table] = engine.counts([[column]])
+    codes = table.codes(column)
+    keep = present.to_numpy()[codes]
+    return np.repeat(numbers.to_numpy(dtype=float)[codes[keep]], table.rows[keep])
+
+
+def _mean(values: np.ndarray, query: Query, sum_mechanism, count_mechanism) -> dict[str, Any]:
+    """A noisy sum over a noisy count (post-processing of two releases), clamped into the
+    bounds, with an interval that holds the exact mean whenever both noises stay within their
+    half-widths at ALPHA / 2 each (so with probability at least 1 - ALPHA)."""
+    noisy_sum = mechanisms.noisy_sum(values, query.bounds, sum_mechanism)
+    noisy_count = mechanisms.noisy_count(int(values.size), count_mechanism)
+    lower, upper = query.bounds
+    mean = min(max(noisy_sum / max(noisy_count, 1), lower), upper)
+    sum_width = mechanisms.half_width(sum_mechanism, mechanisms.ALPHA / 2)
+    count_width = mechanisms.half_width(count_mechanism, mechanisms.ALPHA / 2)
+    interval = None
+    fewest = noisy_count - count_width
+    if fewest > 0:
+        most = noisy_count + count_width
+        ends = [
+            (noisy_sum - sum_width) / most,
+            (noisy_sum - sum_width) / fewest,
+            (noisy_sum + sum_width) / most,
+            (noisy_sum + sum_width) / fewest,
+        ]
+        interval = [max(min(ends), lower), min(max(ends), upper)]
+    return {"mean": mean, "sum": noisy_sum, "count": noisy_count, "interval": interval}
