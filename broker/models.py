@@ -3,7 +3,7 @@
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
 from broker.delivery.models import Delivery
-from broker.members.models import Member
+from broker.members.models import Member, MemberHealth
 from broker.policies.models import PolicyVersion
 from broker.transfers.models import Release, Transfer, TransferJob
 
@@ -12,6 +12,7 @@ __all__ = [
     "AuditEntry",
     "Delivery",
     "Member",
+    "MemberHealth",
     "PolicyVersion",
     "Release",
     "Transfer",

@@ -46,6 +46,14 @@ class MemberStatus(StrEnum):
     SUSPENDED = "suspended"
 
 
+class HealthState(StrEnum):
+    """A member cloud's health, as the broker's checks of its ``/readyz`` last found it."""
+
+    UNKNOWN = "unknown"  # not checked yet
+    UP = "up"
+    DOWN = "down"  # its deliveries are held: not attempted, their attempts not spent
+
+
 class DeliveryState(StrEnum):
     """A transfer's delivery as the API shows it: the outbox status, or none at all."""
 

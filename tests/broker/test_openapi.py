@@ -111,6 +111,7 @@ def enum_of(spec: dict, model: str, field: str) -> list[str]:
         ("TransferRead", "status", {"approved", "anonymization_required", "rejected"}),
         ("TransferRead", "anonymize", {"none", "auto"}),
         ("MemberRead", "status", {"active", "suspended"}),
+        ("MemberHealthRead", "state", {"up", "down", "unknown"}),
         ("TransferJobRead", "state", {"queued", "running", "done", "failed"}),
         ("PolicyWarningRead", "code", None),
     ],
