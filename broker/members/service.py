@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
+from broker.delivery import repository as deliveries
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
 from broker.members.health import Health, after_check, changed, health_url
@@ -192,7 +193,9 @@ def record_check(
 ) -> tuple[Health, Health]:
     """Write what a check found; returns the health before and after it.
 
-    A change of state is audited (not every check)."""
+    A change of state is audited (not every check). A member seen up again after being down
+    has its held deliveries made due now, whatever backoff they were waiting out: they were
+    held for its being down, and it is up."""
     now = datetime.now(UTC)
     with factory() as session:
         row = repository.health(session, member_id)
@@ -210,5 +213,7 @@ def record_check(
                 member_id,
                 {"from": before.state, "to": after.state, "reason": after.reason},
             )
+            if before.state == HealthState.DOWN:
+                deliveries.make_due(session, member_id, now)
         session.commit()
     return before, after

@@ -14,10 +14,11 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
 )
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, foreign, mapped_column, relationship
 
 from broker.db import Base, UTCDateTime
 from broker.delivery.models import Delivery
+from broker.members.models import MemberHealth
 
 
 class Transfer(Base):
@@ -45,6 +46,13 @@ class Transfer(Base):
 
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"
+    )
+    # Read only, to show a pending delivery as held while its destination is down.
+    destination_health: Mapped[MemberHealth | None] = relationship(
+        primaryjoin=lambda: foreign(Transfer.destination_id) == MemberHealth.member_id,
+        viewonly=True,
+        uselist=False,
+        lazy="joined",
     )
 
 

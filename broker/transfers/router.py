@@ -5,6 +5,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from broker import references, reports
 from broker.delivery import service as delivery_service
+from broker.delivery import states as delivery_states
 from broker.deps import Caller, CurrentCaller, RateLimitedMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, NotImplementedHere, Unprocessable, example, responses
 from broker.roles import NAMES_MAX_LENGTH, parse_names
@@ -13,7 +14,7 @@ from broker.transfers.models import Transfer, TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUploadIfAny
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, JobState, TransferStatus
+from broker.wire.statuses import Anonymize, DeliveryState, JobState, TransferStatus
 
 RESPOND_ASYNC = "respond-async"
 
@@ -61,9 +62,15 @@ def to_read(
 ) -> TransferRead:
     """The transfer as its source and admins see it; its destination sees less (see below)."""
     if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
-        return _destination_view(transfer)
-    read = TransferRead.model_validate(transfer)
-    return read.model_copy(update={"dry_run": True}) if dry_run else read
+        read = _destination_view(transfer)
+    else:
+        read = TransferRead.model_validate(transfer)
+    update: dict = {"dry_run": True} if dry_run else {}
+    if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
+        update["delivery"] = delivery_states.shown(
+            read.delivery, transfer.destination_id, transfer.destination_health
+        )
+    return read.model_copy(update=update) if update else read
 
 
 def _destination_view(transfer: Transfer) -> TransferRead:

@@ -59,6 +59,7 @@ class DeliveryState(StrEnum):
 
     NOT_APPLICABLE = "not_applicable"  # not approved, or a dry run: nothing to deliver
     PENDING = "pending"
+    HELD = "held"  # pending, but its destination is down: waits without spending attempts
     DELIVERED = "delivered"
     FAILED = "failed"
 

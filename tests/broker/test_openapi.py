@@ -107,7 +107,7 @@ def enum_of(spec: dict, model: str, field: str) -> list[str]:
     ("model", "field", "values"),
     [
         ("RuleRead", "scope", {"export", "import", "federation", "request"}),
-        ("DeliveryRead", "status", {"not_applicable", "pending", "delivered", "failed"}),
+        ("DeliveryRead", "status", {"not_applicable", "pending", "held", "delivered", "failed"}),
         ("TransferRead", "status", {"approved", "anonymization_required", "rejected"}),
         ("TransferRead", "anonymize", {"none", "auto"}),
         ("MemberRead", "status", {"active", "suspended"}),
