@@ -23,6 +23,7 @@ from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
+from broker.federation.router import router as federation_router
 from broker.health import router as health_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -152,6 +153,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         analysis_router,
         audit_router,
         admins_router,
+        federation_router,
         keys_router,
     ):
         app.include_router(router)

@@ -68,6 +68,9 @@ PURE = [
     "broker.names",
     "broker.wire.statuses",
     "broker.reports",
+    "broker.members.health",  # the health rules, and what the catalog calls to show a provider's
+    "broker.delivery.states",
+    "broker.federation.overview",
 ]
 
 

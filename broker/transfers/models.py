@@ -23,7 +23,12 @@ from broker.members.models import MemberHealth
 
 class Transfer(Base):
     __tablename__ = "transfers"
-    __table_args__ = (UniqueConstraint("source_id", "idempotency_key"),)
+    __table_args__ = (
+        UniqueConstraint("source_id", "idempotency_key"),
+        # The federation overview counts from these alone (index-only scans), never the rows.
+        Index("ix_transfers_pair_status", "source_id", "destination_id", "status"),
+        Index("ix_transfers_created_at_status", "created_at", "status"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     source_id: Mapped[str] = mapped_column(ForeignKey("members.id"), index=True)

@@ -48,6 +48,7 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "GET /v1/admins": "list_admins",
     "POST /v1/admins": "create_admin",
     "POST /v1/admins/{name}/revoke": "revoke_admin",
+    "GET /v1/federation/overview": "get_federation_overview",
     "GET /.well-known/fedbroker-keys.json": "get_signing_keys",
 }
 
