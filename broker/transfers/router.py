@@ -38,14 +38,6 @@ SUBMIT_EXAMPLES = {
     ),
 }
 NO_TRANSFER = {404: example(404, "not-found", "Not found", "No transfer '7c9e...'")}
-# The report page: no script, nothing fetched, not framed, not cached (it describes personal data).
-REPORT_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-    "frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 NO_REPORTS = {
     501: example(
         501,
@@ -390,7 +382,7 @@ def get_transfer_report(
         page = reports.transfer_page(read.model_dump(mode="json"))
     except reports.ReportUnavailable as error:
         raise NotImplementedHere(str(error)) from None
-    return HTMLResponse(page, headers=REPORT_HEADERS)
+    return HTMLResponse(page, headers=reports.PAGE_HEADERS)
 
 
 @router.get(

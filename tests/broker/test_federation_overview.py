@@ -282,7 +282,7 @@ def test_days_are_utc_days_whatever_the_databases_time_zone(client, federation, 
     assert per_day == {str(today - timedelta(days=n)): 1 if n == 1 else 0 for n in (2, 1, 0)}
 
 
-@pytest.mark.parametrize("path", ["/v1/federation/overview"])
+@pytest.mark.parametrize("path", ["/v1/federation/overview", "/v1/federation/overview.html"])
 def test_the_overview_is_for_administrators_only(client, federation, path):
     anonymous = client.get(path)
     assert anonymous.status_code == 401
@@ -294,6 +294,23 @@ def test_the_overview_is_for_administrators_only(client, federation, path):
     assert member.json()["detail"] == "This route is for the federation's administrators"
     wrong = client.get(path, headers=bearer("fbk_not-a-key"))
     assert wrong.status_code == 401 and wrong.headers["content-type"] == PROBLEM
+
+
+def test_the_overview_page_shows_the_same_figures_with_the_report_headers(client, traffic):
+    pytest.importorskip("matplotlib", reason="the 'reports' extra is not installed")
+    answer = client.get("/v1/federation/overview.html?days=7", headers=ADMIN)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/html")
+    assert answer.headers["content-security-policy"].startswith("default-src 'none'")
+    assert answer.headers["cache-control"] == "no-store"
+    page = answer.text
+    assert "<script" not in page
+    assert "4 active members: 1 up, 1 down, 2 unknown" in page
+    assert "1 delivery is held for members that are down" in page
+    assert "6 decisions over the last 7 days: 3 approved, 1 anonymization required, 2 rejected" in (
+        page
+    )
+    assert 'id="decisions"' in page and 'id="pairs"' in page and 'id="deliveries"' in page
 
 
 def test_aggregates_hold_for_many_transfers(client, federation, connection):

@@ -49,6 +49,7 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "POST /v1/admins": "create_admin",
     "POST /v1/admins/{name}/revoke": "revoke_admin",
     "GET /v1/federation/overview": "get_federation_overview",
+    "GET /v1/federation/overview.html": "get_federation_overview_page",
     "GET /.well-known/fedbroker-keys.json": "get_signing_keys",
 }
 
