@@ -20,7 +20,7 @@ def held_reason(destination_id: str, health: HealthLike | None) -> str | None:
     >>> from datetime import UTC, datetime
     >>> from broker.members.health import Health
     >>> down = Health(HealthState.DOWN, since=datetime(2026, 11, 27, 9, 30, tzinfo=UTC))
-    >>> held_reason("fr-research", down)[:60]
+    >>> held_reason("fr-research", down)[:61]
     'fr-research is down since 2026-11-27 09:30:00 UTC (its health'
     >>> held_reason("fr-research", Health(HealthState.UP)) is None
     True
