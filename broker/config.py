@@ -191,6 +191,25 @@ class Settings(BaseSettings):
         description="How long a failed delivery's data is kept for a redelivery",
     )
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+    health_check_enabled: bool = Field(
+        True,
+        description="Check member clouds' health in this process (each member is checked once "
+        "a period whatever the number of processes). Deliveries to a member marked down wait "
+        "until a check sees it up: keep the checks on in at least one process",
+    )
+    health_check_seconds: float = Field(
+        30.0, gt=0, description="How often each active member's health URL is checked"
+    )
+    health_check_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="How long a check waits for an answer; must be shorter than the period",
+    )
+    health_check_down_after: int = Field(
+        2,
+        ge=1,
+        description="Failed checks in a row that mark a member down (one success marks it up)",
+    )
     dry_run_retention_seconds: float = Field(
         3_600,
         ge=0,
@@ -231,6 +250,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 "delivery_lease_seconds must be longer than delivery_timeout_seconds, or a slow "
                 "attempt could lose its lease and be posted twice"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_ends_within_its_period(self) -> Settings:
+        if self.health_check_timeout_seconds >= self.health_check_seconds:
+            raise ValueError(
+                "health_check_timeout_seconds must be shorter than health_check_seconds, or a "
+                "slow check could still run when the next one of the same member starts"
             )
         return self
 

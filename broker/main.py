@@ -24,7 +24,9 @@ from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
+from broker.federation.router import router as federation_router
 from broker.health import router as health_router
+from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
 from broker.monitoring import Monitoring
 from broker.negotiations.router import router as negotiations_router
@@ -99,19 +101,31 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             app.state.sessionmaker, settings, app.state.monitoring, on_approved=worker.wake
         )
         app.state.job_runner = jobs
+        health_client = httpx.Client(
+            timeout=settings.health_check_timeout_seconds, follow_redirects=False
+        )
+        checker = HealthChecker(
+            app.state.sessionmaker, health_client, settings, on_up=lambda _: worker.wake()
+        )
+        app.state.health_checker = checker
         if settings.delivery_enabled:
             worker.start()
         if settings.jobs_enabled:
             jobs.start()
+        if settings.health_check_enabled:
+            checker.start()
         try:
             yield
         finally:
+            if settings.health_check_enabled:
+                checker.stop()
             if settings.jobs_enabled:
                 jobs.stop()
             if settings.delivery_enabled:
                 worker.stop()
             if settings.dask_scheduler is not None:
                 app.state.dask.close()
+            health_client.close()
             client.close()
             if bind is None:
                 engine.dispose()
@@ -143,6 +157,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         analysis_router,
         audit_router,
         admins_router,
+        federation_router,
         keys_router,
     ):
         app.include_router(router)

@@ -5,7 +5,7 @@ from broker.audit.models import AuditEntry
 from broker.budget.models import PrivacySpend
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
-from broker.members.models import Member
+from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
 from broker.transfers.models import Release, Transfer, TransferJob
@@ -18,6 +18,7 @@ __all__ = [
     "CatalogVersion",
     "Delivery",
     "Member",
+    "MemberHealth",
     "Negotiation",
     "NegotiationEvent",
     "Notification",

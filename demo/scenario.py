@@ -216,9 +216,10 @@ def negotiate(http: httpx.Client, members: dict[str, str]) -> dict[str, Any]:
 
 
 def _settled(broker: BrokerClient, answer: dict, timeout: float = 30.0) -> dict:
-    """Wait until an approved transfer's delivery is delivered or failed."""
+    """Wait until an approved transfer's delivery is delivered or failed (held: its
+    destination is down, and it goes out once it is up)."""
     deadline = time.monotonic() + timeout
-    while answer["delivery"]["status"] == "pending" and time.monotonic() < deadline:
+    while answer["delivery"]["status"] in ("pending", "held") and time.monotonic() < deadline:
         time.sleep(0.2)
         answer = broker.get_transfer(answer["id"])
     return answer

@@ -4,7 +4,7 @@ The datasets, the transfers this member asks for, and what arrived in its inbox 
 data, and ``POST /transfers`` spends this member's broker key. With a token set, every request
 needs ``Authorization: Bearer <token>``, except:
 
-- ``GET /livez`` (health checks),
+- ``GET /livez`` and ``GET /readyz`` (health checks: the broker checks ``/readyz``),
 - the docs page, ``/openapi.json`` and the docs' static assets (reading them reveals no data),
 - ``POST /inbox``: the broker's deliveries, which carry the broker's signature instead
   (``member_cloud.delivery``).

@@ -9,9 +9,10 @@ Credentials at the broker, in the order they are looked for:
    restart needs neither the admin token nor a new registration.
 
 The member cloud's own API (datasets, transfers, what arrived in the inbox) is protected by
-``MEMBER_LOCAL_TOKEN``: every route but ``GET /livez``, the docs and ``POST /inbox`` (which the
-broker signs) then needs ``Authorization: Bearer <token>``. Without a token the member cloud
-only starts on a loopback address (127.0.0.0/8, ::1, localhost), where it runs open.
+``MEMBER_LOCAL_TOKEN``: every route but ``GET /livez``, ``GET /readyz``, the docs and
+``POST /inbox`` (which the broker signs) then needs ``Authorization: Bearer <token>``. Without a
+token the member cloud only starts on a loopback address (127.0.0.0/8, ::1, localhost), where it
+runs open.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class MemberSettings(BaseSettings):
     local_token: SecretStr | None = Field(
         None,
         description="Bearer token this member cloud's own API requires (every route but "
-        f"GET /livez, the docs and POST /inbox), {LOCAL_TOKEN_MIN_LENGTH}+ characters; "
+        f"GET /livez, GET /readyz, the docs and POST /inbox), {LOCAL_TOKEN_MIN_LENGTH}+ "
+        "characters; "
         "required unless host is a loopback address",
     )
     data_dir: Path | None = Field(None, description="Default: data/member-<id>")

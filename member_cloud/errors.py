@@ -9,7 +9,8 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     ├── NotFound                 404 not-found
     ├── Conflict                 409 conflict
     ├── InvalidName              422 invalid-name
-    └── BrokerUnreachable        502 broker-unreachable
+    ├── BrokerUnreachable        502 broker-unreachable
+    └── NotReady                 503 not-ready (cannot take a delivery now: ``GET /readyz``)
 
 A problem the broker answers (``POST /transfers``) is passed through as the broker wrote it.
 A 401 of the inbox (a delivery without a valid signature) challenges with
@@ -70,6 +71,10 @@ class InvalidName(MemberError):
 
 class BrokerUnreachable(MemberError):
     type, title, status = "broker-unreachable", "The broker does not answer", 502
+
+
+class NotReady(MemberError):
+    type, title, status = "not-ready", "Not ready", 503
 
 
 def install_handlers(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> None:

@@ -33,8 +33,8 @@ Errors are RFC 9457 `application/problem+json`; problems the broker answers are 
 """
 
 AUTH_DESCRIPTION = """
-Every route but `GET /livez`, these docs and `POST /inbox` (signed by the broker) needs
-`Authorization: Bearer <MEMBER_LOCAL_TOKEN>`: use *Authorize*.
+Every route but `GET /livez`, `GET /readyz`, these docs and `POST /inbox` (signed by the broker)
+needs `Authorization: Bearer <MEMBER_LOCAL_TOKEN>`: use *Authorize*.
 """
 
 OPEN_DESCRIPTION = """
@@ -155,6 +155,7 @@ def create_app(settings: MemberSettings) -> FastAPI:
             token=settings.local_token.get_secret_value(),
             public={
                 "/livez": read,
+                "/readyz": read,
                 DOCS_URL: read,
                 app.swagger_ui_oauth2_redirect_url: read,
                 app.openapi_url: read,

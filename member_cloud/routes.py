@@ -30,7 +30,13 @@ from member_cloud.downloads import (
     media_type,
     safe_media_type,
 )
-from member_cloud.errors import PROBLEM_MEDIA_TYPE, BrokerUnreachable, InvalidName, responses
+from member_cloud.errors import (
+    PROBLEM_MEDIA_TYPE,
+    BrokerUnreachable,
+    InvalidName,
+    NotReady,
+    responses,
+)
 from member_cloud.schemas import (
     DatasetRead,
     DeliveryReceipt,
@@ -94,6 +100,21 @@ health = APIRouter(tags=["Member"])
 @health.get("/livez", summary="The process answers (no token needed)")
 def livez() -> dict[str, str]:
     return {"status": "ok"}
+
+
+@health.get(
+    "/readyz",
+    responses=responses(503),
+    summary="Ready to receive deliveries (no token needed)",
+    description="200 when a delivery could be stored now (the inbox folder is there and can be "
+    "written), else 503 with the reason. The broker checks it on a schedule: while it fails, "
+    "deliveries to this member are held at the broker, their attempts not spent.",
+)
+def readyz(store: InboxDep) -> dict[str, str]:
+    problem = store.unready()
+    if problem is not None:
+        raise NotReady(f"This member cloud cannot take a delivery now: {problem}")
+    return {"status": "ready"}
 
 
 member = APIRouter(tags=["Member"])

@@ -211,6 +211,19 @@ class Inbox:
         for leftover in self.root.glob(f".*{_TMP_SUFFIX}"):
             leftover.unlink(missing_ok=True)
 
+    def unready(self) -> str | None:
+        """Why a delivery could not be stored now (None when it could): the inbox folder is
+        gone or cannot be written. Says no path (``GET /readyz`` answers anyone)."""
+        if not self.root.is_dir():
+            return "its inbox folder is missing"
+        try:  # as a delivery starts: a temporary file (one a crash leaves is removed at start)
+            handle, name = tempfile.mkstemp(dir=self.root, prefix=".ready-", suffix=_TMP_SUFFIX)
+        except OSError as error:
+            return f"its inbox folder cannot be written ({error.strerror or type(error).__name__})"
+        os.close(handle)
+        os.unlink(name)
+        return None
+
     def store(self, delivery: Delivery, chunks: Iterable[bytes]) -> bool:
         """Store a delivery's bytes as they arrive; True when stored now, False when this
         transfer was already received with the same SHA-256 (``chunks`` is then read to its end

@@ -48,10 +48,13 @@ class ServerThread:
 
 @dataclass
 class RecordingInbox:
-    """An inbox that records what it receives and answers the statuses it is told to."""
+    """An inbox that records what it receives and answers the statuses it is told to; its
+    ``/readyz`` (the broker's health check) answers ``readiness`` and counts ``probes``."""
 
     answers: list[int] = field(default_factory=list)
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    readiness: int = 200
+    probes: int = 0
 
     def app(self) -> Starlette:
         async def inbox(request: Request) -> JSONResponse:
@@ -60,4 +63,13 @@ class RecordingInbox:
             self.received.append((dict(request.headers), body))
             return JSONResponse({"status": status}, status_code=status)
 
-        return Starlette(routes=[Route("/inbox", inbox, methods=["POST"])])
+        async def readyz(request: Request) -> JSONResponse:
+            self.probes += 1
+            return JSONResponse({"status": self.readiness}, status_code=self.readiness)
+
+        return Starlette(
+            routes=[
+                Route("/inbox", inbox, methods=["POST"]),
+                Route("/readyz", readyz, methods=["GET"]),
+            ]
+        )

@@ -72,6 +72,9 @@ PURE = [
     "broker.catalog.jsonld",
     "broker.negotiations.states",
     "broker.privacy",
+    "broker.members.health",  # the health rules, and what the catalog calls to show a provider's
+    "broker.delivery.states",
+    "broker.federation.overview",
 ]
 
 

@@ -88,6 +88,7 @@ def dataset(
         "dcat:keyword": list(description.get("keywords", [])),
         "dcat:version": str(entry["version"]),
         "dct:publisher": {"@id": member_iri(entry["provider"])},
+        "fedbroker:providerHealth": entry.get("provider_health", "unknown"),
         "dct:spatial": entry["jurisdiction"],
         "dct:modified": _date(entry["updated_at"]),
         "fedbroker:column": [

@@ -94,6 +94,11 @@ class CatalogEntryRead(BaseModel):
 
     id: str = Field(examples=["3f2b9c1e-8a4d-4f6b-9e1a-2c7d5b8e9f10"])
     provider: str = Field(examples=["sn-hospital"])
+    provider_health: str = Field(
+        "unknown",
+        description="The provider's health as the broker's last checks saw it (`up`, `down`, "
+        "`unknown`)",
+    )
     jurisdiction: str = Field(examples=["SN"])
     version: int = Field(description="Starts at 1; every revision adds one", examples=[1])
     description: DatasetDescription

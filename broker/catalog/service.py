@@ -8,6 +8,7 @@ keeps) and removed with the request, as any upload is.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,8 @@ from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_
 from broker.fsla.decide import measure as measure_table
 from broker.fsla.models import FSLARecord
+from broker.members import repository as members_repository
+from broker.members.health import health_read
 from broker.members.models import Member
 from broker.metrics.content import contact_in_text
 from broker.metrics.mmaq import IDENTIFIER
@@ -34,7 +37,7 @@ from broker.names import attribute_key
 from broker.tables import counting_limits, open_upload
 from broker.transfers import repository as transfers
 from broker.uploads import Upload
-from broker.wire.statuses import ColumnRole
+from broker.wire.statuses import ColumnRole, HealthState
 
 # The k a provider's data is generalized to when the broker estimates the utility an offer
 # keeps; an offer asking another k reads the next one up.
@@ -50,12 +53,14 @@ class Entry:
     dataset: CatalogDataset
     version: CatalogVersion
     provider: Member
+    provider_health: str = HealthState.UNKNOWN  # as the broker's last checks saw it
 
     def as_dict(self) -> dict[str, Any]:
         """What :mod:`broker.catalog.jsonld` and the read schema take."""
         return {
             "id": self.dataset.id,
             "provider": self.provider.id,
+            "provider_health": self.provider_health,
             "jurisdiction": self.provider.jurisdiction,
             "version": self.version.version,
             "description": self.version.description,
@@ -103,7 +108,7 @@ def publish(session: Session, caller: Caller, description: DatasetDescription) -
         session, caller.name, "catalog.published", dataset.id, {"title": description.title}
     )
     session.commit()
-    return Entry(dataset, first, session.get(Member, caller.member_id))
+    return _entry(session, dataset, first)
 
 
 def revise(
@@ -132,7 +137,7 @@ def revise(
     repository.add_version(session, row)
     audit.record(session, caller.name, "catalog.revised", dataset.id, {"version": dataset.version})
     session.commit()
-    return Entry(dataset, row, session.get(Member, dataset.provider_id))
+    return _entry(session, dataset, row)
 
 
 def withdraw(session: Session, caller: Caller, dataset_id: str) -> None:
@@ -189,7 +194,7 @@ def measure(
         {"version": row.version, "dataset_sha256": upload.sha256, "k": summary["k"]},
     )
     session.commit()
-    return Entry(dataset, row, session.get(Member, dataset.provider_id))
+    return _entry(session, dataset, row)
 
 
 def entry(session: Session, caller: Caller, dataset_id: str, version: int | None = None) -> Entry:
@@ -208,7 +213,7 @@ def entry(session: Session, caller: Caller, dataset_id: str, version: int | None
         raise NotFound(
             f"Dataset {dataset_id} has no version {number} (its latest is {dataset.version})"
         )
-    return Entry(dataset, row, provider)
+    return _with_health(session, [Entry(dataset, row, provider)])[0]
 
 
 def entry_at(session: Session, dataset_id: str, version: int) -> Entry:
@@ -251,7 +256,23 @@ def search(
         offset=offset,
         limit=limit,
     )
-    return [Entry(*row) for row in rows], total
+    return _with_health(session, [Entry(*row) for row in rows]), total
+
+
+def _entry(session: Session, dataset: CatalogDataset, row: CatalogVersion) -> Entry:
+    provider = session.get(Member, dataset.provider_id)
+    return _with_health(session, [Entry(dataset, row, provider)])[0]
+
+
+def _with_health(session: Session, entries: list[Entry]) -> list[Entry]:
+    """The entries with their providers' health, as the broker's checks last saw it."""
+    found = members_repository.healths(session, [e.provider.id for e in entries])
+    return [
+        dataclasses.replace(
+            e, provider_health=health_read(found.get(e.provider.id), admin=False).state
+        )
+        for e in entries
+    ]
 
 
 def offers_for(session: Session, caller: Caller, entries: list[Entry]) -> list[list]:

@@ -1,4 +1,8 @@
-"""Outbox queries. Claims are conditional updates, so two broker processes never hold one row."""
+"""Outbox queries. Claims are conditional updates, so two broker processes never hold one row.
+
+A delivery to a member whose health is ``down`` is *held*: pending, never due, its attempts not
+spent, until a health check sees the member up again (:func:`make_due`).
+"""
 
 from datetime import datetime
 
@@ -6,21 +10,51 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
-from broker.wire.statuses import DeliveryStatus
+from broker.members.models import MemberHealth
+from broker.transfers.models import Transfer
+from broker.wire.statuses import DeliveryStatus, HealthState
+
+
+def destination_down():
+    """True for a delivery whose destination is down (held), as a correlated EXISTS."""
+    return (
+        select(Transfer.id)
+        .join(MemberHealth, MemberHealth.member_id == Transfer.destination_id)
+        .where(Transfer.id == Delivery.transfer_id, MemberHealth.state == HealthState.DOWN)
+        .exists()
+    )
 
 
 def due(session: Session, now: datetime, limit: int) -> list[str]:
+    """Pending deliveries whose time has come, unleased, to a destination that is not down."""
     query = (
         select(Delivery.transfer_id)
         .where(
             Delivery.status == DeliveryStatus.PENDING,
             Delivery.next_attempt_at <= now,
             or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
+            ~destination_down(),
         )
         .order_by(Delivery.next_attempt_at)
         .limit(limit)
     )
     return list(session.scalars(query))
+
+
+def make_due(session: Session, destination_id: str, now: datetime) -> int:
+    """The pending deliveries to ``destination_id`` that wait for a later attempt become due
+    now (its health check saw it up again); returns how many."""
+    to_destination = select(Transfer.id).where(Transfer.destination_id == destination_id)
+    result = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.status == DeliveryStatus.PENDING,
+            Delivery.next_attempt_at > now,
+            Delivery.transfer_id.in_(to_destination),
+        )
+        .values(next_attempt_at=now)
+    )
+    return result.rowcount
 
 
 def take_lease(
@@ -68,6 +102,11 @@ def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
 
 def get(session: Session, transfer_id: str) -> Delivery | None:
     return session.get(Delivery, transfer_id)
+
+
+def release(session: Session, transfer_id: str, owner: str) -> bool:
+    """Give a leased delivery back untouched (not attempted: its destination is down)."""
+    return settle(session, transfer_id, owner)
 
 
 def settle(session: Session, transfer_id: str, owner: str, **values) -> bool:

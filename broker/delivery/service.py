@@ -9,6 +9,11 @@ the transfer id as idempotency key, and records the outcome:
   ``Retry-After``) until ``delivery_max_attempts``, then ``failed`` with the reason.
 - any other 4xx, a redirect (never followed), an inbox URL the SSRF rules refuse now, or a
   destination suspended meanwhile: ``failed`` at once.
+- a destination whose health is ``down`` (:mod:`broker.members.health_checks`): *held*, not
+  attempted and its attempts not spent (never due, see the repository; one claimed just before
+  the destination was marked down is given back untouched). Its health check seeing it up again
+  makes it due at once. An attempt that fails while the destination is still marked up spends
+  an attempt as any other.
 
 A failed delivery keeps its payload for ``delivery_failed_retention_seconds``: its source or an
 admin can have it redelivered (:func:`redeliver`, audited); then the payload is dropped. Every
@@ -40,7 +45,7 @@ from broker.members import repository as members
 from broker.tables import Written
 from broker.transfers import repository as transfers
 from broker.wire import headers as h
-from broker.wire.statuses import DeliveryStatus, MemberStatus
+from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
 
 if TYPE_CHECKING:  # types only: this module does not depend on the web layer
     from broker.delivery.models import Delivery
@@ -53,6 +58,7 @@ log = logging.getLogger("broker.delivery")
 # member asking to slow down. Any other 4xx is final.
 RETRYABLE = {401, 408, 429}
 ACTOR = "broker"
+HELD = "held"  # what deliver() returns for a delivery it gave back unattempted
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,12 @@ def deliver(
             return "lease_lost"  # settled or taken over since we claimed it
         transfer = transfers.get(session, transfer_id)
         destination = members.get(session, transfer.destination_id)
+        health = members.health(session, transfer.destination_id)
+        if health is not None and health.state == HealthState.DOWN:
+            # Marked down since we claimed it: held, not attempted, its attempts not spent.
+            repository.release(session, transfer_id, owner)
+            session.commit()
+            return HELD
         payload_type, payload_file = delivery.payload_type, delivery.payload_file
         attempts = delivery.attempts + 1
         if destination is None or destination.status != MemberStatus.ACTIVE:

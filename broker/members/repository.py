@@ -1,9 +1,11 @@
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, or_, select, update
+from sqlalchemy.orm import Session, selectinload
 
-from broker.members.models import Member
+from broker.members.models import Member, MemberHealth
+from broker.wire.statuses import MemberStatus
 
 
 def get(session: Session, member_id: str) -> Member | None:
@@ -23,9 +25,51 @@ def by_key_hash(session: Session, key_hash: str, now: datetime) -> Member | None
 
 
 def all_members(session: Session) -> list[Member]:
-    return list(session.scalars(select(Member).order_by(Member.id)))
+    """Every member with its health (two queries, whatever their number)."""
+    query = select(Member).options(selectinload(Member.health)).order_by(Member.id)
+    return list(session.scalars(query))
 
 
 def add(session: Session, member: Member) -> None:
     session.add(member)
     session.flush()
+
+
+def health(session: Session, member_id: str) -> MemberHealth | None:
+    return session.get(MemberHealth, member_id)
+
+
+def healths(session: Session, member_ids: Sequence[str]) -> dict[str, MemberHealth]:
+    """The health rows of these members, by member id (the catalog shows its providers')."""
+    rows = session.scalars(select(MemberHealth).where(MemberHealth.member_id.in_(member_ids)))
+    return {row.member_id: row for row in rows}
+
+
+def due_for_check(session: Session, now: datetime, limit: int) -> list[Row]:
+    """Active members whose next health check is due (``id``, ``inbox_url``, ``health_url``),
+    never checked first, then oldest."""
+    query = (
+        select(Member.id, Member.inbox_url, Member.health_url)
+        .join(MemberHealth, MemberHealth.member_id == Member.id)
+        .where(
+            Member.status == MemberStatus.ACTIVE,
+            or_(MemberHealth.next_check_at.is_(None), MemberHealth.next_check_at <= now),
+        )
+        .order_by(MemberHealth.next_check_at.is_not(None), MemberHealth.next_check_at)
+        .limit(limit)
+    )
+    return list(session.execute(query))
+
+
+def claim_check(session: Session, member_id: str, now: datetime, next_at: datetime) -> bool:
+    """Take the member's check of this period: move its next check to ``next_at`` unless
+    another process did first (a conditional UPDATE); True when this one is ours."""
+    result = session.execute(
+        update(MemberHealth)
+        .where(
+            MemberHealth.member_id == member_id,
+            or_(MemberHealth.next_check_at.is_(None), MemberHealth.next_check_at <= now),
+        )
+        .values(next_check_at=next_at)
+    )
+    return result.rowcount == 1

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Path
 from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
 from broker.errors import Forbidden, example, responses
 from broker.members import service
+from broker.members.health import health_read, health_url
 from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
 from broker.wire.statuses import MemberStatus
@@ -36,11 +37,15 @@ MemberId = Annotated[str, Path(description="Member cloud id", max_length=64)]
     ),
     summary="Register a member cloud (admin); its API key is shown once",
     description="The member's jurisdiction must have an F-SLA record. The broker keeps only a "
-    "hash of the key: copy it from this answer. Its `inbox_url` must pass the federation's "
-    "inbox policy (allowed networks, https).",
+    "hash of the key: copy it from this answer. Its `inbox_url`, and its `health_url` when "
+    "given, must pass the federation's inbox policy (allowed networks, https). Its health is "
+    "`unknown` until the broker's first check of it (within a second or so).",
 )
 def register_member(
-    body: MemberCreate, session: SessionDep, caller: AdminOnly, settings: SettingsDep
+    body: MemberCreate,
+    session: SessionDep,
+    caller: AdminOnly,
+    settings: SettingsDep,
 ) -> MemberCreated:
     member, api_key = service.register(
         session,
@@ -50,8 +55,9 @@ def register_member(
         str(body.inbox_url),
         caller.name,
         settings.inbox_policy,
+        str(body.health_url) if body.health_url is not None else None,
     )
-    return MemberCreated(**MemberRead.model_validate(member).model_dump(), api_key=api_key)
+    return MemberCreated(**_read(member, admin=True).model_dump(), api_key=api_key)
 
 
 @router.get(
@@ -59,11 +65,12 @@ def register_member(
     response_model=list[MemberRead],
     responses=responses(401, 403),
     summary="Service discovery: every member cloud",
-    description="Every member with its jurisdiction and status; inbox URLs are shown to admins "
-    "only.",
+    description="Every member with its jurisdiction, status and health (`up`, `down` or "
+    "`unknown`, as the broker's last check of its `/readyz` found it); inbox and health URLs, "
+    "and why a check failed, are shown to admins and to the member itself only.",
 )
 def list_members(session: SessionDep, caller: CurrentCaller) -> list[MemberRead]:
-    return [_read(m, caller) for m in service.list_members(session)]
+    return [_read(m, _sees_all(caller, m.id)) for m in service.list_members(session)]
 
 
 @router.get(
@@ -71,16 +78,31 @@ def list_members(session: SessionDep, caller: CurrentCaller) -> list[MemberRead]
     response_model=MemberRead,
     responses=responses(401, 403, 404, 422),
     summary="One member cloud",
-    description="Its jurisdiction and status; the inbox URL is shown to admins only.",
+    description="Its jurisdiction, status and health; the inbox and health URLs, and why a "
+    "check failed, are shown to admins and to the member itself only.",
 )
 def get_member(member_id: MemberId, session: SessionDep, caller: CurrentCaller) -> MemberRead:
-    return _read(service.get(session, member_id), caller)
+    return _read(service.get(session, member_id), _sees_all(caller, member_id))
 
 
-def _read(member: Member, caller: Caller) -> MemberRead:
-    """Members see each other without their inbox URLs (the broker's delivery addresses)."""
-    read = MemberRead.model_validate(member)
-    return read if caller.is_admin else read.model_copy(update={"inbox_url": None})
+def _sees_all(caller: Caller, member_id: str) -> bool:
+    return caller.is_admin or caller.member_id == member_id
+
+
+def _read(member: Member, admin: bool) -> MemberRead:
+    """Members see each other without the broker's addresses of them (inbox, health check)
+    and without why a check failed (a reason can name an address of the member's network);
+    ``admin``: an admin, or the member itself, sees them."""
+    return MemberRead(
+        id=member.id,
+        name=member.name,
+        jurisdiction=member.jurisdiction,
+        inbox_url=member.inbox_url if admin else None,
+        health_url=health_url(member.inbox_url, member.health_url) if admin else None,
+        status=member.status,
+        health=health_read(member.health, admin=admin),
+        created_at=member.created_at,
+    )
 
 
 @router.post(
@@ -92,9 +114,7 @@ def _read(member: Member, caller: Caller) -> MemberRead:
     "reactivating it restores them. Audited.",
 )
 def suspend_member(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
-    return MemberRead.model_validate(
-        service.set_status(session, member_id, MemberStatus.SUSPENDED, caller.name)
-    )
+    return _read(service.set_status(session, member_id, MemberStatus.SUSPENDED, caller.name), True)
 
 
 @router.post(
@@ -105,9 +125,7 @@ def suspend_member(member_id: MemberId, session: SessionDep, caller: AdminOnly) 
     description="Its keys work again and transfers may be sent to it. Audited.",
 )
 def reactivate_member(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
-    return MemberRead.model_validate(
-        service.set_status(session, member_id, MemberStatus.ACTIVE, caller.name)
-    )
+    return _read(service.set_status(session, member_id, MemberStatus.ACTIVE, caller.name), True)
 
 
 @router.post(
@@ -140,4 +158,4 @@ def rotate_member_key(
     "now; issue a new key with `POST /v1/members/{member_id}/api-key`.",
 )
 def revoke_member_keys(member_id: MemberId, session: SessionDep, caller: AdminOnly) -> MemberRead:
-    return MemberRead.model_validate(service.revoke_keys(session, member_id, caller.name))
+    return _read(service.revoke_keys(session, member_id, caller.name), True)

@@ -1,24 +1,29 @@
 """Member clouds: registration (the key is shown once, only its hash is kept), suspension, key
-rotation (the previous key stays valid for a grace period) and revocation of every key."""
+rotation (the previous key stays valid for a grace period), revocation of every key, and the
+health checks' bookkeeping (which member to check now, what a check found)."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
+from broker.delivery import repository as deliveries
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
+from broker.members.health import Health, after_check, changed, health_url
 from broker.members.inbox_urls import InboxPolicy
-from broker.members.models import Member
+from broker.members.models import Member, MemberHealth
 from broker.policies import repository as policies
-from broker.wire.statuses import MemberStatus
+from broker.wire.statuses import HealthState, MemberStatus
 
 KEY_PREFIX = "fbk_"
+ACTOR = "broker"  # the audit log's actor for what the broker finds by itself
 
 
 def hash_key(api_key: str) -> str:
@@ -55,13 +60,21 @@ def register(
     inbox_url: str,
     actor: str,
     inbox_policy: InboxPolicy,
+    given_health_url: str | None = None,
 ) -> tuple[Member, str]:
-    """Create a member and return it with its API key (never stored, never shown again)."""
+    """Create a member and return it with its API key (never stored, never shown again). Its
+    health is ``unknown`` until the first check."""
     refused = inbox_policy.refusal(inbox_url)
     if refused:
         raise Unprocessable(
             f"inbox_url: the broker will not deliver to {inbox_url!r}: {refused}",
             errors=[{"field": "inbox_url", "reason": refused}],
+        )
+    refused = given_health_url is not None and inbox_policy.refusal(given_health_url)
+    if refused:
+        raise Unprocessable(
+            f"health_url: the broker will not check {given_health_url!r}: {refused}",
+            errors=[{"field": "health_url", "reason": refused}],
         )
     if repository.get(session, member_id) is not None:
         raise Conflict(f"A member cloud {member_id!r} is already registered")
@@ -72,14 +85,18 @@ def register(
             errors=[{"field": "jurisdiction", "reason": "no F-SLA record"}],
         )
     api_key = new_key()
+    now = datetime.now(UTC)
     member = Member(
         id=member_id,
         name=name,
         jurisdiction=jurisdiction,
         inbox_url=inbox_url,
+        health_url=given_health_url,
         api_key_hash=hash_key(api_key),
         status=MemberStatus.ACTIVE,
+        created_at=now,
     )
+    member.health = MemberHealth(state=HealthState.UNKNOWN, since=now, failures=0)
     try:
         repository.add(session, member)
         audit.record(
@@ -87,7 +104,12 @@ def register(
             actor,
             "member.registered",
             member_id,
-            {"name": name, "jurisdiction": jurisdiction, "inbox_url": inbox_url},
+            {
+                "name": name,
+                "jurisdiction": jurisdiction,
+                "inbox_url": inbox_url,
+                "health_url": health_url(inbox_url, given_health_url),
+            },
         )
         session.commit()
     except IntegrityError:
@@ -136,3 +158,62 @@ def revoke_keys(session: Session, member_id: str, actor: str) -> Member:
     audit.record(session, actor, "member.keys_revoked", member_id, {})
     session.commit()
     return member
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """A member whose health this process checks now, and where."""
+
+    member_id: str
+    url: str
+
+
+def claim_checks(
+    factory: sessionmaker[Session], period_seconds: float, limit: int = 1000
+) -> list[CheckTarget]:
+    """Take the checks that are due (active members not checked this period), each by moving
+    its next check one period on: another broker process sharing the database finds it taken."""
+    now = datetime.now(UTC)
+    next_at = now + timedelta(seconds=period_seconds)
+    claimed = []
+    with factory() as session:
+        for member_id, inbox_url, given in repository.due_for_check(session, now, limit):
+            if repository.claim_check(session, member_id, now, next_at):
+                claimed.append(CheckTarget(member_id, health_url(inbox_url, given)))
+        session.commit()
+    return claimed
+
+
+def record_check(
+    factory: sessionmaker[Session],
+    member_id: str,
+    ok: bool,
+    reason: str | None,
+    down_after: int,
+) -> tuple[Health, Health]:
+    """Write what a check found; returns the health before and after it.
+
+    A change of state is audited (not every check). A member seen up again after being down
+    has its held deliveries made due now, whatever backoff they were waiting out: they were
+    held for its being down, and it is up."""
+    now = datetime.now(UTC)
+    with factory() as session:
+        row = repository.health(session, member_id)
+        if row is None:  # the member is gone since the claim: nothing to record
+            return Health(), Health()
+        before = Health.of(row)
+        after = after_check(before, ok=ok, reason=reason, now=now, down_after=down_after)
+        row.state, row.since, row.checked_at = after.state, after.since, after.checked_at
+        row.reason, row.failures = after.reason, after.failures
+        if changed(before, after):
+            audit.record(
+                session,
+                ACTOR,
+                "member.health_changed",
+                member_id,
+                {"from": before.state, "to": after.state, "reason": after.reason},
+            )
+            if before.state == HealthState.DOWN:
+                deliveries.make_due(session, member_id, now)
+        session.commit()
+    return before, after

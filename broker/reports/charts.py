@@ -39,6 +39,7 @@ _SETTINGS = {
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+MAX_TICKS = 31  # labels on a horizontal axis (a year of days shows one label a fortnight)
 _LOCK = threading.Lock()
 _ID = re.compile(r'\bid="([^"]+)"')
 _REFERENCE = re.compile(r'(url\(#|href="#)([^")]+)')
@@ -142,6 +143,59 @@ def utility(per_attribute: Mapping[str, float]) -> str:
         axes.set_xlabel("information kept, % (non-uniform entropy)")
 
     return _svg("utility", draw, (7, 0.9 + 0.32 * max(len(names), 2)))
+
+
+def stacked(
+    chart: str,
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    colours: Mapping[str, str],
+    *,
+    axis: str,
+    names: Mapping[str, str] | None = None,
+    horizontal: bool = False,
+    legend: bool = True,
+) -> str:
+    """Bars stacked by series (``{"approved": [per label...], ...}``, keys fit for an id), one
+    bar per label; each bar is an SVG group ``<chart>-<series>-<i>``. ``names``: the series as
+    the legend writes them; ``axis`` names the value axis. Horizontal bars list the first label
+    on top."""
+
+    def draw(figure: Figure) -> None:
+        axes = figure.add_subplot()
+        positions = list(range(len(labels)))[::-1] if horizontal else list(range(len(labels)))
+        base = [0.0] * len(labels)
+        for name, values in series.items():
+            values = [float(v) for v in values]
+            label = (names or {}).get(name, name)
+            if horizontal:
+                drawn = axes.barh(
+                    positions, values, left=base, height=0.7, color=colours[name], label=label
+                )
+            else:
+                drawn = axes.bar(
+                    positions, values, bottom=base, width=0.8, color=colours[name], label=label
+                )
+            for number, patch in enumerate(drawn):
+                patch.set_gid(f"{name}-{number}")
+            base = [b + v for b, v in zip(base, values, strict=True)]
+        ticks = [_short(str(label)) for label in labels]
+        if horizontal:
+            axes.set_yticks(positions, ticks)
+            axes.set_xlabel(axis)
+            axes.xaxis.get_major_locator().set_params(integer=True)
+        else:
+            step = -(-len(labels) // MAX_TICKS)  # a label every step-th bar at most
+            axes.set_xticks(positions[::step], ticks[::step])
+            _rotate_if_crowded(axes, ticks[::step])
+            _keep_bars_narrow(axes, len(labels))
+            axes.set_ylabel(axis)
+            axes.yaxis.get_major_locator().set_params(integer=True)
+        if legend and len(series) > 1:
+            axes.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+    height = 0.9 + 0.32 * max(len(labels), 2) if horizontal else 3.2
+    return _svg(chart, draw, (7, height))
 
 
 def _name(drawn, bars: Sequence[Bar], prefix: str = "") -> None:

@@ -20,6 +20,15 @@ from broker.reports.verdict import Verdict, analysis_verdict, percent, transfer_
 
 EXTRA = "reports"
 INSTALL_HINT = f"pip install 'fedbroker[{EXTRA}]'"
+# The headers every page is served with: no script, nothing fetched, not framed, not cached (a
+# report describes personal data; the overview, a federation's members and traffic).
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 # Most bars in a per-attribute plot (a dataset may have 1,000 columns); the tables list them all.
 MAX_ATTRIBUTES_DRAWN = 50
 
@@ -250,7 +259,8 @@ def require():
         ) from None
 
 
-def _render(**context: Any) -> str:
+def environment():
+    """The Jinja2 environment of the pages: autoescaping on, the ``svg`` filter for our charts."""
     import jinja2
     from markupsafe import Markup
 
@@ -262,6 +272,10 @@ def _render(**context: Any) -> str:
         lstrip_blocks=True,
     )
     environment.filters["svg"] = Markup  # our charts' SVG; its text is escaped by matplotlib
+    return environment
+
+
+def _render(**context: Any) -> str:
     defaults = {
         "quasi_identifiers": None,
         "class_sizes": None,
@@ -272,4 +286,5 @@ def _render(**context: Any) -> str:
         "utility": None,
     }
     verdict: Verdict = context["verdict"]
-    return environment.get_template("report.html").render(**(defaults | context), tone=verdict.tone)
+    template = environment().get_template("report.html")
+    return template.render(**(defaults | context), tone=verdict.tone)

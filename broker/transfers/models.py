@@ -14,15 +14,21 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
 )
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, foreign, mapped_column, relationship
 
 from broker.db import Base, UTCDateTime
 from broker.delivery.models import Delivery
+from broker.members.models import MemberHealth
 
 
 class Transfer(Base):
     __tablename__ = "transfers"
-    __table_args__ = (UniqueConstraint("source_id", "idempotency_key"),)
+    __table_args__ = (
+        UniqueConstraint("source_id", "idempotency_key"),
+        # The federation overview counts from these alone (index-only scans), never the rows.
+        Index("ix_transfers_pair_status", "source_id", "destination_id", "status"),
+        Index("ix_transfers_created_at_status", "created_at", "status"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     source_id: Mapped[str] = mapped_column(ForeignKey("members.id"), index=True)
@@ -56,6 +62,13 @@ class Transfer(Base):
 
     delivery: Mapped[Delivery | None] = relationship(
         back_populates="transfer", uselist=False, lazy="joined"
+    )
+    # Read only, to show a pending delivery as held while its destination is down.
+    destination_health: Mapped[MemberHealth | None] = relationship(
+        primaryjoin=lambda: foreign(Transfer.destination_id) == MemberHealth.member_id,
+        viewonly=True,
+        uselist=False,
+        lazy="joined",
     )
 
 

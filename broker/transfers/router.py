@@ -5,6 +5,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from broker import references, reports
 from broker.delivery import service as delivery_service
+from broker.delivery import states as delivery_states
 from broker.deps import (
     Caller,
     CurrentCaller,
@@ -20,7 +21,7 @@ from broker.transfers.models import Transfer, TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUploadIfAny
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, JobState, TransferKind, TransferStatus
+from broker.wire.statuses import Anonymize, DeliveryState, JobState, TransferKind, TransferStatus
 
 RESPOND_ASYNC = "respond-async"
 
@@ -44,14 +45,6 @@ SUBMIT_EXAMPLES = {
     ),
 }
 NO_TRANSFER = {404: example(404, "not-found", "Not found", "No transfer '7c9e...'")}
-# The report page: no script, nothing fetched, not framed, not cached (it describes personal data).
-REPORT_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-    "frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 NO_REPORTS = {
     501: example(
         501,
@@ -68,9 +61,15 @@ def to_read(
 ) -> TransferRead:
     """The transfer as its source and admins see it; its destination sees less (see below)."""
     if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
-        return _destination_view(transfer)
-    read = TransferRead.model_validate(transfer)
-    return read.model_copy(update={"dry_run": True}) if dry_run else read
+        read = _destination_view(transfer)
+    else:
+        read = TransferRead.model_validate(transfer)
+    update: dict = {"dry_run": True} if dry_run else {}
+    if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
+        update["delivery"] = delivery_states.shown(
+            read.delivery, transfer.destination_id, transfer.destination_health
+        )
+    return read.model_copy(update=update) if update else read
 
 
 def _destination_view(transfer: Transfer) -> TransferRead:
@@ -481,7 +480,7 @@ def get_transfer_report(
         page = reports.transfer_page(read.model_dump(mode="json"))
     except reports.ReportUnavailable as error:
         raise NotImplementedHere(str(error)) from None
-    return HTMLResponse(page, headers=REPORT_HEADERS)
+    return HTMLResponse(page, headers=reports.PAGE_HEADERS)
 
 
 @router.get(

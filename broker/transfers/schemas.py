@@ -179,10 +179,17 @@ class AggregateRead(BaseModel):
 class DeliveryRead(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
-    status: DeliveryState = Field(description="`not_applicable` when nothing is to be delivered")
+    status: DeliveryState = Field(
+        description="`not_applicable` when nothing is to be delivered; `held` while its "
+        "destination is down (not attempted, its attempts not spent; it goes out once the "
+        "destination is up)"
+    )
     attempts: int = 0
     last_error: str | None = None
     delivered_at: datetime | None = None
+    held_reason: str | None = Field(
+        None, description="Why the delivery is held (None unless `status` is `held`)"
+    )
 
 
 class TransferRead(BaseModel):

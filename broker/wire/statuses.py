@@ -53,11 +53,20 @@ class MemberStatus(StrEnum):
     SUSPENDED = "suspended"
 
 
+class HealthState(StrEnum):
+    """A member cloud's health, as the broker's checks of its ``/readyz`` last found it."""
+
+    UNKNOWN = "unknown"  # not checked yet
+    UP = "up"
+    DOWN = "down"  # its deliveries are held: not attempted, their attempts not spent
+
+
 class DeliveryState(StrEnum):
     """A transfer's delivery as the API shows it: the outbox status, or none at all."""
 
     NOT_APPLICABLE = "not_applicable"  # not approved, or a dry run: nothing to deliver
     PENDING = "pending"
+    HELD = "held"  # pending, but its destination is down: waits without spending attempts
     DELIVERED = "delivered"
     FAILED = "failed"
 

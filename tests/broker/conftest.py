@@ -28,6 +28,7 @@ def settings(tmp_path) -> Settings:
         policy_dir=POLICIES,
         delivery_enabled=False,
         jobs_enabled=False,  # the tests run the job runner's passes themselves
+        health_check_enabled=False,  # and the health checker's
         max_upload_bytes=UPLOAD_LIMIT,
     )
 

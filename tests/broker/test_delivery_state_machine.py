@@ -1,9 +1,11 @@
-"""Delivery as a state machine: submit, deliver, fail, crash mid-attempt, restart.
+"""Delivery as a state machine: submit, deliver, fail, crash mid-attempt, restart, and the
+destinations' health checks marking them down and up.
 
 Real services on a real (SQLite) database; the inbox is an httpx mock transport whose answers
 the machine chooses, so each step is deterministic. Invariants after every step: no delivery
 without approval, no change after a terminal state, attempts within the bound, at most one
-successful POST per transfer, and a valid audit chain.
+successful POST per transfer, no POST to a member marked down and no attempt spent on a delivery
+held for it, and a valid audit chain.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class DeliveryMachine(RuleBasedStateMachine):
                 )
         self.mode: int | None = 201
         self.posts: list[tuple[str, int | None]] = []
+        self.down: set[str] = set()  # members the health checks marked down
+        self.posted_while_down: list[str] = []
         self.client = httpx.Client(transport=httpx.MockTransport(self._inbox))
         self.worker = DeliveryWorker(self.factory, self.client, SETTINGS, KEYRING)
         self.terminal: dict[str, tuple[str, int]] = {}
@@ -99,6 +103,8 @@ class DeliveryMachine(RuleBasedStateMachine):
     def _inbox(self, request: httpx.Request) -> httpx.Response:
         status = self.mode
         self.posts.append((request.headers["idempotency-key"], status))
+        if request.url.path.strip("/") in self.down:
+            self.posted_while_down.append(request.headers["idempotency-key"])
         if status is None:
             raise httpx.ConnectError("connection refused", request=request)
         return httpx.Response(status)
@@ -135,6 +141,12 @@ class DeliveryMachine(RuleBasedStateMachine):
         """From now on the inbox answers in this way (down: the connection is refused)."""
         self.mode = data.draw(st.sampled_from(INBOX_MODES[mode]))
 
+    @rule(member=st.sampled_from(["fr", "ng"]), up=st.booleans())
+    def health_check(self, member, up):
+        """A health check of ``member`` finds it up, or down (marked down at once)."""
+        members.record_check(self.factory, member, up, None if up else "answered HTTP 503", 1)
+        (self.down.discard if up else self.down.add)(member)
+
     @rule()
     def deliver_round(self):
         """One worker pass after backoff delays and leases have run out (time is not the
@@ -148,7 +160,18 @@ class DeliveryMachine(RuleBasedStateMachine):
                 .values(lease_expires_at=past)
             )
             session.commit()
+        held = self._attempts_to(self.down)
         self.worker.run_once()
+        assert self._attempts_to(self.down) == held, "an attempt was spent on a held delivery"
+
+    def _attempts_to(self, destinations: set[str]) -> dict[str, tuple[str, int]]:
+        with self.factory() as session:
+            rows = session.execute(
+                select(Delivery.transfer_id, Delivery.status, Delivery.attempts)
+                .join(Transfer, Transfer.id == Delivery.transfer_id)
+                .where(Transfer.destination_id.in_(destinations))
+            ).all()
+        return {t: (status, attempts) for t, status, attempts in rows}
 
     @rule()
     def crash_mid_attempt(self):
@@ -178,6 +201,10 @@ class DeliveryMachine(RuleBasedStateMachine):
                 self.terminal[transfer_id] = (status, attempts)
                 # Delivered data is dropped; failed data is kept for a redelivery (retention).
                 assert (payload is None) == (status == "delivered")
+
+    @invariant()
+    def nothing_is_posted_to_a_member_marked_down(self):
+        assert self.posted_while_down == []
 
     @invariant()
     def at_most_one_successful_post_per_transfer(self):

@@ -49,8 +49,13 @@ def test_only_admins_register_or_suspend(federation):
 
 
 def test_members_see_each_other_without_inbox_urls(federation, client):
-    """Service discovery is ids, names, jurisdictions and status; inbox URLs are the broker's."""
+    """Service discovery is ids, names, jurisdictions, status and health; inbox URLs are the
+    broker's, shown to a member for itself only (a member cloud checks it at start)."""
     as_member = client.get("/v1/members", headers=bearer(federation.keys["sn-hospital"])).json()
-    assert as_member and all(m["inbox_url"] is None for m in as_member)
+    others = [m for m in as_member if m["id"] != "sn-hospital"]
+    assert others and all(m["inbox_url"] is None and m["health_url"] is None for m in others)
+    [itself] = [m for m in as_member if m["id"] == "sn-hospital"]
+    assert itself["inbox_url"] == "http://127.0.0.1:9/sn-hospital/inbox"
+    assert itself["health_url"] == "http://127.0.0.1:9/sn-hospital/readyz"
     as_admin = client.get("/v1/members", headers=ADMIN).json()
     assert all(m["inbox_url"] for m in as_admin)

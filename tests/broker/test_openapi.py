@@ -67,6 +67,8 @@ OPERATION_IDS = {  # the stable names clients are generated with: change one onl
     "GET /v1/admins": "list_admins",
     "POST /v1/admins": "create_admin",
     "POST /v1/admins/{name}/revoke": "revoke_admin",
+    "GET /v1/federation/overview": "get_federation_overview",
+    "GET /v1/federation/overview.html": "get_federation_overview_page",
     "GET /.well-known/fedbroker-keys.json": "get_signing_keys",
 }
 
@@ -126,10 +128,11 @@ def enum_of(spec: dict, model: str, field: str) -> list[str]:
     ("model", "field", "values"),
     [
         ("RuleRead", "scope", {"export", "import", "agreement", "federation", "request"}),
-        ("DeliveryRead", "status", {"not_applicable", "pending", "delivered", "failed"}),
+        ("DeliveryRead", "status", {"not_applicable", "pending", "held", "delivered", "failed"}),
         ("TransferRead", "status", {"approved", "anonymization_required", "rejected"}),
         ("TransferRead", "anonymize", {"none", "auto"}),
         ("MemberRead", "status", {"active", "suspended"}),
+        ("MemberHealthRead", "state", {"up", "down", "unknown"}),
         ("TransferJobRead", "state", {"queued", "running", "done", "failed"}),
         ("PolicyWarningRead", "code", None),
     ],

@@ -58,6 +58,7 @@ def broker_settings(database_url: str = "sqlite://") -> Settings:
         apply_migrations=False,
         delivery_enabled=False,
         jobs_enabled=False,
+        health_check_enabled=False,
         max_upload_bytes=200_000,
         inbox_allowed_networks=["127.0.0.0/8"],
     )

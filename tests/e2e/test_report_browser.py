@@ -8,6 +8,7 @@ recorded and the Content-Security-Policy must block nothing.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
@@ -168,5 +169,57 @@ def test_transfer_report_served_by_the_broker(broker_server, browser_page):
     )
     for chart in ("class-sizes", "risk", "attributes", "compare", "utility"):
         assert page.locator(f"svg#{chart}").is_visible()
+    assert page.requests == [url]
+    assert not [m for m in page.console if "Content Security Policy" in m], page.console
+
+
+def test_federation_overview_served_by_the_broker(broker_server, browser_page):
+    """Three approved decisions and one rejected today, SN to FR: today's bar of the decisions
+    per day is three parts approved over one part rejected, the pair's bar the same."""
+    page = browser_page
+    base = broker_server.url
+    with httpx.Client(base_url=base, headers=ADMIN, timeout=30) as api:
+        keys = {}
+        for member, jurisdiction in (("sn-hospital", "SN"), ("fr-research", "FR")):
+            answer = api.post(
+                "/v1/members",
+                json={
+                    "id": member,
+                    "name": HOSTILE if member == "fr-research" else member,
+                    "jurisdiction": jurisdiction,
+                    "inbox_url": f"http://127.0.0.1:9/{member}/inbox",
+                },
+            )
+            keys[member] = answer.json()["api_key"]
+        source = {"Authorization": f"Bearer {keys['sn-hospital']}"}
+        for purpose in ("research", "research", "research", "marketing"):
+            answer = api.post(
+                "/v1/transfers",
+                headers=source,
+                files={"file": ("p.csv", (FIXTURES / "patients_published.csv").read_bytes())},
+                data={
+                    "destination": "fr-research",
+                    "purpose": purpose,
+                    "quasi_identifiers": "Age,Gender",
+                    "sensitive": "Disease",
+                },
+            )
+            assert answer.status_code == 200, answer.text
+
+    page.context.set_extra_http_headers(ADMIN)
+    url = f"{base}/v1/federation/overview.html?days=7"
+    response = page.goto(url)
+    assert response.status == 200
+    assert page.locator("#verdict .headline").inner_text().startswith("2 active members")
+    today = [b for b in bars(page, "decisions", "") if b["id"].endswith("-6")]
+    heights = {b["id"].split("-")[1]: b["height"] for b in today}
+    assert heights["approved"] > 20
+    assert heights["approved"] == pytest.approx(3 * heights["rejected"], abs=1.5)
+    assert heights["anonymization_required"] == 0
+    assert {b["label"] for b in today} == {datetime.now(UTC).strftime("%m-%d")}  # under it
+    pair = {b["id"].split("-")[1]: b["width"] for b in bars(page, "pairs", "")}
+    assert pair["approved"] == pytest.approx(3 * pair["rejected"], abs=1.5)
+    assert page.get_by_text(HOSTILE).first.is_visible()  # the member's name, as text
+    assert page.evaluate("() => document.scripts.length") == 0
     assert page.requests == [url]
     assert not [m for m in page.console if "Content Security Policy" in m], page.console

@@ -133,6 +133,7 @@ def test_unknown_paths_need_the_token_too(stranger, owner):
 
 def test_health_docs_and_deliveries_need_no_token(stranger, transfer_id):
     assert stranger.get("/livez").json() == {"status": "ok"}
+    assert stranger.get("/readyz").json() == {"status": "ready"}  # what the broker checks
     docs = stranger.get("/docs")
     assert docs.status_code == 200
     assert stranger.get("/openapi.json").status_code == 200
@@ -145,6 +146,7 @@ def test_health_docs_and_deliveries_need_no_token(stranger, transfer_id):
     assert_401(unsigned, challenge="FedbrokerSignature")
     # only the listed methods are public
     assert_401(stranger.post("/livez"))
+    assert_401(stranger.post("/readyz"))
     assert_401(stranger.delete("/inbox"))
 
 
@@ -176,7 +178,7 @@ def test_the_openapi_document_declares_the_bearer_scheme_where_it_is_checked(str
         if "security" not in operation
     }
     assert {(m, p) for m, p, _ in PROTECTED} == documented
-    assert public == {("GET", "/livez"), ("POST", "/inbox")}
+    assert public == {("GET", "/livez"), ("GET", "/readyz"), ("POST", "/inbox")}
     for method, path in documented:
         assert "401" in document["paths"][path][method.lower()]["responses"], (method, path)
 

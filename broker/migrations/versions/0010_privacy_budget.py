@@ -1,10 +1,9 @@
 """privacy budget: transfers of kind aggregate and the ledger of what each release spent
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-11-26 09:40:00
 
-Re-chained at merge after the other branches' 0008 and 0009.
 """
 
 import sqlalchemy as sa
@@ -13,7 +12,7 @@ from alembic import op
 from broker.db import UTCDateTime
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,3 @@
+"""The federation as a whole, for its administrators: the overview of members, their health,
+transfers per pair of jurisdictions, decisions over time and deliveries (``GET
+/v1/federation/overview``, and the same as a page)."""
