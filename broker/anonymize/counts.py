@@ -31,7 +31,7 @@ from broker.anonymize.planner import dropped_because, plan_remedy
 from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step
 from broker.anonymize.target import Remedy, Target
 from broker.anonymize.verify import Check, describe, verify_counts
-from broker.engines.base import CountTable, Engine, RecodePlan, dictionary_of, tuple_keys
+from broker.engines.base import CountTable, Engine, Grouped, RecodePlan, dictionary_of
 from broker.metrics.mmaq import mmaq_from_counts
 
 # Mondrian and the partition method load the rows; above this many they are refused.
@@ -426,13 +426,10 @@ def _aggregate(
     codes: list[np.ndarray], widths: list[int], rows: np.ndarray
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The distinct tuples of ``codes`` (each column's codes lie in ``[0, width)``), sorted,
-    with their rows and keys (:func:`~broker.engines.base.tuple_keys`), counted by sorting."""
-    key, _packed = tuple_keys(codes, widths)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    counted = np.bincount(inverse, weights=rows, minlength=distinct.size).astype(np.int64)
-    one = np.empty(distinct.size, dtype=np.intp)
-    one[inverse] = np.arange(inverse.size)  # a tuple of each key
-    return [column[one] for column in codes], counted, distinct
+    with their rows and keys (:class:`~broker.engines.base.Grouped`), counted by sorting."""
+    grouped = Grouped.of(codes, widths)
+    one = grouped.representatives()
+    return [column[one] for column in codes], grouped.added(rows), grouped.keys
 
 
 def _function_of(codes: np.ndarray, coarser: np.ndarray) -> bool:

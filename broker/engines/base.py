@@ -144,18 +144,13 @@ class CountTable:
         >>> merged.codes("q").tolist(), merged.rows.tolist()
         ([0, 1], [3, 3])
         """
-        keys, packed = tuple_keys(codes, widths)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-
-        def added(counts: np.ndarray) -> np.ndarray:
-            return np.bincount(inverse, weights=counts, minlength=distinct.size).astype(np.int64)
-
-        people = None if self.people is None else added(self.people)
-        if packed:
-            return CountTable.of_keys(self.columns, widths, distinct, added(self.rows), people)
-        one = np.empty(distinct.size, dtype=np.intp)
-        one[inverse] = np.arange(inverse.size)  # a tuple of each key
-        return CountTable.of(self.columns, [c[one] for c in codes], added(self.rows), people)
+        grouped = Grouped.of(codes, widths)
+        people = None if self.people is None else grouped.added(self.people)
+        rows = grouped.added(self.rows)
+        if grouped.packed:
+            return CountTable.of_keys(self.columns, widths, grouped.keys, rows, people)
+        one = grouped.representatives()
+        return CountTable.of(self.columns, [c[one] for c in codes], rows, people)
 
     def tuple_ids(self, columns: Sequence[str]) -> tuple[np.ndarray, int]:
         """For each tuple, the id of its projection on ``columns`` (a prefix or any subset), and
@@ -181,6 +176,33 @@ def mixed_radix_strides(widths: Sequence[int]) -> list[int]:
     [10, 5, 1]
     """
     return np.cumprod([1, *widths[:0:-1]])[::-1].tolist()
+
+
+@dataclass(frozen=True, eq=False)
+class Grouped:
+    """Tuples of codes grouped by sorting one key a tuple: the distinct ``keys`` in ascending
+    order (:func:`tuple_keys`), each tuple's position among them (``inverse``), and whether the
+    keys are the codes in mixed radix throughout (``packed``)."""
+
+    keys: np.ndarray
+    inverse: np.ndarray
+    packed: bool
+
+    @classmethod
+    def of(cls, codes: Sequence[np.ndarray], widths: Sequence[int]) -> Grouped:
+        keys, packed = tuple_keys(codes, widths)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        return cls(distinct, inverse, packed)
+
+    def added(self, counts: np.ndarray) -> np.ndarray:
+        """``counts`` (one a tuple) added up per distinct tuple."""
+        return np.bincount(self.inverse, weights=counts, minlength=self.keys.size).astype(np.int64)
+
+    def representatives(self) -> np.ndarray:
+        """The position of one tuple of each distinct tuple."""
+        one = np.empty(self.keys.size, dtype=np.intp)
+        one[self.inverse] = np.arange(self.inverse.size)
+        return one
 
 
 def tuple_keys(codes: Sequence[np.ndarray], widths: Sequence[int]) -> tuple[np.ndarray, bool]:

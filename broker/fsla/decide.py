@@ -133,16 +133,21 @@ class Measured:
 def lookback_days(parties: Parties, request: TransferRequest) -> int | None:
     """How far back the rules of this transfer look for earlier releases to the same
     destination (the longest of the rule sets that apply); None when none does."""
-    source, destination = parties.source, parties.destination
+    destination = parties.destination
     if destination is None or destination.jurisdiction not in parties.policies:
         return None
+    return lookback([rule_set for _scope, _whose, rule_set in _records_rule_sets(parties, request)])
+
+
+def _records_rule_sets(parties: Parties, request: TransferRequest):
+    """(scope, jurisdiction, rule set) of the parties' F-SLA records for this transfer."""
+    source, destination = parties.source, parties.destination
     context = TransferContext(source.jurisdiction, destination.jurisdiction, request.purpose)
-    rule_sets = applicable_rule_sets(
+    return applicable_rule_sets(
         context,
         parties.policies[source.jurisdiction][0],
         parties.policies[destination.jurisdiction][0],
     )
-    return lookback([rule_set for _scope, _jurisdiction, rule_set in rule_sets])
 
 
 def decide(
@@ -172,15 +177,9 @@ def decide(
         not rule.passed and rule.rule in _GATE for rule in outcome.rules
     ):
         return outcome
-    source, destination = parties.source, parties.destination
-    context = TransferContext(source.jurisdiction, destination.jurisdiction, request.purpose)
-    rule_sets = applicable_rule_sets(
-        context,
-        parties.policies[source.jurisdiction][0],
-        parties.policies[destination.jurisdiction][0],
-    )
+    rule_sets = _records_rule_sets(parties, request)
     requirements = combine([r for _, _, r in rule_sets], [(scope, j) for scope, j, _ in rule_sets])
-    note = aggregate_instead(FEDERATION, source.jurisdiction, requirements)
+    note = aggregate_instead(FEDERATION, parties.source.jurisdiction, requirements)
     if note is None:
         return outcome
     return replace(outcome, rules=[*outcome.rules, note])
