@@ -34,6 +34,9 @@ class Caller:
     member_id: str | None = None
     jurisdiction: str | None = None
     admin_name: str | None = None
+    # A member's rotated-out key, still in its grace period: it may make ordinary calls (the
+    # member is switching over), never manage keys (a thief must not outlive the rotation).
+    rotated_out_key: bool = False
 
     @property
     def is_admin(self) -> bool:
@@ -89,14 +92,16 @@ def current_caller(
         if name is None:
             raise NotAuthenticated("The bearer token is not an active administrator's token")
         return Caller(ADMIN, admin_name=name)
-    member = members.authenticate(session, credentials.credentials)
-    caller = Caller(MEMBER, member.id, member.jurisdiction) if member else None
-    active = member is not None and member.status == "active"
-    session.rollback()  # end the read: no transaction (or SQLite lock) held into the route
-    if caller is None:
+    found = members.authenticate(session, credentials.credentials)
+    if found is None:
+        session.rollback()
         raise NotAuthenticated(
             "The bearer token is neither an administrator's token nor a member's key"
         )
+    member, rotated_out = found
+    caller = Caller(MEMBER, member.id, member.jurisdiction, rotated_out_key=rotated_out)
+    active = member.status == "active"
+    session.rollback()  # end the read: no transaction (or SQLite lock) held into the route
     if not active:
         raise Forbidden(f"Member {caller.member_id!r} is suspended")
     return caller

@@ -9,7 +9,13 @@ from fastapi.responses import JSONResponse
 
 from broker.catalog import jsonld, service
 from broker.catalog.schemas import CatalogEntryRead, DatasetDescription
-from broker.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
+from broker.deps import (
+    CurrentCaller,
+    CurrentMember,
+    RateLimitedMember,
+    SessionDep,
+    SettingsDep,
+)
 from broker.errors import MAX_INT32, example, responses
 from broker.uploads import SpooledUpload
 
@@ -202,20 +208,21 @@ def withdraw_dataset(dataset_id: DatasetId, session: SessionDep, caller: Current
 @router.post(
     "/datasets/{dataset_id}/measurement",
     response_model=CatalogEntryRead,
-    responses=responses(400, 401, 403, 404, 413, 422, examples=NO_DATASET | NOT_YOURS),
+    responses=responses(400, 401, 403, 404, 413, 422, 429, examples=NO_DATASET | NOT_YOURS),
     summary="Have the broker measure the dataset (its provider)",
     description="Send the file the current version describes (its columns must be the "
     "described ones). The broker measures it as it would a transfer (the described "
     "quasi-identifiers, to which it adds every column that measures as one; k in people, l, t, "
     "the columns that identify) and estimates the information a generalization to k = 2, 3, "
     "5, 10, 20 keeps. It keeps the figures, never the file; offers then say whether the data "
-    "could leave as it is, and what utility an anonymized offer is expected to keep.",
+    "could leave as it is, and what utility an anonymized offer is expected to keep. Each "
+    "measurement counts against the member's upload rate limit, as a transfer does.",
 )
 def measure_dataset(
     dataset_id: DatasetId,
+    caller: RateLimitedMember,  # before the upload: a caller over its limit costs no spool copy
     upload: SpooledUpload,
     session: SessionDep,
-    caller: CurrentMember,
     settings: SettingsDep,
     response: Response,
 ) -> CatalogEntryRead:

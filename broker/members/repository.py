@@ -12,16 +12,18 @@ def get(session: Session, member_id: str) -> Member | None:
     return session.get(Member, member_id)
 
 
-def by_key_hash(session: Session, key_hash: str, now: datetime) -> Member | None:
-    """The member whose current key, or previous key still in its grace period, has this hash."""
+def by_key_hash(session: Session, key_hash: str, now: datetime) -> tuple[Member, bool] | None:
+    """The member whose current key, or previous key still in its grace period, has this hash,
+    and whether it was the previous key."""
     current = session.scalars(select(Member).where(Member.api_key_hash == key_hash)).first()
     if current is not None:
-        return current
-    return session.scalars(
+        return current, False
+    previous = session.scalars(
         select(Member).where(
             Member.previous_api_key_hash == key_hash, Member.previous_key_expires_at > now
         )
     ).first()
+    return None if previous is None else (previous, True)
 
 
 def all_members(session: Session) -> list[Member]:

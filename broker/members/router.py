@@ -136,13 +136,20 @@ def reactivate_member(member_id: MemberId, session: SessionDep, caller: AdminOnl
     summary="Rotate a member's API key (the member itself or an admin)",
     description="Issues a new key, shown once. The key used until now keeps working for "
     "`BROKER_KEY_GRACE_SECONDS` (a day by default), so the member can switch without a gap; "
-    "after a revocation, this is how an admin gives the member a key again.",
+    "in that grace period it makes ordinary calls but cannot rotate again (403): whoever holds "
+    "only the old key cannot outlive the rotation. After a revocation, this is how an admin "
+    "gives the member a key again.",
 )
 def rotate_member_key(
     member_id: MemberId, session: SessionDep, caller: CurrentCaller, settings: SettingsDep
 ) -> KeyRotated:
     if not caller.is_admin and caller.member_id != member_id:
         raise Forbidden("A member can rotate only its own key")
+    if caller.rotated_out_key:
+        raise Forbidden(
+            "This key was rotated out: until its grace period ends it makes ordinary calls, but "
+            "it manages no keys. Rotate with the member's current key, or ask an administrator"
+        )
     member, api_key = service.rotate_key(
         session, member_id, caller.name, settings.key_grace_seconds
     )

@@ -31,7 +31,9 @@ def hash_key(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()
 
 
-def authenticate(session: Session, api_key: str) -> Member | None:
+def authenticate(session: Session, api_key: str) -> tuple[Member, bool] | None:
+    """The member this key is a key of, and whether it is a rotated-out key in its grace
+    period (which authenticates ordinary calls but manages no keys)."""
     if not api_key.startswith(KEY_PREFIX):
         return None
     return repository.by_key_hash(session, hash_key(api_key), datetime.now(UTC))

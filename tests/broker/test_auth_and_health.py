@@ -169,6 +169,28 @@ def test_a_member_over_its_upload_rate_gets_429_with_retry_after(connection, set
             assert limited.post("/v1/analyze", headers=ADMIN, files=files).status_code == 200
 
 
+def test_the_catalogs_measurement_upload_counts_against_the_upload_rate(connection, settings):
+    """Measuring a catalog dataset reads an upload as a transfer does: it is rate limited too,
+    and a caller over its limit is refused before its file is copied."""
+    from fastapi.testclient import TestClient
+
+    from broker.main import create_app
+    from tests.broker.conftest import Federation
+    from tests.broker.test_catalog import measure, publish
+
+    settings = settings.model_copy(update={"rate_limit": "2/minute"})
+    with TestClient(create_app(settings, bind=connection)) as limited:
+        federation = Federation(limited)
+        dataset = publish(federation).json()["id"]
+        assert measure(federation, dataset).status_code == 200
+        sent = federation.send("sn-hospital", "patients_published.csv", destination="fr-research")
+        assert sent.status_code == 200
+        answer = measure(federation, dataset)  # the third upload in a minute
+        assert answer.status_code == 429, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert int(answer.headers["retry-after"]) >= 1
+
+
 def test_a_bad_rate_setting_is_named():
     from pydantic import ValidationError
 

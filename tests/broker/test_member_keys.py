@@ -58,3 +58,28 @@ def test_only_admins_revoke(client, keys):
         "/v1/members/sn-hospital/api-key/revoke", headers=bearer(keys["sn-hospital"])
     )
     assert answer.status_code == 403
+
+
+def test_a_rotated_out_key_makes_ordinary_calls_but_never_rotates_again(client, keys):
+    """A thief holding only the old key must not outlive the rotation: in its grace period the
+    old key may not mint a key of its own (which would come with no expiry)."""
+    old = keys["sn-hospital"]
+    current = client.post("/v1/members/sn-hospital/api-key", headers=bearer(old)).json()["api_key"]
+    answer = client.post("/v1/members/sn-hospital/api-key", headers=bearer(old))
+    assert answer.status_code == 403
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert "rotated out" in answer.json()["detail"]
+    # Nothing changed: the current key is still current, the old one still in its grace period.
+    assert (whoami(client, current), whoami(client, old)) == (200, 200)
+    # The current key rotates; then the first key is over at once (only one previous key lives).
+    newest = client.post("/v1/members/sn-hospital/api-key", headers=bearer(current))
+    assert newest.status_code == 201
+    assert whoami(client, old) == 401
+
+
+def test_an_admin_revocation_ends_the_current_and_the_rotated_out_key_at_once(client, keys):
+    old = keys["sn-hospital"]
+    current = client.post("/v1/members/sn-hospital/api-key", headers=bearer(old)).json()["api_key"]
+    assert client.post("/v1/members/sn-hospital/api-key/revoke", headers=ADMIN).status_code == 200
+    assert (whoami(client, old), whoami(client, current)) == (401, 401)
+    assert client.post("/v1/members/sn-hospital/api-key", headers=bearer(old)).status_code == 401
