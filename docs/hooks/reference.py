@@ -188,7 +188,9 @@ def http_api_page() -> str:
             if body:
                 parts += [f"Request body: {', '.join(f'`{t}`' for t in body)}.", ""]
             answers = operation.get("responses", {})
-            codes = ", ".join(f"{code} {_cell(a.get('description', ''))}" for code, a in answers.items())
+            codes = ", ".join(
+                f"{code} {_cell(a.get('description', ''))}" for code, a in answers.items()
+            )
             parts += [f"Answers: {codes}.", ""]
     return "\n".join(parts)
 
@@ -219,7 +221,14 @@ def cli_page() -> str:
     ]
     commands = next(a for a in parser._actions if a.dest == "command")  # argparse keeps them here
     for name, command in commands.choices.items():
-        parts += [f"## `fedbroker {name}`", "", "```text", command.format_help().rstrip(), "```", ""]
+        parts += [
+            f"## `fedbroker {name}`",
+            "",
+            "```text",
+            command.format_help().rstrip(),
+            "```",
+            "",
+        ]
     return "\n".join(parts)
 
 
