@@ -47,6 +47,14 @@ class Settings(BaseSettings):
         "Parquet are read in memory up to this size), in memory bounded by "
         "`duckdb_memory_limit` whatever their size",
     )
+    aggregate_contributions: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="With a `person_key`, the rows of one person an aggregate release's query "
+        "counts when the query does not say (`contributions`): each person's other rows are left "
+        "out, and the noise is calibrated to this many rows a person",
+    )
     out_of_core_max_distinct: int = Field(
         5_000_000,
         gt=0,

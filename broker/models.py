@@ -2,7 +2,7 @@
 
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
-from broker.budget.models import PrivacySpend
+from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
 from broker.members.models import Member, MemberHealth
@@ -16,6 +16,7 @@ __all__ = [
     "AuditEntry",
     "CatalogDataset",
     "CatalogVersion",
+    "DatasetSketch",
     "Delivery",
     "Member",
     "MemberHealth",

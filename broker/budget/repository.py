@@ -1,5 +1,5 @@
-"""Ledger queries: the spends of a (source, destination) pair, a new spend, and the lock that
-makes reading the standing and writing a spend one step."""
+"""Ledger queries: the spends of a (source, destination) pair, a new spend, the lock that makes
+reading the standing and writing a spend one step, and the sketches that identify datasets."""
 
 import hashlib
 from datetime import datetime
@@ -7,8 +7,9 @@ from datetime import datetime
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from broker.budget.models import PrivacySpend
+from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.privacy.budget import Spend, parse_amount
+from broker.privacy.identity import SAME_DATASET, Sketch
 
 
 def lock_pair(session: Session, source_id: str, destination_id: str) -> None:
@@ -46,4 +47,35 @@ def spends(
 def add(session: Session, spend: PrivacySpend) -> None:
     """A spend (after its transfer row, which it refers to)."""
     session.add(spend)
+    session.flush()
+
+
+# The most sketches one release is compared with (a source's most recent of a matching size).
+MAX_SKETCHES_COMPARED = 2_000
+
+
+def sketches_near(session: Session, source_id: str, distinct_rows: int) -> list[tuple[str, Sketch]]:
+    """The stored sketches of ``source_id`` whose sizes allow a match with a table of
+    ``distinct_rows`` distinct rows (:func:`broker.privacy.identity.sizes_compatible`, in
+    integers), newest first, with their dataset keys."""
+    tenths = round(SAME_DATASET * 10)
+    query = (
+        select(DatasetSketch)
+        .where(
+            DatasetSketch.source_id == source_id,
+            DatasetSketch.distinct_rows * 10 >= tenths * distinct_rows,
+            DatasetSketch.distinct_rows * tenths <= 10 * distinct_rows,
+        )
+        .order_by(DatasetSketch.created_at.desc(), DatasetSketch.transfer_id)
+        .limit(MAX_SKETCHES_COMPARED)
+    )
+    return [
+        (row.dataset_key, Sketch.from_bytes(row.sketch, row.distinct_rows))
+        for row in session.scalars(query)
+    ]
+
+
+def add_sketch(session: Session, sketch: DatasetSketch) -> None:
+    """A spent release's sketch (after its transfer row)."""
+    session.add(sketch)
     session.flush()

@@ -5,13 +5,17 @@ dry runs, the decision record, its audit entry, the signed outbox delivery to th
 destination's inbox), with statistics under differential privacy instead of rows:
 
 1. read: parse the queries, the epsilon and the delta (:mod:`broker.privacy`), open the upload,
-   check the queries against its columns; every mistake is a 422 that spends nothing;
-2. decide (:func:`broker.fsla.aggregate.decide_release`) against what earlier releases spent;
+   check the queries against its columns (and the person key, and key columns that identify
+   people); every mistake is a 422 that spends nothing;
+2. identify the dataset (:func:`identify`: the rows, sketched, against the sketches of the
+   source's earlier releases) and decide (:func:`broker.fsla.aggregate.decide_release`) against
+   what earlier releases of it spent;
 3. compute the answers through OpenDP, only when approved, outside any transaction;
-4. record, in ONE transaction under the ledger's lock on the (source, destination) pair: read
-   what was spent again and decide again (a release recorded meanwhile counts), then write the
-   decision, its outbox row, its spend and its audit entry. A release the budget no longer
-   holds is recorded as refused, its answers thrown away unseen, nothing spent.
+4. record, in ONE transaction under the ledger's lock on the (source, destination) pair: identify
+   the dataset and read what was spent again, decide again (a release recorded meanwhile
+   counts), then write the decision, its outbox row, its spend, its sketch and its audit entry.
+   A release the budget no longer holds is recorded as refused, its answers thrown away unseen,
+   nothing spent.
 
 A dry run decides and shows each query's cost and accuracy, never an answer: answers that
 spend nothing would be a way around the budget.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +36,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.budget import repository
-from broker.budget.models import PrivacySpend
+from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
@@ -40,7 +45,16 @@ from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, InvalidQuery, UnknownColumn, Unprocessable
 from broker.fsla.aggregate import ReleaseDecision, decide_release, lookback
 from broker.fsla.decide import Parties, TransferRequest
-from broker.privacy.budget import Asked, BudgetError, delta_amount, positive_epsilon, show, stored
+from broker.privacy.budget import (
+    Asked,
+    BudgetError,
+    Spend,
+    delta_amount,
+    positive_epsilon,
+    show,
+    stored,
+)
+from broker.privacy.identity import Sketch, same_dataset, similarity, sketch_of
 from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
 from broker.privacy.release import Plan, ReleaseError, compute, plan, validate
 from broker.references import Reference
@@ -79,21 +93,20 @@ def submit(
             "An aggregate release is computed from an uploaded file (`file`), not from data "
             "named by `location`"
         )
-    if request.person_key:
-        raise InvalidQuery(
-            "An aggregate release counts each row as one person, and takes no person_key yet: "
-            "send one row per person (README, aggregate releases, limits)"
-        )
-    planned = _plan(request)
+    person = request.person_key
+    planned = _plan(request, settings.aggregate_contributions if person else 1)
+    # The person key stays a column: each query counts (person, its columns), bounded per person.
     table = open_upload(upload, settings, (), (), None)
     with counting_limits():
-        _validate(table.engine, planned)
-    dataset_key = content_key(table.engine, upload.sha256)
-    asked = Asked(dataset_key, planned.epsilon, planned.delta)
+        _validate(table.engine, planned, person)
+        rows = Rows(sketch_of(table.engine, table.engine.columns), content_key(table, upload))
     parties = transfers_service._read_parties(session, caller.member_id, request.destination)
+    identity = identify(session, parties.source.id, rows)
+    asked = Asked(identity.key, planned.epsilon, planned.delta)
     decision = decide_release(
-        parties, request, asked, _spends(session, parties, request), datetime.now(UTC)
+        parties, request, asked, _spends(session, parties, request, identity), datetime.now(UTC)
     )
+    dataset_key = identity.key
     session.rollback()
     transfer_id = str(uuid.uuid4())
     if request.dry_run:
@@ -106,10 +119,10 @@ def submit(
     answers = None
     if decision.approved:
         with counting_limits():
-            answers = compute(table.engine, planned)
+            answers = compute(table.engine, planned, person)
     try:
         transfer = _record(
-            session, parties, request, asked, planned, answers, upload, table, transfer_id
+            session, parties, request, rows, planned, answers, upload, table, transfer_id
         )
         transfer.request_fingerprint = request_fingerprint
         session.commit()
@@ -124,7 +137,7 @@ def submit(
     return transfers_service.Submitted(transfer)
 
 
-def _plan(request: TransferRequest) -> Plan:
+def _plan(request: TransferRequest, contributions: int) -> Plan:
     if not (request.epsilon or "").strip():
         raise InvalidQuery(
             "An aggregate release needs `epsilon`: the privacy it may spend (e.g. 0.5), which "
@@ -134,14 +147,19 @@ def _plan(request: TransferRequest) -> Plan:
         queries = parse_queries(request.queries or "")
         epsilon = positive_epsilon(request.epsilon)
         delta = delta_amount(request.delta)
-        return plan(queries, epsilon, delta)
+        return plan(queries, epsilon, delta, contributions)
     except (QueryError, BudgetError) as error:
         raise InvalidQuery(str(error)) from None
 
 
-def _validate(engine: Engine, planned: Plan) -> None:
+def _validate(engine: Engine, planned: Plan, person: str | None) -> None:
+    if person is not None and person not in engine.columns:
+        raise UnknownColumn(
+            f"Person key {person!r} is not a column of the dataset; its {len(engine.columns):,} "
+            f"columns: {listed_columns(engine.columns)}"
+        )
     try:
-        validate(engine, planned)
+        validate(engine, planned, person)
     except UnknownQueryColumn as error:
         raise UnknownColumn(
             f"{error}; its {len(engine.columns):,} columns: {listed_columns(engine.columns)}"
@@ -152,18 +170,33 @@ def _validate(engine: Engine, planned: Plan) -> None:
         raise InvalidQuery(str(error)) from None
 
 
-def content_key(engine: Engine, upload_sha256: str) -> str:
-    """The dataset's key in the ledger: a hash of its content, not of its bytes, so that the
-    same table sent again in another format, with its rows or columns in another order, or
-    with other line endings, meets the budget it already spent. (A changed value, row or
-    column name makes another key: ``source_epsilon_budget`` is the bound for that.)
+@dataclass(frozen=True)
+class Rows:
+    """What identifies the table of a release: the sketch of its rows, and its content key as
+    the ledger knew datasets before sketches (the first key of a dataset, still)."""
 
-    Rows are hashed each (pandas' ``hash_pandas_object``, over the columns taken in the order
-    of their names), sorted, and hashed together with the sorted names. Data counted out of
-    core is keyed by its upload's SHA-256.
-    """
+    sketch: Sketch
+    content_key: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The dataset a release reads, for the budget: ``key`` is the ledger's key for it, and
+    ``aliases`` every key whose spends are this dataset's (each earlier dataset its rows match,
+    and its content key)."""
+
+    key: str
+    aliases: frozenset[str]
+
+
+def content_key(table, upload: Upload) -> str:
+    """The key the ledger gave a dataset before sketches, kept as the key of a dataset no
+    earlier release matches (so that spends recorded before still count): a hash of the rows
+    (pandas' ``hash_pandas_object``, columns in the order of their names, rows sorted) with the
+    sorted names; out of core, the upload's SHA-256."""
+    engine = table.engine
     if not isinstance(engine, PandasEngine):
-        return upload_sha256
+        return upload.sha256
     names = sorted(engine.columns)
     frame = engine.frame[names].astype(str)
     rows = pd.util.hash_pandas_object(frame, index=False).to_numpy()
@@ -173,33 +206,56 @@ def content_key(engine: Engine, upload_sha256: str) -> str:
     return digest.hexdigest()
 
 
-def _spends(session: Session, parties: Parties, request: TransferRequest):
+def identify(session: Session, source_id: str, rows: Rows) -> Identity:
+    """The dataset ``rows`` are, among the source's earlier releases: every stored sketch that
+    is the same dataset (:func:`broker.privacy.identity.same_dataset`) makes its key an alias,
+    and the most similar one names it; none: the content key does, a new dataset."""
+    matched = [
+        (similarity(rows.sketch, sketch), key)
+        for key, sketch in repository.sketches_near(session, source_id, rows.sketch.distinct)
+        if same_dataset(rows.sketch, sketch)
+    ]
+    key = max(matched)[1] if matched else rows.content_key
+    return Identity(key, frozenset({rows.content_key, *(k for _, k in matched)}))
+
+
+def _spends(
+    session: Session, parties: Parties, request: TransferRequest, identity: Identity
+) -> list[Spend]:
+    """The pair's spends in the longest window, those of this dataset under its one key."""
     if parties.destination is None:
         return []
     days = lookback(parties, request)
     if days == 0:
         return []
     since = None if days is None else datetime.now(UTC) - timedelta(days=days)
-    return repository.spends(session, parties.source.id, parties.destination.id, since)
+    return [
+        replace(spend, dataset_key=identity.key) if spend.dataset_key in identity.aliases else spend
+        for spend in repository.spends(session, parties.source.id, parties.destination.id, since)
+    ]
 
 
 def _record(
     session: Session,
     parties: Parties,
     request: TransferRequest,
-    asked: Asked,
+    rows: Rows,
     planned: Plan,
     answers: list[dict[str, Any]] | None,
     upload: Upload,
     table,
     transfer_id: str,
 ) -> Transfer:
-    """Under the pair's lock: decide again on what is spent now, then write the decision, its
-    outbox row, its spend and its audit entry (the caller commits)."""
+    """Under the pair's lock: identify the dataset and decide again on what is spent now, then
+    write the decision, its outbox row, its spend, its sketch and its audit entry (the caller
+    commits)."""
     if parties.destination is not None:
         repository.lock_pair(session, parties.source.id, parties.destination.id)
     now = datetime.now(UTC)
-    decision = decide_release(parties, request, asked, _spends(session, parties, request), now)
+    identity = identify(session, parties.source.id, rows)
+    asked = Asked(identity.key, planned.epsilon, planned.delta)
+    spends = _spends(session, parties, request, identity)
+    decision = decide_release(parties, request, asked, spends, now)
     if not decision.approved:
         answers = None  # computed before a release recorded meanwhile took the budget
     transfer = _transfer(
@@ -208,7 +264,7 @@ def _record(
     transfer.created_at = now
     delivery = None
     if answers is not None:
-        payload = _payload(transfer, planned, answers)
+        payload = _payload(transfer, planned, answers, bool(request.person_key))
         transfer.dataset["delivered_sha256"] = hashlib.sha256(payload).hexdigest()
         delivery = Delivery(
             transfer_id=transfer.id,
@@ -231,6 +287,17 @@ def _record(
                 epsilon=stored(asked.epsilon),
                 delta=stored(asked.delta),
                 spent_at=now,
+            ),
+        )
+        repository.add_sketch(
+            session,
+            DatasetSketch(
+                transfer_id=transfer.id,
+                source_id=transfer.source_id,
+                dataset_key=asked.dataset_key,
+                distinct_rows=rows.sketch.distinct,
+                sketch=rows.sketch.to_bytes(),
+                created_at=now,
             ),
         )
     audit.record(
@@ -316,7 +383,9 @@ def _transfer(
     )
 
 
-def _payload(transfer: Transfer, planned: Plan, answers: list[dict[str, Any]]) -> bytes:
+def _payload(
+    transfer: Transfer, planned: Plan, answers: list[dict[str, Any]], person_key: bool
+) -> bytes:
     """What the destination receives: the answers with their mechanism, epsilon and
     accuracy; never the dataset's key, size or name."""
     document = {
@@ -327,12 +396,32 @@ def _payload(transfer: Transfer, planned: Plan, answers: list[dict[str, Any]]) -
         "released_at": transfer.created_at.isoformat(),
         "epsilon": show(planned.epsilon),
         "delta": show(planned.delta),
-        "guarantee": "each answer is differentially private (OpenDP); together the answers "
-        f"spend epsilon {show(planned.epsilon)} and delta {show(planned.delta)}, one row "
-        "counted as one person",
+        "guarantee": _guarantee(planned, person_key),
         "answers": answers,
     }
     return json.dumps(document, indent=1, allow_nan=False).encode()
+
+
+def _guarantee(planned: Plan, person_key: bool) -> str:
+    """The guarantee in words: what one person is, as the release bounded it."""
+    rows = sorted({part.contributions for part in planned.parts})
+    most = rows[-1]
+    if person_key:
+        who = (
+            f"each person (a person key named whose each row is) counted in at most {most} "
+            f"row{'s' if most > 1 else ''} of each query"
+        )
+    elif most == 1:
+        who = (
+            "each row taken to be one person (no person key was declared: a person with r rows "
+            "is protected at r times epsilon)"
+        )
+    else:
+        who = f"each person taken to hold at most {most} rows of a query (the sender's word)"
+    return (
+        "each answer is differentially private (OpenDP); together the answers spend epsilon "
+        f"{show(planned.epsilon)} and delta {show(planned.delta)} for {who}"
+    )
 
 
 def _policy_spelling(purpose: str, parties: Parties) -> str:

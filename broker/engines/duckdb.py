@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -275,6 +275,31 @@ class DuckDBEngine:
         if counted is not None:
             return counted.duplicate_rows
         query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._loaded()}"
+        return int(self._con.execute(query).fetchall()[0][0])
+
+    def row_sketch(
+        self, columns: Sequence[str], cell_hash: Callable[[str], str], size: int
+    ) -> tuple[np.ndarray, int]:
+        """The ``size`` smallest distinct row fingerprints of ``columns`` and their number,
+        counted where the rows are (a row's fingerprint: its cells' ``cell_hash`` SQL added
+        modulo 2**64; :mod:`broker.privacy.identity`). The distinct fingerprints spill to disk
+        under the memory limit; only ``size`` of them reach Python."""
+        require_columns(self._names, columns)
+        cells = " + ".join(f"CAST({cell_hash(_quote(c))} AS HUGEINT)" for c in columns)
+        fingerprint = f"CAST(({cells}) % 18446744073709551616 AS UBIGINT)"
+        table = f"__fedbroker_fingerprints_{next(_NAMES)}"
+        source = self._table or self._source
+        self._read(f"CREATE TEMP TABLE {table} AS SELECT DISTINCT {fingerprint} AS f FROM {source}")
+        try:
+            distinct = self._scalar(f"SELECT count(*) FROM {table}")
+            smallest = self._con.execute(
+                f"SELECT f FROM {table} ORDER BY f LIMIT {int(size)}"
+            ).fetchnumpy()["f"]
+        finally:
+            self._con.sql(f"DROP TABLE {table}")
+        return np.asarray(smallest, dtype=np.uint64), distinct
+
+    def _scalar(self, query: str) -> int:
         return int(self._con.execute(query).fetchall()[0][0])
 
     def recode(self, plan: RecodePlan) -> Recoded | DuckDBEngine:

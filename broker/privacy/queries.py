@@ -19,7 +19,14 @@ A release asks a list of queries, each a JSON object with its ``type``:
 
 Bounds are never taken from the data: the sensitivity of a sum is what one person can add to
 it, which only bounds stated in advance limit. A query may carry its own ``epsilon``; those
-without one share equally what the release's epsilon leaves.
+without one share equally what the release's epsilon leaves. A query may carry
+``contributions``: the most rows of one person it reads (with a person key the broker keeps at
+most that many of each person's rows; without one it is the sender's statement; default: the
+release's).
+
+Keys cross the border with the answers, so a declared key is text the detector must find clean
+(:func:`identifier_in_key`), and two keys of one column must differ by more than case,
+look-alike letters or invisible characters (:func:`broker.names.attribute_key`).
 
 Errors are :class:`QueryError` (a ``ValueError``) naming the query by its position and the field.
 """
@@ -28,11 +35,14 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from broker.metrics.content import identifier_in_text
+from broker.names import attribute_key, visible_text
 from broker.privacy.budget import BudgetError, positive_epsilon
 
 COUNT, COUNT_BY, SUM, MEAN, QUANTILE = "count", "count_by", "sum", "mean", "quantile"
@@ -45,6 +55,7 @@ MAX_KEY_CHARS = 200
 MAX_CANDIDATES = 1_000
 MAX_QUANTILES = 20  # of one query (each is calibrated and answered on its own)
 DEFAULT_CANDIDATES = 101
+MAX_CONTRIBUTIONS = 100  # rows of one person a query may read (the noise grows with it)
 MAX_QUERIES_TEXT = 1_000_000  # characters of the queries' JSON
 
 
@@ -64,6 +75,7 @@ class Query:
     quantiles: tuple[float, ...] = ()
     candidates: int = DEFAULT_CANDIDATES
     epsilon: Fraction | None = None
+    contributions: int | None = None
 
     @property
     def column(self) -> str:
@@ -91,6 +103,8 @@ class Query:
         if self.type == QUANTILE:
             body["quantiles"] = list(self.quantiles)
             body["candidates"] = self.candidates
+        if self.contributions is not None:
+            body["contributions"] = self.contributions
         return body
 
 
@@ -141,12 +155,13 @@ def parse_queries(text: str | Sequence[Any]) -> Queries:
     return Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
 
 
+_COMMON = {"type", "epsilon", "contributions"}
 _FIELDS = {
-    COUNT: {"type", "epsilon"},
-    COUNT_BY: {"type", "columns", "keys", "epsilon"},
-    SUM: {"type", "column", "bounds", "epsilon"},
-    MEAN: {"type", "column", "bounds", "epsilon"},
-    QUANTILE: {"type", "column", "bounds", "quantiles", "candidates", "epsilon"},
+    COUNT: _COMMON,
+    COUNT_BY: _COMMON | {"columns", "keys"},
+    SUM: _COMMON | {"column", "bounds"},
+    MEAN: _COMMON | {"column", "bounds"},
+    QUANTILE: _COMMON | {"column", "bounds", "quantiles", "candidates"},
 }
 
 
@@ -172,6 +187,23 @@ def _query(position: int, item: Any) -> Query:
             epsilon = positive_epsilon(item["epsilon"])
         except BudgetError as error:
             raise QueryError(f"query {position} ({kind}): {error}") from None
+    query = _typed(position, kind, item, epsilon)
+    contributions = item.get("contributions")
+    if contributions is None:
+        return query
+    if (
+        not isinstance(contributions, int)
+        or isinstance(contributions, bool)
+        or not 1 <= contributions <= MAX_CONTRIBUTIONS
+    ):
+        raise QueryError(
+            f"query {position} ({kind}): 'contributions' (the most rows of one person it reads) "
+            f"must be a whole number from 1 to {MAX_CONTRIBUTIONS}"
+        )
+    return replace(query, contributions=contributions)
+
+
+def _typed(position: int, kind: str, item: dict, epsilon: Fraction | None) -> Query:
     if kind == COUNT:
         return Query(COUNT, epsilon=epsilon)
     if kind == COUNT_BY:
@@ -266,9 +298,8 @@ def _count_by(position: int, item: dict, epsilon: Fraction | None) -> Query:
         values = keys[column]
         if not isinstance(values, list) or not values:
             raise QueryError(f"{label}: the keys of {column!r} must be a non-empty list")
-        texts = tuple(_key_text(label, column, v) for v in values)
-        if len(set(texts)) != len(texts):
-            raise QueryError(f"{label}: a key of {column!r} is listed twice")
+        texts = tuple(_key_text(label, column, i, v) for i, v in enumerate(values, 1))
+        _distinct_keys(label, column, texts)
         declared.append(texts)
         cells *= len(texts)
     if cells > MAX_KEYS:
@@ -297,15 +328,56 @@ def key_text(value: Any) -> str | None:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _key_text(label: str, column: str, value: Any) -> str | None:
+def _key_text(label: str, column: str, position: int, value: Any) -> str | None:
+    """A declared key, checked as text that leaves: never echoed in an error (it may be the
+    very identifier refused), named by its position instead."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, str | int | float)):
         raise QueryError(f"{label}: the keys of {column!r} must be strings, numbers or null")
     text = key_text(value)
     if text is None:
         return None
+    where = f"{label}: key {position} of {column!r}"
     if len(text) > MAX_KEY_CHARS:
-        raise QueryError(f"{label}: a key of {column!r} is longer than {MAX_KEY_CHARS} characters")
+        raise QueryError(f"{where} is longer than {MAX_KEY_CHARS} characters")
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        raise QueryError(f"{where} holds control characters")
+    if found := identifier_in_key(text):
+        raise QueryError(
+            f"{where} holds what looks like {found}; keys cross the border with the answers, "
+            "so they must name categories, never people"
+        )
     return text
+
+
+def _distinct_keys(label: str, column: str, texts: tuple[str | None, ...]) -> None:
+    """Two keys of one column that a reader would take for one (case, look-alike letters,
+    invisible characters) are refused: one of them would count what the other seems to."""
+    seen: dict[str | None, int] = {}
+    for position, text in enumerate(texts, 1):
+        folded = None if text is None else attribute_key(text)
+        if folded in seen:
+            raise QueryError(
+                f"{label}: keys {seen[folded]} and {position} of {column!r} are the same or "
+                "differ only by case, look-alike letters or invisible characters"
+            )
+        seen[folded] = position
+
+
+def identifier_in_key(text: str) -> str | None:
+    """What direct identifier a key or label holds (the broker's one detector, on the text as
+    written and on its NFKC form without invisible characters), or None.
+
+    Examples
+    --------
+    >>> identifier_in_key("Dakar"), identifier_in_key("ana@example.org")
+    (None, 'an e-mail address')
+    """
+    found = identifier_in_text(text)
+    if found is None:
+        folded = visible_text(unicodedata.normalize("NFKC", text))
+        if folded != text:
+            found = identifier_in_text(folded)
+    return found
 
 
 def check_columns(queries: Queries, columns: Sequence[str]) -> None:

@@ -12,6 +12,19 @@ count it divides by; a quantile query shares its epsilon between the quantiles i
 goes, in equal shares, to the queries that need one (counts by columns whose keys come from the
 data); a release without such a query spends no delta. Every share is an exact fraction, and the
 shares add up exactly to the epsilon and delta recorded against the budget.
+
+One person, bounded. With a person key (a column naming whose each row is), every query counts
+at most ``contributions`` rows of each person (:func:`bounded_rows`, on the count table of
+(person, the query's columns): which rows a person keeps depends on their rows alone), and is
+calibrated to that many rows a person (Wilson et al. 2020). Without one, each row is taken to be
+one person, or ``contributions`` rows to be at most one person's if the query says so: the
+sender's statement, which the broker cannot check.
+
+Keys that leave. A key column taken from the data whose values look like identifiers, or whose
+values nearly all belong to one person each, is refused before anything is decided
+(:func:`check_key_columns`); a released key that holds an identifier is withheld, a function
+of the released keys alone (post-processing: the guarantee holds), and the answer says how many
+were withheld.
 """
 
 from __future__ import annotations
@@ -25,7 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import Engine
+from broker.engines.base import CountTable, Engine
+from broker.metrics.content import content_of, sample_distinct
 from broker.privacy import mechanisms
 from broker.privacy.budget import show, split, stored, total
 from broker.privacy.queries import (
@@ -38,10 +52,14 @@ from broker.privacy.queries import (
     Query,
     QueryError,
     check_columns,
+    identifier_in_key,
     key_text,
 )
 
 CONFIDENCE = 1 - mechanisms.ALPHA
+# A key column whose values belong to one person each, for at least this share of its values,
+# identifies people: its keys would name them.
+ONE_PERSON_SHARE = Fraction(9, 10)
 
 
 class ReleaseError(QueryError):
@@ -58,6 +76,11 @@ class Part:
     delta: Fraction
     mechanisms: tuple[mechanisms.Calibrated, ...]
 
+    @property
+    def contributions(self) -> int:
+        """The rows of one person the query reads, as calibrated."""
+        return self.mechanisms[0].d_in
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -70,8 +93,11 @@ class Plan:
         return [_described(part) for part in self.parts]
 
 
-def plan(queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0)) -> Plan:
-    """Split ``epsilon`` and ``delta`` between ``queries`` and calibrate each mechanism.
+def plan(
+    queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0), contributions: int = 1
+) -> Plan:
+    """Split ``epsilon`` and ``delta`` between ``queries`` and calibrate each mechanism, each
+    to the rows one person may hold in it (its ``contributions``, else ``contributions``).
 
     Examples
     --------
@@ -116,8 +142,9 @@ def plan(queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0)) -> 
     for position, query in enumerate(items, 1):
         share = query.epsilon if query.epsilon is not None else next(shares)
         query_delta = next(deltas) if query.needs_delta else Fraction(0)
+        rows = query.contributions or contributions
         try:
-            calibrated = _calibrate(query, share, query_delta)
+            calibrated = _calibrate(query, share, query_delta, rows)
         except mechanisms.LibraryError as error:
             raise QueryError(
                 f"query {position} ({query.type}) cannot be calibrated to epsilon {show(share)}"
@@ -128,21 +155,21 @@ def plan(queries: Queries, epsilon: Fraction, delta: Fraction = Fraction(0)) -> 
     return Plan(tuple(parts), epsilon, spent_delta)
 
 
-def _calibrate(query: Query, epsilon: Fraction, delta: Fraction) -> tuple:
+def _calibrate(query: Query, epsilon: Fraction, delta: Fraction, rows: int) -> tuple:
     if query.type == COUNT:
-        return (mechanisms.count(epsilon),)
+        return (mechanisms.count(epsilon, rows),)
     if query.type == COUNT_BY:
         if query.keys is None:
-            return (mechanisms.count_by_threshold(epsilon, delta),)
-        return (mechanisms.count_by_categories(cell_names(query), epsilon),)
+            return (mechanisms.count_by_threshold(epsilon, delta, rows),)
+        return (mechanisms.count_by_categories(cell_names(query), epsilon, rows),)
     if query.type == SUM:
-        return (mechanisms.clamped_sum(query.bounds, epsilon),)
+        return (mechanisms.clamped_sum(query.bounds, epsilon, rows),)
     if query.type == MEAN:
         half = epsilon / 2
-        return (mechanisms.clamped_sum(query.bounds, half), mechanisms.count(half))
+        return (mechanisms.clamped_sum(query.bounds, half, rows), mechanisms.count(half, rows))
     each = epsilon / len(query.quantiles)
     candidates = _candidates(query)
-    return tuple(mechanisms.quantile(candidates, q, each) for q in query.quantiles)
+    return tuple(mechanisms.quantile(candidates, q, each, rows) for q in query.quantiles)
 
 
 def _candidates(query: Query) -> list[float]:
@@ -155,28 +182,123 @@ def cell_names(query: Query) -> list[str]:
     return [json.dumps(list(cell)) for cell in itertools.product(*query.keys)]
 
 
-def validate(engine: Engine, planned: Plan) -> None:
+def validate(engine: Engine, planned: Plan, person: str | None = None) -> None:
     """What the data must be for the queries to be answered (rows, the columns named, numbers
-    where a sum, mean or quantile reads them): checked before any decision, so that a mistake
-    is an error that spends nothing, never a refusal or a release."""
+    where a sum, mean or quantile reads them, key columns that do not identify people, the
+    person key read by no query): checked before any decision, so that a mistake is an error
+    that spends nothing, never a refusal or a release."""
     if engine.rows == 0:
         raise ReleaseError("the dataset has no rows: there is nothing to release")
     check_columns(Queries(tuple(p.query for p in planned.parts)), engine.columns)
-    for part in planned.parts:
+    for position, part in enumerate(planned.parts, 1):
+        if person is not None and person in part.query.columns:
+            raise ReleaseError(
+                f"query {position} ({part.query.type}) reads the person key {person!r}: it "
+                "names people, so no answer may be computed from it"
+            )
         if part.query.type in (SUM, MEAN, QUANTILE):
             numeric_values(engine, part.query)
+        if part.query.type == COUNT_BY and part.query.keys is None:
+            check_key_columns(engine, part.query, position, person)
 
 
-def compute(engine: Engine, planned: Plan) -> list[dict[str, Any]]:
+def check_key_columns(engine: Engine, query: Query, position: int, person: str | None) -> None:
+    """Refuse a column whose values would become keys when they identify people: content the
+    detector classifies as a direct identifier (e-mail addresses, phone numbers, national ids,
+    in a sample of its distinct values), or values that belong to one person each for at least
+    :data:`ONE_PERSON_SHARE` of them (every value held by one row, without a person key)."""
+    label = f"query {position} (count_by {', '.join(query.columns)})"
+    for column in query.columns:
+        found = content_of(sample_distinct(engine.dictionary(column))).direct_identifier
+        if found is not None:
+            raise ReleaseError(
+                f"{label}: the values of {column!r} look like {found.replace('_', ' ')}s; keys "
+                "taken from the data cross the border, so such a column cannot give them: "
+                "declare the keys, or count another column"
+            )
+        if person is None:
+            [table] = engine.counts([[column]])
+            people = table.rows
+        else:
+            [table] = engine.counts([[column, person]])
+            ids, size = table.tuple_ids([column])
+            people = np.bincount(ids, minlength=size)
+        if people.size > 1 and Fraction(int((people == 1).sum()), people.size) >= ONE_PERSON_SHARE:
+            raise ReleaseError(
+                f"{label}: {column!r} identifies people ({int((people == 1).sum()):,} of its "
+                f"{people.size:,} values belong to one person each): its keys would name them; "
+                "count a coarser column, or declare the keys"
+            )
+
+
+def compute(
+    engine: Engine,
+    planned: Plan,
+    person: str | None = None,
+    rng: np.random.Generator | None = None,
+) -> list[dict[str, Any]]:
     """Answer every planned query from ``engine``; one dict a query (see :func:`_described`)
-    with its ``result``."""
-    validate(engine, planned)
+    with its ``result``. ``person``: the column naming each row's person (every query then
+    reads at most its ``contributions`` rows of each); ``rng`` chooses which (tests seed it)."""
+    validate(engine, planned, person)
+    counter = _Counter(engine, person, rng or np.random.default_rng())
     answers = []
     for part in planned.parts:
         answer = _described(part)
-        answer["result"] = _answer(engine, part)
+        answer["result"] = _answer(counter, part)
         answers.append(answer)
     return answers
+
+
+@dataclass(frozen=True)
+class _Counter:
+    """Count tables of the rows a query reads: every row, or each person's bounded share."""
+
+    engine: Engine
+    person: str | None
+    rng: np.random.Generator
+
+    def table(self, columns: tuple[str, ...], contributions: int) -> CountTable:
+        if self.person is None:
+            [table] = self.engine.counts([list(columns)])
+            return table
+        [table] = self.engine.counts([[self.person, *columns]])
+        kept = bounded_rows(table.codes(self.person), table.rows, contributions, self.rng)
+        ids, size = table.tuple_ids(list(columns))
+        rows = np.bincount(ids, weights=kept, minlength=size).astype(np.int64)
+        first = np.full(size, -1, dtype=np.int64)
+        first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
+        present = rows > 0  # a tuple whose every row was left out is not in the bounded table
+        codes = [table.codes(c)[first[present]] for c in columns]
+        return CountTable.of(columns, codes, rows[present])
+
+    def dictionary(self, column: str) -> pd.Series:
+        return self.engine.dictionary(column)
+
+
+def bounded_rows(
+    person: np.ndarray, rows: np.ndarray, limit: int, rng: np.random.Generator
+) -> np.ndarray:
+    """How many of each tuple's ``rows`` to keep so that each person (``person``: each
+    tuple's person code) keeps at most ``limit`` rows in all: a person's tuples are taken in a
+    random order and filled until the limit. What one person keeps depends on their own rows
+    only, so adding or removing a person changes the bounded table by at most ``limit`` rows.
+
+    Examples
+    --------
+    >>> kept = bounded_rows(np.array([0, 0, 1]), np.array([150, 2, 1]), 3, np.random.default_rng(1))
+    >>> int(kept[:2].sum()), int(kept[2])
+    (3, 1)
+    """
+    order = np.lexsort((rng.random(person.size), person))
+    who, count = person[order], rows[order].astype(np.int64)
+    ends = np.cumsum(count)
+    starts = ends - count
+    first = np.r_[True, who[1:] != who[:-1]] if who.size else np.zeros(0, dtype=bool)
+    person_start = np.maximum.accumulate(np.where(first, starts, 0))
+    kept = np.empty_like(count)
+    kept[order] = np.clip(limit - (starts - person_start), 0, count)
+    return kept
 
 
 def _described(part: Part) -> dict[str, Any]:
@@ -188,11 +310,13 @@ def _described(part: Part) -> dict[str, Any]:
         "epsilon": show(part.epsilon),
         "epsilon_exact": stored(part.epsilon),
         "delta": show(part.delta),
+        "contributions": part.contributions,
         "scale": [m.scale for m in part.mechanisms] if len(part.mechanisms) > 1 else first.scale,
         "accuracy": _accuracy(part),
     }
     if first.threshold is not None:
         body["threshold"] = first.threshold
+        body["delta_of_threshold"] = first.delta_spent
     return body
 
 
@@ -222,15 +346,16 @@ def _accuracy(part: Part) -> dict[str, Any]:
     }
 
 
-def _answer(engine: Engine, part: Part) -> dict[str, Any]:
+def _answer(counter: _Counter, part: Part) -> dict[str, Any]:
     query = part.query
     if query.type == COUNT:
-        return {"count": mechanisms.noisy_count(engine.rows, part.mechanisms[0])}
+        rows = int(counter.table((), part.contributions).rows.sum())
+        return {"count": mechanisms.noisy_count(rows, part.mechanisms[0])}
     if query.type == COUNT_BY:
         if query.keys is None:
-            return _from_data_keys(engine, query, part.mechanisms[0])
-        return _declared_keys(engine, query, part.mechanisms[0])
-    values = numeric_values(engine, query)
+            return _from_data_keys(counter, part)
+        return _declared_keys(counter, part)
+    values = numeric_values(counter.engine, query, counter.table(query.columns, part.contributions))
     if query.type == SUM:
         return {"sum": mechanisms.noisy_sum(values, query.bounds, part.mechanisms[0])}
     if query.type == MEAN:
@@ -248,11 +373,13 @@ def _texts(engine: Engine, column: str) -> list[str | None]:
     return [key_text(v) for v in engine.dictionary(column).tolist()]
 
 
-def declared_counts(engine: Engine, query: Query) -> list[int]:
+def declared_counts(engine: Engine, query: Query, table: CountTable | None = None) -> list[int]:
     """The exact count of each declared cell (in :func:`cell_names` order), then of every
-    other row: from the engine's count table, vectorized. OpenDP's own transformation,
-    ``make_count_by_categories``, gives the same vector on the rows (a test checks it)."""
-    [table] = engine.counts([list(query.columns)])
+    other row: from the engine's count table (or ``table``, bounded), vectorized. OpenDP's
+    own transformation, ``make_count_by_categories``, gives the same vector on the rows (a
+    test checks it)."""
+    if table is None:
+        [table] = engine.counts([list(query.columns)])
     cell = np.zeros(table.size, dtype=np.int64)
     outside = np.zeros(table.size, dtype=bool)
     widths = [len(keys) for keys in query.keys]
@@ -269,9 +396,12 @@ def declared_counts(engine: Engine, query: Query) -> list[int]:
     return [*exact.astype(np.int64).tolist(), int(table.rows[outside].sum())]
 
 
-def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
+def _declared_keys(counter: _Counter, part: Part) -> dict[str, Any]:
     """Counts of the declared cells, the other values in one cell, with OpenDP's noise."""
-    noisy = mechanisms.noisy_counts(declared_counts(engine, query), cell_names(query), calibrated)
+    query = part.query
+    table = counter.table(query.columns, part.contributions)
+    exact = declared_counts(counter.engine, query, table)
+    noisy = mechanisms.noisy_counts(exact, cell_names(query), part.mechanisms[0])
     return {
         "columns": list(query.columns),
         "cells": [
@@ -282,22 +412,30 @@ def _declared_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
     }
 
 
-def _from_data_keys(engine: Engine, query: Query, calibrated) -> dict[str, Any]:
-    """Counts of the keys the data holds, released only above OpenDP's threshold."""
-    [table] = engine.counts([list(query.columns)])
-    texts = [_texts(engine, c) for c in query.columns]
+def _from_data_keys(counter: _Counter, part: Part) -> dict[str, Any]:
+    """Counts of the keys the data holds, released only above the threshold; a released key
+    that holds an identifier is withheld (counted in ``withheld``)."""
+    query, calibrated = part.query, part.mechanisms[0]
+    table = counter.table(query.columns, part.contributions)
+    texts = [_texts(counter.engine, c) for c in query.columns]
     codes = [table.codes(c) for c in query.columns]
     exact = {
         json.dumps([texts[i][int(code[j])] for i, code in enumerate(codes)]): int(table.rows[j])
         for j in range(table.size)
     }
     noisy = mechanisms.noisy_counts_above_threshold(exact, calibrated)
-    cells = sorted(((json.loads(key), n) for key, n in noisy.items()), key=_order)
+    released = [(json.loads(key), n) for key, n in noisy.items()]
+    kept = [(key, n) for key, n in released if not any(map(_identifying, key))]
     return {
         "columns": list(query.columns),
-        "cells": [{"key": key, "count": n} for key, n in cells],
+        "cells": [{"key": key, "count": n} for key, n in sorted(kept, key=_order)],
         "threshold": calibrated.threshold,
+        "withheld": len(released) - len(kept),
     }
+
+
+def _identifying(value: str | None) -> bool:
+    return value is not None and identifier_in_key(value) is not None
 
 
 def _order(cell: tuple[list, int]) -> tuple:
@@ -305,10 +443,10 @@ def _order(cell: tuple[list, int]) -> tuple:
     return tuple((value is None, value or "") for value in cell[0])
 
 
-def numeric_values(engine: Engine, query: Query) -> np.ndarray:
+def numeric_values(engine: Engine, query: Query, table: CountTable | None = None) -> np.ndarray:
     """The column's values as numbers, one per row holding one (missing values are left out:
     a per-row filter, which keeps the neighbouring relation); a value that is not a number is
-    an error naming it."""
+    an error naming it. ``table``: the column's (bounded) count table, else every row."""
     column = query.column
     dictionary = engine.dictionary(column)
     present = dictionary.notna() & (dictionary.astype(str).str.strip() != "")
@@ -320,7 +458,8 @@ def numeric_values(engine: Engine, query: Query) -> np.ndarray:
             f"query on {column!r} ({query.type}) needs numbers, and the column holds "
             f"{example!r}: choose a numeric column, or count it by its values instead"
         )
-    [table] = engine.counts([[column]])
+    if table is None:
+        [table] = engine.counts([[column]])
     codes = table.codes(column)
     keep = present.to_numpy()[codes]
     return np.repeat(numbers.to_numpy(dtype=float)[codes[keep]], table.rows[keep])

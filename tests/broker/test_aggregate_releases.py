@@ -156,7 +156,14 @@ def test_a_destination_whose_rules_do_not_allow_aggregates_is_refused(federation
             "needs a delta above 0",
         ),
         ({"data": b"sex,region,age\n"}, 422, "invalid-dataset", "no data rows"),
-        ({"person_key": "region"}, 422, "invalid-query", "no person_key"),
+        ({"person_key": "patient"}, 422, "unknown-column", "Person key 'patient'"),
+        ({"person_key": "sex"}, 422, "invalid-query", "reads the person key 'sex'"),
+        (
+            {"queries": json.dumps([{"type": "count", "contributions": 101}])},
+            422,
+            "invalid-query",
+            "'contributions'",
+        ),
     ],
 )
 def test_mistakes_are_clear_problems_and_spend_nothing(federation, form, status, problem, message):

@@ -53,7 +53,7 @@ def test_every_kind_of_query_parses():
         ('[{"type": "count_by", "columns": ["a", "a"]}]', "named twice"),
         ('[{"type": "count_by", "columns": ["a", "b"], "keys": {"a": ["x"]}}]', "'b' has none"),
         ('[{"type": "count_by", "columns": ["a"], "keys": {"a": []}}]', "non-empty list"),
-        ('[{"type": "count_by", "columns": ["a"], "keys": {"a": ["x", "x"]}}]', "listed twice"),
+        ('[{"type": "count_by", "columns": ["a"], "keys": {"a": ["x", "x"]}}]', "are the same"),
         (
             '[{"type": "quantile", "column": "a", "bounds": [0, 1], "quantiles": [2]}]',
             "from 0 to 1",
