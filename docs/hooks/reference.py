@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -51,6 +52,8 @@ def _default(field: FieldInfo) -> str:
         return "none"
     if isinstance(value, SecretStr):
         return "(secret)"
+    if isinstance(value, BaseModel):  # a nested record: its own defaults are listed below
+        return f"`{type(value).__name__}()`"
     if isinstance(value, Path):
         value = str(value)
     if isinstance(value, bool):
@@ -88,11 +91,11 @@ def settings_page() -> str:
             "This page is generated from the settings classes at each build of the site, so it "
             "lists exactly what the code reads.",
             "",
-            "## The broker (`BROKER_*`)",
+            "## The broker (`BROKER_*`) {#broker}",
             "",
             _fields_table(Settings, env(Settings.model_config["env_prefix"])),
             "",
-            "## A member cloud (`MEMBER_*`)",
+            "## A member cloud (`MEMBER_*`) {#member-cloud}",
             "",
             _fields_table(MemberSettings, env(MemberSettings.model_config["env_prefix"])),
             "",
@@ -150,7 +153,11 @@ def _openapi() -> dict:
     from broker.config import Settings
     from broker.main import create_app
 
-    return create_app(Settings(admin_token="x" * 16)).openapi()
+    # The app loads its signing keys when it is made: a throwaway folder, so that building the
+    # site never writes a key into the checkout.
+    with tempfile.TemporaryDirectory() as keys:
+        settings = Settings(admin_token="x" * 16, signing_key_dir=keys, _env_file=None)
+        return create_app(settings).openapi()
 
 
 def http_api_page() -> str:
@@ -187,12 +194,36 @@ def http_api_page() -> str:
             body = operation.get("requestBody", {}).get("content", {})
             if body:
                 parts += [f"Request body: {', '.join(f'`{t}`' for t in body)}.", ""]
+                parts += _body_fields(document, body)
             answers = operation.get("responses", {})
             codes = ", ".join(
                 f"{code} {_cell(a.get('description', ''))}" for code, a in answers.items()
             )
             parts += [f"Answers: {codes}.", ""]
     return "\n".join(parts)
+
+
+def _body_fields(document: dict, body: dict) -> list[str]:
+    """The fields of a request body, from its schema: a form's fields or a JSON object's keys."""
+    schema = next(iter(body.values())).get("schema", {})
+    name = schema.get("$ref", "").rsplit("/", 1)[-1]
+    if name == "FSLARecord":
+        return [
+            "The body is an F-SLA record: its fields are listed in [F-SLA record fields](fsla.md).",
+            "",
+        ]
+    schema = document["components"]["schemas"].get(name, {})
+    properties = schema.get("properties", {})
+    if not properties:
+        return []
+    required = set(schema.get("required", []))
+    rows = ["| field | required | what it is |", "|---|---|---|"]
+    for field, spec in properties.items():
+        rows.append(
+            f"| `{field}` | {'yes' if field in required else 'no'} | "
+            f"{_cell(spec.get('description', ''))} |"
+        )
+    return [*rows, ""]
 
 
 def openapi_json() -> str:
