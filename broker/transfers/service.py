@@ -34,6 +34,7 @@ from broker.errors import (
     NotFound,
     TooManyRequests,
     Unprocessable,
+    storage_faults,
 )
 from broker.fsla.decide import (
     Agreed,
@@ -139,12 +140,13 @@ def submit(
     if (in_background and not request.dry_run) or isinstance(upload, Reference):
         return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
     transfer_id = str(uuid.uuid4())
-    decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
+    with storage_faults("its working files (data measured out of core spills to disk)"):
+        decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
     if request.dry_run:
         return Submitted(decided.transfer)
     try:
         _record(session, decided)
-        session.commit()
+        session.flush()  # all but the commit: a failure up to here recorded nothing
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()
@@ -154,10 +156,13 @@ def submit(
         if earlier is None:
             raise
         return earlier
-    except Conflict:  # a release to the same destination was recorded meanwhile
-        session.rollback()
+    except BaseException:  # a release to the same destination meanwhile, a database fault
         _drop_payload_file(decided)
+        session.rollback()
         raise
+    # A commit whose answer is lost may have recorded the decision: its delivery file stays (the
+    # spool sweep removes it if no delivery holds it), and a retry with the same key finds it.
+    session.commit()
     return Submitted(decided.transfer)
 
 
@@ -307,7 +312,12 @@ def _decide(
         )
     release = None
     if written is not None:
-        release = _release(transfer, leaving, roles.sensitive, settings)
+        try:
+            release = _release(transfer, leaving, roles.sensitive, settings)
+        except BaseException:  # nothing will deliver the file
+            if written.path is not None:
+                written.path.unlink(missing_ok=True)
+            raise
     audit_details = {
         "status": outcome.status,
         "source": source.id,
