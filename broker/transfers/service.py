@@ -140,8 +140,7 @@ def submit(
     if (in_background and not request.dry_run) or isinstance(upload, Reference):
         return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
     transfer_id = str(uuid.uuid4())
-    with storage_faults("its working files (data measured out of core spills to disk)"):
-        decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
+    decided = _decide(session, caller.member_id, transfer_id, upload, request, settings)
     if request.dry_run:
         return Submitted(decided.transfer)
     try:
@@ -198,6 +197,7 @@ class _Decided:
     history: History | None = None  # the earlier releases the decision was joined with
 
 
+@storage_faults("its working files (data measured out of core spills to disk)")
 def _decide(
     session: Session,
     source_id: str,
@@ -207,7 +207,8 @@ def _decide(
     settings: Settings,
     progress: Progress = _no_progress,
 ) -> _Decided:
-    """Read, measure and decide; nothing is written (see :func:`_record`).
+    """Read, measure and decide; nothing is written (see :func:`_record`). A full disk is
+    :class:`~broker.errors.InsufficientStorage` (a job fails with it: send again).
 
     Short reads, CPU work outside any transaction: on SQLite a transaction holds the write lock,
     and measuring or anonymizing a large upload takes seconds.

@@ -149,6 +149,39 @@ def test_the_out_of_core_engine_without_room_for_its_working_files_answers_507(
         delivered_once(broker, [again.json()["id"]])
 
 
+def test_a_background_job_that_meets_a_full_disk_fails_with_507_and_delivers_nothing(
+    tmp_path, monkeypatch
+):
+    """Decided in the background (202), a transfer whose working files find no room ends
+    ``failed`` with the 507 problem as its reason (not retried until its attempts run out)."""
+    data = csv_bytes(harmless(2_000, seed=9))
+    with (
+        small_filesystem(tmp_path / "scratch", "1m") as scratch,
+        _running_broker(tmp_path, in_memory_max_bytes=0, job_poll_seconds=0.05) as broker,
+    ):
+        fill(scratch, leave=0)
+        monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+        accepted = broker.client.post(
+            f"{broker.url}/v1/transfers",
+            headers={"Authorization": f"Bearer {broker.keys[SOURCE]}", "Prefer": "respond-async"},
+            files={"file": ("data.csv", data, "text/csv")},
+            data={"destination": DESTINATION, "purpose": "research", **_form(QI)},
+        )
+        assert accepted.status_code == 202, accepted.text
+
+        def job() -> dict:
+            location = f"{broker.url}{accepted.headers['Location']}"
+            headers = {"Authorization": f"Bearer {broker.keys[SOURCE]}"}
+            return broker.client.get(location, headers=headers).json()
+
+        assert wait_until(lambda: job()["state"] in ("done", "failed"), timeout=20), job()
+        monkeypatch.undo()
+        ended = job()
+        assert (ended["state"], ended["attempts"]) == ("failed", 1), ended
+        assert ended["problem"]["type"] == STORAGE and ended["problem"]["status"] == 507
+        assert broker.inbox.received == []
+
+
 def test_a_request_body_spooled_to_a_full_disk_answers_507_not_400(tmp_path, monkeypatch):
     """The multipart parser keeps a file part over 1 MiB in a temporary file; a full disk
     there is the server's fault (507), not a body the client got wrong (400)."""

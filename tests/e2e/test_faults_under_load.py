@@ -40,6 +40,7 @@ class Load:
     transport_errors_allowed: bool
     decided: dict[str, dict] = field(default_factory=dict)  # idempotency key -> decision
     faults: Counter = field(default_factory=Counter)  # what the retried answers were
+    waited: list[float] = field(default_factory=list)  # seconds each of those took
     unexpected: list[str] = field(default_factory=list)
 
     def run(self) -> None:
@@ -65,6 +66,7 @@ class Load:
     def _send_until_decided(self, client: httpx.Client, key: str, data: bytes) -> bool:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
+            started = time.monotonic()
             try:
                 answer = client.post(
                     f"{self.url}/v1/transfers",
@@ -90,6 +92,7 @@ class Load:
                 self.unexpected.append(f"{key}: HTTP {answer.status_code} {answer.text[:300]}")
                 return False
             self.faults[problem.get("type", "?")] += 1
+            self.waited.append(time.monotonic() - started)
             time.sleep(min(float(answer.headers["Retry-After"]), 0.3))  # the test's patience
         self.unexpected.append(f"{key}: not decided in 120 s")
         return False
@@ -169,7 +172,10 @@ def test_a_frozen_postgresql_answers_503_under_load_and_loses_or_duplicates_noth
     finally:
         broker.stop()
         postgres.stop()
-    print(f"answers retried: {dict(load.faults)}; posted again: {reposted}")  # pytest -rP
+    print(  # shown by pytest -rP
+        f"answers retried: {dict(load.faults)}, the slowest in {max(load.waited):.1f} s; "
+        f"posted again: {reposted}"
+    )
     assert load.faults["urn:fedbroker:problem:database-unavailable"] > 0, load.faults
 
 
