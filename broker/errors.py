@@ -51,6 +51,7 @@ from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, example, responses
 
 __all__ = [
     "DATABASE_RETRY_AFTER",
+    "FAULT_EXAMPLES",
     "MAX_INT32",
     "MAX_INT64",
     "PROBLEM_MEDIA_TYPE",
@@ -63,6 +64,24 @@ __all__ = [
 log = logging.getLogger("broker.errors")
 # Seconds a client waits before trying again when the database did not answer.
 DATABASE_RETRY_AFTER = 5
+# The OpenAPI examples of the faults a route that takes an upload may answer (with Retry-After).
+FAULT_EXAMPLES = {
+    503: example(
+        503,
+        "database-unavailable",
+        "Database unavailable",
+        "The broker's database is busy or does not answer. Send the request again in 5 s (a "
+        "transfer with the same Idempotency-Key: it is recorded once, however often it is sent)",
+    ),
+    507: example(
+        507,
+        "insufficient-storage",
+        "Insufficient storage",
+        "The broker ran out of disk space writing the upload's copy in the spool folder; nothing "
+        "was kept. Send the request again in 30 s; if it persists, tell the federation's "
+        "administrators",
+    ),
+}
 # Upper bounds for integer parameters, so no value can overflow a database integer (a 422, not
 # a driver error).
 MAX_INT32 = 2**31 - 1
