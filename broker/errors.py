@@ -262,7 +262,14 @@ def install_handlers(app: FastAPI) -> None:
             headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
         )
 
-    for fault in (OperationalError, InterfaceError, PoolTimeout):
+    @app.exception_handler(InterfaceError)
+    def connection_lost(request: Request, error: InterfaceError) -> JSONResponse:
+        """A connection found closed is a fault; any other misuse of the driver is a bug."""
+        if error.connection_invalidated or "closed" in str(error.orig):
+            return database_unavailable(request, error)
+        return problems.internal_error(request, error, "the broker")
+
+    for fault in (OperationalError, PoolTimeout):
         app.add_exception_handler(fault, database_unavailable)
 
 

@@ -211,6 +211,18 @@ def insufficient_storage(path: str, detail: str) -> JSONResponse:
     )
 
 
+def internal_error(request: Request, error: BaseException, service: str) -> JSONResponse:
+    """500 for an error nobody foresaw: logged with its traceback, nothing of it answered."""
+    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
+    return problem(
+        request.url.path,
+        500,
+        "internal-error",
+        "Internal error",
+        f"{service[0].upper()}{service[1:]} failed on this request; the error is in its log",
+    )
+
+
 class AnsweredErrorsEndHere:
     """Keep the connection open after an unexpected error has been answered.
 
@@ -350,14 +362,7 @@ def install(
 
     @app.exception_handler(Exception)
     def unexpected_error(request: Request, error: Exception) -> JSONResponse:
-        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
-        return problem(
-            request.url.path,
-            500,
-            "internal-error",
-            "Internal error",
-            f"{service[0].upper()}{service[1:]} failed on this request; the error is in its log",
-        )
+        return internal_error(request, error, service)
 
     @app.exception_handler(OSError)
     def os_error(request: Request, error: OSError) -> JSONResponse:

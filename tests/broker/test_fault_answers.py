@@ -9,10 +9,11 @@ import os
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from broker.db import Timeouts, make_engine
@@ -73,6 +74,16 @@ def _failing_app(settings, error: Exception) -> TestClient:
             503,
             "database-unavailable",
         ),
+        (
+            InterfaceError("SELECT", {}, psycopg.InterfaceError("the connection is closed")),
+            503,
+            "database-unavailable",
+        ),
+        (  # a misuse of the driver is a bug, not a fault
+            InterfaceError("SELECT", {}, sqlite3.InterfaceError("Error binding parameter 1")),
+            500,
+            "internal-error",
+        ),
         (OSError(errno.ENOSPC, "No space left on device"), 507, "insufficient-storage"),
         (OSError(errno.EDQUOT, "Disk quota exceeded"), 507, "insufficient-storage"),
         (OSError(errno.EIO, "Input/output error"), 500, "internal-error"),
@@ -85,6 +96,7 @@ def test_each_fault_is_answered_as_what_it_is(settings, error, status, type_):
     assert answer.json()["type"] == f"urn:fedbroker:problem:{type_}"
     assert ("Retry-After" in answer.headers) == (status != 500)
     assert "Traceback" not in answer.text and "Input/output" not in answer.text
+    assert "binding" not in answer.text
 
 
 def test_a_database_out_of_disk_is_insufficient_storage(settings):
