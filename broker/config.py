@@ -20,6 +20,40 @@ class Settings(BaseSettings):
         "sqlite:///data/broker.db",
         description="SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user@host/db",
     )
+    database_connect_timeout_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="How long the broker waits to open a connection to PostgreSQL (libpq's "
+        "`connect_timeout`, whole seconds, at least 2); then the request answers 503. 0: no limit",
+    )
+    database_statement_timeout_seconds: float = Field(
+        15.0,
+        ge=0,
+        description="Longest one PostgreSQL statement may run (`statement_timeout`). The broker "
+        "also gives a connection up when the server has sent no answer 2 s past this time (a "
+        "frozen or unreachable server, which cannot time itself out); the request answers 503. "
+        "0: no limit, and no client-side limit either",
+    )
+    database_lock_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest a statement waits for a lock another connection holds: "
+        "PostgreSQL's `lock_timeout`, SQLite's busy timeout (the wait for its one writer); then "
+        "the request answers 503",
+    )
+    database_idle_in_transaction_timeout_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="PostgreSQL ends a session that keeps a transaction open without a "
+        "statement this long (`idle_in_transaction_session_timeout`): a frozen broker process "
+        "releases its locks. 0: never",
+    )
+    database_pool_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest a request waits for a free connection of the broker's pool; then "
+        "it answers 503",
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(

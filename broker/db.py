@@ -1,15 +1,20 @@
 """Database plumbing: the declarative base, the engine, sessions, and Alembic at start.
 
 SQLite (the default, for running everything on one machine) and PostgreSQL are both supported;
-the schema is only ever created by the Alembic migrations in ``broker/migrations``.
+the schema is only ever created by the Alembic migrations in ``broker/migrations``. Every wait on
+the database is bounded (:class:`Timeouts`): a database that is frozen, locked or out of
+connections answers 503 instead of holding the request (``docs/operations-faults.md``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -60,13 +65,65 @@ class UTCDateTime(TypeDecorator):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets foreign keys, WAL and a busy timeout."""
+@dataclass(frozen=True)
+class Timeouts:
+    """How long the broker waits on its database, in seconds (0: no limit); the defaults are
+    the settings' (``BROKER_DATABASE_*_TIMEOUT_SECONDS``)."""
+
+    connect: float = 5.0  # to open a connection (PostgreSQL)
+    statement: float = 15.0  # one statement (PostgreSQL), and so any answer of the server
+    lock: float = 10.0  # a lock another connection holds (PostgreSQL), the writer's (SQLite)
+    idle_in_transaction: float = 60.0  # a session holding a transaction open (PostgreSQL)
+    pool: float = 10.0  # a free connection of the pool
+
+    @classmethod
+    def of(cls, settings: Any) -> Timeouts:
+        return cls(
+            connect=settings.database_connect_timeout_seconds,
+            statement=settings.database_statement_timeout_seconds,
+            lock=settings.database_lock_timeout_seconds,
+            idle_in_transaction=settings.database_idle_in_transaction_timeout_seconds,
+            pool=settings.database_pool_timeout_seconds,
+        )
+
+    def server_options(self) -> str:
+        """PostgreSQL's timeouts for a session, as libpq's ``options`` (milliseconds)."""
+        timeouts = {
+            "statement_timeout": self.statement,
+            "lock_timeout": self.lock,
+            "idle_in_transaction_session_timeout": self.idle_in_transaction,
+        }
+        return " ".join(f"-c {name}={round(s * 1000)}" for name, s in timeouts.items() if s)
+
+    @property
+    def answer(self) -> float | None:
+        """How long the broker waits for any answer of a PostgreSQL server before it gives the
+        connection up (a frozen server cannot time its statements out): a little past the
+        statement timeout, which a running server reports first. None without one."""
+        from broker.postgres import ANSWER_MARGIN
+
+        return self.statement + ANSWER_MARGIN if self.statement else None
+
+
+# PostgreSQL's settings that :class:`Timeouts` sets for each session.
+_SESSION_TIMEOUTS = ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout")
+
+
+def make_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
+    """An engine for ``url``, every wait on the database bounded by ``timeouts``; SQLite gets
+    foreign keys, WAL and a busy timeout."""
+    timeouts = timeouts or Timeouts()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
+        pooled = {}
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+            pooled = {"pool_timeout": timeouts.pool}  # an in-memory database has one connection
+        engine = create_engine(
+            url,
+            connect_args={"timeout": timeouts.lock, "check_same_thread": False},
+            **pooled,
+        )
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):
@@ -75,7 +132,7 @@ def make_engine(url: str) -> Engine:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA busy_timeout = 30000")
+            cursor.execute(f"PRAGMA busy_timeout = {round(timeouts.lock * 1000)}")
             cursor.close()
 
         @event.listens_for(engine, "begin")
@@ -84,7 +141,48 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return _postgresql_engine(url, timeouts)
+
+
+def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
+    """PostgreSQL with the session's timeouts set at connection (an ``options`` of the URL's
+    own comes after them, so it wins) and, with psycopg 3, answers awaited no longer than
+    :attr:`Timeouts.answer`."""
+    parsed = make_url(url)
+    options = " ".join(o for o in (timeouts.server_options(), parsed.query.get("options")) if o)
+    connect_args: dict[str, Any] = {"options": options} if options else {}
+    if timeouts.connect:  # libpq counts whole seconds, and takes less than 2 as 2
+        connect_args["connect_timeout"] = max(2, math.ceil(timeouts.connect))
+    engine = create_engine(
+        url, pool_pre_ping=True, pool_timeout=timeouts.pool, connect_args=connect_args
+    )
+    if parsed.get_driver_name() == "psycopg":
+        from broker import postgres
+
+        @event.listens_for(engine, "do_connect")
+        def _connect_with_deadline(_dialect, _record, cargs, cparams):
+            return postgres.connect(timeouts.answer, *cargs, **cparams)
+
+    return engine
+
+
+@contextmanager
+def without_timeouts(connection: Connection) -> Iterator[Connection]:
+    """Lift the timeouts of ``connection`` (PostgreSQL) while it does what may rightly take
+    long: migrations, and the wait for another broker's start-up. The connection is closed
+    afterwards rather than going back to the pool without its timeouts."""
+    if connection.dialect.name != "postgresql":
+        yield connection
+        return
+    raw = connection.connection.dbapi_connection
+    if hasattr(raw, "answer_timeout"):
+        raw.answer_timeout = None
+    for name in _SESSION_TIMEOUTS:
+        connection.exec_driver_sql(f"SET {name} = 0")
+    try:
+        yield connection
+    finally:
+        connection.invalidate()
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
@@ -119,7 +217,7 @@ def startup_lock(engine: Engine) -> Iterator[None]:
     if engine.dialect.name != "postgresql":
         yield  # SQLite is one process's file; its BEGIN IMMEDIATE serializes the rest
         return
-    with engine.connect() as connection:
+    with engine.connect() as connection, without_timeouts(connection):  # another may migrate
         connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _STARTUP_LOCK})
         try:
             yield

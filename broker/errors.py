@@ -21,27 +21,37 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     │   ├── InvalidPolicy          422 invalid-policy
     │   └── InvalidQuery           422 invalid-query (an aggregate release's queries)
     ├── NotImplementedHere         501 not-implemented (an optional extra is not installed)
-    └── NotReady                   503 not-ready
+    ├── NotReady                   503 not-ready
+    └── InsufficientStorage        507 insufficient-storage (the disk is full; with Retry-After)
 
 Also answered as problems: malformed JSON (422 malformed-json, naming line and column), invalid
-fields of a request (422 validation-error), an unreachable or locked database (503
-database-unavailable, with Retry-After) and any unexpected error (500 internal-error, logged).
+fields of a request (422 validation-error), a database that is unreachable, frozen, locked or out
+of connections (503 database-unavailable, with Retry-After), a full disk met anywhere else, the
+database's included (507 insufficient-storage, with Retry-After), and any unexpected error (500
+internal-error, logged with its traceback; the connection stays open). What each fault answers,
+and the timeouts behind them: ``docs/operations-faults.md``.
 
 A policy that says no is not an error: it is a 200 answer carrying a decision.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from broker.wire import problems
 from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, example, responses
 
 __all__ = [
+    "DATABASE_RETRY_AFTER",
+    "FAULT_EXAMPLES",
     "MAX_INT32",
     "MAX_INT64",
     "PROBLEM_MEDIA_TYPE",
@@ -49,7 +59,29 @@ __all__ = [
     "example",
     "install_handlers",
     "responses",
+    "storage_faults",
 ]
+log = logging.getLogger("broker.errors")
+# Seconds a client waits before trying again when the database did not answer.
+DATABASE_RETRY_AFTER = 5
+# The OpenAPI examples of the faults a route that takes an upload may answer (with Retry-After).
+FAULT_EXAMPLES = {
+    503: example(
+        503,
+        "database-unavailable",
+        "Database unavailable",
+        "The broker's database is busy or does not answer. Send the request again in 5 s (a "
+        "transfer with the same Idempotency-Key: it is recorded once, however often it is sent)",
+    ),
+    507: example(
+        507,
+        "insufficient-storage",
+        "Insufficient storage",
+        "The broker ran out of disk space writing the upload's copy in the spool folder; nothing "
+        "was kept. Send the request again in 30 s; if it persists, tell the federation's "
+        "administrators",
+    ),
+}
 # Upper bounds for integer parameters, so no value can overflow a database integer (a 422, not
 # a driver error).
 MAX_INT32 = 2**31 - 1
@@ -172,20 +204,78 @@ class NotReady(BrokerError):
     type, title, status = "not-ready", "Not ready", 503
 
 
+class InsufficientStorage(BrokerError):
+    """The broker's disk is full (a fault, not the request's): nothing was kept; try again."""
+
+    type, title, status = "insufficient-storage", "Insufficient storage", 507
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(problems.STORAGE_RETRY_AFTER)}
+
+
+@contextmanager
+def storage_faults(what: str) -> Iterator[None]:
+    """Turn a full disk (``ENOSPC``, ``EDQUOT``, ``EFBIG``) met while writing ``what`` into
+    :class:`InsufficientStorage`; the writer inside removes what it had half written."""
+    try:
+        yield
+    except OSError as error:
+        if not problems.is_disk_full(error):
+            raise
+        log.warning("out of disk space writing %s: %s", what, error)
+        raise InsufficientStorage(
+            f"The broker ran out of disk space writing {what}; nothing was kept. Send the "
+            f"request again in {problems.STORAGE_RETRY_AFTER} s; if it persists, tell the "
+            "federation's administrators"
+        ) from None
+
+
 def install_handlers(app: FastAPI) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
     problems.install(app, BrokerError, "the broker", "Bearer")
 
-    @app.exception_handler(OperationalError)
-    def database_unavailable(request: Request, error: OperationalError) -> JSONResponse:
-        problems.log.warning("database unavailable on %s: %s", request.url.path, error.orig)
+    def database_unavailable(request: Request, error: Exception) -> JSONResponse:
+        """The database did not answer in time, refused, or has no connection free: a fault
+        to wait out. A change may or may not have been recorded when the answer to its commit
+        was lost, so the client repeats it (with its ``Idempotency-Key``, where it has one)."""
+        reason = getattr(error, "orig", None) or error
         if monitoring := getattr(request.app.state, "monitoring", None):
             monitoring.database_errors.inc()
+        if _database_disk_full(reason):
+            problems.log.warning("database out of space on %s: %s", request.url.path, reason)
+            return problems.insufficient_storage(
+                request.url.path,
+                "The broker's database ran out of disk space; nothing was recorded. Send the "
+                f"request again in {problems.STORAGE_RETRY_AFTER} s; if it persists, tell the "
+                "federation's administrators",
+            )
+        problems.log.warning("database unavailable on %s: %s", request.url.path, reason)
         return problems.problem(
             request.url.path,
             503,
             "database-unavailable",
             "Database unavailable",
-            "The broker's database is busy or unreachable; nothing was changed. Try again shortly.",
-            headers={"Retry-After": "5"},
+            "The broker's database is busy or does not answer. Send the request again in "
+            f"{DATABASE_RETRY_AFTER} s (a transfer with the same Idempotency-Key: it is "
+            "recorded once, however often it is sent)",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
         )
+
+    @app.exception_handler(InterfaceError)
+    def connection_lost(request: Request, error: InterfaceError) -> JSONResponse:
+        """A connection found closed is a fault; any other misuse of the driver is a bug."""
+        if error.connection_invalidated or "closed" in str(error.orig):
+            return database_unavailable(request, error)
+        return problems.internal_error(request, error, "the broker")
+
+    for fault in (OperationalError, PoolTimeout):
+        app.add_exception_handler(fault, database_unavailable)
+
+
+def _database_disk_full(reason: BaseException) -> bool:
+    """PostgreSQL's ``disk_full`` (SQLSTATE 53100) or SQLite's ``SQLITE_FULL`` (13)."""
+    return (
+        getattr(reason, "sqlstate", None) == "53100"
+        or getattr(reason, "sqlite_errorcode", None) == 13
+    )

@@ -19,7 +19,7 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.catalog.router import router as catalog_router
 from broker.config import Settings, get_settings
-from broker.db import make_engine, make_sessionmaker, startup_lock, upgrade
+from broker.db import Timeouts, make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
@@ -72,7 +72,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         records = load_records(settings.policy_dir)  # an invalid file stops the start
         if bind is None:
-            engine = make_engine(settings.database_url)
+            engine = make_engine(settings.database_url, Timeouts.of(settings))
             app.state.sessionmaker = make_sessionmaker(engine)
         else:
             engine = bind.engine

@@ -29,7 +29,7 @@ from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
 from broker.datasets.limits import check_cell_length
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
-from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn
+from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn, storage_faults
 from broker.roles import RoleError, Roles
 from broker.uploads import CHUNK, Upload
 
@@ -111,20 +111,27 @@ class Table:
 
     def write(self, engine: Engine, name: str, settings: Settings) -> Written:
         """``engine``'s rows, shuffled, in this table's format: bytes in memory, else a file
-        in the spool folder written by the out-of-core engine and hashed in chunks."""
+        in the spool folder written by the out-of-core engine and hashed in chunks. A full disk
+        is :class:`~broker.errors.InsufficientStorage`, and leaves no part of the file."""
         if self.dataset is not None:
             return Written.of_bytes(engine.write(self.dataset, shuffle=True))
         from broker.engines.duckdb import write  # the optional extra, present out of core
 
         folder = settings.spool_dir / "deliveries"
-        folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
-        write(engine, path, self.format, shuffle=True)
-        digest = hashlib.sha256()
-        with path.open("rb") as file:
-            while chunk := file.read(CHUNK):
-                digest.update(chunk)
-        return Written(digest.hexdigest(), path.stat().st_size, path=path)
+        with storage_faults("the data that leaves, in the spool folder"):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                write(engine, path, self.format, shuffle=True)
+                digest = hashlib.sha256()
+                with path.open("rb") as file:
+                    while chunk := file.read(CHUNK):
+                        digest.update(chunk)
+                size = path.stat().st_size
+            except BaseException:
+                path.unlink(missing_ok=True)
+                raise
+        return Written(digest.hexdigest(), size, path=path)
 
 
 def open_upload(

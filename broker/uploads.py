@@ -5,7 +5,8 @@ file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into th
 folder, hashing as it copies. What is measured is then read from that copy: small files into
 memory, large ones out of core (:mod:`broker.tables`). A job that decides later
 (``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
-request ends.
+request ends. A spool folder without room for the copy answers 507 with ``Retry-After``, the part
+copied removed at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Annotated, BinaryIO
 from fastapi import Depends, File, UploadFile
 
 from broker.deps import SettingsDep
+from broker.errors import storage_faults
 
 CHUNK = 1 << 20
 _SUFFIX = ".upload"
@@ -43,19 +45,21 @@ class Upload:
 def receive(
     source: BinaryIO, folder: Path, filename: str | None, content_type: str | None
 ) -> Upload:
-    """Copy ``source`` into ``folder`` in chunks, hashing as it goes (bounded memory)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Copy ``source`` into ``folder`` in chunks, hashing as it goes (bounded memory); a full
+    disk is :class:`~broker.errors.InsufficientStorage`, and leaves no part of the copy."""
     path = folder / f"{uuid.uuid4().hex}{_SUFFIX}"
     digest, size = hashlib.sha256(), 0
-    try:
-        with path.open("xb") as copy:
-            while chunk := source.read(CHUNK):
-                digest.update(chunk)
-                copy.write(chunk)
-                size += len(chunk)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+    with storage_faults("the upload's copy in the spool folder"):
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            with path.open("xb") as copy:
+                while chunk := source.read(CHUNK):
+                    digest.update(chunk)
+                    copy.write(chunk)
+                    size += len(chunk)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
     return Upload(path, size, digest.hexdigest(), filename, content_type)
 
 

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Form, Request
 
 from broker.analysis.schemas import Report
 from broker.deps import RateLimitedCaller, SettingsDep
-from broker.errors import Unprocessable, responses
+from broker.errors import FAULT_EXAMPLES, Unprocessable, responses
 from broker.metrics.report import report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 @router.post(
     "",
     response_model=Report,
-    responses=responses(400, 401, 403, 413, 422, 429),
+    responses=responses(400, 401, 403, 413, 422, 429, 503, 507, examples=FAULT_EXAMPLES),
     summary="Measure a dataset (no policy, nothing stored)",
     description="Mmaq of every attribute and of the quasi-identifiers, k, l, t, the "
     "re-identification risks and the riskiest column combinations, as `fedbroker analyze` "

@@ -47,11 +47,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _session():
-    from broker.db import make_engine, make_sessionmaker
+    from broker.db import Timeouts, make_engine, make_sessionmaker
 
     settings = load_settings()
     with database_errors():
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, Timeouts.of(settings))
     return make_sessionmaker(engine)()
 
 

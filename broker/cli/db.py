@@ -17,10 +17,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from broker.db import make_engine, upgrade
+    from broker.db import Timeouts, make_engine, upgrade
 
     settings = load_settings()
     with database_errors():
-        upgrade(make_engine(settings.database_url))
+        upgrade(make_engine(settings.database_url, Timeouts.of(settings)))
     print(f"database schema is at the newest migration ({settings.database_url.split('@')[-1]})")
     return 0

@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from broker.db import make_engine
+    from broker.db import Timeouts, make_engine
     from broker.delivery.keyring import KeyRing
     from broker.main import create_app
     from broker.policies.seed import load_records
@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     except (SignatureError, OSError) as error:
         raise CommandError(f"BROKER_SIGNING_KEY_DIR: {error}") from None
     with database_errors():  # an unreachable database too
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, Timeouts.of(settings))
         with engine.connect():
             pass
         engine.dispose()

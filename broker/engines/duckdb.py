@@ -13,12 +13,19 @@ the size of the file.
 CSV is read as the canonical reader reads it (:mod:`broker.datasets.csv_reader`): every value is
 text as written, an empty field is the empty string, never missing. DuckDB is an optional extra
 (``pip install 'fedbroker[duckdb]'``); only this module imports it.
+
+A full disk, where the engine spills or writes, is the ``OSError`` it is (``ENOSPC``), never a
+malformed dataset or too little memory: the broker answers it 507, to be tried again.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
+import json
 import math
+import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,6 +69,65 @@ class OutOfMemory(DatasetTooLarge):
     """DuckDB needed more memory than its limit for a query over the table."""
 
 
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_ERRNO = re.compile(r'"errno"\s*:\s*"?(\d+)')
+
+
+def disk_full(error: BaseException) -> OSError | None:
+    """The ``OSError`` a DuckDB error stands for when it is a full disk, else None: a file it
+    could not write (an IO error carrying ``ENOSPC``, ``EDQUOT`` or ``EFBIG``), or blocks it
+    could not spill (its temporary folder may grow to the free space of its disk, which the
+    broker never bounds lower, so a spill that finds no room is a full disk)."""
+    message = str(error)
+    first = message.splitlines()[0] if message else type(error).__name__
+    if isinstance(error, duckdb.IOException):
+        found = _ERRNO.search(message)
+        number = int(found.group(1)) if found else None
+        if number is None:  # an error of the kind DuckDB words without its number
+            texts = {os.strerror(n): n for n in _DISK_FULL}
+            number = next((n for text, n in texts.items() if text in message), None)
+        if number in _DISK_FULL:
+            return OSError(number, f"{os.strerror(number)}: {_unwrapped(first)}")
+    if isinstance(error, duckdb.OutOfMemoryException) and "offload" in message:
+        return OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {first}")
+    return None
+
+
+def _unwrapped(line: str) -> str:
+    """DuckDB's message inside the JSON it wraps some IO errors in."""
+    start = line.find("{")
+    try:
+        return json.loads(line[start:])["exception_message"]
+    except (ValueError, KeyError, TypeError):
+        return line
+
+
+class _Connection:
+    """A DuckDB connection whose queries report a full disk as an ``OSError``
+    (:func:`disk_full`): every query of the engine runs through it."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection):
+        self._connection = connection
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        try:
+            return self._connection.sql(query)
+        except duckdb.Error as error:
+            raise disk_full(error) or error from None
+
+    def execute(self, query: str) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._connection.execute(query)
+        except duckdb.Error as error:
+            raise disk_full(error) or error from None
+
+    def register(self, name: str, frame: pd.DataFrame) -> None:
+        self._connection.register(name, frame)
+
+    def close(self) -> None:
+        self._connection.close()
+
+
 @dataclass(frozen=True)
 class ValueProfile:
     """What an out-of-core table's values cost once they reach Python, counted in SQL."""
@@ -75,7 +141,7 @@ class DuckDBEngine:
 
     def __init__(
         self,
-        connection: duckdb.DuckDBPyConnection,
+        connection: _Connection,
         source: str,
         columns: Sequence[str],
         person_key: bool,
@@ -171,7 +237,7 @@ class DuckDBEngine:
         cls, reader, columns, person_key, memory_limit, frame=None, max_tuples=None
     ) -> DuckDBEngine:
         folder = tempfile.TemporaryDirectory(prefix="fedbroker-duckdb-")
-        con = duckdb.connect()  # in memory, spilling to temp_directory beyond the limit
+        con = _Connection(duckdb.connect())  # in memory, spilling to temp_directory past the limit
         try:
             con.sql(f"SET memory_limit = {_text(memory_limit)}")
         except duckdb.Error as error:
@@ -779,7 +845,7 @@ def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: b
 
     ``shuffle`` writes them in a fresh random order (an out-of-core sort on ``random()``), so
     that two releases of one table cannot be lined up by position. A file it cannot write is
-    an ``OSError``.
+    an ``OSError`` (``ENOSPC`` when the disk is full), and is not left half written.
     """
     if fmt not in _COPY_FORMATS:
         raise ValueError(f"The duckdb engine writes {sorted(_COPY_FORMATS)}, not {fmt!r}")
@@ -797,4 +863,8 @@ def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: b
             f"({_COPY_FORMATS[fmt]})"
         )
     except duckdb.IOException as error:  # a folder that does not exist, no permission, ...
+        Path(path).unlink(missing_ok=True)
         raise OSError(str(error).splitlines()[0]) from None
+    except OSError:  # the disk is full (:class:`_Connection`)
+        Path(path).unlink(missing_ok=True)
+        raise

@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from broker.db import Base, make_engine
+from broker.db import Base, Timeouts, make_engine, without_timeouts
 
 # Models register their tables on Base.metadata when imported.
 from broker.models import *  # noqa: F403
@@ -12,9 +12,11 @@ engine = config.attributes.get("engine")
 if engine is None:
     from broker.config import Settings
 
-    engine = make_engine(Settings().database_url)
+    settings = Settings()
+    engine = make_engine(settings.database_url, Timeouts.of(settings))
 
-with engine.connect() as connection:
+# A migration may rightly take longer than any statement of a request.
+with engine.connect() as connection, without_timeouts(connection):
     context.configure(
         connection=connection,
         target_metadata=Base.metadata,

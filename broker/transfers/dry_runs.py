@@ -7,7 +7,8 @@ person key removed), into the spool folder beside the delivery files: ``dry-runs
 and ``dry-runs/<id>.json`` (who ran it, the file's type and name, when it expires). Only the
 member that ran it (or an admin) may fetch it, until ``BROKER_DRY_RUN_RETENTION_SECONDS`` have
 passed; the spool sweep removes it then (:func:`sweep`), and a fetch after that time is a 404
-even before the sweep has run.
+even before the sweep has run. A spool folder without room for it answers 507 (try again), and
+keeps no part of it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from broker.config import Settings
 from broker.deps import Caller
 from broker.engines.base import Engine
-from broker.errors import NotFound
+from broker.errors import NotFound, storage_faults
 from broker.fsla.decide import Outcome
 from broker.tables import Table
 from broker.wire.statuses import TransferStatus
@@ -78,13 +79,8 @@ def keep(
     if settings.dry_run_retention_seconds <= 0:
         return None
     root = folder(settings)
-    root.mkdir(parents=True, exist_ok=True)
     data = root / f"{dry_run_id}.data"
     written = table.write(engine, filename, settings)
-    if written.data is not None:
-        data.write_bytes(written.data)
-    else:  # written by the out-of-core engine into the spool's deliveries folder
-        os.replace(written.path, data)
     expires = time.time() + settings.dry_run_retention_seconds
     meta = {
         "source_id": source_id,
@@ -92,7 +88,19 @@ def keep(
         "filename": filename,
         "expires_at": expires,
     }
-    (root / f"{dry_run_id}.json").write_text(json.dumps(meta))
+    with storage_faults("the dry run's data, in the spool folder"):
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            if written.data is not None:
+                data.write_bytes(written.data)
+            else:  # written by the out-of-core engine into the spool's deliveries folder
+                os.replace(written.path, data)
+            (root / f"{dry_run_id}.json").write_text(json.dumps(meta))
+        except BaseException:  # nothing half written stays for the sweep
+            if written.path is not None:
+                written.path.unlink(missing_ok=True)
+            _remove(root, dry_run_id)
+            raise
     return {
         "url": url(dry_run_id),
         "expires_at": datetime.fromtimestamp(expires, UTC).isoformat(),

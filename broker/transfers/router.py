@@ -14,7 +14,14 @@ from broker.deps import (
     SessionDep,
     SettingsDep,
 )
-from broker.errors import MAX_INT32, NotImplementedHere, Unprocessable, example, responses
+from broker.errors import (
+    FAULT_EXAMPLES,
+    MAX_INT32,
+    NotImplementedHere,
+    Unprocessable,
+    example,
+    responses,
+)
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import dry_runs, service
 from broker.transfers.models import Transfer, TransferJob
@@ -125,7 +132,9 @@ def _released(aggregate: dict | None) -> dict | None:
 @router.post(
     "",
     response_model=TransferRead,
-    responses=responses(400, 401, 403, 404, 409, 413, 422, 429, examples=SUBMIT_EXAMPLES)
+    responses=responses(
+        400, 401, 403, 404, 409, 413, 422, 429, 503, 507, examples=SUBMIT_EXAMPLES | FAULT_EXAMPLES
+    )
     | {
         202: {
             "model": TransferJobRead,

@@ -34,6 +34,7 @@ from broker.errors import (
     NotFound,
     TooManyRequests,
     Unprocessable,
+    storage_faults,
 )
 from broker.fsla.decide import (
     Agreed,
@@ -144,7 +145,7 @@ def submit(
         return Submitted(decided.transfer)
     try:
         _record(session, decided)
-        session.commit()
+        session.flush()  # all but the commit: a failure up to here recorded nothing
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()
@@ -154,10 +155,13 @@ def submit(
         if earlier is None:
             raise
         return earlier
-    except Conflict:  # a release to the same destination was recorded meanwhile
-        session.rollback()
+    except BaseException:  # a release to the same destination meanwhile, a database fault
         _drop_payload_file(decided)
+        session.rollback()
         raise
+    # A commit whose answer is lost may have recorded the decision: its delivery file stays (the
+    # spool sweep removes it if no delivery holds it), and a retry with the same key finds it.
+    session.commit()
     return Submitted(decided.transfer)
 
 
@@ -193,6 +197,7 @@ class _Decided:
     history: History | None = None  # the earlier releases the decision was joined with
 
 
+@storage_faults("its working files (data measured out of core spills to disk)")
 def _decide(
     session: Session,
     source_id: str,
@@ -202,7 +207,8 @@ def _decide(
     settings: Settings,
     progress: Progress = _no_progress,
 ) -> _Decided:
-    """Read, measure and decide; nothing is written (see :func:`_record`).
+    """Read, measure and decide; nothing is written (see :func:`_record`). A full disk is
+    :class:`~broker.errors.InsufficientStorage` (a job fails with it: send again).
 
     Short reads, CPU work outside any transaction: on SQLite a transaction holds the write lock,
     and measuring or anonymizing a large upload takes seconds.
@@ -307,7 +313,12 @@ def _decide(
         )
     release = None
     if written is not None:
-        release = _release(transfer, leaving, roles.sensitive, settings)
+        try:
+            release = _release(transfer, leaving, roles.sensitive, settings)
+        except BaseException:  # nothing will deliver the file
+            if written.path is not None:
+                written.path.unlink(missing_ok=True)
+            raise
     audit_details = {
         "status": outcome.status,
         "source": source.id,

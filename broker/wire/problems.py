@@ -5,10 +5,15 @@ own exception tree, whose classes carry ``type``, ``title``, ``status`` and ``de
 calls :func:`install` with it. The framework's own errors (404, 405, validation, body size)
 are answered in the same shape. Every body names its request (``request_id``, from
 :mod:`broker.wire.request_id`).
+
+Faults are answered as what they are, not as bugs: a full disk is a 507 with ``Retry-After``
+(:func:`insufficient_storage`), and an unexpected error is a 500 that leaves the connection open
+for the client's next request (:class:`AnsweredErrorsEndHere`). See ``docs/operations-faults.md``.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
 from http import HTTPStatus
@@ -20,7 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from broker.wire.headers import REQUEST_ID
 from broker.wire.request_id import RequestIdMiddleware
@@ -42,6 +47,11 @@ _HTTP_TYPES = {
     422: "unprocessable",
     429: "too-many-requests",
 }
+# What a write meets when the disk (or the process's share of it) is full.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# Seconds a client waits before trying again after a full disk: room comes back as other
+# requests end and remove their copies, or once an operator frees some.
+STORAGE_RETRY_AFTER = 30
 
 
 class Problem(BaseModel):
@@ -82,6 +92,11 @@ EXAMPLES: dict[int, tuple[str, str, str]] = {
     ),
     429: ("too-many-requests", "Too many requests", "Too many uploads: try again in 12 s"),
     503: ("not-ready", "Not ready", "The database does not answer"),
+    507: (
+        "insufficient-storage",
+        "Insufficient storage",
+        "The server's disk is full: nothing was kept. Try again in 30 s",
+    ),
 }
 
 
@@ -178,6 +193,68 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
+def is_disk_full(error: BaseException | None) -> bool:
+    """True for an ``OSError`` that says the disk, the quota or the largest file size is full."""
+    return isinstance(error, OSError) and error.errno in DISK_FULL
+
+
+def insufficient_storage(path: str, detail: str) -> JSONResponse:
+    """507 Insufficient Storage (RFC 4918, section 11.5) with ``Retry-After``: the request was
+    fine, the server had no room to keep what it needed; nothing was kept."""
+    return problem(
+        path,
+        507,
+        "insufficient-storage",
+        "Insufficient storage",
+        detail,
+        headers={"Retry-After": str(STORAGE_RETRY_AFTER)},
+    )
+
+
+def internal_error(request: Request, error: BaseException, service: str) -> JSONResponse:
+    """500 for an error nobody foresaw: logged with its traceback, nothing of it answered."""
+    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
+    return problem(
+        request.url.path,
+        500,
+        "internal-error",
+        "Internal error",
+        f"{service[0].upper()}{service[1:]} failed on this request; the error is in its log",
+    )
+
+
+class AnsweredErrorsEndHere:
+    """Keep the connection open after an unexpected error has been answered.
+
+    Starlette's outermost layer answers an unexpected error with the service's 500 handler (which
+    logs it with its traceback) and then raises it again for the server; uvicorn then closes the
+    connection, and a client that keeps connections alive gets no answer to its next request on
+    it. Once the answer is complete, the error ends here. An error in the middle of an answer (a
+    stream cut short) still reaches the server, which must close the connection.
+    """
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        answered = False
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            if not answered:
+                raise
+
+
 class DeclaredOversizeAsProblem:
     """Answer 413 problem+json at once when ``Content-Length`` already exceeds the limit.
 
@@ -226,7 +303,7 @@ def install(
     limit = app.max_body_size or 2**62
 
     def outermost() -> ASGIApp:
-        stack = DeclaredOversizeAsProblem(build_stack(), limit, service)
+        stack = DeclaredOversizeAsProblem(AnsweredErrorsEndHere(build_stack()), limit, service)
         return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
@@ -256,11 +333,22 @@ def install(
             headers,
         )
 
+    def disk_full(request: Request, error: OSError) -> JSONResponse:
+        log.warning("out of disk space on %s %s: %s", request.method, request.url.path, error)
+        return insufficient_storage(
+            request.url.path,
+            f"{service[0].upper()}{service[1:]} ran out of disk space while it kept this "
+            f"request; nothing was kept. Send it again in {STORAGE_RETRY_AFTER} s; if it "
+            "persists, tell its operators",
+        )
+
     @app.exception_handler(StarletteHTTPException)
     def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         status = error.status_code
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
         detail = error.detail if isinstance(error.detail, str) else phrase
+        if status == 400 and is_disk_full(error.__cause__):  # the body's parts spooled to disk
+            return disk_full(request, error.__cause__)
         if status == 413:
             detail = f"The request body is larger than {service} accepts"
         return problem(
@@ -274,14 +362,14 @@ def install(
 
     @app.exception_handler(Exception)
     def unexpected_error(request: Request, error: Exception) -> JSONResponse:
-        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
-        return problem(
-            request.url.path,
-            500,
-            "internal-error",
-            "Internal error",
-            f"{service[0].upper()}{service[1:]} failed on this request; the error is in its log",
-        )
+        return internal_error(request, error, service)
+
+    @app.exception_handler(OSError)
+    def os_error(request: Request, error: OSError) -> JSONResponse:
+        """A full disk is a fault to wait out (507); any other OSError is unexpected."""
+        if is_disk_full(error):
+            return disk_full(request, error)
+        return unexpected_error(request, error)
 
     @app.exception_handler(RequestValidationError)
     def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:

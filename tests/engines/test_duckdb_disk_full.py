@@ -1,0 +1,74 @@
+"""The out-of-core engine on a full disk: an ``OSError`` (ENOSPC), never a dataset error.
+
+A full disk is a fault to wait out, which the broker answers 507; taken for a malformed dataset
+(422) or a table too large for the memory limit (413) it would tell the member to change data
+that is fine. The disk is a real small filesystem (tmpfs).
+"""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+
+import duckdb
+import pytest
+
+from broker.engines.duckdb import DuckDBEngine, _Connection, disk_full, write
+from tests.faults import fill, small_filesystem
+
+CSV = "age,sex,disease\n" + "".join(f"{20 + i % 50},{'FM'[i % 2]},d{i % 7}\n" for i in range(5000))
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    with small_filesystem(tmp_path / "full", "1m") as folder:
+        fill(folder, leave=0)
+        yield folder
+
+
+def _engine(tmp_path) -> DuckDBEngine:
+    path = tmp_path / "data.csv"
+    path.write_text(CSV)
+    return DuckDBEngine.from_path(path)
+
+
+def test_a_spill_that_finds_no_room_is_enospc(tmp_path):
+    with small_filesystem(tmp_path / "spill", "1m") as folder:
+        connection = _Connection(duckdb.connect())
+        connection.sql("SET memory_limit = '10MB'")
+        connection.sql("SET threads = 1")
+        connection.sql(f"SET temp_directory = '{folder}'")
+        with pytest.raises(OSError) as raised:
+            connection.execute(
+                "SELECT count(*) FROM (SELECT md5(range::VARCHAR) b FROM range(400000) ORDER BY b)"
+            )
+        connection.close()
+    assert raised.value.errno == errno.ENOSPC and "offload" in str(raised.value)
+
+
+def test_a_delivery_file_without_room_is_enospc_and_leaves_no_part(tmp_path, full_disk):
+    engine = _engine(tmp_path)
+    target = full_disk / "deliveries.csv"
+    with pytest.raises(OSError) as raised:
+        write(engine, target, "csv")
+    assert raised.value.errno == errno.ENOSPC
+    assert not target.exists()
+
+
+def test_counting_without_room_for_the_working_files_is_enospc_not_a_dataset_error(
+    tmp_path, full_disk, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "tempdir", str(full_disk))  # where the engine keeps its counts
+    engine = _engine(tmp_path)
+    with pytest.raises(OSError) as raised:
+        engine.profile()
+    assert raised.value.errno == errno.ENOSPC
+
+
+def test_other_duckdb_errors_are_not_taken_for_a_full_disk():
+    connection = duckdb.connect()
+    with pytest.raises(duckdb.Error) as raised:
+        connection.execute("SELECT * FROM read_csv('/nonexistent/file.csv')")
+    assert disk_full(raised.value) is None
+    with pytest.raises(duckdb.Error):
+        _Connection(connection).execute("SELECT nonsense FROM nowhere")
