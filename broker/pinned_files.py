@@ -18,9 +18,11 @@ that was resolved. Both walk from the root one segment at a time with directory 
   set by the file's owner, unlike ``st_mtime``); a read checks the pins before and after it
   reads, and the bytes against the SHA-256 of the first read when one is given.
 
-The root itself is the administrator's path: links in it are followed, once, when it is opened.
-Device numbers are compared with the root's, not stored: they differ between the machines of a
-cluster that mount one shared filesystem, inodes and times do not. See ``docs/references.md``.
+The root itself is the administrator's path: links in it are followed when it is opened, and
+the folder they lead to is pinned by its inode too (a member able to rename it could otherwise
+put another folder in its place). Device numbers are compared with the root's, not stored: they
+differ between the machines of a cluster that mount one shared filesystem, inodes and times do
+not. See ``docs/references.md``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ MAX_ENTRIES = 100_000  # folder entries one resolution may look at (a glob over 
 
 
 class Refused(Exception):
-    """A name that may not be read: ``kind`` is link, hard-link, mount, special, unreadable or
-    too-many; the message names the path under the root, never where a link leads."""
+    """A name that may not be read: ``kind`` is link, hard-link, mount, special, unreadable,
+    too-large or too-many; the message names the path under the root, never where a link
+    leads."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -71,23 +74,33 @@ def is_pattern(segment: str) -> bool:
     return not _PATTERN.isdisjoint(segment)
 
 
-def resolve(root: str, relative: str, max_files: int) -> list[Pinned]:
-    """The regular files that ``relative`` (segments under ``root``, patterns allowed) names,
-    sorted by path; raises :class:`Refused` for a name that may not be read (a link, a special
-    file...), even one a pattern matched: it would change what the dataset is."""
-    walk = _Walk(max_files)
+@dataclass(frozen=True)
+class Listing:
+    """What a location named: the root's inode and the files under it, sorted by path."""
+
+    root_inode: int
+    files: list[Pinned]
+
+
+def resolve(root: str, relative: str, max_files: int, max_size: int) -> Listing:
+    """The regular files that ``relative`` (segments under ``root``, patterns allowed) names;
+    raises :class:`Refused` for a name that may not be read (a link, a special file, a file over
+    ``max_size`` bytes...), even one a pattern matched: it would change what the dataset is."""
+    walk = _Walk(max_files, max_size)
     root_fd = os.open(root, _ROOT_FLAGS)
     try:
-        walk.device = os.fstat(root_fd).st_dev
+        status = os.fstat(root_fd)
+        walk.device = status.st_dev
         walk.expand(root_fd, "", relative.split("/"))
     finally:
         os.close(root_fd)
-    return sorted(walk.found, key=lambda pinned: pinned.path)
+    return Listing(status.st_ino, sorted(walk.found, key=lambda pinned: pinned.path))
 
 
 @dataclass
 class _Walk:
     max_files: int
+    max_size: int
     device: int = 0
     entries: int = 0
     found: list[Pinned] = field(default_factory=list)
@@ -159,16 +172,29 @@ class _Walk:
                 f"{path} has {opened.st_nlink} names (hard links): another name may lie "
                 "outside the granted folder; copy the file instead of linking it",
             )
+        if opened.st_size > self.max_size:
+            raise Refused(
+                "too-large",
+                f"{path} holds {opened.st_size:,} bytes, more than one file may "
+                f"({self.max_size:,}: each file is read whole by one worker)",
+            )
         return Pinned.of(path, opened)
 
 
-def read(root: str, pinned: Pinned, sha256: str | None = None) -> bytes:
+def read(root: str, root_inode: int, pinned: Pinned, sha256: str | None = None) -> bytes:
     """The bytes of the pinned file, read from the descriptor that was checked; raises
-    :class:`Changed` if the file is not the one pinned (or its content not ``sha256``)."""
-    root_fd = os.open(root, _ROOT_FLAGS)
+    :class:`Changed` if the root or the file is not the one pinned (or its content not
+    ``sha256``)."""
+    try:
+        root_fd = os.open(root, _ROOT_FLAGS)
+    except OSError as error:
+        raise Changed(f"the granted folder cannot be opened: {error.strerror}") from None
     opened = [root_fd]
     try:
-        device = os.fstat(root_fd).st_dev
+        status = os.fstat(root_fd)
+        if status.st_ino != root_inode:
+            raise Changed("the granted folder was replaced by another folder")
+        device = status.st_dev
         *folders, name = pinned.path.split("/")
         folder = root_fd
         for index, segment in enumerate(folders):

@@ -50,6 +50,7 @@ class Reference:
     location: str
     data_format: str
     root: str
+    root_inode: int
     files: tuple[Pinned, ...]
     sha256: str  # of the pinned list: the data is not read to name it
     size: int
@@ -60,7 +61,7 @@ class Reference:
 
     @classmethod
     def of(cls, stored: dict[str, Any]) -> Reference:
-        if "files" not in stored:
+        if "root_inode" not in stored:
             raise Conflict(
                 "This transfer by reference was accepted by an earlier broker version, which "
                 "did not pin its files: nothing was read; send it again"
@@ -88,20 +89,24 @@ def resolve(location: str, source_id: str, settings: Settings) -> Reference:
             "as .../*.parquet for several)"
         )
     try:
-        files = pinned_files.resolve(root, relative, settings.reference_max_files)
+        listing = pinned_files.resolve(
+            root, relative, settings.reference_max_files, settings.max_decoded_bytes
+        )
     except pinned_files.Refused as refused:
         raise _refusal(location, refused) from None
     except OSError as error:  # the granted folder itself
         raise InvalidDataset(f"Cannot list {location!r}: {error.strerror}") from None
+    files = listing.files
     if not files:
         raise InvalidDataset(f"No file at {location!r}")
-    listing = [[f.path, f.size, f.inode, f.mtime_ns, f.ctime_ns] for f in files]
+    pins = [[f.path, f.size, f.inode, f.mtime_ns, f.ctime_ns] for f in files]
     return Reference(
         location,
         _FORMATS[suffix],
         root,
+        listing.root_inode,
         tuple(files),
-        sha256_of({"location": location, "files": listing}),
+        sha256_of({"location": location, "files": pins}),
         sum(f.size for f in files),
     )
 
@@ -155,6 +160,8 @@ def _refusal(location: str, refused: pinned_files.Refused) -> Exception:
         return Forbidden(detail)
     if refused.kind == "too-many":
         return PayloadTooLarge(detail + "; name fewer, larger files")
+    if refused.kind == "too-large":
+        return PayloadTooLarge(detail + "; split it into several files")
     return InvalidDataset(detail)
 
 
@@ -166,6 +173,7 @@ class _Reader:
     """Reads one pinned file into its canonical table, on a worker; sent with every task."""
 
     root: str
+    root_inode: int
     data_format: str
     limits: ReadLimits
     deadline: Deadline | None
@@ -175,7 +183,7 @@ class _Reader:
         if self.deadline is not None:
             self.deadline.check()
         try:
-            data = pinned_files.read(self.root, file, sha256)
+            data = pinned_files.read(self.root, self.root_inode, file, sha256)
         except pinned_files.Changed as changed:
             raise Conflict(
                 f"The data named by this transfer changed after it was accepted: {changed}; "
@@ -221,7 +229,8 @@ def open_reference(
         )
     from broker.engines.dask import compute_each, from_partitions
 
-    reader = _Reader(reference.root, reference.data_format, read_limits(settings), deadline)
+    limits = read_limits(settings)
+    reader = _Reader(reference.root, reference.root_inode, reference.data_format, limits, deadline)
     firsts = compute_each(reader.first, reference.files)
     meta, _sha256, _notes = firsts[0]
     for file, (frame, _sha256, _notes) in zip(reference.files, firsts, strict=True):
@@ -235,7 +244,21 @@ def open_reference(
     roles = declare_roles(list(meta.columns), quasi_identifiers, sensitive, person_key)
     pieces = [(file, first[1]) for file, first in zip(reference.files, firsts, strict=True)]
     engine = from_partitions(reader.partition, pieces, meta, roles.person_key)
+    _check_distinct(engine, settings.out_of_core_max_distinct)
     return ReferenceTable(engine, roles, REFERENCE, len(meta.columns), notes)
+
+
+def _check_distinct(engine, bound: int) -> None:
+    """A column's dictionary comes back to the broker's memory: one over the bound of tables
+    counted out of core is refused as there (an all-but-unique column is an identifier)."""
+    for name, distinct in engine.distinct_estimates().items():
+        if distinct > bound:
+            raise PayloadTooLarge(
+                f"Column {name!r} has about {distinct:,.0f} distinct values, more than the "
+                f"{bound:,} this broker measures (BROKER_OUT_OF_CORE_MAX_DISTINCT): a column "
+                "that nearly every row holds a value of its own is an identifier; drop it, or "
+                "generalize it, and send the data again"
+            )
 
 
 class ReferenceTable(Table):

@@ -9,7 +9,20 @@ import socket
 import pytest
 
 from broker import pinned_files
-from broker.pinned_files import Changed, Refused, read, resolve
+from broker.pinned_files import Changed, Refused
+
+MIB = 1 << 20
+ROOT_INODES: dict[str, int] = {}  # each root as it was when resolved
+
+
+def resolve(root, relative, max_files, max_size=MIB):
+    listing = pinned_files.resolve(str(root), relative, max_files, max_size)
+    ROOT_INODES[str(root)] = listing.root_inode
+    return listing.files
+
+
+def read(root, pinned, sha256=None):
+    return pinned_files.read(str(root), ROOT_INODES[str(root)], pinned, sha256)
 
 
 @pytest.fixture
@@ -90,6 +103,14 @@ def test_special_files_are_refused_without_being_opened(root):
         server.close()
 
 
+def test_a_file_over_the_size_bound_is_refused_before_it_is_read(root):
+    with pytest.raises(
+        Refused, match=r"2026/b\.csv holds 5 bytes, more than one file may \(4:"
+    ) as refused:
+        resolve(str(root), "2026/b.csv", 10, max_size=4)
+    assert refused.value.kind == "too-large"
+
+
 def test_a_resolution_is_bounded(root, monkeypatch):
     for index in range(5):
         (root / f"part-{index}.csv").write_text("x\n1\n")
@@ -151,6 +172,15 @@ def test_a_file_that_gained_a_name_or_became_special_is_not_read(root, pinned, t
     os.mkfifo(path)
     with pytest.raises(Changed, match="FIFO"):
         read(str(root), pinned)  # returns: the FIFO is never opened
+
+
+def test_a_granted_folder_put_in_the_place_of_the_pinned_one_is_not_read(root, pinned):
+    (root.parent / "elsewhere").mkdir()
+    (root / "2026").rename(root.parent / "elsewhere" / "2026")  # the same files, moved
+    root.rename(root.parent / "old")
+    (root.parent / "elsewhere").rename(root)
+    with pytest.raises(Changed, match="granted folder was replaced"):
+        read(str(root), pinned)
 
 
 def test_a_read_checks_the_bytes_of_the_first_read(root, pinned):

@@ -200,10 +200,22 @@ def test_a_job_past_its_deadline_reads_no_file(federation, storage):
     assert service.run_job(factory, job_id, "process", settings, passed) == "failed"
     problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
     assert problem["status"] == 413 and "BROKER_JOB_DEADLINE_SECONDS" in problem["detail"]
-    reader = references._Reader(str(storage / "sn") + "/", "csv", ReadLimits(), passed)
-    [pinned] = pinned_files.resolve(str(storage / "sn"), "patients_published.csv", 10)
+    listing = pinned_files.resolve(str(storage / "sn"), "patients_published.csv", 10, 1 << 20)
+    root = str(storage / "sn") + "/"
+    reader = references._Reader(root, listing.root_inode, "csv", ReadLimits(), passed)
     with pytest.raises(PastDeadline):  # and the cluster checks it before each file
-        reader.partition((pinned, "0" * 64))
+        reader.partition((listing.files[0], "0" * 64))
+
+
+def test_a_column_with_too_many_distinct_values_is_refused_before_it_is_counted(
+    federation, storage
+):
+    answer = by_reference(federation, str(storage / "sn" / "patients_original.csv"), **QI)
+    factory, settings, job_id = _claimed(federation, answer)
+    bounded = settings.model_copy(update={"out_of_core_max_distinct": 5})
+    assert service.run_job(factory, job_id, "process", bounded) == "failed"
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 413 and "distinct values" in problem["detail"]
 
 
 def test_a_job_accepted_before_files_were_pinned_fails_clearly(federation, storage, connection):
