@@ -522,7 +522,7 @@ def run_job(
     The transfer is recorded in the transaction that marks the job done, and only while this
     process still holds the lease: a job taken over by another process, or failed past its
     ``deadline`` meanwhile (:func:`fail_job`), is decided once. The deadline is also checked
-    at every stage, so that a job past it stops at the next.
+    at every stage (and by the cluster before each file), so that work past it stops soon.
     """
     with factory() as session:
         job = repository.get_job(session, job_id)
@@ -551,8 +551,6 @@ def run_job(
             decided = _decide(
                 session, source_id, job_id, upload, request, settings, progress, deadline
             )
-            if deadline is not None:
-                deadline.check()
         except BrokerError as error:  # the data cannot be decided: say why, store nothing
             session.rollback()
             state = _settle(session, job_id, owner, JobState.FAILED, error.as_problem())
