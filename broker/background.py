@@ -2,7 +2,8 @@
 
 Each pass claims what is due (leases in the database keep every row with one process, so several
 broker processes may run the same thread on one database) and works on it; when a pass finds
-nothing, the thread sleeps until the next poll or until :meth:`Poller.wake` is called.
+nothing, the thread sleeps until the next poll or until :meth:`Poller.wake` is called. A job's
+wall-clock bound is a :class:`Deadline`.
 """
 
 from __future__ import annotations
@@ -10,8 +11,48 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.errors import PayloadTooLarge
+
+
+class PastDeadline(PayloadTooLarge):
+    """A job ran past its wall-clock deadline: too costly for this broker, as data over one of
+    its other bounds is (413)."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a job must be over (``time.time()``), and the bound it came from, for the message.
+
+    Checked between the stages of a job and before each file a cluster reads for it (it is sent
+    to the workers with the work), so that work past it stops at the next check.
+    """
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.time() + seconds, seconds)
+
+    @property
+    def passed(self) -> bool:
+        return time.time() > self.at
+
+    def check(self) -> None:
+        if self.passed:
+            raise self.error()
+
+    def error(self) -> PastDeadline:
+        return PastDeadline(
+            f"The broker stopped deciding this transfer after {self.seconds:,.0f} s, the most "
+            "one background job may take (BROKER_JOB_DEADLINE_SECONDS): nothing was stored; "
+            "send less data (fewer rows or columns), or ask the federation's admins"
+        )
 
 
 def owner_name() -> str:
@@ -42,9 +83,18 @@ class Poller:
         self._wake.set()
 
     def stop(self, timeout: float = 10.0) -> None:
+        self.stop_soon()
+        self.join(timeout)
+
+    def stop_soon(self) -> None:
+        """End the thread after its current pass, without waiting for it (it may be the
+        calling thread, or stuck in a call that does not return)."""
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout)
+
+    def join(self, timeout: float) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -130,19 +131,41 @@ class Settings(BaseSettings):
     )
     reference_roots: dict[str, list[str]] = Field(
         default_factory=dict,
-        description="Per member id, the location prefixes it may name in a transfer by "
-        'reference, as JSON ({"sn-hospital": ["s3://sn-registry/"]})',
+        description="Per member id, the folders of the federation's shared file storage it may "
+        'name files under in a transfer by reference, as JSON ({"sn-hospital": '
+        '["/data/federation/sn-hospital/"]}): absolute paths, the folders of two members '
+        "apart, none holding the broker's own folders (spool, signing keys, reference output) "
+        "or lying in them",
     )
     reference_output: str | None = Field(
         None,
         description="Folder or URL prefix where the cluster writes what leaves by reference "
         "(one folder per transfer, Parquet); destinations are given read access there",
     )
+    reference_max_files: int = Field(
+        10_000, gt=0, description="Most files one transfer by reference may name"
+    )
     jobs_per_member: int = Field(
         4,
         ge=1,
         description="Most transfers one member may have waiting for a background decision "
         "(each may hold gigabytes of spool); more answer 429",
+    )
+    job_slots: int = Field(
+        2, ge=1, description="Background transfers this process decides at the same time"
+    )
+    job_slots_per_member: int = Field(
+        1,
+        ge=1,
+        description="Background transfers of one member decided at the same time, by all the "
+        "processes sharing the database: its other jobs wait, so that one member's slow jobs "
+        "never hold every slot; the next job goes to the member with the fewest running",
+    )
+    job_deadline_seconds: float = Field(
+        3_600.0,
+        gt=0,
+        description="Wall-clock time one background decision may take; past it, the job fails "
+        "(413) and its slot is freed",
     )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(0.5, gt=0)
@@ -303,6 +326,42 @@ class Settings(BaseSettings):
                 "slow check could still run when the next one of the same member starts"
             )
         return self
+
+    @model_validator(mode="after")
+    def _reference_roots_apart(self) -> Settings:
+        """A member's granted folder holds only what that member may send: not another
+        member's folder, nor the broker's own files (its spool holds every member's uploads,
+        its key folder its signing keys, its output what other transfers delivered)."""
+        own = {"spool_dir": self.spool_dir, "signing_key_dir": self.signing_key_dir}
+        if self.reference_output and "://" not in self.reference_output:
+            own["reference_output"] = self.reference_output
+        granted = []
+        for member, roots in self.reference_roots.items():
+            for root in roots:
+                if not root.startswith("/") or "://" in root or "::" in root:
+                    raise ValueError(
+                        f"reference_roots: {root!r} ({member}) is not an absolute path of the "
+                        "shared file storage (object stores are not supported)"
+                    )
+                granted.append((member, root))
+        for member, root in granted:
+            for name, folder in own.items():
+                if _nested(root, str(folder)):
+                    raise ValueError(
+                        f"reference_roots: {root!r} ({member}) and {name} ({folder}) overlap"
+                    )
+            for other, theirs in granted:
+                if other != member and _nested(root, theirs):
+                    raise ValueError(
+                        f"reference_roots: {root!r} ({member}) and {theirs!r} ({other}) overlap"
+                    )
+        return self
+
+
+def _nested(first: str, second: str) -> bool:
+    """Whether one folder is the other or lies in it (their links resolved)."""
+    one, two = (os.path.realpath(path).rstrip("/") + "/" for path in (first, second))
+    return one.startswith(two) or two.startswith(one)
 
 
 @lru_cache

@@ -15,7 +15,8 @@ of a row compares values as pandas hashes them. Dask is an optional extra
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -91,6 +92,12 @@ class DaskEngine:
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         return [rows for _codes, rows, _persons in self._grouped(column_sets, False)]
+
+    def distinct_estimates(self) -> dict[str, float]:
+        """Each column's number of distinct values, estimated in one pass (HyperLogLog, within
+        a few percent): what its dictionary would bring back to the broker's memory."""
+        found = dask.compute(*(self._frame[c].nunique_approx() for c in self._names))
+        return {name: float(n) for name, n in zip(self._names, found, strict=True)}
 
     def duplicate_rows(self) -> int:
         return self._rows - int(self._frame[_ROW].nunique().compute())
@@ -190,29 +197,22 @@ def connect(address: str):
     return Client(address, set_as_default=True, timeout="10s")
 
 
-def open_location(location: str, data_format: str, person_key: str | None = None) -> DaskEngine:
-    """The dataset at ``location`` (a path or URL the cluster's workers can read, a glob for
-    several files), read where it lies: CSV as the canonical reader reads it (every value text
-    as written, an empty field the empty string), or Parquet."""
-    if data_format == "parquet":
-        frame = dd.read_parquet(location)
-    else:
-        frame = dd.read_csv(location, dtype=str, keep_default_na=False, na_filter=False)
+def compute_each(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``function`` of every item, computed on the cluster in parallel (one task each)."""
+    return list(dask.compute(*(dask.delayed(function, pure=False)(item) for item in items)))
+
+
+def from_partitions(
+    read: Callable[[Any], pd.DataFrame],
+    pieces: Sequence[Any],
+    meta: pd.DataFrame,
+    person_key: str | None = None,
+) -> DaskEngine:
+    """A table whose partitions are ``read(piece)``, called on the workers at every pass over
+    the data (nothing is kept between passes): ``read`` is where each pass checks what it
+    reads. ``meta`` is an empty frame with the partitions' columns and types."""
+    frame = dd.from_map(read, list(pieces), meta=meta, enforce_metadata=True)
     return DaskEngine.from_dask(frame, person_key)
-
-
-def listing(location: str) -> list[dict]:
-    """The files at ``location`` (name, size and the storage's own version stamp: an ETag or a
-    modification time), what identifies a dataset by reference without reading it."""
-    import fsspec
-
-    files = fsspec.open_files(location)
-    found = []
-    for opened in files:
-        info = opened.fs.info(opened.path)
-        stamp = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("created")
-        found.append({"path": opened.path, "size": int(info["size"]), "stamp": str(stamp)})
-    return sorted(found, key=lambda f: f["path"])
 
 
 def write(engine: DaskEngine, location: str) -> list[dict]:

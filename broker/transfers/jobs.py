@@ -1,23 +1,33 @@
-"""The job runner: a thread in the broker process that decides transfers accepted with 202.
+"""The job runner: threads in the broker process that decide transfers accepted with 202.
 
-One job at a time per process (a decision is CPU-bound); several processes share the queue
-through leases (:func:`broker.transfers.service.claim_job`). A job survives a restart: its row is
-in the database and its upload in the spool folder, and once its lease runs out any process
-takes it over.
+``BROKER_JOB_SLOTS`` jobs at a time per process, each in a slot thread of its own; several
+processes share the queue through leases (:func:`broker.transfers.service.claim_job`), which
+gives the next job to the member with the fewest running and never more than
+``BROKER_JOB_SLOTS_PER_MEMBER`` to one member. A job survives a restart: its row is in the
+database and its upload in the spool folder, and once its lease runs out any process takes it
+over.
 
-Between jobs it also keeps house: it removes the spool files a dead process left, and ends the
-contract negotiations that waited too long for their next message.
+A supervisor thread watches the slots. It extends the lease of every job still being worked on
+(a stage may take longer than a lease), and fails a job past its wall-clock deadline
+(``BROKER_JOB_DEADLINE_SECONDS``) at once, whatever it is doing: its slot gets a fresh thread,
+and the old one, once its call returns, finds the job settled and records nothing. The job
+itself checks the deadline between stages (and the cluster before each file it reads), so that
+work past it stops soon. Between passes the supervisor also keeps house: it removes the spool
+files a dead process left, and ends the contract negotiations that waited too long for their
+next message.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from broker.background import Poller, owner_name
+from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
 from broker.monitoring import Monitoring
 from broker.negotiations import service as negotiations
@@ -25,6 +35,18 @@ from broker.transfers import repository, service
 from broker.wire.statuses import JobState, TransferStatus
 
 log = logging.getLogger("broker.jobs")
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One job at a time, in a thread of its own; what the supervisor knows of it."""
+
+    number: int
+    poller: Poller | None = None
+    job_id: str | None = None
+    deadline: Deadline | None = None
+    renewed_at: float = 0.0  # time.monotonic() of its last lease extension
+    replaced: bool = False  # past its deadline: its thread ends once its call returns
 
 
 class JobRunner:
@@ -42,11 +64,124 @@ class JobRunner:
         self.owner = owner_name()
         self._swept_at = 0.0
         self._expired_at = 0.0
-        self._poller = Poller("transfer-jobs", self.run_once, settings.job_poll_seconds, log)
-        self.start, self.wake, self.stop = self._poller.start, self._poller.wake, self._poller.stop
+        self._lock = threading.Lock()
+        self._slots: list[_Slot] = []
+        self._numbered = 0
+        self._supervisor = Poller("transfer-jobs", self._supervise, settings.job_poll_seconds, log)
+
+    def start(self) -> None:
+        for _ in range(self.settings.job_slots):
+            self._open_slot()
+        self._supervisor.start()
+
+    def wake(self) -> None:
+        """Look for jobs now instead of at the next poll."""
+        with self._lock:
+            slots = list(self._slots)
+        for slot in slots:
+            slot.poller.wake()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._supervisor.stop_soon()
+        with self._lock:
+            slots = list(self._slots)
+        for slot in slots:
+            slot.poller.stop_soon()
+        end = time.monotonic() + timeout
+        self._supervisor.join(max(0.0, end - time.monotonic()))
+        for slot in slots:
+            slot.poller.join(max(0.0, end - time.monotonic()))
 
     def run_once(self) -> int:
-        """Decide one job if there is one; returns how many were run (0 or 1)."""
+        """Keep house, then decide one job in the calling thread if there is one; returns how
+        many were run (0 or 1). What each slot does, and what tests call."""
+        self._keep_house()
+        return self._decide_one(None)
+
+    # --- the slots ------------------------------------------------------------------------------
+
+    def _open_slot(self) -> None:
+        with self._lock:
+            self._numbered += 1
+            slot = _Slot(self._numbered)
+            slot.poller = Poller(
+                f"transfer-jobs-{slot.number}",
+                lambda: self._slot_pass(slot),
+                self.settings.job_poll_seconds,
+                log,
+            )
+            self._slots.append(slot)
+        slot.poller.start()
+
+    def _slot_pass(self, slot: _Slot) -> int:
+        if slot.replaced:
+            slot.poller.stop_soon()
+            return 0
+        return self._decide_one(slot)
+
+    def _decide_one(self, slot: _Slot | None) -> int:
+        job_id = service.claim_job(self.factory, self.owner, self.settings)
+        if job_id is None:
+            return 0
+        deadline = Deadline.after(self.settings.job_deadline_seconds)
+        if slot is not None:
+            with self._lock:
+                slot.job_id, slot.deadline, slot.renewed_at = job_id, deadline, time.monotonic()
+        try:
+            state = service.run_job(self.factory, job_id, self.owner, self.settings, deadline)
+        except Exception:
+            if service.requeue_job(self.factory, job_id, self.owner):
+                log.exception("job %s failed unexpectedly; it goes back to the queue", job_id)
+            else:
+                log.info("job %s, settled meanwhile, ended with an error", job_id, exc_info=True)
+            return 1
+        finally:
+            if slot is not None:
+                with self._lock:
+                    slot.job_id = slot.deadline = None
+        log.info("job %s: %s", job_id, state)
+        if state == JobState.DONE:
+            with self.factory() as session:
+                transfer = repository.get(session, job_id)
+                self.monitoring.count_decision(transfer.status, transfer.rules)
+                if transfer.status == TransferStatus.APPROVED:
+                    self.on_approved()  # it waits in the outbox
+        return 1
+
+    # --- the supervisor -------------------------------------------------------------------------
+
+    def _supervise(self) -> int:
+        self._keep_house()
+        now = time.monotonic()
+        renew_every = self.settings.job_lease_seconds / 3
+        with self._lock:
+            busy = [(s, s.job_id, s.deadline) for s in self._slots if s.job_id is not None]
+        for slot, job_id, deadline in busy:
+            if deadline.passed:
+                self._replace(slot, job_id, deadline)
+            elif now - slot.renewed_at >= renew_every:
+                service.extend_lease(self.factory, job_id, self.owner, self.settings)
+                slot.renewed_at = now
+        return 0  # it polls at its period
+
+    def _replace(self, slot: _Slot, job_id: str, deadline: Deadline) -> None:
+        """Fail the job past its deadline and give its slot a fresh thread."""
+        failed = service.fail_job(self.factory, job_id, self.owner, self.settings, deadline.error())
+        with self._lock:
+            if slot.job_id != job_id or slot.replaced:  # it just ended by itself
+                return
+            slot.replaced = True
+            self._slots.remove(slot)
+        slot.poller.stop_soon()
+        log.warning(
+            "job %s ran past its deadline (%s s)%s; its slot gets a fresh thread",
+            job_id,
+            self.settings.job_deadline_seconds,
+            ": failed" if failed else "",
+        )
+        self._open_slot()
+
+    def _keep_house(self) -> None:
         now = time.time()
         if now - self._swept_at >= self.settings.spool_sweep_seconds:
             self._swept_at = now
@@ -58,20 +193,3 @@ class JobRunner:
                 ended = negotiations.expire(session, self.settings.negotiation_timeout_seconds)
             if ended:
                 log.info("ended %d negotiation(s) that waited too long", ended)
-        job_id = service.claim_job(self.factory, self.owner, self.settings)
-        if job_id is None:
-            return 0
-        try:
-            state = service.run_job(self.factory, job_id, self.owner, self.settings)
-        except Exception:
-            log.exception("job %s failed unexpectedly; it goes back to the queue", job_id)
-            service.requeue_job(self.factory, job_id, self.owner)
-            return 1
-        log.info("job %s: %s", job_id, state)
-        if state == JobState.DONE:
-            with self.factory() as session:
-                transfer = repository.get(session, job_id)
-                self.monitoring.count_decision(transfer.status, transfer.rules)
-                if transfer.status == TransferStatus.APPROVED:
-                    self.on_approved()  # it waits in the outbox
-        return 1

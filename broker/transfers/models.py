@@ -75,8 +75,10 @@ class Transfer(Base):
 class TransferJob(Base):
     """A transfer accepted for a decision in the background (``202 Accepted``).
 
-    The upload waits in the spool folder under the job's id; the transfer, once decided, gets the
-    same id, written in the transaction that marks the job done. Leases, as for deliveries, keep
+    The upload waits in the spool folder under the job's id (by reference, ``upload`` holds the
+    files resolved and pinned at the request, which the job reads and nothing else); the
+    transfer, once decided, gets the same id, written in the transaction that marks the job
+    done. Leases, as for deliveries, keep
     each job with one broker process; a process that dies leaves a lease that runs out, and
     another process (or the same one restarted) takes the job over.
     """

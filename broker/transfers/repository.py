@@ -151,18 +151,56 @@ def _takeable(now: datetime):
     )
 
 
-def due_jobs(session: Session, now: datetime, limit: int) -> list[str]:
-    query = (
-        select(TransferJob.id).where(_takeable(now)).order_by(TransferJob.created_at).limit(limit)
+def _running_of(now: datetime):
+    """Per member, its jobs running under a lease that holds, for fair claims."""
+    return (
+        select(TransferJob.source_id, func.count().label("running"))
+        .where(TransferJob.state == JobState.RUNNING, TransferJob.lease_expires_at >= now)
+        .group_by(TransferJob.source_id)
+        .subquery()
     )
-    return list(session.scalars(query))
 
 
-def take_job(session: Session, job_id: str, owner: str, now: datetime, until: datetime) -> bool:
-    """Lease the job (one more attempt) unless another process holds it; True when we got it."""
+def due_jobs(session: Session, now: datetime, per_member: int, limit: int) -> list[Row]:
+    """Takeable jobs (``id``, ``source_id``), fairest first: the members with the fewest jobs
+    running first, each member's oldest first; none of a member running ``per_member``."""
+    running = _running_of(now)
+    count = func.coalesce(running.c.running, 0)
+    query = (
+        select(TransferJob.id, TransferJob.source_id)
+        .outerjoin(running, running.c.source_id == TransferJob.source_id)
+        .where(_takeable(now), count < per_member)
+        .order_by(count, TransferJob.created_at, TransferJob.id)
+        .limit(limit)
+    )
+    return list(session.execute(query))
+
+
+def take_job(
+    session: Session,
+    job_id: str,
+    source_id: str,
+    owner: str,
+    now: datetime,
+    until: datetime,
+    per_member: int,
+) -> bool:
+    """Lease the job (one more attempt) unless another process holds it or its member already
+    runs ``per_member`` jobs; True when we got it."""
+    other = aliased(TransferJob)  # not the row being updated: the member's running jobs
+    running = (
+        select(func.count())
+        .select_from(other)
+        .where(
+            other.source_id == source_id,
+            other.state == JobState.RUNNING,
+            other.lease_expires_at >= now,
+        )
+        .scalar_subquery()
+    )
     result = session.execute(
         update(TransferJob)
-        .where(TransferJob.id == job_id, _takeable(now))
+        .where(TransferJob.id == job_id, _takeable(now), running < per_member)
         .values(
             state=JobState.RUNNING,
             lease_owner=owner,
@@ -170,6 +208,7 @@ def take_job(session: Session, job_id: str, owner: str, now: datetime, until: da
             attempts=TransferJob.attempts + 1,
             updated_at=now,
         )
+        .execution_options(synchronize_session=False)
     )
     return result.rowcount == 1
 
@@ -197,6 +236,18 @@ def job_progress(
         update(TransferJob)
         .where(*_held_by(job_id, owner))
         .values(stage=stage, progress=progress, lease_expires_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+def extend_job_lease(
+    session: Session, job_id: str, owner: str, now: datetime, until: datetime
+) -> bool:
+    """Extend the lease of a job ``owner`` still runs."""
+    result = session.execute(
+        update(TransferJob)
+        .where(*_held_by(job_id, owner))
+        .values(lease_expires_at=until, updated_at=now)
     )
     return result.rowcount == 1
 

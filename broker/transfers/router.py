@@ -210,10 +210,13 @@ def create_transfer(
     location: Annotated[
         str,
         Form(
-            description="Instead of a file: where the data lies on storage the broker's Dask "
-            "cluster reads (a .parquet or .csv path or URL, a glob for several files, e.g. "
-            "`s3://sn-registry/2026/*.parquet`), under a prefix the federation granted this "
-            "member. Always decided in the background. Empty: the data is the `file`",
+            description="Instead of a file: where the data lies on the federation's shared "
+            "storage, which the broker's Dask cluster reads: the absolute path of .parquet or "
+            ".csv files under a folder the federation granted this member, with glob patterns "
+            "for several (e.g. `/data/federation/sn-hospital/2026/*.parquet`). Resolved once, "
+            "at the request, into regular files (no link, no special file); the job reads "
+            "those, unchanged, or fails. Always decided in the background. Empty: the data is "
+            "the `file`",
             max_length=2_000,
         ),
     ] = "",

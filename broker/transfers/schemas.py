@@ -115,8 +115,8 @@ class DryRunPreview(BaseModel):
 
 class DatasetRead(BaseModel):
     sha256: str = Field(
-        description="SHA-256 of the data as uploaded (by reference: of its files' listing, "
-        "names, sizes and version stamps)"
+        description="SHA-256 of the data as uploaded (by reference: of the files it named, "
+        "as pinned at the request: paths, sizes, inodes and times)"
     )
     size_bytes: int
     rows: int

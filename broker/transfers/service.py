@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
+from broker.background import Deadline
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.deps import Caller
@@ -206,18 +207,20 @@ def _decide(
     request: TransferRequest,
     settings: Settings,
     progress: Progress = _no_progress,
+    deadline: Deadline | None = None,
 ) -> _Decided:
     """Read, measure and decide; nothing is written (see :func:`_record`). A full disk is
     :class:`~broker.errors.InsufficientStorage` (a job fails with it: send again).
 
     Short reads, CPU work outside any transaction: on SQLite a transaction holds the write lock,
-    and measuring or anonymizing a large upload takes seconds.
+    and measuring or anonymizing a large upload takes seconds. ``deadline`` (a job's) is also
+    checked by the cluster before each file it reads for a transfer by reference.
     """
     session.rollback()
     progress("reading", 0.05)
     roles_asked = (request.quasi_identifiers, request.sensitive, request.person_key)
     if isinstance(upload, Reference):
-        table = open_reference(upload, *roles_asked)
+        table = open_reference(upload, source_id, *roles_asked, settings, deadline)
     else:
         table = open_upload(upload, settings, *roles_asked)
     roles = table.roles
@@ -488,16 +491,21 @@ def _enqueue(
 
 
 def claim_job(factory: sessionmaker[Session], owner: str, settings: Settings) -> str | None:
-    """Lease the oldest job that is queued or whose holder stopped; None when there is none.
+    """Lease a job that is queued or whose holder stopped; None when there is none.
 
-    A job whose holder stopped ``job_max_attempts`` times (a crash that it causes, say) fails
-    instead of running again.
+    Fair across members: the oldest job of the member with the fewest jobs running (in every
+    process sharing the database), never one of a member already running
+    ``job_slots_per_member``. A job whose holder stopped ``job_max_attempts`` times (a crash
+    that it causes, say) fails instead of running again.
     """
     now = datetime.now(UTC)
     until = now + timedelta(seconds=settings.job_lease_seconds)
+    per_member = settings.job_slots_per_member
     with factory() as session:
-        for job_id in repository.due_jobs(session, now, limit=5):
-            if not repository.take_job(session, job_id, owner, now, until):
+        for job_id, source_id in repository.due_jobs(session, now, per_member, limit=5):
+            repository.lock_member(session, source_id)  # claims of one member take turns
+            if not repository.take_job(session, job_id, source_id, owner, now, until, per_member):
+                session.rollback()  # let go of the member before locking the next one
                 continue
             job = repository.get_job(session, job_id)
             if job.attempts <= settings.job_max_attempts:
@@ -513,11 +521,19 @@ def claim_job(factory: sessionmaker[Session], owner: str, settings: Settings) ->
     return None
 
 
-def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings) -> str:
+def run_job(
+    factory: sessionmaker[Session],
+    job_id: str,
+    owner: str,
+    settings: Settings,
+    deadline: Deadline | None = None,
+) -> str:
     """Decide a job this process has leased; returns its new state.
 
     The transfer is recorded in the transaction that marks the job done, and only while this
-    process still holds the lease: a job taken over by another process is decided once.
+    process still holds the lease: a job taken over by another process, or failed past its
+    ``deadline`` meanwhile (:func:`fail_job`), is decided once. The deadline is also checked
+    at every stage (and by the cluster before each file), so that work past it stops soon.
     """
     with factory() as session:
         job = repository.get_job(session, job_id)
@@ -530,10 +546,11 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
                 "sensitive": tuple(job.request["sensitive"]),
             }
         )
-        upload = _source_from(job, settings)
         source_id = job.source_id
 
         def progress(stage: str, fraction: float) -> None:
+            if deadline is not None:
+                deadline.check()
             now = datetime.now(UTC)
             until = now + timedelta(seconds=settings.job_lease_seconds)
             with factory() as heartbeat:
@@ -541,7 +558,10 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
                 heartbeat.commit()
 
         try:
-            decided = _decide(session, source_id, job_id, upload, request, settings, progress)
+            upload = _source_from(job, settings)
+            decided = _decide(
+                session, source_id, job_id, upload, request, settings, progress, deadline
+            )
         except BrokerError as error:  # the data cannot be decided: say why, store nothing
             session.rollback()
             state = _settle(session, job_id, owner, JobState.FAILED, error.as_problem())
@@ -551,23 +571,51 @@ def run_job(factory: sessionmaker[Session], job_id: str, owner: str, settings: S
             if state == "lease_lost":
                 _drop_payload_file(decided)
         if state != "lease_lost":
-            _discard(upload)
+            discard_job_upload(settings, job_id)
         return state
 
 
-def requeue_job(factory: sessionmaker[Session], job_id: str, owner: str) -> None:
-    """Give a job back after an unexpected error; the next claim counts another attempt."""
+def fail_job(
+    factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings, error: BrokerError
+) -> bool:
+    """Fail a job this process holds without waiting for it (past its deadline, stuck in a
+    call that does not return): whatever it records later is refused, as the lease is gone.
+    True when it was still running here."""
     with factory() as session:
-        repository.settle_job(
+        failed = _settle(session, job_id, owner, JobState.FAILED, error.as_problem())
+    if failed == "lease_lost":
+        return False
+    discard_job_upload(settings, job_id)
+    return True
+
+
+def extend_lease(
+    factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings
+) -> None:
+    """Keep a job that this process is still working on (a stage may outlast a lease)."""
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=settings.job_lease_seconds)
+    with factory() as session:
+        if repository.extend_job_lease(session, job_id, owner, now, until):
+            session.commit()
+
+
+def requeue_job(factory: sessionmaker[Session], job_id: str, owner: str) -> bool:
+    """Give a job back after an unexpected error; the next claim counts another attempt.
+    False when it was not this process's any more (failed past its deadline meanwhile)."""
+    with factory() as session:
+        requeued = repository.settle_job(
             session, job_id, owner, datetime.now(UTC), state=JobState.QUEUED, stage="queued"
         )
         session.commit()
+    return requeued
 
 
 def _source_of(upload: Upload | Reference) -> dict[str, Any]:
-    """What a job keeps of its data: the upload's metadata, or the reference."""
+    """What a job keeps of its data: the upload's metadata, or the reference (its pinned
+    files: the job reads those, checked, and nothing else)."""
     if isinstance(upload, Reference):
-        return {"reference": asdict(upload)}
+        return {"reference": upload.stored()}
     return {
         "sha256": upload.sha256,
         "filename": upload.filename,
@@ -577,7 +625,7 @@ def _source_of(upload: Upload | Reference) -> dict[str, Any]:
 
 def _source_from(job: TransferJob, settings: Settings) -> Upload | Reference:
     if "reference" in job.upload:
-        return Reference(**job.upload["reference"])
+        return Reference.of(job.upload["reference"])
     return Upload(
         job_upload_path(settings, job.id),
         job.size_bytes,

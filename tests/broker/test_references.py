@@ -4,13 +4,20 @@ there, decides with the same code, and delivers a signed document naming what it
 import hashlib
 import io
 import json
+import time
 
 import pandas as pd
 import pytest
 from distributed import LocalCluster
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
+from broker import pinned_files, references
+from broker.background import Deadline, PastDeadline
+from broker.datasets import ReadLimits
 from broker.main import create_app
+from broker.transfers import service
+from broker.transfers.models import TransferJob
 from tests.broker.conftest import ADMIN, Federation, bearer, drain
 from tests.broker.test_transfer_jobs import run_jobs
 from tests.conftest import FIXTURES
@@ -114,14 +121,12 @@ def test_auto_anonymization_by_reference_writes_the_generalized_table(federation
 
 
 def test_a_member_names_only_locations_it_was_granted(federation, storage):
-    for location in (
-        str(storage / "out" / "x.parquet"),
-        f"{storage / 'sn'}/../out/x.parquet",
-        "/etc/passwd.csv",
-    ):
+    for location in (str(storage / "out" / "x.parquet"), "/etc/passwd.csv"):
         answer = by_reference(federation, location)
         assert answer.status_code == 403, answer.text
         assert "granted prefixes" in answer.json()["detail"]
+    dotted = by_reference(federation, f"{storage / 'sn'}/../out/x.parquet")
+    assert dotted.status_code == 422 and "'..'" in dotted.json()["detail"]
     answer = federation.client.post(
         "/v1/transfers",
         headers=bearer(federation.keys["ng-health"]),
@@ -169,3 +174,105 @@ def test_a_link_or_a_sibling_folder_does_not_lead_out_of_the_granted_prefix(fede
     (storage / "sn-other" / "data.csv").write_text("Age\n30\n")
     sibling = by_reference(federation, str(storage / "sn-other" / "data.csv"))
     assert sibling.status_code == 403, sibling.text
+
+
+def _claimed(federation, answer) -> tuple:
+    factory = federation.client.app.state.sessionmaker
+    settings = federation.client.app.state.settings
+    job_id = answer.json()["id"]
+    assert service.claim_job(factory, "process", settings) == job_id
+    return factory, settings, job_id
+
+
+def test_a_grant_withdrawn_after_the_202_fails_the_job(federation, storage):
+    answer = by_reference(federation, str(storage / "sn" / "patients_published.csv"), **QI)
+    factory, settings, job_id = _claimed(federation, answer)
+    withdrawn = settings.model_copy(update={"reference_roots": {}})
+    assert service.run_job(factory, job_id, "process", withdrawn) == "failed"
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 403 and "no longer under a folder granted" in problem["detail"]
+
+
+def test_a_job_past_its_deadline_reads_no_file(federation, storage):
+    answer = by_reference(federation, str(storage / "sn" / "patients_published.csv"), **QI)
+    factory, settings, job_id = _claimed(federation, answer)
+    passed = Deadline(time.time() - 1, 60)
+    assert service.run_job(factory, job_id, "process", settings, passed) == "failed"
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 413 and "BROKER_JOB_DEADLINE_SECONDS" in problem["detail"]
+    listing = pinned_files.resolve(str(storage / "sn"), "patients_published.csv", 10, 1 << 20)
+    root = str(storage / "sn") + "/"
+    reader = references._Reader(root, listing.root_inode, "csv", ReadLimits(), passed)
+    with pytest.raises(PastDeadline):  # and the cluster checks it before each file
+        reader.partition((listing.files[0], "0" * 64))
+
+
+def test_a_column_with_too_many_distinct_values_is_refused_before_it_is_counted(
+    federation, storage
+):
+    answer = by_reference(federation, str(storage / "sn" / "patients_original.csv"), **QI)
+    factory, settings, job_id = _claimed(federation, answer)
+    bounded = settings.model_copy(update={"out_of_core_max_distinct": 5})
+    assert service.run_job(factory, job_id, "process", bounded) == "failed"
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 413 and "distinct values" in problem["detail"]
+
+
+def test_a_job_accepted_before_files_were_pinned_fails_clearly(federation, storage, connection):
+    answer = by_reference(federation, str(storage / "sn" / "patients_published.csv"), **QI)
+    job_id = answer.json()["id"]
+    old = {"location": "/x/*.csv", "data_format": "csv", "sha256": "0" * 64, "size": 1}
+    connection.execute(
+        update(TransferJob).where(TransferJob.id == job_id).values(upload={"reference": old})
+    )
+    run_jobs(federation.client)
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 409 and "send it again" in problem["detail"]
+
+
+def test_the_files_of_a_location_are_parts_of_one_table(federation, storage):
+    parts = storage / "sn" / "parts"
+    parts.mkdir()
+    frame = pd.read_csv(FIXTURES / "patients_published.csv", dtype=str, keep_default_na=False)
+    frame.iloc[:4].to_csv(parts / "1.csv", index=False)
+    frame.iloc[4:].to_csv(parts / "2.csv", index=False)
+    transfer = decided(federation, by_reference(federation, str(parts / "*.csv"), **QI))
+    assert transfer["dataset"]["rows"] == 9 and transfer["status"] == "approved"
+    frame.iloc[4:, :2].to_csv(parts / "3.csv", index=False)  # one column fewer
+    answer = by_reference(federation, str(parts / "*.csv"), **QI)
+    run_jobs(federation.client)
+    problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
+    assert problem["status"] == 422 and "does not have the columns" in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    ("roots", "words"),
+    [
+        ({"sn-hospital": ["/data/sn/"], "ng-health": ["/data/sn/ng/"]}, "overlap"),
+        ({"sn-hospital": ["/data/"]}, "spool_dir"),  # the spool holds every member's uploads
+        ({"sn-hospital": ["{keys}/"]}, "signing_key_dir"),
+        ({"sn-hospital": ["/data/out/"]}, "reference_output"),
+        ({"sn-hospital": ["s3://sn-registry/"]}, "not an absolute path"),
+        ({"sn-hospital": ["data/sn/"]}, "not an absolute path"),
+    ],
+)
+def test_granted_folders_hold_nothing_of_another_member_or_of_the_broker(roots, words):
+    from pydantic import ValidationError
+
+    from broker.config import Settings
+
+    keys = "/srv/broker/keys"
+    roots = {member: [r.format(keys=keys) for r in rs] for member, rs in roots.items()}
+    with pytest.raises(ValidationError, match=words):
+        Settings(
+            reference_roots=roots,
+            spool_dir="/data/spool",
+            signing_key_dir=keys,
+            reference_output="/data/out",
+        )
+    Settings(
+        reference_roots={"sn-hospital": ["/data/sn/"], "ng-health": ["/data/ng/"]},
+        spool_dir="/data/spool",
+        signing_key_dir=keys,
+        reference_output="/data/out",
+    )
