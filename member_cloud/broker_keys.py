@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from broker.wire.signing import UnknownKey, public_keys, verify, verify_document
+from broker.wire.signing import UnknownKey, public_keys, verify_document
 from member_cloud.storage import atomic_write
 
 log = logging.getLogger("member_cloud")
@@ -40,19 +40,20 @@ class BrokerKeys:
             except (OSError, ValueError):
                 log.warning("cannot read the pinned broker keys in %s; fetching them", self.path)
 
-    def verify(self, header: str | None, headers: dict[str, str]) -> str:
-        """Verify a delivery's signature (over its headers, the body's SHA-256 among them);
-        fetch the broker's keys once on an unknown key id. Deliveries that arrive together
-        with a new key id wait for one fetch and are all checked against what it pinned."""
-        try:
-            return verify(header, headers, self._keys)
-        except UnknownKey:
+    def public_key(self, kid: str) -> Ed25519PublicKey:
+        """The pinned key ``kid``; for a key id not pinned, fetch the broker's keys once and
+        look again (:class:`UnknownKey` if still unknown). Deliveries that arrive together with
+        a new key id wait for one fetch and are all checked against what it pinned."""
+        if kid not in self._keys:
             self.refresh()  # or another delivery's refresh pinned it while this one waited
-        return verify(header, headers, self._keys)
+        try:
+            return self._keys[kid]
+        except KeyError:
+            raise UnknownKey(kid) from None
 
     def verify_document(self, signature: str, document: object) -> str:
-        """Check a document the broker signed (an agreement) as :meth:`verify` checks a
-        delivery: with the pinned keys, fetched again once for a key id not pinned."""
+        """Check a document the broker signed (an agreement) with the pinned keys, fetched
+        again once for a key id not pinned, as a delivery's key is (:meth:`public_key`)."""
         try:
             return verify_document(signature, document, self._keys)
         except UnknownKey:
