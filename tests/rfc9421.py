@@ -135,6 +135,12 @@ class _Reader:
         return members
 
 
+def parse_dictionary(text: str) -> dict:
+    """An RFC 8941 Dictionary: name -> (value, parameters); an inner list's value is a list of
+    (item, parameters)."""
+    return _Reader(text).dictionary()
+
+
 def _serialize_params(params: dict) -> str:
     out = []
     for name, value in params.items():
@@ -217,8 +223,8 @@ def verify(
     """Verify the signature tagged ``tag``, by a key of ``jwks`` whose RFC 7638 thumbprint is
     its keyid, over ``target_uri`` (the verifier's own inbox URL); raises :class:`Refused`."""
     fields = combined(lines)
-    inputs = _Reader(fields["signature-input"]).dictionary()
-    signatures = _Reader(fields["signature"]).dictionary()
+    inputs = parse_dictionary(fields["signature-input"])
+    signatures = parse_dictionary(fields["signature"])
     chosen = [label for label, (_, params) in inputs.items() if params.get("tag") == tag]
     if len(chosen) != 1:
         raise Refused(f"expected one signature tagged {tag!r}, found {len(chosen)}")
@@ -236,7 +242,7 @@ def verify(
         ed25519_key(keys[params["keyid"]]).verify(raw, base)
     except Exception as error:
         raise Refused(f"the signature does not verify: {type(error).__name__}") from None
-    digest = _Reader(fields["content-digest"]).dictionary()
+    digest = parse_dictionary(fields["content-digest"])
     if "content-digest" not in components or set(digest) != {"sha-256"}:
         raise Refused("the body is not bound by a signed sha-256 Content-Digest")
     return Checked(label, components, params, fields, digest["sha-256"][0])
