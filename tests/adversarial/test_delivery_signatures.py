@@ -19,11 +19,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from broker.wire.signing import sign_delivery
 from member_cloud.config import MemberSettings
 from member_cloud.main import create_app as create_member
 from tests import rfc9421
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO
 from tests.servers import ServerThread, free_port
 
 TAG = "fedbroker-delivery"
@@ -282,3 +284,35 @@ def test_the_independent_verifier_reproduces_rfc9421_appendix_b26():
     [(_, (raw, _))] = rfc9421.parse_dictionary(signature).items()
     rfc9421.ed25519_key(jwk).verify(raw, base)  # raises if it does not verify
     assert label == "sig-b26"
+
+
+def test_the_documented_example_verifies_and_is_what_the_broker_signs():
+    """docs/delivery-signatures.md's example is real: the independent verifier accepts it with
+    the documented key, its signature base is the one printed, and the broker's signer makes
+    exactly that signature for the same request (Ed25519 is deterministic)."""
+    text = (REPO / "docs" / "delivery-signatures.md").read_text()
+    request = text.split("```http\n", 1)[1].split("```", 1)[0]
+    head, _, body = request.partition("\n\n")
+    fields_as_sent = head.splitlines()[1:]  # after the request line; "Name:" is an empty value
+    lines = [(n, v.strip()) for n, _, v in (line.partition(":") for line in fields_as_sent)]
+    base = text.split("```text\n", 1)[1].split("```", 1)[0].rstrip("\n")
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}
+    url = "https://fr-research.example:8101/inbox"
+
+    checked = rfc9421.verify("POST", url, lines, {"keys": [jwk]}, tag=TAG)
+    assert checked.body_sha256 == hashlib.sha256(body.encode()).digest()
+    fields = rfc9421.combined(lines)
+    assert rfc9421.signature_base(checked.components, checked.params, "POST", url, fields) == (
+        base.encode()
+    )
+    seed = base64.urlsafe_b64decode("n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU=")  # B.1.4
+    signed = [(n, v) for n, v in lines if n.lower().startswith(("x-fedbroker", "content-"))]
+    made = sign_delivery(
+        Ed25519PrivateKey.from_private_bytes(seed),
+        url,
+        dict(signed),
+        created=checked.params["created"],
+        expires=checked.params["expires"],
+        nonce=checked.params["nonce"],
+    )
+    assert made == {"Signature-Input": fields["signature-input"], "Signature": fields["signature"]}
