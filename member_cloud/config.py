@@ -98,6 +98,13 @@ class MemberSettings(BaseSettings):
         description="Fetch the broker's signing keys again when a delivery names an unknown "
         "key (a rotation); false pins the keys in data_dir/broker-keys.json for good",
     )
+    broker_keys_max_age_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="A pinned key set older than this is fetched again before it is used "
+        "(kept while the broker does not answer): a key the broker retired stops being "
+        "accepted at most this long after",
+    )
     signature_tolerance_seconds: int = Field(
         300,
         gt=0,

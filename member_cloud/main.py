@@ -98,6 +98,7 @@ def create_app(settings: MemberSettings) -> FastAPI:
             settings.data_dir / "broker-keys.json",
             app.state.broker.signing_keys,
             refresh=settings.broker_keys_refresh,
+            max_age_seconds=settings.broker_keys_max_age_seconds,
         )
         if settings.local_token is None:
             log.warning(

@@ -1,8 +1,10 @@
 """A member pins the broker's keys and fetches them again when a delivery names a new one."""
 
+import os
 import threading
 import time
 
+import httpx
 import pytest
 
 from broker.delivery.keyring import KeyRing, generate
@@ -121,3 +123,35 @@ def test_unknown_key_ids_cannot_make_the_member_fetch_in_a_loop(tmp_path):
         with pytest.raises(SignatureError):
             verified_by(keys, forger)
     assert len(calls) == 1  # at most once per REFRESH_SECONDS
+
+
+def test_a_key_the_broker_retired_stops_being_accepted_once_the_pinned_set_is_old(
+    tmp_path, monkeypatch
+):
+    """No delivery names an unknown key after a rotation, so only age makes the member fetch
+    the set again: then the retired key is refused. While the broker is down, what is pinned
+    stays in use."""
+    monkeypatch.setattr(broker_keys, "REFRESH_SECONDS", 0.0)
+    folder = tmp_path / "broker"
+    old_key = generate(folder)
+    os.utime(old_key, (1, 1))
+    generate(folder)
+    both = KeyRing.load(folder)  # during the rotation: both published, the new one signs
+    old = KeyRing(both.keys[:1])  # the retired key, as whoever holds it would sign
+    published = {"set": both.jwks()}
+    keys = BrokerKeys(tmp_path / "keys.json", lambda: published["set"], max_age_seconds=3600)
+    assert verified_by(keys, old) == old.active_id  # pins both
+
+    old_key.unlink()  # the broker retires the old key (compromised, say)
+    published["set"] = KeyRing.load(folder).jwks()
+    assert verified_by(keys, old) == old.active_id  # the pinned set is young: still accepted
+    monkeypatch.setattr(time, "time", lambda: os.stat(tmp_path / "keys.json").st_mtime + 3601)
+    with pytest.raises(UnknownKey):
+        verified_by(keys, old)
+    assert verified_by(keys, both) == both.active_id
+
+    def down():
+        raise httpx.ConnectError("the broker is down")
+
+    offline = BrokerKeys(tmp_path / "keys.json", down, max_age_seconds=1)
+    assert verified_by(offline, both) == both.active_id  # old pinned set, broker down: kept
