@@ -29,6 +29,7 @@ from broker.monitoring import Monitoring
 from broker.wire.statuses import DeliveryStatus
 
 log = logging.getLogger("broker.delivery")
+_FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often
 _OUTCOMES = {
     DeliveryStatus.DELIVERED: "delivered",
     DeliveryStatus.PENDING: "retrying",
@@ -54,6 +55,7 @@ class DeliveryWorker:
         self._lock = threading.Lock()
         self._under_way: set[str] = set()
         self._futures: set[Future] = set()
+        self._forgot_at = float("-inf")
         # Deliveries a database error interrupted, with what their attempt gave (None: not
         # attempted) and until when our lease holds them (monotonic seconds).
         self._interrupted: dict[str, tuple[service.Tried | None, float]] = {}
@@ -104,7 +106,9 @@ class DeliveryWorker:
         until = now + self.settings.delivery_lease_seconds
         started = [self._start(*interrupted) for interrupted in again]
         started += [self._start(transfer_id, None, until) for transfer_id in claimed]
-        service.forget_old_failures(self.factory, self.settings)
+        if not claimed or now - self._forgot_at >= _FORGET_EVERY_SECONDS:
+            self._forgot_at = now  # not on every pass of a busy worker: a query saved each time
+            service.forget_old_failures(self.factory, self.settings)
         return started, len(claimed)
 
     def _start(self, transfer_id: str, tried: service.Tried | None, until: float) -> Future:

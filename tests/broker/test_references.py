@@ -11,6 +11,7 @@ from distributed import LocalCluster
 from fastapi.testclient import TestClient
 
 from broker.main import create_app
+from broker.wire.signing import content_digest
 from tests.broker.conftest import ADMIN, Federation, bearer, drain
 from tests.broker.test_transfer_jobs import run_jobs
 from tests.conftest import FIXTURES
@@ -90,7 +91,7 @@ def test_an_approved_reference_delivers_a_signed_document_naming_the_files_writt
     drain(federation)
     [(headers, body)] = inbox.received
     assert headers["content-type"] == "application/vnd.fedbroker.reference+json"
-    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
+    assert headers["content-digest"] == content_digest(hashlib.sha256(body).hexdigest())
     document = json.loads(body)
     assert document["location"].startswith(str(storage / "out"))
     assert document["rows"] == 9 and document["format"] == "parquet"
