@@ -348,12 +348,12 @@ def verify_delivery(
 def _explained(error: Exception) -> str:
     text = str(error) or type(error).__name__
     if "erification failed" in text or isinstance(error.__cause__, InvalidSignature):
-        text = "it does not match"
-    return (
-        f"the {h.SIGNATURE} does not hold ({text}): a covered header, the digest or the target "
-        "URI differs from what the broker signed (another recipient's delivery, or altered), "
-        "or the broker did not sign it"
-    )
+        return (
+            f"the {h.SIGNATURE} does not hold (it does not match): a covered header, the digest "
+            "or the target URI differs from what the broker signed (another recipient's "
+            "delivery, or altered), or the broker did not sign it"
+        )
+    return f"the {h.SIGNATURE} does not hold: {text}"
 
 
 # Documents -------------------------------------------------------------------------------------
