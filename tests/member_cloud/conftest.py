@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import socket
 import threading
@@ -199,11 +198,8 @@ def _b64url(data: bytes) -> str:
 def public_jwk(key: Ed25519PrivateKey) -> dict[str, str]:
     """RFC 8037 public JWK with its RFC 7638 thumbprint as ``kid``."""
     raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    canonical = json.dumps(
-        {"crv": "Ed25519", "kty": "OKP", "x": _b64url(raw)}, separators=(",", ":")
-    )
-    kid = _b64url(hashlib.sha256(canonical.encode()).digest())
-    return {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw), "kid": kid}
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw)}
+    return jwk | {"kid": rfc9421.thumbprint(jwk)}
 
 
 def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
