@@ -74,6 +74,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2, help="broker worker processes")
     parser.add_argument(
+        "--delivery-concurrency",
+        type=int,
+        default=8,
+        help="deliveries each broker worker has under way at once (BROKER_DELIVERY_CONCURRENCY)",
+    )
+    parser.add_argument(
         "--database",
         default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
         help="a PostgreSQL server's URL (a fresh database is created there), or 'sqlite'",
@@ -91,7 +97,11 @@ def main() -> None:
                 federation,
                 root,
                 url,
-                {"BROKER_RATE_LIMIT": "1000000/minute", "BROKER_WORKERS": str(args.workers)},
+                {
+                    "BROKER_RATE_LIMIT": "1000000/minute",
+                    "BROKER_WORKERS": str(args.workers),
+                    "BROKER_DELIVERY_CONCURRENCY": str(args.delivery_concurrency),
+                },
             )
             broker_url, key, inbox = running.broker_url, running.source_key, running.inbox
             admin, broker_pid = running.admin_token, running.broker.pid
@@ -104,12 +114,14 @@ def main() -> None:
             member_cpu = sum(_cpu_seconds(pid) for pid in members)
             machine, clients = _machine_busy_seconds(), _own_cpu_seconds()
             results = _drive(broker_url, key, body, args.clients, args.seconds)
+            last_decision = time.monotonic()
             cpu = _cpu_seconds(broker_pid) - cpu
             member_cpu = sum(_cpu_seconds(pid) for pid in members) - member_cpu
             machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
             inside = _broker_seconds(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
+            behind = time.monotonic() - last_decision
             states = _delivery_states(broker_url, admin)
             _report(results, args.seconds, floor, approved, delivered)
             print(
@@ -117,6 +129,11 @@ def main() -> None:
                 f"workers, the same clients: {trivial}"
             )
             print(f"the broker's delivery states of approved transfers: {states}")
+            print(
+                f"deliveries ({args.delivery_concurrency} under way per worker): the inbox held "
+                f"every approved transfer {behind:.1f} s after the last decision, "
+                f"{len(delivered) / (args.seconds + behind):.0f} deliveries/s over the run"
+            )
             print(
                 f"the broker's processes used {cpu / max(len(results), 1) * 1000:.1f} ms of CPU "
                 "per decision (its deliveries included)"
@@ -292,7 +309,7 @@ def _wait_delivered(inbox: Path, expected: int, timeout: float = 60.0) -> list[P
         entries = sorted(inbox.glob("*/meta.json")) if inbox.exists() else []
         if len(entries) >= expected or time.monotonic() > deadline:
             return entries
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def _report(results, seconds, floor, approved, delivered) -> None:

@@ -256,6 +256,21 @@ class Settings(BaseSettings):
         description="How long a failed delivery's data is kept for a redelivery",
     )
     delivery_timeout_seconds: float = Field(30.0, gt=0)
+    delivery_concurrency: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="Deliveries one worker has under way at once (each a POST to an inbox): "
+        "a slow or failing destination holds one of them, not the others",
+    )
+    delivery_signature_seconds: int = Field(
+        300,
+        ge=10,
+        le=3600,
+        description="How long a delivery's signature holds (its RFC 9421 expires - created); "
+        "every attempt is signed anew. Members refuse signatures that hold longer than they "
+        "accept (MEMBER_SIGNATURE_MAX_LIFETIME_SECONDS, 900 by default)",
+    )
     health_check_enabled: bool = Field(
         True,
         description="Check member clouds' health in this process (each member is checked once "

@@ -89,8 +89,14 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             log.info("seeded F-SLA records: %s", ", ".join(created))
         client = httpx.Client(timeout=settings.delivery_timeout_seconds, follow_redirects=False)
         app.state.monitoring.watch_outbox(app.state.sessionmaker)
+        # Sessions on one bound connection (tests) cannot run in several threads at once.
+        one_at_a_time = {"delivery_concurrency": 1} if bind is not None else {}
         worker = DeliveryWorker(
-            app.state.sessionmaker, client, settings, app.state.keyring, app.state.monitoring
+            app.state.sessionmaker,
+            client,
+            settings.model_copy(update=one_at_a_time),
+            app.state.keyring,
+            app.state.monitoring,
         )
         app.state.delivery_worker = worker
         if settings.dask_scheduler is not None:  # transfers by reference are counted there

@@ -98,8 +98,25 @@ class MemberSettings(BaseSettings):
         description="Fetch the broker's signing keys again when a delivery names an unknown "
         "key (a rotation); false pins the keys in data_dir/broker-keys.json for good",
     )
+    broker_keys_max_age_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="A pinned key set older than this is fetched again before it is used "
+        "(kept while the broker does not answer): a key the broker retired stops being "
+        "accepted at most this long after",
+    )
     signature_tolerance_seconds: int = Field(
-        300, gt=0, description="Largest clock difference accepted on a delivery's timestamp"
+        300,
+        gt=0,
+        description="Largest clock difference accepted on a delivery's signature: made at most "
+        "this far in the future, expired at most this long ago",
+    )
+    signature_max_lifetime_seconds: int = Field(
+        900,
+        gt=0,
+        le=86_400,
+        description="Longest a delivery's signature may hold (expires - created); its nonce is "
+        "kept this long and the tolerance, to refuse a replay",
     )
     broker_timeout_seconds: float = Field(30.0, gt=0)
     retention_sweep_seconds: float = Field(

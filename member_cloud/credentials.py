@@ -131,7 +131,9 @@ def _stored_key_accepted(settings: MemberSettings, api_key: str) -> bool:
         )
     if member.get("inbox_url") != settings.inbox_url:
         log.warning(
-            "the broker delivers to %s, but this member's inbox is %s",
+            "the broker delivers to %s, but this member's inbox is %s: its deliveries are "
+            "signed for the registered URL and will be refused (set MEMBER_PUBLIC_URL, or have "
+            "the registration changed)",
             member.get("inbox_url"),
             settings.inbox_url,
         )

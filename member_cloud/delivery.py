@@ -1,149 +1,124 @@
-"""Accept a delivery from the broker: check that the broker signed it, then store it once.
+"""Accept a delivery from the broker: signed by it, for this member, new; then store it once.
 
-The broker POSTs an approved transfer's bytes to ``{public_url}/inbox`` with the headers that
-:mod:`broker.wire.headers` lists (transfer id, source, purpose, decision, file name, checksum,
-anonymized, timestamp, signature). The signature is the broker's (scheme ``v5``: Ed25519 over the
-signed headers, which hold the body's SHA-256, :mod:`broker.wire.signing`, the wire contract
-shared by both services); the broker's public keys are pinned by :mod:`member_cloud.broker_keys`.
-Nobody who merely reads the broker's database can sign.
+The broker POSTs an approved transfer's bytes to this member's inbox URL, signed with HTTP
+Message Signatures (RFC 9421, Ed25519; :mod:`broker.wire.signing`, the wire contract shared by
+both services). The broker's public keys are pinned by :mod:`member_cloud.broker_keys`: nobody
+who merely reads the broker's database can sign. Everything is checked before the body is read,
+so an unsigned or foreign delivery costs no disk:
 
-Everything is checked before the body is read: a missing or wrong signature, or a timestamp
-further than the tolerance from our clock, is 401, a missing or malformed header 400, and an
-unsigned delivery costs no disk. The body is then streamed to the inbox and hashed on the way
-(:meth:`member_cloud.storage.Inbox.store`); a body that does not match the signed checksum is
-400 and nothing of it is kept. Purpose and file name are stored decoded.
+- the signature covers exactly the method, the target URI, ``Content-Digest``, the content type
+  and every ``X-Fedbroker-*`` header stored, with ``created``, ``expires``, ``nonce``, ``keyid``,
+  ``alg="ed25519"`` and the delivery tag; the target URI it was checked against is this member's
+  own inbox URL (``MEMBER_PUBLIC_URL`` + ``/inbox``), never one taken from the request; any
+  other signature, the old ``X-Fedbroker-Signature`` among them, is 401;
+- times: made at most ``signature_tolerance_seconds`` in the future, expired at most that long
+  ago, holding at most ``signature_max_lifetime_seconds``; else 401;
+- ``X-Fedbroker-Recipient`` is this member's id; else 403 (a delivery another member re-posts
+  here);
+- the nonce was never seen (:class:`member_cloud.storage.SeenNonces`); else 401
+  ``replayed-delivery``. The broker signs each attempt anew, so its own retry of a transfer
+  carries a new nonce, and the inbox answers it ``already_received``: stored once.
+
+Then the body is streamed to the inbox and hashed on the way (:meth:`Inbox.store`); a body that
+does not match the signed digest is 400 and nothing of it is kept. What is stored is what was
+signed: the values come from the verified signature, not from a second reading of the headers.
 """
 
 from __future__ import annotations
 
-import re
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from urllib.parse import unquote
 
-from pydantic import BaseModel, Field
-
 from broker.wire import headers as h
-from broker.wire.signing import SIGNED_HEADERS, SignatureError
+from broker.wire.signing import SignatureError, Verified, verify_delivery
 from member_cloud.broker_keys import BrokerKeys
-from member_cloud.errors import BadRequest, NotAuthenticated
-from member_cloud.storage import Delivery, Inbox, check_name
+from member_cloud.config import MemberSettings
+from member_cloud.errors import BadRequest, NotAuthenticated, NotForThisMember, Replayed
+from member_cloud.storage import Delivery, Inbox, SeenNonces, check_name
 
 
-class DeliveryHeaders(BaseModel):
-    """The headers of a delivery, as FastAPI reads them (``x_fedbroker_source`` is
-    ``X-Fedbroker-Source``). All are optional here so that the checks run in a fixed order."""
-
-    content_type: str | None = Field(None, description="The payload's media type")
-    idempotency_key: str | None = Field(None, description="Equal to the transfer id")
-    x_fedbroker_transfer: str | None = Field(None, description="Transfer id (required)")
-    x_fedbroker_source: str | None = Field(None, description="Source member id (required)")
-    x_fedbroker_purpose: str | None = Field(
-        None, description="Purpose, percent-encoded UTF-8 (required)"
-    )
-    x_fedbroker_decision: str | None = Field(None, description="e.g. approved (required)")
-    x_fedbroker_filename: str | None = Field(
-        None, description="File name, percent-encoded UTF-8, may be empty"
-    )
-    x_fedbroker_sha256: str | None = Field(
-        None, description="Hex SHA-256 of the body, signed: it binds the body (required)"
-    )
-    x_fedbroker_anonymized: str | None = Field(None, description="true or false (required)")
-    x_fedbroker_agreement: str | None = Field(
-        None, description="The agreement the transfer was made under (empty: none)"
-    )
-    x_fedbroker_retain_until: str | None = Field(
-        None,
-        description="UTC date and time (ISO 8601) after which this member deletes the data "
-        "(empty: no limit)",
-    )
-    x_fedbroker_timestamp: str | None = Field(None, description="Unix seconds (required)")
-    x_fedbroker_signature: str | None = Field(
-        None, description="v5=<key id>:<base64url Ed25519 signature> (required)"
-    )
-
-
-def _signed_headers(headers: DeliveryHeaders) -> dict[str, str]:
-    """The signed headers as received (``X-Fedbroker-Source``, ...), missing ones left out."""
-    return {
-        name: value
-        for name in SIGNED_HEADERS
-        if (value := getattr(headers, name.lower().replace("-", "_"))) is not None
-    }
-
-
-def verify_signature(
-    keys: BrokerKeys, headers: DeliveryHeaders, tolerance_seconds: int, now: float | None = None
-) -> str:
-    """Check the signature and the timestamp (the body is not needed); returns the transfer id."""
-    if not headers.x_fedbroker_signature or not headers.x_fedbroker_timestamp:
-        raise NotAuthenticated(
-            f"A delivery must carry {h.TIMESTAMP} and {h.SIGNATURE}: "
-            "only the broker may post to this inbox"
-        )
-    transfer_id = headers.x_fedbroker_transfer
-    if not transfer_id:
-        raise BadRequest(f"{h.TRANSFER} is missing")
-    if not re.fullmatch(r"[0-9]{1,12}", headers.x_fedbroker_timestamp):
-        raise NotAuthenticated(f"{h.TIMESTAMP} is not a whole number of seconds")
-    timestamp = int(headers.x_fedbroker_timestamp)
-    skew = abs((time.time() if now is None else now) - timestamp)
-    if skew > tolerance_seconds:
-        raise NotAuthenticated(
-            f"{h.TIMESTAMP} is {skew:.0f} s away from this member's clock "
-            f"(at most {tolerance_seconds} s accepted): a replay, or a clock to set right"
-        )
+def verify(
+    settings: MemberSettings, keys: BrokerKeys, lines: Iterable[tuple[str, str]], now: float
+) -> Verified:
+    """Check a delivery's signature and recipient (its nonce is :func:`accept`'s)."""
+    lines = list(lines)
+    named = [value for name, value in lines if name.lower() == h.RECIPIENT.lower()]
+    if named and named != [settings.id]:  # said before the signature is checked: the clearer
+        _not_for_us(", ".join(named), settings.id)
     try:
-        keys.verify(headers.x_fedbroker_signature, _signed_headers(headers))
+        verified = verify_delivery(
+            settings.inbox_url,
+            lines,
+            keys.public_key,
+            now=now,
+            tolerance=settings.signature_tolerance_seconds,
+            max_lifetime=settings.signature_max_lifetime_seconds,
+        )
     except SignatureError as error:
-        raise NotAuthenticated(str(error)) from None
-    return transfer_id
+        raise NotAuthenticated(f"Delivery refused, nothing stored: {error}") from None
+    recipient = verified.field(h.RECIPIENT)
+    if recipient != settings.id:
+        _not_for_us(recipient, settings.id)
+    return verified
+
+
+def _not_for_us(recipient: str, member_id: str) -> None:
+    raise NotForThisMember(
+        f"This delivery is addressed to {recipient!r}, not to {member_id!r}: refused, nothing "
+        "stored"
+    )
 
 
 def accept(
+    settings: MemberSettings,
     inbox: Inbox,
     keys: BrokerKeys,
-    headers: DeliveryHeaders,
+    nonces: SeenNonces,
+    lines: Iterable[tuple[str, str]],
     body: Iterable[bytes],
-    tolerance_seconds: int,
-    now: float | None = None,
+    now: float,
 ) -> tuple[str, bool]:
     """Verify one delivery, then store its body, read from ``body`` chunk by chunk only once
     the headers are accepted; returns (transfer id, stored now)."""
-    transfer_id = verify_signature(keys, headers, tolerance_seconds, now)
-    check_name(transfer_id, "Transfer id")
-    if headers.idempotency_key and headers.idempotency_key != transfer_id:
+    lines = list(lines)
+    verified = verify(settings, keys, lines, now)
+    signed = verified.field
+    transfer_id = check_name(signed(h.TRANSFER), "Transfer id")
+    idempotency_key = next(
+        (value for name, value in lines if name.lower() == h.IDEMPOTENCY_KEY.lower()), None
+    )
+    if idempotency_key is not None and idempotency_key != transfer_id:
         raise BadRequest(f"{h.IDEMPOTENCY_KEY} differs from {h.TRANSFER}")
-    required = {
-        h.SOURCE: headers.x_fedbroker_source,
-        h.PURPOSE: headers.x_fedbroker_purpose,
-        h.DECISION: headers.x_fedbroker_decision,
-        h.ANONYMIZED: headers.x_fedbroker_anonymized,
-    }
-    if missing := [name for name, value in required.items() if not value]:
-        raise BadRequest(f"Missing header(s): {', '.join(missing)}")
-    anonymized = (headers.x_fedbroker_anonymized or "").lower()
+    required = (h.SOURCE, h.PURPOSE, h.DECISION, h.ANONYMIZED)
+    if missing := [name for name in required if not signed(name)]:
+        raise BadRequest(f"Empty header(s): {', '.join(missing)}")
+    anonymized = signed(h.ANONYMIZED).lower()
     if anonymized not in ("true", "false"):
         raise BadRequest(f"{h.ANONYMIZED} must be 'true' or 'false'")
-    retain_until = _retain_until(headers.x_fedbroker_retain_until)
     delivery = Delivery(
         transfer_id=transfer_id,
-        source=headers.x_fedbroker_source or "",
+        source=signed(h.SOURCE),
         # signed percent-encoded (header values are ASCII); stored as the text they encode
-        purpose=unquote(headers.x_fedbroker_purpose or ""),
-        decision=headers.x_fedbroker_decision or "",
-        filename=unquote(headers.x_fedbroker_filename or ""),
-        sha256=headers.x_fedbroker_sha256 or "",  # hex SHA-256: no v5 signature without one
+        purpose=unquote(signed(h.PURPOSE)),
+        decision=signed(h.DECISION),
+        filename=unquote(signed(h.FILENAME)),
+        sha256=verified.sha256,
         anonymized=anonymized == "true",
-        content_type=headers.content_type or "application/octet-stream",
-        agreement=headers.x_fedbroker_agreement or None,
-        retain_until=retain_until,
+        content_type=signed(h.CONTENT_TYPE) or "application/octet-stream",
+        agreement=signed(h.AGREEMENT) or None,
+        retain_until=_retain_until(signed(h.RETAIN_UNTIL)),
     )
+    # Spent last, so that a delivery refused above spends no nonce and writes nothing.
+    if not nonces.first_use(verified.nonce, verified.expires, now):
+        raise Replayed(
+            "This signed delivery was received before (its signature's nonce was seen): a "
+            "replay, refused, nothing stored. The broker signs every attempt anew"
+        )
     return transfer_id, inbox.store(delivery, body)
 
 
-def _retain_until(value: str | None) -> str | None:
+def _retain_until(value: str) -> str | None:
     """The signed retention limit as UTC ISO 8601 (``2026-12-31T23:59:59Z``), or None."""
     if not value:
         return None

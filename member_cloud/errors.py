@@ -6,6 +6,8 @@ Exception tree (each class carries its problem type, title and HTTP status)::
     ├── BadRequest               400 bad-request
     │   └── ChecksumMismatch     400 checksum-mismatch
     ├── NotAuthenticated         401 not-authenticated
+    │   └── Replayed             401 replayed-delivery (a delivery signature seen before)
+    ├── NotForThisMember         403 not-for-this-member (a delivery addressed to another)
     ├── NotFound                 404 not-found
     ├── Conflict                 409 conflict
     ├── InvalidName              422 invalid-name
@@ -55,6 +57,14 @@ class ChecksumMismatch(BadRequest):
 
 class NotAuthenticated(MemberError):
     type, title, status = "not-authenticated", "Not authenticated", 401
+
+
+class Replayed(NotAuthenticated):
+    type, title = "replayed-delivery", "This delivery was received before"
+
+
+class NotForThisMember(MemberError):
+    type, title, status = "not-for-this-member", "Not addressed to this member", 403
 
 
 class NotFound(MemberError):

@@ -20,7 +20,7 @@ from member_cloud.errors import install_handlers, responses
 from member_cloud.market import catalog, negotiations
 from member_cloud.retention import RetentionKeeper
 from member_cloud.routes import datasets, deliveries, health, inbox, member, transfers
-from member_cloud.storage import DatasetStore, Inbox
+from member_cloud.storage import DatasetStore, Inbox, SeenNonces
 
 log = logging.getLogger("member_cloud")
 
@@ -73,6 +73,7 @@ def _start(app: FastAPI, settings: MemberSettings) -> str:
     try:
         app.state.datasets.prepare()
         app.state.inbox.prepare()
+        app.state.nonces.prepare()
     except OSError as error:
         raise StartupError(f"cannot create the data folder {settings.data_dir}: {error}") from None
     return resolve_api_key(settings)
@@ -97,6 +98,7 @@ def create_app(settings: MemberSettings) -> FastAPI:
             settings.data_dir / "broker-keys.json",
             app.state.broker.signing_keys,
             refresh=settings.broker_keys_refresh,
+            max_age_seconds=settings.broker_keys_max_age_seconds,
         )
         if settings.local_token is None:
             log.warning(
@@ -138,6 +140,9 @@ def create_app(settings: MemberSettings) -> FastAPI:
     app.state.settings = settings
     app.state.datasets = DatasetStore(settings.data_dir / "datasets")
     app.state.inbox = Inbox(settings.data_dir / "inbox")
+    app.state.nonces = SeenNonces(
+        settings.data_dir / "nonces", settings.signature_tolerance_seconds
+    )
     install_handlers(app, wrap=lambda stack: OneLineStartupFailure(stack, app))
     # public: health checks, and the broker's deliveries (signed instead)
     for router in (health, deliveries):

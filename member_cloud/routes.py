@@ -12,17 +12,16 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from anyio import from_thread
-from fastapi import APIRouter, Depends, File, Form, Header, Path, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
 from broker.wire import headers as h
-from broker.wire.signing import KEYS_PATH, SCHEME
+from broker.wire.signing import KEYS_PATH, TAG
 from broker.wire.statuses import TransferKind
 from member_cloud import delivery
 from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
 from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
-from member_cloud.delivery import DeliveryHeaders
 from member_cloud.downloads import (
     DOWNLOAD_RESPONSE,
     SAFE_MEDIA_TYPES,
@@ -44,7 +43,7 @@ from member_cloud.schemas import (
     MemberInfo,
     TransferCreate,
 )
-from member_cloud.storage import NAME_RULE, DatasetInfo, DatasetStore, Inbox
+from member_cloud.storage import NAME_RULE, DatasetInfo, DatasetStore, Inbox, SeenNonces
 
 
 def _settings(request: Request) -> MemberSettings:
@@ -264,30 +263,36 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
 deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
 
 
+def _nonces(request: Request) -> SeenNonces:
+    return request.app.state.nonces
+
+
 @deliveries.post(
     "",
     status_code=201,
     response_model=DeliveryReceipt,
     responses={
         200: {"model": DeliveryReceipt, "description": "Already received: nothing stored"},
-        **responses(400, 401, 409, 413, 422),
+        **responses(400, 401, 403, 409, 413, 422),
     },
-    summary="Delivery of an approved transfer (the broker only, signed)",
+    summary="Delivery of an approved transfer (the broker only, signed for this member)",
     description="The body is the dataset's bytes, of any size up to the member's "
-    "`max_upload_bytes` (10 GiB by default; 413 beyond). The broker signs each delivery "
-    f"(`{h.SIGNATURE}: {SCHEME}=<key id>:<signature>`, Ed25519 over the `X-Fedbroker-*` "
-    f"headers and `{h.CONTENT_TYPE}`, one per line, by the keys the broker publishes at "
-    f"`{KEYS_PATH}`) instead of the local token. The body is bound through `{h.SHA256}`, one "
-    "of the signed headers, as HTTP Message Signatures (RFC 9421) bind a body through its "
-    "Content-Digest (RFC 9530): the headers are checked before the body is read, then the body "
-    "is streamed to disk, hashed on the way, and kept only if it matches. A missing or wrong "
-    "signature (including the former `v3`, which signed the body itself), or a timestamp more "
-    "than the tolerance (300 s by default) away, is 401 and nothing of the body is read; a body "
-    f"that does not match `{h.SHA256}` is 400 and nothing of it is kept. "
-    f"`{h.PURPOSE}` and `{h.FILENAME}` are percent-encoded UTF-8; they are "
-    "stored decoded. The first delivery of a transfer answers 201 `received`; "
-    "the same one again answers 200 `already_received` and stores nothing; the same transfer "
-    "id with other bytes is 409.",
+    "`max_upload_bytes` (10 GiB by default; 413 beyond). The broker signs each delivery with "
+    f"HTTP Message Signatures (RFC 9421): `{h.SIGNATURE_INPUT}` and `{h.SIGNATURE}`, "
+    f'`alg="ed25519"`, `tag="{TAG}"`, by a key it publishes at `{KEYS_PATH}`, instead of the '
+    "local token. The signature covers exactly `@method`, `@target-uri` (this member's inbox "
+    f"URL), `{h.CONTENT_DIGEST}` (RFC 9530, `sha-256`), `{h.CONTENT_TYPE}` and the "
+    f"`X-Fedbroker-*` headers, `{h.RECIPIENT}` (this member's id) among them, and carries "
+    "`created`, `expires`, `nonce` and `keyid`. It is checked before the body is read: a "
+    "missing, other (the former `X-Fedbroker-Signature` too), expired or not yet valid "
+    "signature is 401 and nothing of the body is read; a delivery addressed to another member "
+    "is 403; a signature seen before (a replay) is 401 `replayed-delivery`. The body is then "
+    "streamed to disk, hashed on the way, and kept only if it matches the signed digest (else "
+    f"400, nothing kept). `{h.PURPOSE}` and `{h.FILENAME}` are percent-encoded UTF-8; they are "
+    "stored decoded. The first delivery of a transfer answers 201 `received`; the same "
+    "transfer again (the broker's retry, signed anew) answers 200 `already_received` and "
+    "stores nothing; the same transfer id with other bytes is 409. How to check a signature "
+    "without this code: docs/guides/verifying-deliveries.md.",
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -297,18 +302,19 @@ deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
 )
 def receive_delivery(
     request: Request,
-    headers: Annotated[DeliveryHeaders, Header()],
     store: InboxDep,
     settings: SettingsDep,
     keys: Annotated[BrokerKeys, Depends(_broker_keys)],
+    nonces: Annotated[SeenNonces, Depends(_nonces)],
     response: Response,
 ) -> DeliveryReceipt:
     transfer_id, stored = delivery.accept(
+        settings,
         store,
         keys,
-        headers,
+        nonces,
+        request.headers.items(),
         _streamed_body(request),
-        settings.signature_tolerance_seconds,
         time.time(),
     )
     if not stored:

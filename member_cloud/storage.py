@@ -5,6 +5,8 @@
     <data_dir>/datasets/<name>                 one file per dataset, as uploaded
     <data_dir>/inbox/<transfer_id>/data        the delivered bytes
     <data_dir>/inbox/<transfer_id>/meta.json   who sent it, why, its checksum, when it arrived
+    <data_dir>/nonces/<minute>/<sha256>        the nonce of a delivery signature accepted, kept
+                                               until the signature has expired
 
 Folders are 0700 and files 0600 (the data may be personal). Every file is written atomically:
 a temporary file in the same folder, fsync, ``os.replace``, then an fsync of the folder.
@@ -21,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -328,3 +331,55 @@ class Inbox:
             return json.loads((entry / self.META).read_text())
         except FileNotFoundError:
             return None
+
+
+class SeenNonces:
+    """The nonces of the delivery signatures this member accepted, kept until they expire: a
+    signed delivery is taken once, and the same signature posted again is refused as a replay.
+
+    One empty file per nonce, named by the nonce's SHA-256, in a folder per minute of the
+    signature's expiry (``<root>/<expires // 60>/<sha256>``). Creating it with ``O_EXCL`` is the
+    check, atomic across threads and processes; it is fsynced, so a restart remembers. A folder
+    whose minute ended more than ``tolerance`` seconds ago is removed (at most once a minute):
+    a signature that expired then is refused as expired, whatever its nonce.
+    """
+
+    MINUTE = 60
+
+    def __init__(self, root: Path, tolerance_seconds: int):
+        self.root = root
+        self.tolerance = tolerance_seconds
+        self._lock = threading.Lock()
+        self._pruned_at = float("-inf")
+
+    def prepare(self) -> None:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def first_use(self, nonce: str, expires: int, now: float) -> bool:
+        """Remember ``nonce`` (of a signature valid until ``expires``, unix seconds); True the
+        first time, False when it was seen before."""
+        self._prune(now)
+        folder = self.root / str(expires // self.MINUTE)
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / hashlib.sha256(nonce.encode()).hexdigest()
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return False
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        _fsync_dir(folder)
+        return True
+
+    def _prune(self, now: float) -> None:
+        with self._lock:
+            if now - self._pruned_at < self.MINUTE:
+                return
+            self._pruned_at = now
+        for folder in self.root.iterdir():
+            if not folder.name.isdigit():
+                continue
+            if (int(folder.name) + 1) * self.MINUTE + self.tolerance < now:
+                shutil.rmtree(folder, ignore_errors=True)

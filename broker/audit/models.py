@@ -22,3 +22,6 @@ class AuditEntry(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON)
     previous_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # How ``hash`` was computed (broker.audit.service.RULES); rows written before the rule was
+    # recorded are ``sorted-json``.
+    hash_rule: Mapped[str] = mapped_column(String(16), server_default="sorted-json")

@@ -18,6 +18,13 @@ class AuditEntryRead(BaseModel):
     details: dict[str, Any]
     previous_hash: str
     hash: str
+    hash_rule: str = Field(
+        description="How `hash` is computed: `rfc8785`, SHA-256 of `previous_hash` (hex) then "
+        "the RFC 8785 JSON of id, created_at, actor, action, subject, details and hash_rule; "
+        "`sorted-json` (entries written before), the same members but hash_rule in Python's "
+        "sorted JSON (docs/guides/verifying-deliveries.md)",
+        examples=["rfc8785"],
+    )
 
 
 class AuditPage(BaseModel):

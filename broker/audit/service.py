@@ -1,13 +1,23 @@
 """The append-only, hash-chained audit log.
 
-Each entry's hash is SHA-256 over the previous entry's hash and the entry's own canonical JSON
-(id, UTC timestamp, actor, action, subject, details). Changing, deleting or reordering any row
-breaks every hash after it, which :func:`verify` finds. Entries are written by the service that
-makes the change, inside its transaction, so a decision and its audit entry commit together.
+Each entry's hash is SHA-256 over the previous entry's hash (64 hex digits) followed by the
+entry's own canonical JSON (id, UTC timestamp, actor, action, subject, details). Changing,
+deleting or reordering any row breaks every hash after it, which :func:`verify` finds. Entries
+are written by the service that makes the change, inside its transaction, so a decision and its
+audit entry commit together.
+
+The canonical JSON is named by each entry's ``hash_rule`` (:data:`RULES`). New entries use
+``rfc8785``: RFC 8785 JSON (any language rebuilds it), with the rule itself among the hashed
+members, so that the column cannot be changed without breaking the hash. Entries written before
+are ``sorted-json`` (Python's sorted JSON, :func:`broker.wire.canonical.sorted_json`) and are
+verified by it: the table refuses UPDATE, so a chain is never rewritten, and a head exported
+earlier (``fedbroker audit head``) stays valid. A chain moves to a newer rule once and never
+back: an older rule after a newer one is reported as a break.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,9 +27,12 @@ from sqlalchemy.orm import Session
 
 from broker.audit import repository
 from broker.audit.models import AuditEntry
-from broker.wire.canonical import sha256_of
+from broker.wire.canonical import canonical_json, sha256_of
 
 GENESIS = "0" * 64
+LEGACY_RULE = "sorted-json"
+RULE = "rfc8785"
+RULES = (LEGACY_RULE, RULE)  # oldest first
 
 
 def _timestamp(moment: datetime) -> str:
@@ -36,7 +49,9 @@ def entry_hash(
     action: str,
     subject: str,
     details: dict[str, Any],
+    rule: str = RULE,
 ) -> str:
+    """The hash of an entry by ``rule`` (``ValueError`` for a rule not in :data:`RULES`)."""
     body = {
         "id": entry_id,
         "created_at": _timestamp(created_at),
@@ -45,7 +60,12 @@ def entry_hash(
         "subject": subject,
         "details": details,
     }
-    return sha256_of(body, prefix=previous_hash)
+    if rule == RULE:
+        body["hash_rule"] = RULE
+        return hashlib.sha256(previous_hash.encode() + canonical_json(body)).hexdigest()
+    if rule == LEGACY_RULE:
+        return sha256_of(body, prefix=previous_hash)
+    raise ValueError(f"unknown hash rule {rule!r}")
 
 
 def record(
@@ -67,6 +87,7 @@ def record(
         details=details,
         previous_hash=previous_hash,
         hash=entry_hash(previous_hash, entry_id, now, actor, action, subject, details),
+        hash_rule=RULE,
     )
     repository.add(session, entry)
     return entry
@@ -87,7 +108,7 @@ class Verification:
 
 def verify(session: Session) -> Verification:
     """Walk the chain from the first entry and report the first one that does not fit."""
-    expected_previous, expected_id, checked = GENESIS, 1, 0
+    expected_previous, expected_id, checked, newest_rule = GENESIS, 1, 0, 0
     for entry in repository.stream(session):
         if entry.id != expected_id:
             return Verification(
@@ -97,6 +118,17 @@ def verify(session: Session) -> Verification:
             return Verification(
                 False, checked, entry.id, "its previous_hash does not match the entry before it"
             )
+        if entry.hash_rule not in RULES:
+            return Verification(False, checked, entry.id, f"unknown hash rule {entry.hash_rule!r}")
+        if RULES.index(entry.hash_rule) < newest_rule:
+            return Verification(
+                False,
+                checked,
+                entry.id,
+                f"hash rule {entry.hash_rule!r} after {RULES[newest_rule]!r}: a chain never "
+                "goes back to an older rule",
+            )
+        newest_rule = RULES.index(entry.hash_rule)
         recomputed = entry_hash(
             entry.previous_hash,
             entry.id,
@@ -105,6 +137,7 @@ def verify(session: Session) -> Verification:
             entry.action,
             entry.subject,
             entry.details,
+            entry.hash_rule,
         )
         if recomputed != entry.hash:
             return Verification(

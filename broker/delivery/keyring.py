@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from broker.wire.signing import SignatureError, key_id, key_set, sign, sign_document
+from broker.wire.signing import SignatureError, key_id, key_set, sign_delivery, sign_document
 
 _KEY_SUFFIX = ".pem"
 
@@ -61,10 +61,14 @@ class KeyRing:
     def active_id(self) -> str:
         return key_id(self.keys[-1].public_key())
 
-    def sign(self, headers: Mapping[str, str]) -> str:
-        """The ``X-Fedbroker-Signature`` value for a delivery, by the newest key: over its
-        headers, which hold the body's SHA-256 (:func:`broker.wire.signing.sign`)."""
-        return sign(self.keys[-1], headers)
+    def sign_delivery(
+        self, url: str, headers: Mapping[str, str], *, created: int, expires: int, nonce: str
+    ) -> dict[str, str]:
+        """The ``Signature-Input`` and ``Signature`` of a delivery to ``url``, by the newest
+        key (:func:`broker.wire.signing.sign_delivery`)."""
+        return sign_delivery(
+            self.keys[-1], url, headers, created=created, expires=expires, nonce=nonce
+        )
 
     def sign_document(self, document: object) -> str:
         """The newest key's signature of ``document`` (see

@@ -2,7 +2,9 @@
 
 The decision and its outbox row commit together (see transfers.service). Here a worker leases due
 rows, POSTs the payload to the inbox URL from the member registry (never one from a request) with
-the transfer id as idempotency key, and records the outcome:
+the transfer id as idempotency key, signed for that member and that URL (RFC 9421; each attempt
+signed anew just before its POST, :func:`_signature`), and records the outcome (:func:`attempt`
+then :func:`settle`; the worker runs several at once, :mod:`broker.delivery.worker`):
 
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
@@ -45,6 +47,7 @@ from broker.members import repository as members
 from broker.tables import Written
 from broker.transfers import repository as transfers
 from broker.wire import headers as h
+from broker.wire.signing import SignatureError, content_digest, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
 
 if TYPE_CHECKING:  # types only: this module does not depend on the web layer
@@ -172,6 +175,16 @@ def claim(
     return claimed
 
 
+@dataclass(frozen=True)
+class Tried:
+    """An attempt made, its outcome still to be recorded (:func:`settle`)."""
+
+    transfer_id: str
+    attempts: int  # including this one
+    outcome: Attempt
+    payload_file: str | None
+
+
 def deliver(
     factory: sessionmaker[Session],
     client: httpx.Client,
@@ -181,6 +194,20 @@ def deliver(
     transfer_id: str,
 ) -> str:
     """Make one attempt at a leased delivery and record its outcome; returns the new status."""
+    tried = attempt(factory, client, owner, settings, keyring, transfer_id)
+    return tried if isinstance(tried, str) else settle(factory, owner, settings, tried)
+
+
+def attempt(
+    factory: sessionmaker[Session],
+    client: httpx.Client,
+    owner: str,
+    settings: Settings,
+    keyring: KeyRing,
+    transfer_id: str,
+) -> Tried | str:
+    """Make one attempt at a leased delivery (the POST is its last step): what it gave, to
+    :func:`settle`, or a status when there was nothing to attempt (``lease_lost``, held)."""
     with factory() as session:
         delivery = repository.get(session, transfer_id)
         if (
@@ -201,69 +228,57 @@ def deliver(
         payload_type, payload_file = delivery.payload_type, delivery.payload_file
         attempts = delivery.attempts + 1
         if destination is None or destination.status != MemberStatus.ACTIVE:
-            outcome = Attempt(
-                False,
-                False,
-                f"destination {transfer.destination_id!r} is "
-                f"{destination.status if destination else 'gone'}",
-            )
+            state = destination.status if destination else "gone"
+            outcome = Attempt(False, False, f"destination {transfer.destination_id!r} is {state}")
+            return Tried(transfer_id, attempts, outcome, payload_file)
+        inbox_url = destination.inbox_url
+        try:
+            payload = _payload(delivery, transfer)
+            headers = _headers(transfer, payload, payload_type)
+        except Exception as error:  # a bad stored value must not stall the outbox
+            reason = f"cannot build the delivery: {type(error).__name__}: {error}"
+            return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
+        session.rollback()  # hold no transaction (or SQLite lock) during DNS and HTTP
+    refused = settings.inbox_policy.refusal(inbox_url)
+    if refused:  # checked again at each attempt: a name can resolve elsewhere later
+        outcome = Attempt(False, False, f"the inbox URL is refused: {refused}")
+    else:
+        try:
+            headers |= _signature(keyring, settings, inbox_url, headers)
+        except SignatureError as error:
+            outcome = Attempt(False, False, f"cannot sign the delivery: {error}")
         else:
-            inbox_url = destination.inbox_url
-            try:
-                payload = _payload(delivery, transfer)
-                headers = _headers(transfer, payload, payload_type, keyring)
-            except Exception as error:  # a bad stored value must not stall the outbox
-                headers, outcome = (
-                    None,
-                    Attempt(
-                        False, False, f"cannot build the delivery: {type(error).__name__}: {error}"
-                    ),
-                )
-            session.rollback()  # hold no transaction (or SQLite lock) during DNS and HTTP
-            refused = headers is not None and settings.inbox_policy.refusal(inbox_url)
-            if refused:  # checked again at each attempt: a name can resolve elsewhere later
-                outcome = Attempt(False, False, f"the inbox URL is refused: {refused}")
-            elif headers is not None:
-                outcome = _post(client, inbox_url, payload, headers)
+            outcome = _post(client, inbox_url, payload, headers)
+    return Tried(transfer_id, attempts, outcome, payload_file)
 
+
+def settle(factory: sessionmaker[Session], owner: str, settings: Settings, tried: Tried) -> str:
+    """Record what an attempt gave, if we still hold the lease; returns the new status (or
+    ``lease_lost``). Safe to call again after a database error: it writes once."""
+    transfer_id, attempts, outcome = tried.transfer_id, tried.attempts, tried.outcome
     now = datetime.now(UTC)
+    if outcome.delivered:
+        status = DeliveryStatus.DELIVERED
+        values = dict(
+            status=status,
+            attempts=attempts,
+            delivered_at=now,
+            payload=None,
+            payload_file=None,
+            last_error=None,
+        )
+    elif outcome.retryable and attempts < settings.delivery_max_attempts:
+        status = DeliveryStatus.PENDING
+        delay = backoff(settings, attempts, outcome.retry_after)
+        values = dict(
+            attempts=attempts,
+            last_error=outcome.reason,
+            next_attempt_at=now + timedelta(seconds=delay),
+        )
+    else:  # the payload stays for a redelivery, until the retention ends
+        status = DeliveryStatus.FAILED
+        values = dict(status=status, attempts=attempts, failed_at=now, last_error=outcome.reason)
     with factory() as session:
-        if outcome.delivered:
-            status = DeliveryStatus.DELIVERED
-            values = dict(
-                status=DeliveryStatus.DELIVERED,
-                attempts=attempts,
-                delivered_at=now,
-                payload=None,
-                payload_file=None,
-                last_error=None,
-            )
-        elif outcome.retryable and attempts < settings.delivery_max_attempts:
-            status = DeliveryStatus.PENDING
-            delay = backoff(settings, attempts, outcome.retry_after)
-            values = dict(
-                attempts=attempts,
-                last_error=outcome.reason,
-                next_attempt_at=now + timedelta(seconds=delay),
-            )
-        else:
-            status = (
-                DeliveryStatus.FAILED
-            )  # the payload stays for a redelivery, until the retention ends
-            values = dict(
-                status=DeliveryStatus.FAILED,
-                attempts=attempts,
-                failed_at=now,
-                last_error=outcome.reason,
-            )
-        if status != DeliveryStatus.DELIVERED:
-            log.warning(
-                "delivery of %s: attempt %d %s: %s",
-                transfer_id,
-                attempts,
-                "failed for good" if status == DeliveryStatus.FAILED else "failed, will retry",
-                outcome.reason,
-            )
         if not repository.settle(session, transfer_id, owner, **values):
             session.rollback()  # our lease expired and another worker took over
             return "lease_lost"
@@ -276,8 +291,16 @@ def deliver(
                 {"attempts": attempts, "reason": outcome.reason},
             )
         session.commit()
-    if status == DeliveryStatus.DELIVERED and payload_file is not None:
-        Path(payload_file).unlink(missing_ok=True)  # the decision keeps its hash
+    if status != DeliveryStatus.DELIVERED:
+        log.warning(
+            "delivery of %s: attempt %d %s: %s",
+            transfer_id,
+            attempts,
+            "failed for good" if status == DeliveryStatus.FAILED else "failed, will retry",
+            outcome.reason,
+        )
+    elif tried.payload_file is not None:
+        Path(tried.payload_file).unlink(missing_ok=True)  # the decision keeps its hash
     return status
 
 
@@ -286,27 +309,42 @@ def retain_until(moment: datetime | None) -> str:
     return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _headers(transfer, payload: Written, payload_type: str, keyring: KeyRing) -> dict[str, str]:
+def _headers(transfer, payload: Written, payload_type: str) -> dict[str, str]:
+    """The delivery's headers but its signature."""
     dataset = transfer.dataset
     filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
-    headers = {
+    return {
         h.CONTENT_TYPE: payload_type,
+        h.CONTENT_DIGEST: content_digest(payload.sha256),
+        h.CONTENT_LENGTH: str(payload.size),  # streamed files too: the member can refuse
         h.IDEMPOTENCY_KEY: transfer.id,
-        h.TIMESTAMP: str(int(time.time())),
+        h.RECIPIENT: transfer.destination_id,
         h.TRANSFER: transfer.id,
         h.SOURCE: transfer.source_id,
         # Percent-encoded: header values are ASCII, purposes and file names need not be.
         h.PURPOSE: quote(transfer.purpose, safe=""),
         h.DECISION: transfer.status,
         h.FILENAME: quote(filename, safe=""),
-        h.SHA256: payload.sha256,
         h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
         h.AGREEMENT: transfer.agreement_id or "",
         h.RETAIN_UNTIL: retain_until(transfer.retain_until),
     }
-    headers[h.SIGNATURE] = keyring.sign(headers)
-    headers["Content-Length"] = str(payload.size)  # streamed files too: the member can refuse
-    return headers
+
+
+def _signature(
+    keyring: KeyRing, settings: Settings, inbox_url: str, headers: dict[str, str]
+) -> dict[str, str]:
+    """This attempt's signature (RFC 9421), made just before the POST: for the recipient and
+    its inbox URL, a fresh nonce, a lifetime of ``delivery_signature_seconds``. A retry is
+    signed anew: the member stores a transfer once whatever the signature that brought it."""
+    created = int(time.time())
+    return keyring.sign_delivery(
+        inbox_url,
+        headers,
+        created=created,
+        expires=created + settings.delivery_signature_seconds,
+        nonce=new_nonce(),
+    )
 
 
 def _post(client: httpx.Client, url: str, payload: Written, headers: dict[str, str]) -> Attempt:

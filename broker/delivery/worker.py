@@ -1,11 +1,22 @@
 """The delivery worker: a thread in the broker process that drains the outbox.
 
 Several broker processes may run workers on one database; leases keep each row with one of them.
+One worker has up to ``delivery_concurrency`` deliveries under way at once, each in a thread of
+its own pool: a slow or failing destination holds one of them, never the others, and a pass
+claims only as many rows as there are free places, so nothing it leased waits behind a slow
+POST. A database error in one delivery (reading it, or recording what its POST gave) stops that
+one only: the worker keeps what it knows and tries again at its next pass, within its lease,
+instead of leaving it to wait the lease out. Exactly once still holds: a row is leased by one
+worker at a time, an outcome is recorded only while its lease is held, and a member stores a
+transfer once whatever the number of POSTs that brought it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,6 +29,7 @@ from broker.monitoring import Monitoring
 from broker.wire.statuses import DeliveryStatus
 
 log = logging.getLogger("broker.delivery")
+_FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often
 _OUTCOMES = {
     DeliveryStatus.DELIVERED: "delivered",
     DeliveryStatus.PENDING: "retrying",
@@ -40,20 +52,116 @@ class DeliveryWorker:
         self.keyring = keyring
         self.monitoring = monitoring
         self.owner = owner_name()
-        self._poller = Poller("delivery-worker", self.run_once, settings.delivery_poll_seconds, log)
-        self.start, self.wake, self.stop = self._poller.start, self._poller.wake, self._poller.stop
+        self._lock = threading.Lock()
+        self._under_way: set[str] = set()
+        self._futures: set[Future] = set()
+        self._forgot_at = float("-inf")
+        # Deliveries a database error interrupted, with what their attempt gave (None: not
+        # attempted) and until when our lease holds them (monotonic seconds).
+        self._interrupted: dict[str, tuple[service.Tried | None, float]] = {}
+        self._pool = (
+            ThreadPoolExecutor(settings.delivery_concurrency, thread_name_prefix="delivery")
+            if settings.delivery_concurrency > 1
+            else None  # one at a time, in the worker's own thread
+        )
+        self._poller = Poller("delivery-worker", self._pass, settings.delivery_poll_seconds, log)
+        self.start, self.wake = self._poller.start, self._poller.wake
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop claiming; wait up to ``timeout`` for the deliveries under way (one cut short
+        keeps its lease, and is delivered again once it expires: the member stores it once)."""
+        self._poller.stop(timeout)
+        if self._pool is not None:
+            with self._lock:
+                running = list(self._futures)
+            wait(running, timeout=timeout)
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def run_once(self) -> int:
-        """Claim and attempt every due delivery once; returns how many were attempted."""
-        service.forget_old_failures(self.factory, self.settings)
-        claimed = service.claim(self.factory, self.owner, self.settings)
-        for transfer_id in claimed:
+        """One pass, returning once every delivery it started is settled: how many it claimed."""
+        started, claimed = self._start_due()
+        wait(started)
+        return claimed
+
+    def _pass(self) -> int:
+        """The thread's pass: start what is due, without waiting (a delivery that ends wakes
+        the thread for the place it frees). Deliveries tried again do not count as work, or
+        a database that stays down would be asked again at once, over and over."""
+        return self._start_due()[1]
+
+    def _start_due(self) -> tuple[list[Future], int]:
+        """Try again what a database error interrupted, then claim due deliveries for the free
+        places, and start them all."""
+        now = time.monotonic()
+        with self._lock:
+            for transfer_id, (_, until) in list(self._interrupted.items()):
+                if until < now:  # our lease ran out: the row is due for whoever claims it
+                    del self._interrupted[transfer_id]
+            free = self.settings.delivery_concurrency - len(self._under_way)
+            waiting = [t for t in self._interrupted if t not in self._under_way][: max(free, 0)]
+            again = [(t, *self._interrupted.pop(t)) for t in waiting]
+        claimed = []
+        if free > len(again):
+            claimed = service.claim(self.factory, self.owner, self.settings, free - len(again))
+        until = now + self.settings.delivery_lease_seconds
+        started = [self._start(*interrupted) for interrupted in again]
+        started += [self._start(transfer_id, None, until) for transfer_id in claimed]
+        if not claimed or now - self._forgot_at >= _FORGET_EVERY_SECONDS:
+            self._forgot_at = now  # not on every pass of a busy worker: a query saved each time
+            service.forget_old_failures(self.factory, self.settings)
+        return started, len(claimed)
+
+    def _start(self, transfer_id: str, tried: service.Tried | None, until: float) -> Future:
+        with self._lock:
+            self._under_way.add(transfer_id)
+        if self._pool is None:
+            done: Future = Future()
+            done.set_result(self._deliver(transfer_id, tried, until))
+            return done
+        future = self._pool.submit(self._deliver, transfer_id, tried, until)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: Future) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def _deliver(self, transfer_id: str, tried: service.Tried | None, until: float) -> str | None:
+        """Attempt (unless ``tried`` already holds what the attempt gave) and settle one
+        delivery; None when stopping or interrupted by an error."""
+        status = None
+        try:
             if self._poller.stopping:
-                break
-            status = service.deliver(
-                self.factory, self.client, self.owner, self.settings, self.keyring, transfer_id
+                return None
+            if tried is None:
+                attempted = service.attempt(
+                    self.factory, self.client, self.owner, self.settings, self.keyring, transfer_id
+                )
+                if isinstance(attempted, str):  # nothing attempted: lease lost, or held
+                    status = attempted
+                    return status
+                tried = attempted
+            status = service.settle(self.factory, self.owner, self.settings, tried)
+            return status
+        except Exception as error:  # a database error: this delivery only, tried again soon
+            log.warning(
+                "delivery of %s: %s interrupted by %s: %s; trying again at the next pass",
+                transfer_id,
+                "the attempt" if tried is None else "recording what the attempt gave",
+                type(error).__name__,
+                error,
             )
-            log.info("delivery %s: %s", transfer_id, status)
-            if self.monitoring is not None and status in _OUTCOMES:
-                self.monitoring.deliveries.labels(_OUTCOMES[status]).inc()
-        return len(claimed)
+            with self._lock:
+                self._interrupted[transfer_id] = (tried, until)
+            return None
+        finally:
+            with self._lock:
+                self._under_way.discard(transfer_id)
+            if status is not None:
+                log.info("delivery %s: %s", transfer_id, status)
+                if self.monitoring is not None and status in _OUTCOMES:
+                    self.monitoring.deliveries.labels(_OUTCOMES[status]).inc()
+                if self._pool is not None:
+                    self.wake()  # a place is free (not after an error: the next poll retries)

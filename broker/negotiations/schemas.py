@@ -159,8 +159,10 @@ class AgreementRead(BaseModel):
     reason: str | None = Field(description="Why it is suspended")
     document: dict[str, Any] = Field(description="What the broker signed, exactly")
     signature: str = Field(
-        description="`ed25519=<key id>:<base64url signature>` over the canonical JSON of "
-        "`document` (keys sorted, no blanks, UTF-8), by a key of the broker's published set"
+        description="`ed25519-jcs=<key id>:<base64url Ed25519 signature>` over the RFC 8785 "
+        "canonical JSON of `document`, by a key of the broker's published set (key id: its RFC "
+        "7638 thumbprint); agreements signed before RFC 8785 carry `ed25519=`, over Python's "
+        "sorted JSON (docs/guides/verifying-deliveries.md)"
     )
     odrl: dict[str, Any] = Field(description="The agreement as an ODRL Agreement (JSON-LD)")
     created_at: datetime

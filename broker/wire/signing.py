@@ -1,65 +1,81 @@
-"""How a member cloud knows a delivery comes from the broker, unaltered: Ed25519 signatures.
+"""How a member cloud knows a delivery comes from the broker, is meant for it, and is new.
 
-The wire side of delivery signatures, which both services use: the broker signs with
-:func:`sign` (its keys, from files, are :class:`broker.delivery.keyring.KeyRing`), a member
-verifies with :func:`verify` against the keys it pinned. The broker publishes its public keys as
-a JSON Web Key Set (RFC 7517, Ed25519 keys as in RFC 8037, :func:`key_set`) at
-:data:`KEYS_PATH`; each key's id (``kid``) is its RFC 7638 thumbprint.
+A delivery is signed with HTTP Message Signatures (RFC 9421), algorithm ``ed25519``, so that a
+member that does not run this code checks it with any RFC 9421 library. The signature (label
+:data:`LABEL`, tag :data:`TAG`) covers exactly :data:`COVERED`: the method, the target URI (the
+recipient's inbox URL as registered), the body through its ``Content-Digest`` (RFC 9530,
+``sha-256``), the content type and every ``X-Fedbroker-*`` header the member stores, among them
+``X-Fedbroker-Recipient``, the member the delivery is for. Its parameters carry ``created``,
+``expires``, a ``nonce``, the ``keyid`` and ``alg``. A member accepts a delivery only when
+:func:`verify_delivery` does (all of these covered, times within bounds), when the recipient
+and target URI are its own and when it has not seen the nonce (``member_cloud.delivery``): a
+delivery re-posted to another member, replayed later, or signed another way is refused.
 
-Signature header (:data:`broker.wire.headers.SIGNATURE`)::
+Neither side holds the body to sign or verify: the broker signs the digest it computed when it
+wrote the payload; a member checks the signature before it reads the body, then hashes the body
+as it stores it and keeps it only if it matches the signed digest (:attr:`Verified.sha256`).
 
-    X-Fedbroker-Signature: v5=<kid>:<base64url signature>
-
-over the delivery's metadata headers, one per line (:data:`SIGNED_HEADERS`, each value exactly
-as sent, a missing header as the empty string). Several comma-separated values may be offered;
-one valid value suffices.
-
-The body is not signed itself: it is bound through its SHA-256, ``X-Fedbroker-Sha256``, one of
-the signed headers, which the scheme requires (64 lower-case hex digits). This is how HTTP
-Message Signatures (RFC 9421) cover a body: through its ``Content-Digest`` (RFC 9530). Neither
-side holds the body in memory to sign or verify: the broker hashes it as it reads it; a member
-checks the signature before it reads the body, then hashes the body as it stores it and keeps it
-only if it matches the signed digest. Scheme ``v5`` adds the agreement a transfer was made
-under and the date until which the destination may keep it to the signed headers; ``v4``
-signatures (without them) and ``v3`` ones (which signed the body itself) are refused.
-
-Documents the broker signs (an agreement between two members): :func:`sign_document` signs the
-canonical JSON of the document (:mod:`broker.wire.canonical`) with the same keys, and anyone
-holding the published key set checks it with :func:`verify_document`.
+The broker's public keys are a JSON Web Key Set (RFC 7517, Ed25519 keys as in RFC 8037,
+:func:`key_set`) at :data:`KEYS_PATH`; each key's id (``keyid``, ``kid``) is its RFC 7638
+thumbprint. Documents the broker signs (an agreement) are signed by :func:`sign_document` over
+their RFC 8785 canonical JSON (:mod:`broker.wire.canonical`). How a party checks all of this
+without our code: ``docs/guides/verifying-deliveries.md``.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Mapping
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
+import http_sf
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from http_message_signatures import (
+    HTTPMessageSignaturesException,
+    HTTPMessageSigner,
+    HTTPMessageVerifier,
+    HTTPSignatureKeyResolver,
+    algorithms,
+)
 
 from broker.wire import headers as h
-from broker.wire.canonical import canonical_json
+from broker.wire.canonical import canonical_json, sorted_json
 
-SCHEME = "v5"
-DOCUMENT_SCHEME = "ed25519"
 KEYS_PATH = "/.well-known/fedbroker-keys.json"
-SIGNED_HEADERS = (
-    h.TIMESTAMP,
-    h.TRANSFER,
-    h.SOURCE,
-    h.PURPOSE,
-    h.DECISION,
-    h.FILENAME,
-    h.SHA256,
-    h.ANONYMIZED,
-    h.CONTENT_TYPE,
-    h.AGREEMENT,
-    h.RETAIN_UNTIL,
+LABEL = "fedbroker"
+TAG = "fedbroker-delivery"
+ALGORITHM = algorithms.ED25519.algorithm_id  # "ed25519"
+DIGEST_ALGORITHM = "sha-256"
+COVERED = (
+    "@method",
+    "@target-uri",
+    h.CONTENT_DIGEST.lower(),
+    h.CONTENT_TYPE.lower(),
+    h.RECIPIENT.lower(),
+    h.TRANSFER.lower(),
+    h.SOURCE.lower(),
+    h.PURPOSE.lower(),
+    h.DECISION.lower(),
+    h.FILENAME.lower(),
+    h.ANONYMIZED.lower(),
+    h.AGREEMENT.lower(),
+    h.RETAIN_UNTIL.lower(),
 )
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+PARAMETERS = ("created", "keyid", "alg", "expires", "nonce", "tag")
+DOCUMENT_SCHEME = "ed25519-jcs"  # Ed25519 over the document's RFC 8785 canonical JSON
+LEGACY_DOCUMENT_SCHEME = "ed25519"  # over sorted_json: agreements signed before RFC 8785
+_DOCUMENT_FORMS = {
+    DOCUMENT_SCHEME: canonical_json,
+    LEGACY_DOCUMENT_SCHEME: lambda document: sorted_json(document).encode(),
+}
 
 
 class SignatureError(ValueError):
@@ -74,21 +90,7 @@ class UnknownKey(SignatureError):
         self.kid = kid
 
 
-def signed_message(headers: Mapping[str, str]) -> bytes:
-    """The bytes a signature covers: :data:`SIGNED_HEADERS`' values, one per line.
-
-    ``headers`` is looked up without regard to case (HTTP header names are case-insensitive).
-    Raises ``ValueError`` unless they hold the body's SHA-256 (:data:`broker.wire.headers.SHA256`,
-    64 lower-case hex digits): without it a signature would not bind the body.
-    """
-    lowered = {name.lower(): value for name, value in headers.items()}
-    digest = lowered.get(h.SHA256.lower(), "")
-    if not _SHA256_HEX.fullmatch(digest):
-        raise ValueError(
-            f"{h.SHA256} must be the body's SHA-256 as 64 lower-case hex digits, not {digest!r}: "
-            f"a {SCHEME} signature binds the body through it"
-        )
-    return "".join(f"{lowered.get(name.lower(), '')}\n" for name in SIGNED_HEADERS).encode()
+# Keys ------------------------------------------------------------------------------------------
 
 
 def key_id(public: Ed25519PublicKey) -> str:
@@ -129,79 +131,258 @@ def public_keys(jwks: Mapping) -> dict[str, Ed25519PublicKey]:
     return found
 
 
-def sign(key: Ed25519PrivateKey, headers: Mapping[str, str]) -> str:
-    """The ``X-Fedbroker-Signature`` value of a delivery, signed by ``key``.
+# Deliveries ------------------------------------------------------------------------------------
 
-    ``headers`` must hold the body's SHA-256 (``ValueError`` otherwise, see
-    :func:`signed_message`): the body itself is not needed.
+
+def content_digest(sha256_hex: str) -> str:
+    """The ``Content-Digest`` value (RFC 9530) of a body whose SHA-256 is ``sha256_hex``.
+
+    Examples
+    --------
+    >>> content_digest(hashlib.sha256(b'{"hello": "world"}').hexdigest())
+    'sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:'
     """
-    signature = key.sign(signed_message(headers))
-    return f"{SCHEME}={key_id(key.public_key())}:{_b64(signature)}"
+    raw = bytes.fromhex(sha256_hex)
+    if len(raw) != 32:
+        raise ValueError(f"not a SHA-256: {sha256_hex!r}")
+    return http_sf.ser({DIGEST_ALGORITHM: raw})
 
 
-def verify(
-    header: str | None,
-    headers: Mapping[str, str],
-    keys: Mapping[str, Ed25519PublicKey],
-) -> str:
-    """Check ``X-Fedbroker-Signature`` against ``keys``; returns the id of the key that matched.
-
-    Only the headers are checked: the caller must then check that the body hashes to the signed
-    ``X-Fedbroker-Sha256`` before it trusts the body. Raises :class:`UnknownKey` when every
-    offered value names a key not in ``keys`` (fetch the broker's key set again, then retry),
-    :class:`SignatureError` otherwise.
-    """
-    offered = [part.strip() for part in (header or "").split(",") if part.strip()]
-    values = [v.removeprefix(f"{SCHEME}=") for v in offered if v.startswith(f"{SCHEME}=")]
-    if not values:
-        schemes = sorted({v.partition("=")[0] for v in offered if "=" in v})
-        found = f" (it offers {', '.join(schemes)})" if schemes else ""
-        raise SignatureError(
-            f"{h.SIGNATURE} has no {SCHEME}= value{found}: only {SCHEME} signatures (Ed25519 "
-            f"over the signed headers, the body bound by {h.SHA256}, by the broker's published "
-            "keys) are accepted"
-        )
+def digest_sha256(value: str) -> str:
+    """The hex SHA-256 a ``Content-Digest`` value names; :class:`SignatureError` unless it is
+    a Dictionary (RFC 8941) holding exactly one ``sha-256`` byte sequence of 32 bytes."""
     try:
-        message = signed_message(headers)
-    except ValueError as error:
-        raise SignatureError(str(error)) from None
-    unknown = None
-    for value in values:
-        kid, _, encoded = value.partition(":")
-        if kid not in keys:
-            unknown = unknown or kid
-            continue
-        try:
-            keys[kid].verify(_unb64(encoded), message)
-        except (InvalidSignature, ValueError):
-            continue
-        return kid
-    if unknown is not None and all(v.partition(":")[0] not in keys for v in values):
-        raise UnknownKey(unknown)
-    raise SignatureError(
-        f"{h.SIGNATURE} does not match: a signed header was changed, or the delivery was not "
-        "signed by the broker"
+        members = http_sf.parse(value.encode("ascii"), tltype="dictionary")
+    except (ValueError, TypeError, UnicodeEncodeError):
+        members = None
+    digest = members.get(DIGEST_ALGORITHM, (None,))[0] if isinstance(members, dict) else None
+    if set(members or ()) != {DIGEST_ALGORITHM} or not isinstance(digest, bytes):
+        raise SignatureError(
+            f"{h.CONTENT_DIGEST} must be exactly one {DIGEST_ALGORITHM} digest "
+            f"(RFC 9530, '{DIGEST_ALGORITHM}=:<base64>:'), not {value!r}"
+        )
+    if len(digest) != 32:
+        raise SignatureError(f"the {DIGEST_ALGORITHM} of {h.CONTENT_DIGEST} is not 32 bytes long")
+    return digest.hex()
+
+
+def new_nonce() -> str:
+    """A fresh nonce for one signature: 128 random bits, base64url."""
+    return secrets.token_urlsafe(16)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A request as the RFC 9421 library reads it: method, URL and header fields (anything with
+    ``items()`` giving every field line; a ``dict`` when signing, which adds two fields)."""
+
+    method: str
+    url: str
+    headers: Any
+
+
+class _FieldLines:
+    """Received field lines, repeated names kept (RFC 9421 joins them with ', ')."""
+
+    def __init__(self, lines: Iterable[tuple[str, str]]):
+        self._lines = list(lines)
+
+    def items(self) -> list[tuple[str, str]]:
+        return self._lines
+
+    def __iter__(self):
+        return iter(dict.fromkeys(name for name, _ in self._lines))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(n.lower() == name.lower() for n, _ in self._lines)
+
+
+class _Keys(HTTPSignatureKeyResolver):
+    def __init__(self, public: Callable[[str], Ed25519PublicKey], private=None):
+        self._public, self._private = public, private
+
+    def resolve_public_key(self, key_id: str) -> Ed25519PublicKey:
+        return self._public(key_id)  # UnknownKey when it does not know it
+
+    def resolve_private_key(self, key_id: str) -> Ed25519PrivateKey:
+        return self._private
+
+
+def sign_delivery(
+    key: Ed25519PrivateKey,
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    created: int,
+    expires: int,
+    nonce: str,
+) -> dict[str, str]:
+    """The ``Signature-Input`` and ``Signature`` of a delivery POSTed to ``url``.
+
+    ``headers`` must hold ``Content-Digest`` and every header of :data:`COVERED` (an absent
+    one, or a digest that is not RFC 9530's, raises :class:`SignatureError`); the body itself
+    is not needed.
+    """
+    message = Message("POST", url, dict(headers))
+    kid = key_id(key.public_key())
+    signer = HTTPMessageSigner(
+        signature_algorithm=algorithms.ED25519, key_resolver=_Keys(None, key)
+    )
+    try:
+        signer.sign(
+            message,
+            key_id=kid,
+            created=datetime.fromtimestamp(created, UTC),
+            expires=datetime.fromtimestamp(expires, UTC),
+            nonce=nonce,
+            label=LABEL,
+            tag=TAG,
+            covered_component_ids=COVERED,
+            use_existing_digest=True,
+        )
+    except HTTPMessageSignaturesException as error:
+        raise SignatureError(f"cannot sign the delivery: {error}") from None
+    return {name: message.headers[name] for name in (h.SIGNATURE_INPUT, h.SIGNATURE)}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A delivery whose signature holds: what it covers, as signed."""
+
+    key_id: str
+    created: int
+    expires: int
+    nonce: str
+    fields: dict[str, str]  # lower-case header name -> its value, as signed
+    sha256: str  # hex, from the signed Content-Digest: the body must hash to it
+
+    def field(self, name: str) -> str:
+        return self.fields[name.lower()]
+
+
+class _Verifier(HTTPMessageVerifier):
+    def validate_created_and_expires(self, sig_input, max_age=None) -> None:
+        """Times are checked by :func:`verify_delivery`, with its clock and its bounds."""
+
+
+def verify_delivery(
+    url: str,
+    lines: Iterable[tuple[str, str]],
+    public_key: Callable[[str], Ed25519PublicKey],
+    *,
+    now: float,
+    tolerance: int,
+    max_lifetime: int,
+) -> Verified:
+    """Check the signature of a delivery POSTed to ``url`` (the verifier's own inbox URL,
+    never one taken from the request) with header field ``lines``, the body not needed.
+
+    ``public_key(kid)`` gives the broker's key or raises :class:`UnknownKey`. Accepted only:
+    one signature tagged :data:`TAG`, covering exactly :data:`COVERED`, with every one of
+    :data:`PARAMETERS`, ``alg="ed25519"``, made at most ``tolerance`` seconds in the future,
+    not expired more than ``tolerance`` seconds ago, valid for at most ``max_lifetime``
+    seconds. Raises :class:`SignatureError` (:class:`UnknownKey`) otherwise, saying why.
+    Recipient and nonce are the caller's to check.
+    """
+    fields = _FieldLines(lines)
+    if h.SIGNATURE_INPUT not in fields or h.SIGNATURE not in fields:
+        why = "the delivery is not signed"
+        if h.RETIRED_SIGNATURE in fields:
+            why = f"{h.RETIRED_SIGNATURE} (the broker's scheme before RFC 9421) is refused"
+        raise SignatureError(
+            f"{why}: a delivery carries {h.SIGNATURE_INPUT} and {h.SIGNATURE} (HTTP Message "
+            f"Signatures, RFC 9421, Ed25519, tag {TAG!r}) by the broker's published keys"
+        )
+    verifier = _Verifier(signature_algorithm=algorithms.ED25519, key_resolver=_Keys(public_key))
+    try:
+        results = verifier.verify(Message("POST", url, fields), max_age=None, expect_tag=TAG)
+    except HTTPMessageSignaturesException as error:
+        if isinstance(error.__cause__, UnknownKey):
+            raise error.__cause__ from None
+        raise SignatureError(_explained(error)) from None
+    if len(results) != 1:
+        raise SignatureError(f"the delivery carries {len(results)} signatures tagged {TAG!r}")
+    result = results[0]
+    signed = {name.strip('"'): value for name, value in result.covered_components.items()}
+    covered = [name for name in signed if name != "@signature-params"]
+    if covered != list(COVERED):
+        missing = [name for name in COVERED if name not in covered]
+        extra = [name for name in covered if name not in COVERED]
+        raise SignatureError(
+            "the signature must cover exactly, in order: "
+            + " ".join(COVERED)
+            + (f" (missing: {', '.join(missing)})" if missing else "")
+            + (f" (not expected: {', '.join(extra)})" if extra else "")
+        )
+    params = result.parameters
+    if absent := [name for name in PARAMETERS if name not in params]:
+        raise SignatureError(f"the signature lacks its {', '.join(absent)} parameter(s)")
+    if params["alg"] != ALGORITHM:  # the library refuses another alg too: said once more here
+        raise SignatureError(f"the signature's alg is {params['alg']!r}, not {ALGORITHM!r}")
+    created, expires = int(params["created"]), int(params["expires"])
+    if expires <= created or expires - created > max_lifetime:
+        raise SignatureError(
+            f"the signature holds from {created} to {expires}: at most {max_lifetime} s accepted"
+        )
+    if created > now + tolerance:
+        raise SignatureError(
+            f"the signature was made {created - now:.0f} s in the future by this member's clock "
+            f"(at most {tolerance} s accepted): a clock to set right"
+        )
+    if expires < now - tolerance:
+        raise SignatureError(
+            f"the signature expired {now - expires:.0f} s ago: an old delivery replayed, or a "
+            "clock to set right"
+        )
+    values = {name: value for name, value in signed.items() if not name.startswith("@")}
+    return Verified(
+        key_id=str(params["keyid"]),
+        created=created,
+        expires=expires,
+        nonce=str(params["nonce"]),
+        fields=values,
+        sha256=digest_sha256(values[h.CONTENT_DIGEST.lower()]),
     )
 
 
+def _explained(error: Exception) -> str:
+    text = str(error) or type(error).__name__
+    if "erification failed" in text or isinstance(error.__cause__, InvalidSignature):
+        return (
+            f"the {h.SIGNATURE} does not hold (it does not match): a covered header, the digest "
+            "or the target URI differs from what the broker signed (another recipient's "
+            "delivery, or altered), or the broker did not sign it"
+        )
+    return f"the {h.SIGNATURE} does not hold: {text}"
+
+
+# Documents -------------------------------------------------------------------------------------
+
+
 def sign_document(key: Ed25519PrivateKey, document: object) -> str:
-    """``ed25519=<kid>:<base64url signature>`` over the canonical JSON of ``document``."""
-    signature = key.sign(canonical_json(document).encode())
+    """``ed25519-jcs=<kid>:<base64url signature>`` over the RFC 8785 form of ``document``."""
+    signature = key.sign(canonical_json(document))
     return f"{DOCUMENT_SCHEME}={key_id(key.public_key())}:{_b64(signature)}"
 
 
 def verify_document(signature: str, document: object, keys: Mapping[str, Ed25519PublicKey]) -> str:
-    """Check a :func:`sign_document` signature against ``keys``; returns the key id. Raises
-    :class:`UnknownKey` for a key id not in ``keys``, :class:`SignatureError` otherwise."""
+    """Check a :func:`sign_document` signature against ``keys``; returns the key id.
+
+    Scheme ``ed25519`` (agreements signed before RFC 8785: the same keys over
+    :func:`~broker.wire.canonical.sorted_json`, which spells each document one way too) is still
+    checked in its own form. Raises :class:`UnknownKey` for a key id not in ``keys``,
+    :class:`SignatureError` otherwise.
+    """
     scheme, _, value = (signature or "").partition("=")
     kid, _, encoded = value.partition(":")
-    if scheme != DOCUMENT_SCHEME or not kid or not encoded:
+    form = _DOCUMENT_FORMS.get(scheme)
+    if form is None or not kid or not encoded:
         raise SignatureError(f"not a {DOCUMENT_SCHEME}=<key id>:<signature> document signature")
     if kid not in keys:
         raise UnknownKey(kid)
     try:
-        keys[kid].verify(_unb64(encoded), canonical_json(document).encode())
-    except (InvalidSignature, ValueError):
+        keys[kid].verify(_unb64(encoded), form(document))
+    except (InvalidSignature, ValueError, binascii.Error):
         raise SignatureError("the document does not match its signature") from None
     return kid
 

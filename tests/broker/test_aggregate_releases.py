@@ -209,7 +209,7 @@ def test_the_destination_receives_the_answers_signed_in_its_inbox(federation, in
     [(headers, payload)] = inbox.received
     assert headers["content-type"] == "application/json"
     assert headers["x-fedbroker-filename"] == f"transfer-{body['id']}.aggregate.json"
-    assert "x-fedbroker-signature" in headers
+    assert "signature" in headers and "signature-input" in headers
     document = json.loads(payload)
     assert document["kind"] == "aggregate" and document["epsilon"] == "0.5"
     assert [a["result"] for a in document["answers"]] == [

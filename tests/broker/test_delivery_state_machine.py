@@ -45,6 +45,7 @@ SETTINGS = Settings(
     delivery_max_attempts=MAX_ATTEMPTS,
     delivery_backoff_seconds=1.0,
     delivery_lease_seconds=60.0,
+    delivery_concurrency=1,  # one connection for the whole machine: one delivery at a time
 )
 # One Ed25519 key for the whole module, in a folder of its own.
 KEYRING = KeyRing.load(Path(tempfile.mkdtemp(prefix="fedbroker-keys-")), create=True)

@@ -1,12 +1,15 @@
 """Contract negotiation, agreements and transfers under them, through the API, on SQLite and
 PostgreSQL: the Dataspace Protocol's states, the broker's checks, idempotent messages."""
 
+import base64
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import rfc8785
 
 from broker.negotiations import service as negotiations
-from broker.wire.signing import SignatureError, public_keys, verify, verify_document
+from broker.wire.signing import SignatureError, public_keys, verify_document
+from tests import rfc9421
 from tests.broker.conftest import ADMIN, bearer, drain
 from tests.broker.test_catalog import measure, publish
 
@@ -92,8 +95,16 @@ def test_the_broker_signs_the_agreement_with_its_published_keys(federation, data
     agreement = answer.json()
     assert (agreement["state"], agreement["terms"]["min_k"]) == ("active", 5)
     assert agreement["document"]["policy_versions"] == {"SN": 1, "FR": 1}
-    keys = public_keys(federation.client.get("/.well-known/fedbroker-keys.json").json())
+    jwks = federation.client.get("/.well-known/fedbroker-keys.json").json()
+    keys = public_keys(jwks)
     assert verify_document(agreement["signature"], agreement["document"], keys)
+    # As a party without our code checks it: Ed25519 over the document's RFC 8785 JSON.
+    scheme, _, value = agreement["signature"].partition("=")
+    kid, _, encoded = value.partition(":")
+    assert scheme == "ed25519-jcs"
+    [jwk] = [key for key in jwks["keys"] if rfc9421.thumbprint(key) == kid]
+    signature = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    rfc9421.ed25519_key(jwk).verify(signature, rfc8785.dumps(agreement["document"]))
     forged = {**agreement["document"], "terms": {**agreement["document"]["terms"], "min_k": 2}}
     with pytest.raises(SignatureError):
         verify_document(agreement["signature"], forged, keys)
@@ -432,14 +443,16 @@ def test_the_delivery_carries_the_agreement_and_the_retention_signed(federation,
     assert headers["x-fedbroker-agreement"] == lab
     until = datetime.fromisoformat(answer["retain_until"]).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert headers["x-fedbroker-retain-until"] == until
-    keys = public_keys(federation.client.get("/.well-known/fedbroker-keys.json").json())
-    assert verify(headers["x-fedbroker-signature"], headers, keys)
-    with pytest.raises(SignatureError):  # a member cannot stretch its retention
-        verify(
-            headers["x-fedbroker-signature"],
-            {**headers, "x-fedbroker-retain-until": "2099-01-01T00:00:00Z"},
-            keys,
-        )
+    jwks = federation.client.get("/.well-known/fedbroker-keys.json").json()
+    lines = list(headers.items())
+    checked = rfc9421.verify("POST", inbox.url, lines, jwks, tag="fedbroker-delivery")
+    assert checked.fields["x-fedbroker-retain-until"] == until
+    stretched = [
+        (name, "2099-01-01T00:00:00Z" if name == "x-fedbroker-retain-until" else value)
+        for name, value in lines
+    ]
+    with pytest.raises(rfc9421.Refused):  # a member cannot stretch its retention
+        rfc9421.verify("POST", inbox.url, stretched, jwks, tag="fedbroker-delivery")
 
 
 def test_data_received_under_no_onward_transfer_cannot_be_sent_on(federation, lab, inbox):

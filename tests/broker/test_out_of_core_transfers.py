@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from broker.main import create_app
+from broker.wire.signing import content_digest
 from tests.broker.conftest import ADMIN, Federation, drain
 from tests.conftest import FIXTURES
 
@@ -189,8 +190,8 @@ def test_an_approved_transfer_counted_out_of_core_leaves_from_its_file(
     arrived = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False)
     assert list(arrived.columns) == list(sent.columns)
     assert sorted(arrived.itertuples(index=False)) == sorted(sent.itertuples(index=False))
-    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
-    assert headers["x-fedbroker-sha256"] == answer["dataset"]["delivered_sha256"]
+    assert headers["content-digest"] == content_digest(hashlib.sha256(body).hexdigest())
+    assert headers["content-digest"] == content_digest(answer["dataset"]["delivered_sha256"])
     assert headers["content-length"] == str(len(body))
     assert payload_columns(connection, answer["id"]) == (None, None)
     assert not Path(name).exists()  # delivered: the file went, the decision keeps its hash

@@ -18,6 +18,7 @@ from broker.datasets import ReadLimits
 from broker.main import create_app
 from broker.transfers import service
 from broker.transfers.models import TransferJob
+from broker.wire.signing import content_digest
 from tests.broker.conftest import ADMIN, Federation, bearer, drain
 from tests.broker.test_transfer_jobs import run_jobs
 from tests.conftest import FIXTURES
@@ -97,7 +98,7 @@ def test_an_approved_reference_delivers_a_signed_document_naming_the_files_writt
     drain(federation)
     [(headers, body)] = inbox.received
     assert headers["content-type"] == "application/vnd.fedbroker.reference+json"
-    assert headers["x-fedbroker-sha256"] == hashlib.sha256(body).hexdigest()
+    assert headers["content-digest"] == content_digest(hashlib.sha256(body).hexdigest())
     document = json.loads(body)
     assert document["location"].startswith(str(storage / "out"))
     assert document["rows"] == 9 and document["format"] == "parquet"

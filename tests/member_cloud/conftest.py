@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import socket
 import threading
@@ -26,24 +25,28 @@ from broker.config import Settings
 from broker.main import create_app as create_broker
 from member_cloud.config import MemberSettings
 from member_cloud.main import create_app as create_member
+from tests import rfc9421
 
 REPO = Path(__file__).parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 ADMIN_TOKEN = "x" * 20
 LOCAL_TOKEN = "local-token-of-this-member-0123"
-SIGNED_HEADERS = (
-    "X-Fedbroker-Timestamp",
-    "X-Fedbroker-Transfer",
-    "X-Fedbroker-Source",
-    "X-Fedbroker-Purpose",
-    "X-Fedbroker-Decision",
-    "X-Fedbroker-Filename",
-    "X-Fedbroker-Sha256",
-    "X-Fedbroker-Anonymized",
-    "Content-Type",
-    "X-Fedbroker-Agreement",
-    "X-Fedbroker-Retain-Until",
-)
+# What a delivery signature covers, in order (the wire contract, written here from its text).
+COVERED = [
+    "@method",
+    "@target-uri",
+    "content-digest",
+    "content-type",
+    "x-fedbroker-recipient",
+    "x-fedbroker-transfer",
+    "x-fedbroker-source",
+    "x-fedbroker-purpose",
+    "x-fedbroker-decision",
+    "x-fedbroker-filename",
+    "x-fedbroker-anonymized",
+    "x-fedbroker-agreement",
+    "x-fedbroker-retain-until",
+]
 
 
 def free_socket(port: int = 0) -> socket.socket:
@@ -195,11 +198,8 @@ def _b64url(data: bytes) -> str:
 def public_jwk(key: Ed25519PrivateKey) -> dict[str, str]:
     """RFC 8037 public JWK with its RFC 7638 thumbprint as ``kid``."""
     raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    canonical = json.dumps(
-        {"crv": "Ed25519", "kty": "OKP", "x": _b64url(raw)}, separators=(",", ":")
-    )
-    kid = _b64url(hashlib.sha256(canonical.encode()).digest())
-    return {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw), "kid": kid}
+    jwk = {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw)}
+    return jwk | {"kid": rfc9421.thumbprint(jwk)}
 
 
 def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
@@ -209,46 +209,65 @@ def pin_broker_keys(data_dir: Path, *keys: Ed25519PrivateKey) -> None:
     (data_dir / "broker-keys.json").write_text(json.dumps(document))
 
 
-def sign(headers: dict[str, str], key: Ed25519PrivateKey = BROKER_TEST_KEY) -> str:
-    """``v5=<kid>:<base64url Ed25519 signature>`` over the signed headers' values, each
-    followed by a newline (a missing one is empty); the body is bound by its SHA-256 header."""
-    lines = [headers.get(name, "") for name in SIGNED_HEADERS]
-    message = "\n".join(lines).encode("utf-8") + b"\n"
-    return f"v5={public_jwk(key)['kid']}:{_b64url(key.sign(message))}"
-
-
 def delivery_headers(
     transfer_id: str,
     body: bytes,
+    url: str,
     *,
+    recipient: str = "fr-inbox",
     key: Ed25519PrivateKey = BROKER_TEST_KEY,
-    timestamp: int | None = None,
+    created: int | None = None,
+    lifetime: int = 300,
+    nonce: str | None = None,
     content_type: str = "text/csv",
     purpose: str = "research",
     filename: str = "patients.csv",
+    components: list[str] | None = None,
+    params: dict | None = None,
     replace: dict[str, str | None] | None = None,
     tamper: dict[str, str | None] | None = None,
 ) -> dict[str, str]:
-    """Headers of a delivery as the broker sends it (purpose and file name percent-encoded).
+    """Headers of a delivery to the inbox at ``url`` as the broker sends it (RFC 9421, Ed25519;
+    purpose and file name percent-encoded), signed by ``key`` over ``components``
+    (:data:`COVERED`) with ``params`` (created, expires, a fresh nonce, alg, tag by default).
 
-    ``replace`` changes or (None) drops headers before the broker signs them; ``tamper`` changes
-    or drops them after, as someone on the way would.
+    ``replace`` changes or (None) drops headers before they are signed; ``tamper`` changes or
+    drops them after, as someone on the way would.
     """
-    timestamp = int(time.time()) if timestamp is None else timestamp
+    created = int(time.time()) if created is None else created
     headers = {
         "Content-Type": content_type,
+        "Content-Digest": rfc9421.content_digest(body),
         "Idempotency-Key": transfer_id,
+        "X-Fedbroker-Recipient": recipient,
         "X-Fedbroker-Transfer": transfer_id,
         "X-Fedbroker-Source": "sn-hospital",
         "X-Fedbroker-Purpose": quote(purpose, safe=""),
         "X-Fedbroker-Decision": "approved",
         "X-Fedbroker-Filename": quote(filename, safe=""),
-        "X-Fedbroker-Sha256": hashlib.sha256(body).hexdigest(),
         "X-Fedbroker-Anonymized": "false",
-        "X-Fedbroker-Timestamp": str(timestamp),
+        "X-Fedbroker-Agreement": "",
+        "X-Fedbroker-Retain-Until": "",
     }
     _change(headers, replace)
-    headers["X-Fedbroker-Signature"] = sign(headers, key)
+    if params is None:
+        params = {
+            "created": created,
+            "keyid": public_jwk(key)["kid"],
+            "alg": "ed25519",
+            "expires": created + lifetime,
+            "nonce": nonce or uuid.uuid4().hex,
+            "tag": "fedbroker-delivery",
+        }
+    headers |= rfc9421.sign(
+        key,
+        public_jwk(key)["kid"],
+        "POST",
+        url,
+        list(headers.items()),
+        COVERED if components is None else components,
+        params,
+    )
     _change(headers, tamper)
     return headers
 

@@ -1,20 +1,47 @@
 """A member pins the broker's keys and fetches them again when a delivery names a new one."""
 
+import os
 import threading
 import time
 
+import httpx
 import pytest
 
 from broker.delivery.keyring import KeyRing, generate
-from broker.wire.signing import SignatureError, UnknownKey
+from broker.wire.signing import (
+    SignatureError,
+    UnknownKey,
+    content_digest,
+    new_nonce,
+    verify_delivery,
+)
 from member_cloud import broker_keys
 from member_cloud.broker_keys import BrokerKeys
 
+URL = "http://127.0.0.1:9/inbox"
 HEADERS = {
-    "X-Fedbroker-Transfer": "t-1",
     "Content-Type": "text/csv",
-    "X-Fedbroker-Sha256": "a" * 64,
+    "Content-Digest": content_digest("a" * 64),
+    "X-Fedbroker-Recipient": "fr-research",
+    "X-Fedbroker-Transfer": "t-1",
+    "X-Fedbroker-Source": "sn-hospital",
+    "X-Fedbroker-Purpose": "research",
+    "X-Fedbroker-Decision": "approved",
+    "X-Fedbroker-Filename": "",
+    "X-Fedbroker-Anonymized": "false",
+    "X-Fedbroker-Agreement": "",
+    "X-Fedbroker-Retain-Until": "",
 }
+
+
+def verified_by(keys: BrokerKeys, ring: KeyRing) -> str:
+    """The key id a delivery signed by ``ring`` is verified with, by the member's ``keys``."""
+    now = int(time.time())
+    signature = ring.sign_delivery(URL, HEADERS, created=now, expires=now + 60, nonce=new_nonce())
+    lines = [*HEADERS.items(), *signature.items()]
+    return verify_delivery(
+        URL, lines, keys.public_key, now=now, tolerance=60, max_lifetime=900
+    ).key_id
 
 
 def test_a_rotation_at_the_broker_reaches_the_member(tmp_path, monkeypatch):
@@ -30,19 +57,19 @@ def test_a_rotation_at_the_broker_reaches_the_member(tmp_path, monkeypatch):
 
     keys = BrokerKeys(tmp_path / "member" / "broker-keys.json", fetch)
     (tmp_path / "member").mkdir()
-    assert keys.verify(first.sign(HEADERS), HEADERS) == first.active_id
+    assert verified_by(keys, first) == first.active_id
     assert len(fetched) == 1 and (tmp_path / "member" / "broker-keys.json").exists()
 
     generate(folder)  # the broker rotates: both keys published, the new one signs
     rotated = KeyRing.load(folder)
     published["set"] = rotated.jwks()
-    assert keys.verify(rotated.sign(HEADERS), HEADERS) == rotated.active_id
-    assert keys.verify(first.sign(HEADERS), HEADERS) == first.active_id
+    assert verified_by(keys, rotated) == rotated.active_id
+    assert verified_by(keys, first) == first.active_id
     assert len(fetched) == 2
 
     # Pinned on disk: a restarted member verifies without the broker.
     offline = BrokerKeys(tmp_path / "member" / "broker-keys.json", fetch=None)
-    assert offline.verify(rotated.sign(HEADERS), HEADERS) == rotated.active_id
+    assert verified_by(offline, rotated) == rotated.active_id
 
 
 def test_deliveries_arriving_together_with_a_new_key_all_verify(tmp_path):
@@ -63,7 +90,7 @@ def test_deliveries_arriving_together_with_a_new_key_all_verify(tmp_path):
 
     def deliver():
         try:
-            results.append(keys.verify(ring.sign(HEADERS), HEADERS))
+            results.append(verified_by(keys, ring))
         except SignatureError as error:
             results.append(error)
 
@@ -84,7 +111,7 @@ def test_strict_pinning_never_fetches(tmp_path):
     ring = KeyRing.load(tmp_path / "broker", create=True)
     keys = BrokerKeys(tmp_path / "keys.json", lambda: ring.jwks(), refresh=False)
     with pytest.raises(UnknownKey):
-        keys.verify(ring.sign(HEADERS), HEADERS)
+        verified_by(keys, ring)
 
 
 def test_unknown_key_ids_cannot_make_the_member_fetch_in_a_loop(tmp_path):
@@ -94,5 +121,37 @@ def test_unknown_key_ids_cannot_make_the_member_fetch_in_a_loop(tmp_path):
     keys = BrokerKeys(tmp_path / "keys.json", lambda: calls.append(1) or ring.jwks())
     for _ in range(5):
         with pytest.raises(SignatureError):
-            keys.verify(forger.sign(HEADERS), HEADERS)
+            verified_by(keys, forger)
     assert len(calls) == 1  # at most once per REFRESH_SECONDS
+
+
+def test_a_key_the_broker_retired_stops_being_accepted_once_the_pinned_set_is_old(
+    tmp_path, monkeypatch
+):
+    """No delivery names an unknown key after a rotation, so only age makes the member fetch
+    the set again: then the retired key is refused. While the broker is down, what is pinned
+    stays in use."""
+    monkeypatch.setattr(broker_keys, "REFRESH_SECONDS", 0.0)
+    folder = tmp_path / "broker"
+    old_key = generate(folder)
+    os.utime(old_key, (1, 1))
+    generate(folder)
+    both = KeyRing.load(folder)  # during the rotation: both published, the new one signs
+    old = KeyRing(both.keys[:1])  # the retired key, as whoever holds it would sign
+    published = {"set": both.jwks()}
+    keys = BrokerKeys(tmp_path / "keys.json", lambda: published["set"], max_age_seconds=3600)
+    assert verified_by(keys, old) == old.active_id  # pins both
+
+    old_key.unlink()  # the broker retires the old key (compromised, say)
+    published["set"] = KeyRing.load(folder).jwks()
+    assert verified_by(keys, old) == old.active_id  # the pinned set is young: still accepted
+    monkeypatch.setattr(time, "time", lambda: os.stat(tmp_path / "keys.json").st_mtime + 3601)
+    with pytest.raises(UnknownKey):
+        verified_by(keys, old)
+    assert verified_by(keys, both) == both.active_id
+
+    def down():
+        raise httpx.ConnectError("the broker is down")
+
+    offline = BrokerKeys(tmp_path / "keys.json", down, max_age_seconds=1)
+    assert verified_by(offline, both) == both.active_id  # old pinned set, broker down: kept

@@ -18,20 +18,20 @@ import pytest
 
 from member_cloud import delivery
 from member_cloud.broker_keys import BrokerKeys
-from member_cloud.delivery import DeliveryHeaders
+from member_cloud.config import MemberSettings
 from member_cloud.errors import NotAuthenticated
-from member_cloud.storage import Delivery, Inbox
+from member_cloud.storage import Delivery, Inbox, SeenNonces
+from tests import rfc9421
 from tests.member_cloud.conftest import (
     BROKER_TEST_KEY,
+    COVERED,
     FIXTURES,
     FORGER_KEY,
-    SIGNED_HEADERS,
     Members,
     closed_port,
     delivery_headers,
     pin_broker_keys,
     public_jwk,
-    sign,
     unique_id,
 )
 
@@ -66,9 +66,13 @@ def client(member):
         yield client
 
 
+def inbox_url(client) -> str:
+    return str(client.base_url).rstrip("/") + "/inbox"
+
+
 def deliver(client, body, transfer_id=None, **kwargs):
     transfer_id = transfer_id or str(uuid.uuid4())
-    headers = delivery_headers(transfer_id, body, **kwargs)
+    headers = delivery_headers(transfer_id, body, inbox_url(client), **kwargs)
     return transfer_id, client.post("/inbox", content=body, headers=headers)
 
 
@@ -149,119 +153,149 @@ def test_the_same_transfer_with_other_bytes_is_refused(client):
 def test_a_delivery_signed_by_anyone_but_the_broker_is_401(client):
     body = b"a\n1\n"
     transfer_id = str(uuid.uuid4())
-    forged = delivery_headers(transfer_id, body, key=FORGER_KEY)
+    forged = delivery_headers(transfer_id, body, inbox_url(client), key=FORGER_KEY)
     answer = client.post("/inbox", content=body, headers=forged)
 
     assert "unknown to this member" in assert_problem(answer, 401, "not-authenticated")["detail"]
     assert transfer_id not in listed(client)
     # A forger who claims the broker's key id still fails: the signature is checked with it.
     broker_kid = public_jwk(BROKER_TEST_KEY)["kid"]
-    claimed = forged["X-Fedbroker-Signature"].replace(public_jwk(FORGER_KEY)["kid"], broker_kid)
-    answer = client.post(
-        "/inbox", content=body, headers={**forged, "X-Fedbroker-Signature": claimed}
-    )
-    assert "does not match" in assert_problem(answer, 401)["detail"]
+    claimed = forged["Signature-Input"].replace(public_jwk(FORGER_KEY)["kid"], broker_kid)
+    answer = client.post("/inbox", content=body, headers={**forged, "Signature-Input": claimed})
+    assert "does not hold" in assert_problem(answer, 401)["detail"]
 
 
-@pytest.mark.parametrize("dropped", ["X-Fedbroker-Signature", "X-Fedbroker-Timestamp"])
-def test_a_delivery_without_signature_or_timestamp_is_401(client, dropped):
+@pytest.mark.parametrize("dropped", ["Signature", "Signature-Input"])
+def test_a_delivery_without_its_signature_is_401(client, dropped):
     _, answer = deliver(client, b"a\n1\n", tamper={dropped: None})
-    assert_problem(answer, 401)
+    assert "not signed" in assert_problem(answer, 401)["detail"]
     assert answer.headers["www-authenticate"].startswith("FedbrokerSignature")
 
 
-def test_a_body_swapped_together_with_its_checksum_is_401(client):
-    """The body is bound through its signed SHA-256: a new body needs a new checksum, which the
-    signature refuses."""
+def test_a_body_swapped_together_with_its_digest_is_401(client):
+    """The body is bound through its signed Content-Digest: a new body needs a new digest,
+    which the signature refuses."""
     body = b"a\n1\n"
     transfer_id = str(uuid.uuid4())
-    headers = delivery_headers(transfer_id, body)
+    headers = delivery_headers(transfer_id, body, inbox_url(client))
     tampered_body = client.post(
         "/inbox",
         content=b"a\n9\n",
-        headers={**headers, "X-Fedbroker-Sha256": hashlib.sha256(b"a\n9\n").hexdigest()},
+        headers={**headers, "Content-Digest": rfc9421.content_digest(b"a\n9\n")},
     )
     assert_problem(tampered_body, 401)
     assert transfer_id not in listed(client)
 
 
-# Each signed header changed on the way, to a value that passes every other check.
+# Each covered header changed on the way, to a value that passes every other check.
 TAMPERED = {
-    "X-Fedbroker-Timestamp": lambda: str(int(time.time()) + 1),
+    "Content-Digest": lambda: rfc9421.content_digest(b"other"),
+    "Content-Type": lambda: "text/html",
     "X-Fedbroker-Transfer": lambda: str(uuid.uuid4()),
     "X-Fedbroker-Source": lambda: "ng-health",
     "X-Fedbroker-Purpose": lambda: "marketing",
     "X-Fedbroker-Decision": lambda: "rejected",
     "X-Fedbroker-Filename": lambda: "other.csv",
-    "X-Fedbroker-Sha256": lambda: "0" * 64,
     "X-Fedbroker-Anonymized": lambda: "true",
-    "Content-Type": lambda: "text/html",
     "X-Fedbroker-Agreement": lambda: str(uuid.uuid4()),  # another agreement's terms
     "X-Fedbroker-Retain-Until": lambda: "2099-01-01T00:00:00Z",  # keep it longer
 }
 
 
-def test_every_signed_header_is_tampered_with_below():
-    assert set(TAMPERED) == set(SIGNED_HEADERS)
+def test_every_covered_header_is_tampered_with_below():
+    fields = {name for name in COVERED if not name.startswith("@")}
+    assert {name.lower() for name in TAMPERED} | {"x-fedbroker-recipient"} == fields
 
 
 @pytest.mark.parametrize("header", sorted(TAMPERED))
-def test_the_signature_covers_each_signed_header(client, header):
+def test_the_signature_covers_each_header(client, header):
     value = TAMPERED[header]()
     tamper = {header: value}
     if header == "X-Fedbroker-Transfer":
         tamper["Idempotency-Key"] = value
     transfer_id, answer = deliver(client, b"a\n1\n", tamper=tamper)
 
-    assert "does not match" in assert_problem(answer, 401, "not-authenticated")["detail"]
+    assert "does not hold" in assert_problem(answer, 401, "not-authenticated")["detail"]
     assert transfer_id not in listed(client)
 
 
-@pytest.mark.parametrize("header", ["X-Fedbroker-Filename", "Content-Type"])
-def test_a_signed_header_dropped_on_the_way_is_401(client, header):
+@pytest.mark.parametrize("header", ["X-Fedbroker-Filename", "Content-Type", "Content-Digest"])
+def test_a_covered_header_dropped_on_the_way_is_401(client, header):
     _, answer = deliver(client, b"a\n1\n", tamper={header: None})
     assert_problem(answer, 401)
 
 
-def test_the_former_hmac_signatures_are_no_longer_accepted(client):
-    """v2 was keyed with a digest the broker's database stores: whoever read it could sign."""
-    body = b"a\n1\n"
-    digest = hashlib.sha256(API_KEY.encode()).digest()
-    v2 = "v2=" + hmac.new(digest, b"anything" + body, "sha256").hexdigest()
-    _, answer = deliver(client, body, tamper={"X-Fedbroker-Signature": v2})
-    assert "only v5 signatures" in assert_problem(answer, 401)["detail"]
-
-
-def test_v3_signatures_over_the_body_are_refused_naming_v5(client):
-    """v3 signed the headers then the body, so both sides held the body in memory."""
-    body = b"a\n1\n"
-    transfer_id = str(uuid.uuid4())
-    headers = delivery_headers(transfer_id, body)
-    message = "".join(f"{headers.get(name, '')}\n" for name in SIGNED_HEADERS).encode() + body
-    signature = base64.urlsafe_b64encode(BROKER_TEST_KEY.sign(message)).rstrip(b"=").decode()
-    v3 = f"v3={public_jwk(BROKER_TEST_KEY)['kid']}:{signature}"
-
-    answer = client.post("/inbox", content=body, headers={**headers, "X-Fedbroker-Signature": v3})
-
-    detail = assert_problem(answer, 401, "not-authenticated")["detail"]
-    assert "offers v3" in detail and "only v5 signatures" in detail
+@pytest.mark.parametrize("dropped", ["x-fedbroker-recipient", "@target-uri", "content-digest"])
+def test_a_signature_covering_less_is_401(client, dropped):
+    components = [name for name in COVERED if name != dropped]
+    transfer_id, answer = deliver(client, b"a\n1\n", components=components)
+    assert f"missing: {dropped}" in assert_problem(answer, 401)["detail"]
     assert transfer_id not in listed(client)
 
 
-def test_any_one_of_several_signatures_may_match(client):
+def test_a_signature_covering_more_is_401(client):
+    _, answer = deliver(client, b"a\n1\n", components=[*COVERED, "idempotency-key"])
+    assert "not expected: idempotency-key" in assert_problem(answer, 401)["detail"]
+
+
+@pytest.mark.parametrize("param", ["created", "expires", "nonce", "alg", "tag"])
+def test_a_signature_without_one_of_its_parameters_is_401(client, param):
+    now = int(time.time())
+    params = {"created": now, "alg": "ed25519", "expires": now + 300}
+    params |= {"nonce": uuid.uuid4().hex, "tag": "fedbroker-delivery"}
+    params.pop(param)
+    transfer_id, answer = deliver(client, b"a\n1\n", params=params)
+    assert_problem(answer, 401)
+    assert transfer_id not in listed(client)
+
+
+def test_another_algorithm_is_401(client):
+    now = int(time.time())
+    params = {"created": now, "alg": "hmac-sha256", "expires": now + 300}
+    params |= {"nonce": uuid.uuid4().hex, "tag": "fedbroker-delivery"}
+    _, answer = deliver(client, b"a\n1\n", params=params)
+    assert_problem(answer, 401)
+
+
+def test_the_former_schemes_are_refused_by_name(client):
+    """v5 (X-Fedbroker-Signature over the headers, bound to no recipient) and the HMAC v2 before
+    it: a delivery that carries only them is refused, naming what is accepted."""
+    body = b"a\n1\n"
+    digest = hashlib.sha256(API_KEY.encode()).digest()
+    v2 = "v2=" + hmac.new(digest, b"anything" + body, "sha256").hexdigest()
+    kid = public_jwk(BROKER_TEST_KEY)["kid"]
+    v5 = f"v5={kid}:" + base64.urlsafe_b64encode(BROKER_TEST_KEY.sign(b"x")).decode()
+    for old in (v2, v5):
+        tamper = {"Signature": None, "Signature-Input": None, "X-Fedbroker-Signature": old}
+        transfer_id, answer = deliver(client, body, tamper=tamper)
+        detail = assert_problem(answer, 401, "not-authenticated")["detail"]
+        assert "X-Fedbroker-Signature (the broker's scheme before RFC 9421) is refused" in detail
+        assert "RFC 9421" in detail and transfer_id not in listed(client)
+
+
+def test_another_signature_beside_the_brokers_does_not_matter(client):
+    """Only the signature tagged fedbroker-delivery is the broker's; another application's
+    signature of the message (another label and tag) is not looked at."""
     body = b"a\n1\n"
     transfer_id = str(uuid.uuid4())
-    headers = delivery_headers(transfer_id, body)
-    signed = {k: v for k, v in headers.items() if k != "X-Fedbroker-Signature"}
-    forged = sign(signed, FORGER_KEY)
-    both = {**headers, "X-Fedbroker-Signature": f"{forged}, {headers['X-Fedbroker-Signature']}"}
-
+    headers = delivery_headers(transfer_id, body, inbox_url(client))
+    other = rfc9421.sign(
+        FORGER_KEY,
+        "other",
+        "POST",
+        inbox_url(client),
+        list(headers.items()),
+        ["@method"],
+        {"created": int(time.time()), "tag": "proxy"},
+        label="proxy",
+    )
+    both = {
+        **headers,
+        "Signature-Input": f"{headers['Signature-Input']}, {other['Signature-Input']}",
+        "Signature": f"{headers['Signature']}, {other['Signature']}",
+    }
     answer = client.post("/inbox", content=body, headers=both)
     assert answer.status_code == 201, answer.text
-
-    broken = headers["X-Fedbroker-Signature"][:-4] + "AAAA"
-    neither = {**headers, "X-Fedbroker-Signature": f"{forged},{broken}"}
-    assert_problem(client.post("/inbox", content=body, headers=neither), 401)
 
 
 def test_purpose_and_filename_are_signed_encoded_and_stored_decoded(client, member):
@@ -282,23 +316,80 @@ def test_purpose_and_filename_are_signed_encoded_and_stored_decoded(client, memb
     )
 
 
-@pytest.mark.parametrize("offset", [-400, 400, -3600])
-def test_a_timestamp_too_far_from_our_clock_is_401(client, offset):
-    _, answer = deliver(client, b"a\n1\n", timestamp=int(time.time()) + offset)
-    assert "clock" in assert_problem(answer, 401)["detail"]
+@pytest.mark.parametrize(
+    ("offset", "lifetime", "said"),
+    [
+        (-700, 300, "the signature expired 40"),  # 400 s ago, tolerance 300 s
+        (-3600, 300, "expired"),
+        (400, 300, "s in the future"),
+        (0, 901, "at most 900 s accepted"),
+    ],
+)
+def test_a_signature_out_of_its_time_is_401(client, offset, lifetime, said):
+    transfer_id, answer = deliver(
+        client, b"a\n1\n", created=int(time.time()) + offset, lifetime=lifetime
+    )
+    assert said in assert_problem(answer, 401)["detail"]
+    assert transfer_id not in listed(client)
 
 
-@pytest.mark.parametrize("offset", [-200, 200])
-def test_a_timestamp_within_the_tolerance_is_accepted(client, offset):
-    _, answer = deliver(client, b"a\n1\n", timestamp=int(time.time()) + offset)
+@pytest.mark.parametrize("offset", [-550, 250])
+def test_a_signature_within_the_tolerance_is_accepted(client, offset):
+    _, answer = deliver(client, b"a\n1\n", created=int(time.time()) + offset)
     assert answer.status_code == 201, answer.text
 
 
-def test_a_body_that_does_not_match_its_signed_checksum_is_400_and_leaves_no_file(client, member):
+def test_a_delivery_for_another_member_is_403_and_stores_nothing(client, member):
+    inbox = member.app.state.settings.data_dir / "inbox"
+    before = files_under(inbox)
+    transfer_id, answer = deliver(client, b"a\n1\n", recipient="ng-health")
+    assert (
+        "addressed to 'ng-health'" in assert_problem(answer, 403, "not-for-this-member")["detail"]
+    )
+    assert files_under(inbox) == before
+    # naming this member on the way does not help: the recipient is signed
+    transfer_id, answer = deliver(
+        client, b"a\n1\n", recipient="ng-health", tamper={"X-Fedbroker-Recipient": "fr-inbox"}
+    )
+    assert "does not hold" in assert_problem(answer, 401)["detail"]
+    assert transfer_id not in listed(client)
+
+
+def test_a_delivery_signed_for_another_inbox_url_is_401(client):
+    transfer_id = str(uuid.uuid4())
+    body = b"a\n1\n"
+    elsewhere = delivery_headers(transfer_id, body, "http://127.0.0.1:9/inbox")
+    answer = client.post("/inbox", content=body, headers=elsewhere)
+    assert "target URI" in assert_problem(answer, 401)["detail"]
+    assert transfer_id not in listed(client)
+
+
+def test_a_signed_delivery_posted_again_is_a_replay(client, member):
+    """The same signature twice: the second is refused, whatever its transfer's state; the
+    broker's own retry is signed anew (another nonce) and answered already_received."""
+    body = b"a\n1\n"
+    transfer_id = str(uuid.uuid4())
+    headers = delivery_headers(transfer_id, body, inbox_url(client))
+    assert client.post("/inbox", content=body, headers=headers).status_code == 201
+    replay = client.post("/inbox", content=body, headers=headers)
+    assert "received before" in assert_problem(replay, 401, "replayed-delivery")["detail"]
+    retry = client.post(
+        "/inbox", content=body, headers=delivery_headers(transfer_id, body, inbox_url(client))
+    )
+    assert retry.json() == {"status": "already_received", "transfer_id": transfer_id}
+    assert listed(client).count(transfer_id) == 1
+    # the nonce is kept on disk, beside the inbox: a restart still refuses the replay
+    nonces = member.app.state.settings.data_dir / "nonces"
+    assert any(path.is_file() for path in nonces.rglob("*"))
+
+
+def test_a_body_that_does_not_match_its_signed_digest_is_400_and_leaves_no_file(client, member):
     inbox = member.app.state.settings.data_dir / "inbox"
     before = files_under(inbox)
 
-    transfer_id, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Sha256": "0" * 64})
+    transfer_id, answer = deliver(
+        client, b"a\n1\n", replace={"Content-Digest": rfc9421.content_digest(b"other")}
+    )
 
     assert "nothing was stored" in assert_problem(answer, 400, "checksum-mismatch")["detail"]
     assert transfer_id not in listed(client)
@@ -309,15 +400,18 @@ def test_an_unsigned_delivery_is_refused_without_its_body_being_stored(client, m
     inbox = member.app.state.settings.data_dir / "inbox"
     before = files_under(inbox)
 
-    _, answer = deliver(client, b"a\n1\n" * 100_000, tamper={"X-Fedbroker-Signature": None})
+    _, answer = deliver(client, b"a\n1\n" * 100_000, tamper={"Signature": None})
 
     assert_problem(answer, 401, "not-authenticated")
     assert files_under(inbox) == before
 
 
-def test_a_malformed_checksum_is_401_before_the_body_is_read(client):
-    _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Sha256": "not-a-digest"})
-    assert "64 lower-case hex digits" in assert_problem(answer, 401)["detail"]
+@pytest.mark.parametrize(
+    "digest", ["not-a-digest", "sha-256=:AAAA:", "sha-512=:" + "A" * 86 + "==:", "sha-256=abc"]
+)
+def test_a_malformed_digest_is_401_before_the_body_is_read(client, digest):
+    _, answer = deliver(client, b"a\n1\n", replace={"Content-Digest": digest})
+    assert_problem(answer, 401)
 
 
 def test_an_idempotency_key_other_than_the_transfer_id_is_400(client):
@@ -325,8 +419,8 @@ def test_an_idempotency_key_other_than_the_transfer_id_is_400(client):
     assert_problem(answer, 400)
 
 
-def test_a_missing_source_header_is_400_after_authentication(client):
-    _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Source": None})
+def test_an_empty_source_header_is_400_after_authentication(client):
+    _, answer = deliver(client, b"a\n1\n", replace={"X-Fedbroker-Source": ""})
     assert "X-Fedbroker-Source" in assert_problem(answer, 400)["detail"]
 
 
@@ -431,7 +525,10 @@ def test_a_large_delivery_is_streamed_to_disk_not_held_in_memory(client, member)
     for piece in chunked(size):
         digest.update(piece)
     transfer_id = str(uuid.uuid4())
-    headers = delivery_headers(transfer_id, b"", replace={"X-Fedbroker-Sha256": digest.hexdigest()})
+    sha256 = base64.b64encode(digest.digest()).decode()
+    headers = delivery_headers(
+        transfer_id, b"", inbox_url(client), replace={"Content-Digest": f"sha-256=:{sha256}:"}
+    )
 
     tracemalloc.start()
     try:
@@ -464,7 +561,12 @@ def small_member(members):
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
 def test_a_delivery_over_the_members_limit_is_413_and_leaves_nothing(small_member, declared):
     body = b"a,b\n" * 50_000  # 200,000 bytes
-    headers = delivery_headers(str(uuid.uuid4()), body)
+    headers = delivery_headers(
+        str(uuid.uuid4()),
+        body,
+        small_member.url + "/inbox",
+        recipient=small_member.app.state.settings.id,
+    )
     inbox = small_member.app.state.settings.data_dir / "inbox"
 
     with httpx.Client(base_url=small_member.url, timeout=10) as client:
@@ -486,13 +588,17 @@ def test_the_body_is_not_read_before_the_headers_are_accepted(tmp_path):
 
     pin_broker_keys(tmp_path)
     keys = BrokerKeys(tmp_path / "broker-keys.json", fetch=None)
+    settings = MemberSettings(id="fr-inbox", jurisdiction="FR", api_key="k", data_dir=tmp_path)
     inbox = Inbox(tmp_path / "inbox")
     inbox.prepare()
-    sent = delivery_headers("t-1", b"a\n1\n", tamper={"X-Fedbroker-Source": "ng-health"})
-    headers = DeliveryHeaders(**{k.lower().replace("-", "_"): v for k, v in sent.items()})
+    nonces = SeenNonces(tmp_path / "nonces", 300)
+    nonces.prepare()
+    sent = delivery_headers(
+        "t-1", b"a\n1\n", settings.inbox_url, tamper={"X-Fedbroker-Source": "ng-health"}
+    )
 
-    with pytest.raises(NotAuthenticated, match="does not match"):
-        delivery.accept(inbox, keys, headers, body(), 300)
+    with pytest.raises(NotAuthenticated, match="does not hold"):
+        delivery.accept(settings, inbox, keys, nonces, sent.items(), body(), time.time())
 
     assert pulled == []
     assert files_under(tmp_path / "inbox") == set()

@@ -71,10 +71,11 @@ def owner(member):
 
 
 @pytest.fixture(scope="module")
-def transfer_id(stranger):
+def transfer_id(member, stranger):
     """A delivery in the inbox (posted without the token: the broker's signature is enough)."""
     transfer_id = str(uuid.uuid4())
-    answer = stranger.post("/inbox", content=CSV, headers=delivery_headers(transfer_id, CSV))
+    headers = delivery_headers(transfer_id, CSV, f"{member.url}/inbox", recipient="sn-guarded")
+    answer = stranger.post("/inbox", content=CSV, headers=headers)
     assert answer.status_code == 201, answer.text
     return transfer_id
 

@@ -1,7 +1,7 @@
 """dataset sketches: a dataset's identity for the privacy budget survives renames, re-encodings
 and small edits (the rows of each spent release, as 64-bit hashes)
 
-Revision ID: 0015
+Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-02 10:00:00
 
@@ -12,7 +12,7 @@ from alembic import op
 
 from broker.db import UTCDateTime
 
-revision = "0015"
+revision = "0012"
 down_revision = "0011"
 branch_labels = None
 depends_on = None
