@@ -125,7 +125,7 @@ def content_of(
     >>> content_of(["ana@example.org", "bo@example.sn"])
     Content(values='text', direct_identifier='email', identifier_evidence='an e-mail address')
     >>> content_of(["28", "31.5", ""])
-    Content(values='number', direct_identifier=None)
+    Content(values='number', direct_identifier=None, identifier_evidence=None)
     >>> content_of(["call 77 123 45 67", "ok", "78 555 12 12 after 6"], ["SN"]).direct_identifier
     'phone'
     """

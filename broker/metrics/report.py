@@ -6,8 +6,9 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -28,12 +29,15 @@ from broker.metrics.combinations import (
     identifying_combinations,
 )
 from broker.metrics.content import (
+    DATE,
     DEFAULT_REGIONS,
+    SAMPLE,
     TEXT,
     Content,
     ScanBudget,
     content_of,
     sample_distinct,
+    split_content,
 )
 from broker.metrics.mmaq import (
     ANONYMOUS,
@@ -79,6 +83,7 @@ class AttributeReport:
             "qir_class": self.qir_class,
             "values": self.content.values,
             "direct_identifier": self.content.direct_identifier,
+            "identifier_evidence": self.content.identifier_evidence,
             "singled_out_rows": self.singled_out,
         }
 
@@ -359,6 +364,9 @@ def report_of(
             )
         )
 
+    say("reading adjacent columns together")
+    attributes = _split_identifiers(engine, attributes, regions, scan_budget)
+
     qi_report, population_report = None, None
     if quasi_identifiers:
         say("measuring quasi-identifiers")
@@ -399,6 +407,40 @@ def report_of(
         search,
         population_report,
     )
+
+
+def _split_identifiers(
+    engine: Engine, attributes: list[AttributeReport], regions: Sequence[str], budget: ScanBudget
+) -> list[AttributeReport]:
+    """Each pair of adjacent columns read as one, on a sample of their distinct pairs: an IBAN,
+    a card or an id cut in two, or a given name and a family name side by side, makes both
+    columns direct identifiers. One count table per pair, as the combination search asks."""
+    found = list(attributes)
+    for i in range(len(found) - 1):
+        left, right = found[i], found[i + 1]
+        if DATE in (left.content.values, right.content.values) or (
+            left.content.direct_identifier and right.content.direct_identifier
+        ):
+            continue
+        [table] = engine.counts([[left.name, right.name]])
+        chosen = np.arange(table.size)
+        if table.size > SAMPLE:
+            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, SAMPLE, False)
+        values = [
+            dictionary_of(engine.dictionary(a.name)).to_numpy()[table.codes(a.name)[chosen]]
+            for a in (left, right)
+        ]
+        split = split_content(list(zip(*values, strict=True)), regions, budget)
+        if split is None:
+            continue
+        evidence = (
+            f"{split.describe()}, split over the adjacent columns {left.name!r} and {right.name!r}"
+        )
+        for j in (i, i + 1):
+            if not found[j].content.direct_identifier:
+                content = replace(found[j].content, direct_identifier=split.kind)
+                found[j] = replace(found[j], content=replace(content, identifier_evidence=evidence))
+    return found
 
 
 def _population_report(
