@@ -96,6 +96,17 @@ PERSONAL_IDS: tuple[tuple[str, str, str, str], ...] = (
 _WITH_LETTERS = frozenset(
     ("it.codicefiscale", "es.dni", "es.nie", "mx.curp", "cn.ric", "fi.hetu", "ke.pin", "pt.cc")
 )
+# Each module's numbers' lengths in letters and digits: the others are not asked.
+_LENGTHS = {
+    "fr.nir": (15,), "fr.nif": (13,), "be.nn": (11,), "br.cpf": (11,), "tr.tckimlik": (11,),
+    "ee.ik": (11,), "lt.asmens": (11,), "se.personnummer": (10, 12), "is_.kennitala": (10,),
+    "no.fodselsnummer": (11,), "ro.cnp": (13,), "bg.egn": (10,), "za.idnr": (13,),
+    "pl.pesel": (11,), "gr.amka": (11,), "si.emso": (13,), "ch.ssn": (13,),
+    "it.codicefiscale": (16,), "es.dni": (9,), "es.nie": (9,), "mx.curp": (18,),
+    "cn.ric": (18,), "fi.hetu": (10, 11), "ke.pin": (11,), "pt.cc": (12,), "dk.cpr": (10,),
+    "at.vnr": (10,), "cz.rc": (9, 10), "sk.rc": (9, 10), "in_.aadhaar": (12,),
+    "nl.bsn": (8, 9), "gb.nhs": (10,), "il.idnr": (8, 9), "sn.ninea": (7, 9, 10),
+}  # fmt: skip
 # Formats with no public check digit: (pattern over the digits, country, name).
 ID_FORMATS: tuple[tuple[re.Pattern, str, str], ...] = (
     (re.compile(r"\d{11}"), "NG", "Nigerian NIN or BVN (11 digits)"),
@@ -191,8 +202,9 @@ def national_ids(candidate: str) -> list[Hit]:
     found = []
     digits = re.sub(r"\D", "", candidate)
     letters = any(c.isalpha() for c in candidate)
+    length = sum(c.isalnum() for c in candidate)
     for module, country, name, strength in PERSONAL_IDS:
-        if letters and module not in _WITH_LETTERS:
+        if (letters and module not in _WITH_LETTERS) or length not in _LENGTHS[module]:
             continue
         if _valid(module, candidate):
             found.append(Hit(NATIONAL_ID, strength, name, country))
@@ -282,17 +294,48 @@ def _checks(line: str, fields: Sequence[tuple[int, int]]) -> bool:
 
 
 def phone(candidate: str, regions: Sequence[str]) -> Hit | None:
-    """A phone number valid in one of ``regions``, or in international form (+ or 00)."""
-    stripped = candidate.lstrip()
-    international = stripped.startswith("+") or stripped.startswith("00")
-    for region in (None, *regions) if international else regions:
-        try:
-            number = phonenumbers.parse(
-                "+" + stripped[2:] if stripped.startswith("00") else stripped, region
-            )
-        except phonenumbers.NumberParseException:
+    """A phone number valid in one of ``regions`` (asked only of the regions whose national
+    numbers have its length), or in international form (+ or 00).
+
+    >>> phone("77 123 45 67", ["SN"]).what, phone("06 12 34 56 78", ["FR"]).what
+    ('phone number (SN)', 'phone number (FR)')
+    >>> phone("4 4111 1111", ["FR"]), phone("4012 8888", ["KE"])  # no trunk prefix, too short
+    (None, None)
+    """
+    stripped = candidate.strip()
+    digits = re.sub(r"\D", "", stripped)
+    if stripped.startswith("+") or stripped.startswith("00"):
+        international = digits[2:] if stripped.startswith("00") else digits
+        return _valid_phone("+" + international, None) if 7 <= len(international) <= 15 else None
+    for region in regions:
+        prefix, lengths = _national_lengths(region)
+        # Written nationally, a number starts with its trunk prefix ("0" in France, Nigeria,
+        # Kenya) and has nine digits or more: shorter runs are counts, codes and amounts.
+        if len(digits) < 9 or not digits.startswith(prefix):
             continue
-        if phonenumbers.is_valid_number(number):
-            where = phonenumbers.region_code_for_number(number)
-            return Hit(PHONE, STRONG, f"phone number ({where})", where)
+        if len(digits) - len(prefix) in lengths:
+            hit = _valid_phone(stripped, region)
+            if hit:
+                return hit
     return None
+
+
+def _valid_phone(text: str, region: str | None) -> Hit | None:
+    try:
+        number = phonenumbers.parse(text, region)
+    except phonenumbers.NumberParseException:
+        return None
+    if not phonenumbers.is_valid_number(number):
+        return None
+    where = phonenumbers.region_code_for_number(number)
+    return Hit(PHONE, STRONG, f"phone number ({where})", where)
+
+
+@cache
+def _national_lengths(region: str) -> tuple[str, frozenset[int]]:
+    """A region's trunk prefix and the lengths of its national numbers (libphonenumber's
+    metadata): a run of another length is not parsed for that region."""
+    metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+    if metadata is None:
+        return "", frozenset()
+    return metadata.national_prefix or "", frozenset(metadata.general_desc.possible_length)

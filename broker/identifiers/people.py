@@ -50,6 +50,12 @@ COMMON_WORDS = frozenset(
     mali guinea gambia ghana benin togo congo sudan morocco egypt israel
     prize award foundation institute fund trust company group bureau office ministry
     department service services agency council committee board union church mosque
+    per week weeks year years month months date time rate hours hour days number code type
+    status level class name names first last middle full age sex gender ward room bed unit
+    score value amount weight height pressure admission discharge birth death place address
+    country zip post postal phone email education occupation race marital income salary
+    capital gain loss native relationship work prenom nom famille naissance lieu ville pays
+    main primary secondary diagnosis treatment result results test tests sample samples
     """,
     )
 )

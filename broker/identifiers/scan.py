@@ -50,10 +50,13 @@ _MRZ = re.compile(r"[A-Z0-9<]{30,}")
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]){11,32}")
 # Digits with separators, 7 to 30 characters: an id, a card or a phone number written with
 # spaces, dots, dashes, slashes, brackets or thin spaces.
-_NUMBER_RUN = re.compile(r"(?<![A-Za-z0-9])\+?\d[\d \-./()]{5,28}\d(?![A-Za-z0-9])")
-# Dates and times are runs of digits too, and never identifiers.
-_DATE = re.compile(
-    r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}|\d{1,2}[:.]\d{2}(?:[:.]\d{2})?"
+_NUMBER_RUN = re.compile(r"(?<!\d)\+?\d[\d \-./()]{5,28}\d(?![A-Za-z0-9])")
+# What ordinary values write with digits and separators, masked before the runs are looked for:
+# dates, times, year ranges, amounts with decimals, ZIP+4 codes.
+_ORDINARY = re.compile(
+    r"(?<![\d.\-/+])(?<!\d )(?:\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}"
+    r"|\d{1,2}:\d{2}(?::\d{2})?|\d{4} ?[-/] ?\d{4}|\d{1,3}(?:[ ,]\d{3})+(?:[.,]\d{1,2})?"
+    r"|\d+[.,]\d{1,2}|\d{5}-\d{4})(?![\d.\-/]| \d)"
 )
 _LONG_DIGITS = re.compile(r"\d{9,}")
 _ALNUM = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9+-]{0,19}\d)[A-Za-z0-9][A-Za-z0-9+-]{5,19}")
@@ -142,13 +145,14 @@ def _hits(reading: Reading, regions: Sequence[str], budget: ScanBudget):
         hit = numbers.iban(re.sub(r"[ -]", "", match.group()).upper())
         if hit:
             yield hit, None
-    for match in _NUMBER_RUN.finditer(text):
-        run = match.group()
-        if _DATE.fullmatch(run.strip()):
-            continue
-        pieces = {run} | set(_LONG_DIGITS.findall(run))
-        for piece in pieces:
-            yield from _number(piece, text, match.start(), regions, budget)
+    masked = _ORDINARY.sub(lambda m: " " * len(m.group()), text)
+    for match in _NUMBER_RUN.finditer(masked):
+        run, start = match.group(), match.start()
+        glued = start > 0 and masked[start - 1].isalpha()  # "NIN08073702838", "A1234567"
+        for piece in {run} | set(_LONG_DIGITS.findall(run)):
+            for hit, how in _number(piece, text, start, regions, budget):
+                if not glued or hit.strength == STRONG:
+                    yield hit, how
     for match in _ALNUM.finditer(text):
         token = match.group()
         if token.isdigit() or not any(c.isalpha() for c in token):

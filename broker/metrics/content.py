@@ -48,7 +48,9 @@ from broker.identifiers import (
     scan,
     verdict,
 )
-from broker.identifiers.scan import NUMBERS_SHARE
+from broker.identifiers.people import lists as name_lists
+from broker.identifiers.people import name_key
+from broker.identifiers.scan import MEDIUM_SHARE, NUMBERS_SHARE
 from broker.missing import is_missing
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
@@ -146,8 +148,8 @@ def split_content(
     budget: ScanBudget | None = None,
 ) -> Finding | None:
     """What identifier a sample of (left, right) value pairs of two adjacent columns holds once
-    each pair is read as one value (written together, and with a blank between: "FR76 3000..."
-    split after its country, "Awa" | "Diop"), or None.
+    each pair is read as one value, with a blank between (every detector reads grouped digits:
+    "FR76 3000 ..." split after its first group, "Awa" | "Diop"), or None.
 
     >>> split_content([("4111 1111", "1111 1111"), ("4012 8888", "8888 1881")]).what
     'Visa card number'
@@ -157,11 +159,41 @@ def split_content(
     for left, right in pairs:
         if is_missing(left) or is_missing(right):
             continue
-        a, b = _text(left), _text(right)
-        joined += [a + b, f"{a} {b}"]
+        joined.append(f"{_text(left)} {_text(right)}")
     if not joined:
         return None
     return _column_finding(joined, False, regions, budget or ScanBudget())
+
+
+DIGITS, WORDS, NAME_WORDS = "digits", "words", "name_words"
+_FRAGMENT_SHARE = 0.5
+
+
+def fragment_kind(sample: Sequence) -> str | None:
+    """What part of a split identifier a column's sampled values may be: ``digits`` (most hold a
+    digit: half an IBAN, a card, an id), ``name_words`` (most are one capitalised word, and a
+    share of them listed names), ``words`` (one capitalised word: the other half of a name), or
+    None (nothing an identifier is split into). Decides which adjacent pairs are read together.
+
+    >>> fragment_kind(["4111 1111", "4012"]), fragment_kind(["Awa", "Moussa", "Fatou"])
+    ('digits', 'name_words')
+    >>> fragment_kind(["Never-married", "Divorced", "Married-civ-spouse"])
+    """
+    present = [_text(v) for v in sample if not is_missing(v)]
+    if not present:
+        return None
+    needed = _FRAGMENT_SHARE * len(present)
+    if sum(any(c.isdigit() for c in v) for v in present) >= needed:
+        return DIGITS
+    words = [v.strip() for v in present if _WORD.fullmatch(v.strip())]
+    if len(words) < needed:
+        return None
+    first, last = name_lists()
+    listed = sum(name_key(w) in first or name_key(w) in last for w in words)
+    return NAME_WORDS if listed >= MEDIUM_SHARE * len(present) else WORDS
+
+
+_WORD = re.compile(r"[A-Z\u00c0-\u00de][^\W\d_]{1,40}")
 
 
 def _text(value) -> str:
@@ -212,8 +244,34 @@ def _kind(values: list) -> str:
 
 def _numbers(values: np.ndarray) -> bool:
     """Whether every one of ``values`` (objects) parses as a finite number, as pandas reads one."""
-    numbers = pd.to_numeric(values, errors="coerce")
-    return bool(pd.notna(numbers).all() and np.isfinite(numbers.astype(float)).all())
+    return bool(np.isfinite(numbers_of(values)).all())
+
+
+# An exponent of five digits or more: no finite number is written so, and pandas 2.3's parser
+# crashes the whole process (a segmentation fault) on some of them ("4e4920323432353234373736").
+_HUGE_EXPONENT = re.compile(r"[eE]\s*[+-]?\s*\d{5,}")
+
+
+def numbers_of(values) -> np.ndarray:
+    """``pd.to_numeric(values, errors="coerce")`` as floats, missing where a value is not a
+    number; text with a huge exponent is not a number (and never reaches pandas' parser).
+    Every reading of sender text as numbers goes through here.
+
+    >>> numbers_of(["28", "1e3", "x", "4e4920323432353234373736"]).tolist()
+    [28.0, 1000.0, nan, nan]
+    """
+    array = np.asarray(values, dtype=object)
+    if array.ndim != 1:
+        array = array.ravel()
+    huge = np.fromiter(
+        (isinstance(v, str) and _HUGE_EXPONENT.search(v) is not None for v in array),
+        dtype=bool,
+        count=len(array),
+    )
+    if huge.any():
+        array = np.where(huge, None, array)
+    numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
+    return numbers.to_numpy(dtype=float, na_value=np.nan)
 
 
 def _iso_dates(text: list[str]) -> bool:

@@ -33,9 +33,11 @@ from broker.metrics.content import (
     DEFAULT_REGIONS,
     SAMPLE,
     TEXT,
+    WORDS,
     Content,
     ScanBudget,
     content_of,
+    fragment_kind,
     sample_distinct,
     split_content,
 )
@@ -344,13 +346,16 @@ def report_of(
     say("measuring attributes")
     attributes = []
     scan_budget = ScanBudget()
+    fragments: dict[str, str | None] = {}
     for name, counts in zip(
         engine.columns, engine.counts([[c] for c in engine.columns]), strict=True
     ):
         sizes = counts.rows
         measure = mmaq_from_counts(sizes)
         risk = qir_risk_percent(measure.categories, measure.rows)
-        content = content_of(sample_distinct(engine.dictionary(name)), regions, scan_budget)
+        sample = sample_distinct(engine.dictionary(name))
+        content = content_of(sample, regions, scan_budget)
+        fragments[name] = fragment_kind(sample)
         histogram = np.bincount(np.minimum(sizes, _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
             AttributeReport(
@@ -365,7 +370,7 @@ def report_of(
         )
 
     say("reading adjacent columns together")
-    attributes = _split_identifiers(engine, attributes, regions, scan_budget)
+    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget)
 
     qi_report, population_report = None, None
     if quasi_identifiers:
@@ -410,17 +415,24 @@ def report_of(
 
 
 def _split_identifiers(
-    engine: Engine, attributes: list[AttributeReport], regions: Sequence[str], budget: ScanBudget
+    engine: Engine,
+    attributes: list[AttributeReport],
+    fragments: dict[str, str | None],
+    regions: Sequence[str],
+    budget: ScanBudget,
 ) -> list[AttributeReport]:
-    """Each pair of adjacent columns read as one, on a sample of their distinct pairs: an IBAN,
-    a card or an id cut in two, or a given name and a family name side by side, makes both
-    columns direct identifiers. One count table per pair, as the combination search asks."""
+    """Each pair of adjacent columns that may hold the two parts of one identifier (digits, or
+    single words one of which is a listed name: see
+    :func:`~broker.metrics.content.fragment_kind`) read as one, on a sample of their distinct
+    pairs: an IBAN, a card or an id cut in two, or a given name and a family name side by side,
+    makes both columns direct identifiers. One count table per such pair, as the combination
+    search asks."""
     found = list(attributes)
     for i in range(len(found) - 1):
         left, right = found[i], found[i + 1]
-        if DATE in (left.content.values, right.content.values) or (
-            left.content.direct_identifier and right.content.direct_identifier
-        ):
+        kinds = {fragments.get(left.name), fragments.get(right.name)}
+        dated = DATE in (left.content.values, right.content.values)
+        if None in kinds or kinds == {WORDS} or dated:
             continue
         [table] = engine.counts([[left.name, right.name]])
         chosen = np.arange(table.size)
