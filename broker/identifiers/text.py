@@ -25,10 +25,8 @@ import regex
 from confusable_homoglyphs import utils as confusables_data
 
 MAX_DEPTH = 3
-# Encoded runs decoded per reading: an encoded identifier is one run, not thousands.
-MAX_DECODED_RUNS = 16
 _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){6,}")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _QUOTED_PRINTABLE = re.compile(r"=[0-9A-F]{2}")
@@ -101,8 +99,9 @@ def readings(text: str) -> list[Reading]:
 
 
 def _decoded(text: str) -> list[tuple[str, str]]:
-    """The readable texts that ``text``'s encoded runs decode to (at most
-    :data:`MAX_DECODED_RUNS` runs: plain values hold none)."""
+    """The readable texts ``text`` decodes to, one per encoding: the whole text unescaped
+    (percent-escapes, quoted-printable), and every hex or base64 run in it decoded, the runs
+    joined by line breaks. Each is shorter than ``text``."""
     found = []
     if "%" in text and _PERCENT.search(text):
         found.append((unquote(text, errors="replace"), PERCENT))
@@ -110,22 +109,16 @@ def _decoded(text: str) -> list[tuple[str, str]]:
         decoded = _readable(binascii.a2b_qp(text.encode("ascii", "ignore")))
         if decoded is not None and decoded != text:
             found.append((decoded, QUOTED_PRINTABLE))
-    runs = 0
-    for match in _HEX.finditer(text):
-        runs += 1
-        if runs > MAX_DECODED_RUNS:
-            return found
-        decoded = _readable(bytes.fromhex(match.group()))
-        if decoded is not None:
-            found.append((decoded, HEX))
-    for match in _BASE64.finditer(text):
-        runs += 1
-        if runs > MAX_DECODED_RUNS:
-            return found
-        decoded = _base64(match.group())
-        if decoded is not None:
-            found.append((decoded, BASE64))
+    for pattern, decode, how in ((_HEX, _hex, HEX), (_BASE64, _base64, BASE64)):
+        runs = [decode(match.group()) for match in pattern.finditer(text)]
+        readable = [run for run in runs if run is not None]
+        if readable:
+            found.append(("\n".join(readable), how))
     return found
+
+
+def _hex(token: str) -> str | None:
+    return _readable(bytes.fromhex(token))
 
 
 def _base64(token: str) -> str | None:
