@@ -54,7 +54,7 @@ class Hit:
 
 # python-stdnum's personal-id modules (module, country, name, strength). Strength from the share
 # of random digit runs of the module's length that pass (measured by tests/identifiers):
-# strong below 2 %, medium up to 15 %; a module that random runs pass more often (the US SSN:
+# strong below 3 %, medium up to 15 %; a module that random runs pass more often (the US SSN:
 # 89 %, the Argentine DNI: 100 %) is a format and is listed with the formats below.
 PERSONAL_IDS: tuple[tuple[str, str, str, str], ...] = (
     ("fr.nir", "FR", "French NIR (social security number)", STRONG),
@@ -81,7 +81,7 @@ PERSONAL_IDS: tuple[tuple[str, str, str, str], ...] = (
     ("cn.ric", "CN", "Chinese resident identity card number", STRONG),
     ("fi.hetu", "FI", "Finnish personal identity code", STRONG),
     ("ke.pin", "KE", "Kenyan KRA PIN", STRONG),
-    ("pt.cc", "PT", "Portuguese citizen card number", STRONG),
+    ("pt.cc", "PT", "Portuguese citizen card number", MEDIUM),
     ("dk.cpr", "DK", "Danish CPR number", MEDIUM),
     ("at.vnr", "AT", "Austrian social security number", MEDIUM),
     ("cz.rc", "CZ", "Czech birth number", MEDIUM),
