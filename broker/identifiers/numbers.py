@@ -54,7 +54,7 @@ class Hit:
 
 # python-stdnum's personal-id modules (module, country, name, strength). Strength from the share
 # of random digit runs of the module's length that pass (measured by tests/identifiers):
-# strong below 3 %, medium up to 15 %; a module that random runs pass more often (the US SSN:
+# strong below 3 %, medium up to 20 %; a module that random runs pass more often (the US SSN:
 # 89 %, the Argentine DNI: 100 %) is a format and is listed with the formats below.
 PERSONAL_IDS: tuple[tuple[str, str, str, str], ...] = (
     ("fr.nir", "FR", "French NIR (social security number)", STRONG),

@@ -104,14 +104,14 @@ def test_registry_ibans_and_test_card_numbers():
 
 def test_the_strength_of_each_national_id_module_is_its_random_pass_rate():
     """A strong module passes fewer than 3 % of random digit runs of its lengths, a medium one
-    fewer than 15 %: what makes one hit enough, or not."""
+    fewer than 20 %: what makes one hit enough, or not."""
     r = random.Random(5)
     for module, _, _, strength in PERSONAL_IDS:
         rates = []
         for length in _LENGTHS[module]:
             tries = ["".join(r.choice("0123456789") for _ in range(length)) for _ in range(1500)]
             rates.append(sum(_safe(module, t) for t in tries) / len(tries))
-        limit = 0.03 if strength == STRONG else 0.15
+        limit = 0.03 if strength == STRONG else 0.2
         assert max(rates) <= limit, (module, strength, rates)
 
 
