@@ -146,10 +146,15 @@ def cost(before) -> None:
         for label, module in (("ours", ours), ("before", before)):
             seconds = best(lambda m=module: [m.content_of(s) for s in samples])
             print(f"  content of UCI Adult's 1k rows, {label:6}: {seconds * 1e3:8.1f} ms")
-        seconds = best(lambda: analyze(adult, max_combination_size=0))
-        print(
-            f"  whole report of UCI Adult's 1k rows (ours, pairs included): {seconds * 1e3:.1f} ms"
-        )
+        baseline_tree = Path(tempfile.mkdtemp())
+        archive = subprocess.run(
+            ["git", "archive", BASELINE_COMMIT, "broker"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(baseline_tree)], input=archive, check=True)
+        for rows in (1_000, 1_000_000):
+            for label, tree in (("ours", ROOT), ("before", baseline_tree)):
+                seconds = _report_seconds(tree, rows)
+                print(f"  whole report, UCI Adult as {rows:>9,} rows, {label:6}: {seconds:8.3f} s")
     rng = np.random.default_rng(7)
     numbers = rng.integers(0, 10**9, 1_000_000)
     days = rng.choice(["Mon", "Tue"], 1_000_000)
@@ -158,9 +163,49 @@ def cost(before) -> None:
     for label, module in (("ours", ours), ("before", before)):
         seconds = best(lambda m=module: m.content_of(sample))
         print(f"  1M-row text column, {len(sample)} sampled, {label:6}: {seconds * 1e3:8.1f} ms")
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", "from broker.identifiers.people import lists; lists()"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
+    print(
+        f"  a fresh interpreter importing the detector and loading the name lists: "
+        f"{time.perf_counter() - start:.2f} s"
+    )
     for probe in ("x@" * 5000, "1 " * 5000, "A1" * 5000, "%41" * 3333, "<" * 10000):
         seconds = best(lambda p=probe: ours.content_of([p] * 10))
         print(f"  10 cells of 10,000 characters ({probe[:3]!r}...), ours: {seconds * 1e3:8.1f} ms")
+
+
+REPORT = """
+import sys, time
+import pandas as pd
+from broker.metrics.report import analyze
+adult = pd.read_csv(sys.argv[1], sep=";", dtype=str, keep_default_na=False)
+rows = int(sys.argv[2])
+frame = pd.concat([adult] * (rows // len(adult) + 1), ignore_index=True).head(rows)
+analyze(frame.head(100), max_combination_size=0)  # imports and name lists loaded
+times = []
+for _ in range(3 if rows <= 10_000 else 1):
+    start = time.perf_counter()
+    analyze(frame, max_combination_size=0)
+    times.append(time.perf_counter() - start)
+print(min(times))
+"""
+
+
+def _report_seconds(tree: Path, rows: int) -> float:
+    """The whole report (no combination search) of UCI Adult repeated to ``rows`` rows, with the
+    broker of ``tree``, in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT, str(ADULT), str(rows)],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.strip())
 
 
 def best(function, repeats: int = 5) -> float:
