@@ -13,7 +13,7 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
   direct identifier, whatever its name, counts or declared role (a valid IBAN, card, national id
   or machine-readable zone, an e-mail address, a phone number, a full name of two listed names);
   medium evidence needs a share of the values, weak evidence (a format alone) half of them, and
-  a column of plain numbers needs :data:`NUMBERS_SHARE` of its values even for strong evidence.
+  a column of plain numbers needs a share of its values even for strong evidence.
   Two adjacent columns are also read together (:func:`split_content`): an identifier split over
   them makes both direct identifiers.
 
@@ -43,19 +43,18 @@ from broker.identifiers import (
     PHONE,
     BudgetSpent,
     Finding,
-    ScanBudget,
     column_verdict,
     scan,
     verdict,
 )
+from broker.identifiers import ScanBudget as ScanBudget  # the report's, one per report
 from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
-from broker.identifiers.scan import MEDIUM_SHARE, NUMBERS_SHARE
+from broker.identifiers.scan import MEDIUM_SHARE
 from broker.missing import is_missing
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 SAMPLE = 1000
-__all__ = ["DEFAULT_REGIONS", "NUMBERS_SHARE", "SAMPLE", "ScanBudget"]
 # Nine digits or more in a row: an id or a phone number, never a year or a count as people
 # write them (1,000,000).
 _LONG_NUMBER = re.compile(r"\d{9,}")
@@ -208,7 +207,7 @@ def _column_finding(
     try:
         return column_verdict(text, numbers_only, regions, budget)
     except BudgetSpent:  # far more candidates than a table holds: fail closed
-        return Finding(PHONE, "strong", "more candidates than the scan budget (not checked)")
+        return Finding(PHONE, "strong", "value among more candidates than a report checks")
 
 
 def sample_distinct(distinct: pd.Series) -> list:
