@@ -101,7 +101,7 @@ def full_names(text: str) -> list[Hit]:
     Examples
     --------
     >>> [h.what for h in full_names("Patient seen by Awa Diop in Thiès")]
-    ['full name (Awa Diop)']
+    ['full name (a listed given name and family name)']
     >>> full_names("White, Married-civ-spouse, Prof-specialty"), full_names("awa diop")
     ([], [])
     """
@@ -116,11 +116,13 @@ def full_names(text: str) -> list[Hit]:
         ka, kb = _parts(a.group()), _parts(b.group())
         if not ka or not kb or (ka | kb) & COMMON_WORDS:
             continue
-        what = f"full name ({a.group()} {b.group()})"
+        # What is found is said without the name: reports and refusals never echo a value.
         if (ka & first and kb & last) or (ka & last and kb & first):
-            found.append(Hit(PERSON_NAME, STRONG, what))
+            found.append(
+                Hit(PERSON_NAME, STRONG, "full name (a listed given name and family name)")
+            )
         elif (ka & first or kb & last) and min(len(a.group()), len(b.group())) > 2:
-            found.append(Hit(PERSON_NAME, MEDIUM, what))
+            found.append(Hit(PERSON_NAME, MEDIUM, "full name (one part listed)"))
     return found
 
 

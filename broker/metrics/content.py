@@ -289,7 +289,7 @@ def _code(text: str) -> bool:
 
 def contact_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
     """What direct identifier a free text holds ("an e-mail address", "an IBAN (FR)", "a full
-    name (Awa Diop)", ...), or None: for text that is published without being measured, such as
+    name", ...), or None: for text that is published without being measured, such as
     a catalog entry's description (numbers alone, a year or a count, are not flagged).
 
     >>> contact_in_text("Call Awa on +221 77 123 45 67"), contact_in_text("400 rows, 2025")
