@@ -41,6 +41,7 @@ import pandas as pd
 from broker.identifiers import (
     DEFAULT_REGIONS,
     PHONE,
+    STRONG,
     BudgetSpent,
     Finding,
     column_verdict,
@@ -150,18 +151,54 @@ def split_content(
     each pair is read as one value, with a blank between (every detector reads grouped digits:
     "FR76 3000 ..." split after its first group, "Awa" | "Diop"), or None.
 
+    Joining two ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
+    read as a Senegalese phone number, two codes as an 11-digit id one time in twenty), so only
+    strong evidence that neither value holds alone counts, in :data:`MEDIUM_SHARE` of the pairs
+    (a split identifier fills its columns), and a phone number only in international form.
+
     >>> split_content([("4111 1111", "1111 1111"), ("4012 8888", "8888 1881")]).what
     'Visa card number'
-    >>> split_content([("34", "1200"), ("35", "1310")])
+    >>> split_content([("30-39", "75001"), ("20-29", "75002")])
     """
-    joined = []
-    for left, right in pairs:
-        if is_missing(left) or is_missing(right):
-            continue
-        joined.append(f"{_text(left)} {_text(right)}")
-    if not joined:
-        return None
-    return _column_finding(joined, False, regions, budget or ScanBudget())
+    budget = budget or ScanBudget()
+    present = [(_text(a), _text(b)) for a, b in pairs if not (is_missing(a) or is_missing(b))]
+    needed = max(min(2, len(present)), MEDIUM_SHARE * len(present))
+    alone: dict[str, set] = {}
+    counts: dict[tuple, int] = {}
+    try:
+        for a, b in present:
+            for part in (a, b):
+                if part not in alone:
+                    alone[part] = {(f.kind, f.what) for f in scan(part, regions, budget)}
+            for finding in scan(f"{a} {b}", regions, budget):
+                key = (finding.kind, finding.what)
+                national_phone = finding.kind == PHONE and not a.lstrip().startswith(("+", "00"))
+                if finding.strength != STRONG or national_phone or key in alone[a] | alone[b]:
+                    continue
+                counts[finding.kind] = counts.get(finding.kind, 0) + 1
+                if counts[finding.kind] >= needed:
+                    return finding
+    except BudgetSpent:
+        return _FAILED_CLOSED
+    return None
+
+
+def _text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def _column_finding(
+    text: list[str], numbers_only: bool, regions: Sequence[str], budget: ScanBudget
+) -> Finding | None:
+    try:
+        return column_verdict(text, numbers_only, regions, budget)
+    except BudgetSpent:  # far more candidates than a table holds: fail closed
+        return _FAILED_CLOSED
+
+
+_FAILED_CLOSED = Finding(PHONE, STRONG, "value among more candidates than a report checks")
 
 
 DIGITS, WORDS, NAME_WORDS = "digits", "words", "name_words"
@@ -193,21 +230,6 @@ def fragment_kind(sample: Sequence) -> str | None:
 
 
 _WORD = re.compile(r"[A-Z\u00c0-\u00de][^\W\d_]{1,40}")
-
-
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)
-
-
-def _column_finding(
-    text: list[str], numbers_only: bool, regions: Sequence[str], budget: ScanBudget
-) -> Finding | None:
-    try:
-        return column_verdict(text, numbers_only, regions, budget)
-    except BudgetSpent:  # far more candidates than a table holds: fail closed
-        return Finding(PHONE, "strong", "value among more candidates than a report checks")
 
 
 def sample_distinct(distinct: pd.Series) -> list:

@@ -6,6 +6,8 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from broker.datasets import DatasetTooLarge
 from broker.engines.base import IDENTICAL_ROWS, CountTable, Engine, PlansCounts, dictionary_of
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
@@ -369,7 +372,6 @@ def report_of(
             )
         )
 
-    say("reading adjacent columns together")
     attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget)
 
     qi_report, population_report = None, None
@@ -421,19 +423,24 @@ def _split_identifiers(
     regions: Sequence[str],
     budget: ScanBudget,
 ) -> list[AttributeReport]:
-    """Each pair of adjacent columns that may hold the two parts of one identifier (digits, or
-    single words one of which is a listed name: see
+    """Each pair of adjacent columns, neither of them a direct identifier, that may hold the two
+    parts of one identifier (digits, or single words one of which is a listed name: see
     :func:`~broker.metrics.content.fragment_kind`) read as one, on a sample of their distinct
     pairs: an IBAN, a card or an id cut in two, or a given name and a family name side by side,
-    makes both columns direct identifiers. One count table per such pair, as the combination
-    search asks."""
-    found = list(attributes)
-    for i in range(len(found) - 1):
-        left, right = found[i], found[i + 1]
+    makes both columns direct identifiers. The pairs are counted in one more pass of an engine
+    that reads in passes (a pair it cannot hold is counted as the combination search counts)."""
+    pairs = []
+    for left, right in itertools.pairwise(attributes):
         kinds = {fragments.get(left.name), fragments.get(right.name)}
         dated = DATE in (left.content.values, right.content.values)
-        if None in kinds or kinds == {WORDS} or dated:
-            continue
+        flagged = left.content.direct_identifier or right.content.direct_identifier
+        if None not in kinds and kinds != {WORDS} and not dated and not flagged:
+            pairs.append((left, right))
+    if pairs and isinstance(engine, PlansCounts):
+        with contextlib.suppress(DatasetTooLarge):
+            engine.plan([[left.name, right.name] for left, right in pairs], people=False)
+    found = {a.name: a for a in attributes}
+    for left, right in pairs:
         [table] = engine.counts([[left.name, right.name]])
         chosen = np.arange(table.size)
         if table.size > SAMPLE:
@@ -448,11 +455,12 @@ def _split_identifiers(
         evidence = (
             f"{split.describe()}, split over the adjacent columns {left.name!r} and {right.name!r}"
         )
-        for j in (i, i + 1):
-            if not found[j].content.direct_identifier:
-                content = replace(found[j].content, direct_identifier=split.kind)
-                found[j] = replace(found[j], content=replace(content, identifier_evidence=evidence))
-    return found
+        for name in (left.name, right.name):
+            content = replace(found[name].content, direct_identifier=split.kind)
+            found[name] = replace(
+                found[name], content=replace(content, identifier_evidence=evidence)
+            )
+    return [found[a.name] for a in attributes]
 
 
 def _population_report(
