@@ -67,6 +67,7 @@ PURE = [
     "broker.missing",
     "broker.roles",
     "broker.names",
+    "broker.identifiers",
     "broker.wire.statuses",
     "broker.reports",
     "broker.catalog.jsonld",

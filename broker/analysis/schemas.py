@@ -28,8 +28,14 @@ class AttributeMeasure(MmaqFields):
         "or text"
     )
     direct_identifier: str | None = Field(
-        description="email, phone or national_id when the values hold such identifiers "
-        "(the column is then an identifier whatever its counts or declared role)"
+        description="email, phone, iban, payment_card, passport, national_id or person_name "
+        "when the values hold such identifiers (the column is then an identifier whatever its "
+        "counts or declared role)"
+    )
+    identifier_evidence: str | None = Field(
+        None,
+        description="What the identifier detector found, how it was disguised (base64, "
+        "look-alike letters, ...) and, when it was split over two adjacent columns, which",
     )
     singled_out_rows: int = Field(description="Rows whose value no other row holds")
 

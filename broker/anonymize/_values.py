@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from broker.metrics.content import numbers_of
 from broker.missing import blank_strings
 
 SUPPRESSED = "*"
@@ -55,7 +56,7 @@ def parse_numbers(uniques, column: str, *, strict: bool = True) -> np.ndarray | 
             what = "booleans" if kinds.eq(bool).any() else "dates or durations"
             raise ValueError(f"Column {column!r} holds {what}, not numbers")
         return None
-    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    numbers = numbers_of(values)
     bad = ~np.isfinite(numbers)
     if bad.any():
         if strict:

@@ -299,8 +299,8 @@ def etag(version: int) -> str:
 
 def _no_personal_data(description: DatasetDescription) -> None:
     """A catalog entry is read in every jurisdiction of the federation and is not measured: it
-    may describe the data, never carry it. Its free text is searched for e-mail addresses,
-    phone numbers and national ids, as a dataset's values are."""
+    may describe the data, never carry it. Its free text is searched by the identifier detector
+    (:mod:`broker.identifiers`), as a dataset's values are."""
     texts = [("title", description.title), ("description", description.description)]
     texts += [(f"keywords[{i}]", word) for i, word in enumerate(description.keywords)]
     texts += [(f"purposes[{i}]", word) for i, word in enumerate(description.purposes)]

@@ -53,6 +53,7 @@ import pandas as pd
 from broker.engines.base import Engine, RecodePlan
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
+from broker.metrics.content import numbers_of
 from broker.missing import blank_strings
 
 RULE = "linkage"
@@ -130,7 +131,7 @@ class _Values:
         values = pd.Series(np.asarray(values, dtype=object))
         missing = values.isna().to_numpy() | blank_strings(values)
         text = values.map(_text).where(~missing, "")
-        numbers = pd.to_numeric(text.where(~missing, None), errors="coerce").to_numpy(float)
+        numbers = numbers_of(text.where(~missing, None))
         dated = text.str.match(_ISO_DATE.pattern).to_numpy(dtype=bool)
         years = np.where(dated, pd.to_numeric(text.str[:4], errors="coerce"), np.nan)
         return cls(text, numbers, missing, years)

@@ -113,7 +113,9 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
                 measure=_measure(a),
                 qir_risk_percent=a["qir_risk_percent"],
                 qir_class=a["qir_class"],
-                content=Content(a["values"], a.get("direct_identifier")),
+                content=Content(
+                    a["values"], a.get("direct_identifier"), a.get("identifier_evidence")
+                ),
                 singled_out=a.get("singled_out_rows", 0),
                 class_sizes=(0, a.get("singled_out_rows", 0)),
             )

@@ -6,22 +6,24 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
 - ``values``: ``number`` (every present value parses as a finite number, as written in CSV too),
   ``date`` (dates or date-times), ``code`` (no blanks, at least one digit: record numbers, ids),
   else ``text``.
-- ``direct_identifier``: ``email`` (addresses), ``phone`` (numbers valid for one of the given
-  regions, by Google's libphonenumber through ``phonenumbers``, also found inside free text),
-  ``national_id`` (numbers that pass a national identifier's checksum, by ``python-stdnum``: the
-  French NIR and tax number, the Kenyan PIN, the Senegalese NINEA), or None. A column of text or
-  codes is a direct identifier when *one* of its sampled values holds one (a column of plain
-  numbers when :data:`NUMBERS_SHARE` of them do), whatever its name, counts or declared role.
+- ``direct_identifier``: the kind of identifier the values hold, found by the one detector,
+  :mod:`broker.identifiers` (``email``, ``phone``, ``iban``, ``payment_card``, ``passport``,
+  ``national_id``, ``person_name``), or None; ``identifier_evidence`` says what was found and
+  how it was disguised. Strong evidence in *one* sampled value makes a column of text or codes a
+  direct identifier, whatever its name, counts or declared role (a valid IBAN, card, national id
+  or machine-readable zone, an e-mail address, a phone number, a full name of two listed names);
+  medium evidence needs a share of the values, weak evidence (a format alone) half of them, and
+  a column of plain numbers needs a share of its values even for strong evidence.
+  Two adjacent columns are also read together (:func:`split_content`): an identifier split over
+  them makes both direct identifiers.
 
 How values are read, so that a hostile sender can neither hide an identifier nor make the work
 explode: every sampled value is read whole (cells are at most ``ReadLimits.max_cell_chars``
-long); one linear pass finds the candidates (tokens with an ``@``; runs of digits and
-separators), and only those go to libphonenumber and the checksums. Up to :data:`SAMPLE` distinct
-values per column are read, all of them when there are fewer, else a random choice the sender
-cannot predict.
-
-Known limit: person names in free text are not detected (no named-entity model ships offline);
-a free-text column of names is caught only by its counts (every value distinct: an identifier).
+long), folded (NFKC, invisible characters, look-alikes) and decoded (base64, hex, escapes);
+bounded patterns find the candidates, and only those are checked, within a
+:class:`ScanBudget` per report. Up to :data:`SAMPLE` distinct values per column are read, all
+of them when there are fewer, else a random choice the sender cannot predict. See
+docs/identifier-detection.md for what is detected and how well.
 """
 
 from __future__ import annotations
@@ -35,24 +37,25 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import phonenumbers
-from stdnum.fr import nif as fr_nif
-from stdnum.fr import nir as fr_nir
-from stdnum.ke import pin as ke_pin
-from stdnum.sn import ninea as sn_ninea
 
+from broker.identifiers import (
+    DEFAULT_REGIONS,
+    PHONE,
+    STRONG,
+    BudgetSpent,
+    Finding,
+    column_verdict,
+    scan,
+    verdict,
+)
+from broker.identifiers import ScanBudget as ScanBudget  # the report's, one per report
+from broker.identifiers.people import lists as name_lists
+from broker.identifiers.people import name_key
+from broker.identifiers.scan import MEDIUM_SHARE
 from broker.missing import is_missing
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
-EMAIL, PHONE, NATIONAL_ID = "email", "phone", "national_id"
-DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
-NUMBERS_SHARE = 0.3
 SAMPLE = 1000
-# Digits with separators, 7 to 26 characters: a phone number or an id written with spaces,
-# dots, dashes, slashes, brackets or thin spaces. Bounded, so the scan is linear.
-_NUMBER_RUN = re.compile(r"\+?\d[\d \-./()\u00a0\u2009\u202f\u00b7]{5,24}\d")
-# Number-like runs checked per report (about 100 us each): past it, a column fails closed.
-MAX_CANDIDATES = 50_000
 # Nine digits or more in a row: an id or a phone number, never a year or a count as people
 # write them (1,000,000).
 _LONG_NUMBER = re.compile(r"\d{9,}")
@@ -97,30 +100,19 @@ def looks_sensitive(names: Sequence[str]) -> list[str]:
     return found
 
 
-class ScanBudget:
-    """Number-like runs a report may still check; shared by its columns."""
-
-    def __init__(self, candidates: int = MAX_CANDIDATES):
-        self.left = candidates
-
-
-# Matched against whole blank-separated tokens of at most 254 characters (an address's limit):
-# searching long text with open-ended quantifiers takes time quadratic in its length.
-_EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,252}\.[A-Za-z]{2,63}")
-_MAX_TOKEN = 254
 _DIGITS = re.compile(r"\d")
 _BLANK = re.compile(r"\s")
 _FOUR_DIGITS = re.compile(r"\d{4}")
 _ISO_DATE_START = re.compile(r"^\d{4}-\d{2}")
 _MAX_NAME_DIGITS = 6  # in a column name: a year and a month, not a phone number or an id
 _TOKENS = re.compile(r"[A-Za-z0-9+/=]{20,}")
-_NATIONAL_IDS = {"FR": (fr_nir, fr_nif), "KE": (ke_pin,), "SN": (sn_ninea,)}
 
 
 @dataclass(frozen=True)
 class Content:
     values: str
     direct_identifier: str | None
+    identifier_evidence: str | None = None  # what was found, how disguised, where
 
 
 def content_of(
@@ -133,18 +125,111 @@ def content_of(
     Examples
     --------
     >>> content_of(["ana@example.org", "bo@example.sn"])
-    Content(values='text', direct_identifier='email')
+    Content(values='text', direct_identifier='email', identifier_evidence='an e-mail address')
     >>> content_of(["28", "31.5", ""])
-    Content(values='number', direct_identifier=None)
-    >>> content_of(["call 77 123 45 67", "ok", "78 555 12 12 after 6"], ["SN"])
-    Content(values='text', direct_identifier='phone')
+    Content(values='number', direct_identifier=None, identifier_evidence=None)
+    >>> content_of(["call 77 123 45 67", "ok", "78 555 12 12 after 6"], ["SN"]).direct_identifier
+    'phone'
     """
     present = [v for v in distinct if not is_missing(v)]
     if not present:
         return Content(TEXT, None)
     kind = _kind(present)
-    text = [v if isinstance(v, str) else str(v) for v in present]
-    return Content(kind, _direct_identifier(text, regions, kind, budget or ScanBudget()))
+    text = [_text(v) for v in present]
+    found = _column_finding(text, kind == NUMBER, regions, budget or ScanBudget())
+    if found is None:
+        return Content(kind, None)
+    return Content(kind, found.kind, found.describe())
+
+
+def split_content(
+    pairs: Sequence[tuple],
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+) -> Finding | None:
+    """What identifier a sample of (left, right) value pairs of two adjacent columns holds once
+    each pair is read as one value, with a blank between (every detector reads grouped digits:
+    "FR76 3000 ..." split after its first group, "Awa" | "Diop"), or None.
+
+    Joining two ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
+    read as a Senegalese phone number, two codes as an 11-digit id one time in twenty), so only
+    strong evidence that neither value holds alone counts, in :data:`MEDIUM_SHARE` of the pairs
+    (a split identifier fills its columns), and a phone number only in international form.
+
+    >>> split_content([("4111 1111", "1111 1111"), ("4012 8888", "8888 1881")]).what
+    'Visa card number'
+    >>> split_content([("30-39", "75001"), ("20-29", "75002")])
+    """
+    budget = budget or ScanBudget()
+    present = [(_text(a), _text(b)) for a, b in pairs if not (is_missing(a) or is_missing(b))]
+    needed = max(min(2, len(present)), MEDIUM_SHARE * len(present))
+    alone: dict[str, set] = {}
+    counts: dict[tuple, int] = {}
+    try:
+        for a, b in present:
+            for part in (a, b):
+                if part not in alone:
+                    alone[part] = {(f.kind, f.what) for f in scan(part, regions, budget)}
+            for finding in scan(f"{a} {b}", regions, budget):
+                key = (finding.kind, finding.what)
+                national_phone = finding.kind == PHONE and not a.lstrip().startswith(("+", "00"))
+                if finding.strength != STRONG or national_phone or key in alone[a] | alone[b]:
+                    continue
+                counts[finding.kind] = counts.get(finding.kind, 0) + 1
+                if counts[finding.kind] >= needed:
+                    return finding
+    except BudgetSpent:
+        return _FAILED_CLOSED
+    return None
+
+
+def _text(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def _column_finding(
+    text: list[str], numbers_only: bool, regions: Sequence[str], budget: ScanBudget
+) -> Finding | None:
+    try:
+        return column_verdict(text, numbers_only, regions, budget)
+    except BudgetSpent:  # far more candidates than a table holds: fail closed
+        return _FAILED_CLOSED
+
+
+_FAILED_CLOSED = Finding(PHONE, STRONG, "value among more candidates than a report checks")
+
+
+DIGITS, WORDS, NAME_WORDS = "digits", "words", "name_words"
+_FRAGMENT_SHARE = 0.5
+
+
+def fragment_kind(sample: Sequence) -> str | None:
+    """What part of a split identifier a column's sampled values may be: ``digits`` (most hold a
+    digit: half an IBAN, a card, an id), ``name_words`` (most are one capitalised word, and a
+    share of them listed names), ``words`` (one capitalised word: the other half of a name), or
+    None (nothing an identifier is split into). Decides which adjacent pairs are read together.
+
+    >>> fragment_kind(["4111 1111", "4012"]), fragment_kind(["Awa", "Moussa", "Fatou"])
+    ('digits', 'name_words')
+    >>> fragment_kind(["Never-married", "Divorced", "Married-civ-spouse"])
+    """
+    present = [_text(v) for v in sample if not is_missing(v)]
+    if not present:
+        return None
+    needed = _FRAGMENT_SHARE * len(present)
+    if sum(any(c.isdigit() for c in v) for v in present) >= needed:
+        return DIGITS
+    words = [v.strip() for v in present if _WORD.fullmatch(v.strip())]
+    if len(words) < needed:
+        return None
+    first, last = name_lists()
+    listed = sum(name_key(w) in first or name_key(w) in last for w in words)
+    return NAME_WORDS if listed >= MEDIUM_SHARE * len(present) else WORDS
+
+
+_WORD = re.compile(r"[A-Z\u00c0-\u00de][^\W\d_]{1,40}")
 
 
 def sample_distinct(distinct: pd.Series) -> list:
@@ -180,8 +265,34 @@ def _kind(values: list) -> str:
 
 def _numbers(values: np.ndarray) -> bool:
     """Whether every one of ``values`` (objects) parses as a finite number, as pandas reads one."""
-    numbers = pd.to_numeric(values, errors="coerce")
-    return bool(pd.notna(numbers).all() and np.isfinite(numbers.astype(float)).all())
+    return bool(np.isfinite(numbers_of(values)).all())
+
+
+# An exponent of five digits or more: no finite number is written so, and pandas 2.3's parser
+# crashes the whole process (a segmentation fault) on some of them ("4e4920323432353234373736").
+_HUGE_EXPONENT = re.compile(r"[eE]\s*[+-]?\s*\d{5,}")
+
+
+def numbers_of(values) -> np.ndarray:
+    """``pd.to_numeric(values, errors="coerce")`` as floats, missing where a value is not a
+    number; text with a huge exponent is not a number (and never reaches pandas' parser).
+    Every reading of sender text as numbers goes through here.
+
+    >>> numbers_of(["28", "1e3", "x", "4e4920323432353234373736"]).tolist()
+    [28.0, 1000.0, nan, nan]
+    """
+    array = np.asarray(values, dtype=object)
+    if array.ndim != 1:
+        array = array.ravel()
+    huge = np.fromiter(
+        (isinstance(v, str) and _HUGE_EXPONENT.search(v) is not None for v in array),
+        dtype=bool,
+        count=len(array),
+    )
+    if huge.any():
+        array = np.where(huge, None, array)
+    numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
+    return numbers.to_numpy(dtype=float, na_value=np.nan)
 
 
 def _iso_dates(text: list[str]) -> bool:
@@ -198,68 +309,53 @@ def _code(text: str) -> bool:
     ) or _FOUR_DIGITS.search(text) is not None
 
 
-def _direct_identifier(
-    values: list[str], regions: Sequence[str], kind: str, budget: ScanBudget
-) -> str | None:
-    needed = NUMBERS_SHARE * len(values) if kind == NUMBER else 1
-    found = {EMAIL: 0, NATIONAL_ID: 0, PHONE: 0}
-    validators = [m for r in regions for m in _NATIONAL_IDS.get(r, ())]
-    for value in values:
-        if _holds_email(value):
-            found[EMAIL] += 1
-        kinds = set()
-        for match in _NUMBER_RUN.finditer(value):
-            budget.left -= 1
-            if budget.left < 0:  # far more number-like runs than a table holds: fail closed
-                return PHONE
-            candidate = match.group()
-            if any(m.is_valid(candidate) for m in validators):
-                kinds.add(NATIONAL_ID)
-            elif _is_phone(candidate, regions):
-                kinds.add(PHONE)
-        for kind_found in kinds:
-            found[kind_found] += 1
-        if any(count >= needed for count in found.values()):
-            return max(found, key=found.get)
-    return None
-
-
 def contact_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
-    """What direct identifier a free text holds: "an e-mail address", "a phone number" or "a
-    national id" (None otherwise): for text that is published without being measured, such as
+    """What direct identifier a free text holds ("an e-mail address", "an IBAN (FR)", "a full
+    name", ...), or None: for text that is published without being measured, such as
     a catalog entry's description (numbers alone, a year or a count, are not flagged).
 
     >>> contact_in_text("Call Awa on +221 77 123 45 67"), contact_in_text("400 rows, 2025")
-    ('a phone number', None)
+    ('a phone number (SN)', None)
     >>> contact_in_text("see 1012345678901")  # a run of digits no description needs
     'a number of 9 digits or more (an id?)'
     """
-    if _holds_email(text):
-        return "an e-mail address"
+    found = _found_in(text, regions)
+    if found:
+        return found
     if _LONG_NUMBER.search(text):
         return "a number of 9 digits or more (an id?)"
-    found = _direct_identifier([text], regions, TEXT, ScanBudget())
-    return {NATIONAL_ID: "a national id", PHONE: "a phone number"}.get(found)
+    return None
 
 
 def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
-    """What direct identifier one piece of text holds ("an e-mail address", "a phone number",
-    "a national id", "more than 6 digits"), or None. For column names, which cross the
-    border with the data but are not measured.
+    """What direct identifier one piece of text holds ("an e-mail address", "a phone number
+    (SN)", "a Visa card number", "more than 6 digits", ...), or None. For short text that
+    crosses the border or is published unmeasured: column names, file names, the keys and
+    labels of aggregate releases, the paths of references.
 
     Examples
     --------
     >>> identifier_in_text("ref 1850578006084"), identifier_in_text("zip_75001")
     ('more than 6 digits', None)
+    >>> identifier_in_text("ａｗａ＠ｅｘａｍｐｌｅ．ｓｎ")
+    'an e-mail address, written as compatibility characters (full-width, mathematical, ligatures)'
     """
-    if _holds_email(text):
-        return "an e-mail address"
+    found = _found_in(text, regions)
+    if found:
+        return found
     if len(_DIGITS.findall(text)) > _MAX_NAME_DIGITS:
         return f"more than {_MAX_NAME_DIGITS} digits"
     if any(_encoded(token) for token in _TOKENS.findall(text)):
         return "encoded data (a long run mixing upper and lower case and digits)"
-    found = _direct_identifier([text], regions, TEXT, ScanBudget())
-    return {NATIONAL_ID: "a national id", PHONE: "a phone number"}.get(found)
+    return None
+
+
+def _found_in(text: str, regions: Sequence[str]) -> str | None:
+    try:
+        found = verdict(scan(text, regions))
+    except BudgetSpent:
+        return "more identifier-like runs than are checked"
+    return found.describe() if found else None
 
 
 def _encoded(token: str) -> bool:
@@ -275,23 +371,3 @@ def _encoded(token: str) -> bool:
 
 def _word_start(following: str) -> bool:
     return len(following) == 2 and following.isalpha() and following.islower()
-
-
-def _holds_email(text: str) -> bool:
-    return any(
-        len(token) <= _MAX_TOKEN and _EMAIL.fullmatch(token.strip("<>()[],;:'\"")) is not None
-        for token in text.split()
-        if "@" in token
-    )
-
-
-def _is_phone(candidate: str, regions: Sequence[str]) -> bool:
-    """Whether a short run of digits and separators is a valid number in one of the regions."""
-    for region in regions:
-        try:
-            number = phonenumbers.parse(candidate, region)
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return True
-    return False

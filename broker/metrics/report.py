@@ -6,12 +6,16 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
+from broker.datasets import DatasetTooLarge
 from broker.engines.base import IDENTICAL_ROWS, CountTable, Engine, PlansCounts, dictionary_of
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
@@ -28,12 +32,17 @@ from broker.metrics.combinations import (
     identifying_combinations,
 )
 from broker.metrics.content import (
+    DATE,
     DEFAULT_REGIONS,
+    SAMPLE,
     TEXT,
+    WORDS,
     Content,
     ScanBudget,
     content_of,
+    fragment_kind,
     sample_distinct,
+    split_content,
 )
 from broker.metrics.mmaq import (
     ANONYMOUS,
@@ -79,6 +88,7 @@ class AttributeReport:
             "qir_class": self.qir_class,
             "values": self.content.values,
             "direct_identifier": self.content.direct_identifier,
+            "identifier_evidence": self.content.identifier_evidence,
             "singled_out_rows": self.singled_out,
         }
 
@@ -339,13 +349,16 @@ def report_of(
     say("measuring attributes")
     attributes = []
     scan_budget = ScanBudget()
+    fragments: dict[str, str | None] = {}
     for name, counts in zip(
         engine.columns, engine.counts([[c] for c in engine.columns]), strict=True
     ):
         sizes = counts.rows
         measure = mmaq_from_counts(sizes)
         risk = qir_risk_percent(measure.categories, measure.rows)
-        content = content_of(sample_distinct(engine.dictionary(name)), regions, scan_budget)
+        sample = sample_distinct(engine.dictionary(name))
+        content = content_of(sample, regions, scan_budget)
+        fragments[name] = fragment_kind(sample)
         histogram = np.bincount(np.minimum(sizes, _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
             AttributeReport(
@@ -358,6 +371,8 @@ def report_of(
                 tuple(int(c) for c in histogram[:_SIZES_KEPT]),
             )
         )
+
+    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget)
 
     qi_report, population_report = None, None
     if quasi_identifiers:
@@ -399,6 +414,53 @@ def report_of(
         search,
         population_report,
     )
+
+
+def _split_identifiers(
+    engine: Engine,
+    attributes: list[AttributeReport],
+    fragments: dict[str, str | None],
+    regions: Sequence[str],
+    budget: ScanBudget,
+) -> list[AttributeReport]:
+    """Each pair of adjacent columns, neither of them a direct identifier, that may hold the two
+    parts of one identifier (digits, or single words one of which is a listed name: see
+    :func:`~broker.metrics.content.fragment_kind`) read as one, on a sample of their distinct
+    pairs: an IBAN, a card or an id cut in two, or a given name and a family name side by side,
+    makes both columns direct identifiers. The pairs are counted in one more pass of an engine
+    that reads in passes (a pair it cannot hold is counted as the combination search counts)."""
+    pairs = []
+    for left, right in itertools.pairwise(attributes):
+        kinds = {fragments.get(left.name), fragments.get(right.name)}
+        dated = DATE in (left.content.values, right.content.values)
+        flagged = left.content.direct_identifier or right.content.direct_identifier
+        if None not in kinds and kinds != {WORDS} and not dated and not flagged:
+            pairs.append((left, right))
+    if pairs and isinstance(engine, PlansCounts):
+        with contextlib.suppress(DatasetTooLarge):
+            engine.plan([[left.name, right.name] for left, right in pairs], people=False)
+    found = {a.name: a for a in attributes}
+    for left, right in pairs:
+        [table] = engine.counts([[left.name, right.name]])
+        chosen = np.arange(table.size)
+        if table.size > SAMPLE:
+            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, SAMPLE, False)
+        values = [
+            dictionary_of(engine.dictionary(a.name)).to_numpy()[table.codes(a.name)[chosen]]
+            for a in (left, right)
+        ]
+        split = split_content(list(zip(*values, strict=True)), regions, budget)
+        if split is None:
+            continue
+        evidence = (
+            f"{split.describe()}, split over the adjacent columns {left.name!r} and {right.name!r}"
+        )
+        for name in (left.name, right.name):
+            content = replace(found[name].content, direct_identifier=split.kind)
+            found[name] = replace(
+                found[name], content=replace(content, identifier_evidence=evidence)
+            )
+    return [found[a.name] for a in attributes]
 
 
 def _population_report(

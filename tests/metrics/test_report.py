@@ -24,6 +24,7 @@ ATTRIBUTE_KEYS = {
     "qir_class",
     "values",
     "direct_identifier",
+    "identifier_evidence",
     "singled_out_rows",
 }
 
