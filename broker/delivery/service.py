@@ -312,7 +312,9 @@ def retain_until(moment: datetime | None) -> str:
 def _headers(transfer, payload: Written, payload_type: str) -> dict[str, str]:
     """The delivery's headers but its signature."""
     dataset = transfer.dataset
-    filename = dataset.get("delivered_filename") or dataset.get("filename") or ""
+    # The broker's own name for what it wrote: the sender's file name is free text that would
+    # cross the border unmeasured, so it is never a fallback.
+    filename = dataset.get("delivered_filename") or ""
     return {
         h.CONTENT_TYPE: payload_type,
         h.CONTENT_DIGEST: content_digest(payload.sha256),
