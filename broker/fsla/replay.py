@@ -43,6 +43,7 @@ from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk,
 from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
 from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
+from broker.precision import ColumnPrecision
 from broker.wire.statuses import TransferStatus
 
 FEDERATION = "federation"
@@ -116,6 +117,7 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
                 content=Content(a["values"], a.get("direct_identifier")),
                 singled_out=a.get("singled_out_rows", 0),
                 class_sizes=(0, a.get("singled_out_rows", 0)),
+                precision=ColumnPrecision.from_dict(a.get("precision")),
             )
             for a in data["attributes"]
         ],
@@ -146,6 +148,8 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
         ],
         duplicate_rows=data.get("duplicate_rows", 0),
         people_counted_by=data.get("people_counted_by", "identical_rows"),
+        rare_tuples=data.get("rare_tuples", 0),
+        rare_tuple_rows=data.get("rare_tuple_rows", 0),
     )
 
 

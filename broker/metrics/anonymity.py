@@ -16,7 +16,10 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   ``unique_share`` = share of rows in a class that is unique in the population. Marketer: the
   share of rows re-identified on average, ``sum(f_c / F_c) / n``. Without a population table the
   sample is the population (F = f): journalist = prosecutor and marketer = classes / N.
-- Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
+- Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class,
+  counting no more values than the class has people (:mod:`broker.engines.people`): the values
+  of one person's rows are all that person's, so a class of one person sent three times with
+  three diagnoses has l = 1, not 3. Where every row is a person this is the paper's l.
   Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats; exact when it is
   rational (equally frequent values give exactly their number; see :func:`_entropy_l`).
 - t-closeness (Li et al. 2007): the largest distance over classes between the class's distribution
@@ -210,15 +213,20 @@ def sensitive_measure(
     return sensitive_measure_of(engine, sensitive, quasi_identifiers)
 
 
-def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -> SensitiveMeasure:
+def sensitive_measure_of(
+    engine: Engine, sensitive: str, known: Sequence[str], people: bool = True
+) -> SensitiveMeasure:
     """As :func:`sensitive_measure`, from the engine's count tables: the classes of ``known``
-    (with their people, for ``k``), the (class, value) pairs and the values of ``sensitive``."""
+    (with their people, for ``k`` and l, unless ``people`` is False: then both count rows), the
+    (class, value) pairs and the values of ``sensitive``."""
     known = list(known)
     # Each count table is let go once read: out of core they hold millions of tuples.
-    k = engine.counts([known], people=True)[0].smallest_in_people()
+    classes = engine.counts([known], people=people)[0]
+    k = classes.smallest_in_people()
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     counts = ClassValueCounts.of(pairs, values, known, sensitive)
-    del pairs, values
+    class_people = _people_of_classes(classes, pairs, counts.pair_class, known)
+    del classes, pairs, values
     pair_class, pair_value, pair_counts = counts.pair_class, counts.pair_value, counts.pair_rows
     class_sizes = counts.class_rows
     distinct = np.bincount(pair_class, minlength=class_sizes.size)
@@ -238,9 +246,10 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         method = ORDERED
     recursive = recursive_diversity(counts, int(distinct.min()))
     likeness = beta_likeness(counts)
+    diverse = distinct if class_people is None else np.minimum(distinct, class_people)
     return SensitiveMeasure(
         name=sensitive,
-        l_diversity=int(distinct.min()),
+        l_diversity=int(diverse.min()),
         entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
@@ -253,6 +262,23 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
         enhanced_beta_likeness=likeness.enhanced,
         delta_disclosure=delta_disclosure(counts),
     )
+
+
+def _people_of_classes(
+    classes: CountTable, pairs: CountTable, pair_class: np.ndarray, known: list[str]
+) -> np.ndarray | None:
+    """The people of each class, by the class ids of the (class, value) pairs; None when every
+    row is a person (then no class has fewer people than distinct values)."""
+    if classes.people is None or np.array_equal(classes.people, classes.rows):
+        return None
+    if not known:
+        return np.full(int(pair_class.max()) + 1, int(classes.people[0]), dtype=np.int64)
+    one = np.empty(int(pair_class.max()) + 1, dtype=np.int64)
+    one[pair_class] = np.arange(pair_class.size)
+    at = pd.MultiIndex.from_arrays([classes.codes(c) for c in known]).get_indexer(
+        pd.MultiIndex.from_arrays([pairs.codes(c)[one] for c in known])
+    )
+    return classes.people[at]
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> None:

@@ -50,6 +50,7 @@ from broker.metrics.uniqueness import (
     individual_risk,
     population_uniqueness,
 )
+from broker.precision import ColumnPrecision
 from broker.roles import require_columns, require_distinct_roles
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
@@ -66,6 +67,8 @@ class AttributeReport:
     singled_out: int = 0  # rows whose value no other row holds
     # class_sizes[s] = number of values held by exactly s rows, for s < len (sizes 0..100)
     class_sizes: tuple[int, ...] = ()
+    # A column of dates, postcodes or ages: how precise its values are (broker.precision).
+    precision: ColumnPrecision | None = None
 
     def rows_in_values_smaller_than(self, k: int) -> int:
         """Rows whose value fewer than ``k`` rows hold (values held by > 100 rows never count)."""
@@ -80,6 +83,7 @@ class AttributeReport:
             "values": self.content.values,
             "direct_identifier": self.content.direct_identifier,
             "singled_out_rows": self.singled_out,
+            "precision": None if self.precision is None else self.precision.as_dict(),
         }
 
 
@@ -163,6 +167,10 @@ class AnalysisReport:
     people_counted_by: str = IDENTICAL_ROWS
     combination_search: CombinationSearch | None = None
     population: PopulationReport | None = None
+    # The worst case (broker.engines.people): rare quasi-identifier tuples held by several rows,
+    # each counted as one person, and the rows they hold.
+    rare_tuples: int = 0
+    rare_tuple_rows: int = 0
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
@@ -175,6 +183,8 @@ class AnalysisReport:
             "rows": self.rows,
             "duplicate_rows": self.duplicate_rows,
             "people_counted_by": self.people_counted_by,
+            "rare_tuples": self.rare_tuples,
+            "rare_tuple_rows": self.rare_tuple_rows,
             "attributes": [a.as_dict() for a in self.attributes],
             "combinations": [c.as_dict() for c in self.combinations],
             "combination_search": self.combination_search.as_dict()
@@ -302,7 +312,11 @@ def report_of(
 
     k is also counted in people (``k_people``, and the sensitive attributes' ``k``), as the
     engine knows them: identical rows are one person, since one person sent three times looks
-    exactly like that. ``duplicate_rows`` counts the rows identical to an earlier one.
+    exactly like that, and, without a person key, so are the rows of each rare tuple of the
+    quasi-identifiers (the worst case, :mod:`broker.engines.people`: the engine is told the
+    quasi-identifiers, and counts so from then on, for whatever else is measured on it).
+    ``duplicate_rows`` counts the rows identical to an earlier one, ``rare_tuples`` and
+    ``rare_tuple_rows`` the rare tuples held by several rows and their rows.
 
     ``population``, a population table that contains this one (with the quasi-identifiers among
     its columns), gives the journalist and marketer risk of the quasi-identifiers; without it the
@@ -335,6 +349,9 @@ def report_of(
         engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive, weights))
     if engine.rows == 0:
         raise ValueError("The dataset has no rows: there is nothing to measure")
+    if quasi_identifiers:
+        engine.assume_worst(quasi_identifiers)
+    rare = engine.rare
 
     say("measuring attributes")
     attributes = []
@@ -345,7 +362,8 @@ def report_of(
         sizes = counts.rows
         measure = mmaq_from_counts(sizes)
         risk = qir_risk_percent(measure.categories, measure.rows)
-        content = content_of(sample_distinct(engine.dictionary(name)), regions, scan_budget)
+        dictionary = engine.dictionary(name)
+        content = content_of(sample_distinct(dictionary), regions, scan_budget)
         histogram = np.bincount(np.minimum(sizes, _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
         attributes.append(
             AttributeReport(
@@ -356,6 +374,7 @@ def report_of(
                 content,
                 int(histogram[1]),
                 tuple(int(c) for c in histogram[:_SIZES_KEPT]),
+                ColumnPrecision.of(name, dictionary),
             )
         )
 
@@ -398,6 +417,8 @@ def report_of(
         engine.people_counted_by,
         search,
         population_report,
+        0 if rare is None else rare.people,
+        0 if rare is None else rare.rows,
     )
 
 

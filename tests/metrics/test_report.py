@@ -25,6 +25,7 @@ ATTRIBUTE_KEYS = {
     "values",
     "direct_identifier",
     "singled_out_rows",
+    "precision",
 }
 
 
@@ -44,6 +45,8 @@ def test_report_keys_are_the_documented_contract():
         "rows",
         "duplicate_rows",
         "people_counted_by",
+        "rare_tuples",
+        "rare_tuple_rows",
         "attributes",
         "combinations",
         "combination_search",
