@@ -9,7 +9,9 @@ Strategy (each step recorded as a :class:`~broker.anonymize.steps.Step`, replaya
 :func:`~broker.anonymize.steps.apply_steps`):
 
 1. Drop the ``drop`` columns that are present (forbidden identifiers, never-leave attributes).
-   A dropped column is also no longer a quasi-identifier or sensitive attribute.
+   A dropped column is also no longer a quasi-identifier or sensitive attribute. Then apply the
+   ``precision`` steps (dates to the year, postcodes to a prefix, ages top-coded), whatever the
+   column's role: the rules on identifying precision ask it of every column that leaves.
 2. For each other attribute over its ``max_mmaq_index`` bound (not quasi-identifiers, which step 3
    handles; not sensitive ones, which SPEC section 2 judges by l and t only, so their bounds are
    ignored), the mildest generalization that brings it under (:mod:`broker.anonymize.ladder`).
@@ -115,6 +117,10 @@ def plan_remedy(
     sensitive = [name for name in target.sensitive if name not in drop]
     steps = [Step(name, "drop", reason=dropped_because(target, name)) for name in drop]
     work = drop_columns(frame, drop) if drop else frame
+    coarser = [step for step in target.precision if step.column in work.columns]
+    if coarser:
+        work = apply_steps(work, coarser).frame
+        steps += coarser
 
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
     if ignored:
