@@ -31,7 +31,8 @@ Writings read:
 - postcodes: letters and digits once blanks and hyphens are removed (``75 011``, ``SW1A 1AA``),
   or a prefix with a mask (``750*``); its precision is the number of characters it keeps;
 - ages: numbers from 0 to 150, with or without a unit (``93``, ``93 ans``, ``93 years``), in any
-  digits (full-width too), ranges ``80-89`` and top categories ``90+``.
+  digits (full-width too), ranges ``80-89`` (as precise as their lower end: they mix the
+  old with younger people) and top categories ``90+``.
 
 A generalization label reads as what it names: a set ``"a, b"`` as its most precise member,
 ``*`` and ``NA`` as nothing. In a column of dates (postcodes, ages), a value that holds a digit
@@ -294,13 +295,15 @@ def read_postcode(value: object) -> Read:
 
 
 def read_age(value: object) -> Read:
-    """A value read as an age: its precision is the highest age it tells apart from the next
-    (``93`` -> 93, ``80-90`` -> 89, ``90+`` -> 89: the top category tells nothing above 89).
+    """A value read as an age: its precision is the oldest age it tells apart from the older
+    ones: ``93`` -> 93; ``90+`` -> 89 (the top category says nothing above 89); a range by its
+    lower end, ``80-100`` -> 80, since it mixes people of 80 with whoever is older in it (a
+    Mondrian range on a grid of ages up to 89 may well end at 100).
 
     >>> [read_age(v).canonical for v in ("93", "93 ans", "\\uff19\\uff13", 93.0, "80-90", "90+")]
     ['93', '93', '93', '93', '80-90', '90+']
-    >>> read_age("80-90").precision, read_age("90+").precision, read_age("89.5").precision
-    (89.0, 89.0, 89.0)
+    >>> read_age("80-100").precision, read_age("90+").precision, read_age("89.5").precision
+    (80.0, 89.0, 89.0)
     """
     if isinstance(value, bool):
         return Read(None, None, unreadable=True)
@@ -319,7 +322,7 @@ def read_age(value: object) -> Read:
     if match := _AGE_RANGE.fullmatch(text):
         low, high = int(match.group(1)), int(match.group(2))
         if low <= high <= _MAX_AGE:
-            return Read(f"{low}-{high}", float(max(high - 1, low)))
+            return Read(f"{low}-{high}", float(low))
         return _unreadable()
     if match := _AGE.fullmatch(text):
         return _age(float(match.group(1).replace(",", ".")))
@@ -415,11 +418,18 @@ def bound(kind: str, limits: Limits) -> float | None:
     return None if limits.age is None else float(limits.age)
 
 
+# Values of a column read one by one (about 20 microseconds each); past this many, the rest are
+# unreadable (failing closed: the remedy masks them), so a column of a million distinct values
+# in an unusual writing costs seconds, not minutes.
+MAX_READ_ONE_BY_ONE = 200_000
+
+
 def read_column(kind: str, values: pd.Series) -> ColumnReading:
     """Every one of ``values`` (a column's distinct values) read as ``kind``.
 
     Dates written ``YYYY-MM-DD`` (with a time or not) or ``DD/MM/YYYY``, most of a large column,
-    are read by pandas at once; the other values one by one, as :func:`read_date` reads them.
+    are read by pandas at once; the other values one by one, as :func:`read_date` reads them, up
+    to :data:`MAX_READ_ONE_BY_ONE`.
     """
     values = pd.Series(values, dtype=object).reset_index(drop=True)
     canonical = np.full(len(values), None, dtype=object)
@@ -429,7 +439,9 @@ def read_column(kind: str, values: pd.Series) -> ColumnReading:
     if kind == DATE:
         done = _dates_at_once(values, canonical, precision, unreadable)
     reader = READERS[kind]
-    for i in np.flatnonzero(~done).tolist():
+    left = np.flatnonzero(~done)
+    unreadable[left[MAX_READ_ONE_BY_ONE:]] = True
+    for i in left[:MAX_READ_ONE_BY_ONE].tolist():
         found = reader(values[i], years=True) if kind == DATE else reader(values[i])
         canonical[i] = found.canonical
         precision[i] = np.nan if found.precision is None else found.precision
@@ -576,24 +588,43 @@ def _kept(value: object, read: Read) -> object:
     return MASK if read.unreadable else value
 
 
-def date_label(value: object, level: str) -> object:
-    """A date, however written, at ``level`` (``year`` or ``month``; a day-first writing that
-    could also be read month first becomes its year, which both readings share).
+def date_labels(values: pd.Series, level: str) -> np.ndarray:
+    """Each of ``values`` (a column's distinct values) as a date at ``level`` (``year`` or
+    ``month``; a day-first writing that could also be read month first becomes its year, which
+    both readings share); a value with a digit that reads as no date is masked (its precision is
+    unknown); missing values and values with no digit stay.
 
-    >>> [date_label(v, "year") for v in ("12/04/1983", "1983-04-12T08:30", "1983-13-40", "")]
-    ['1983', '1983', '*', '']
-    >>> date_label("12/04/1983", "month"), date_label("25/04/1983", "month")
-    ('1983', '1983-04')
+    >>> date_labels(pd.Series(["12/04/1983", "1983-04-12T08:30", "1983-13-40", ""]), "year")
+    array(['1983', '1983', '*', ''], dtype=object)
+    >>> date_labels(pd.Series(["12/04/1983", "25/04/1983"]), "month")
+    array(['1983', '1983-04'], dtype=object)
     """
-    read = read_date(value, years=True)
-    if read.canonical is None or ", " in read.canonical:
-        return _kept(value, read) if read.canonical is None else MASK
-    if read.precision is not None and read.precision <= DATE_LEVELS.index(level):
-        return read.canonical
-    year = read.canonical[:4]
-    if level == YEAR or _either_way(value):
-        return year
-    return read.canonical[:7]
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    reading = read_column(DATE, values)  # the common writings at once
+    labels = values.to_numpy(dtype=object, copy=True)
+    labels[reading.unreadable] = MASK
+    allowed = DATE_LEVELS.index(level)
+    for i, canonical in enumerate(reading.canonical.tolist()):
+        if canonical is None:
+            continue
+        if ", " in canonical:
+            labels[i] = MASK
+        elif reading.precision[i] <= allowed:
+            labels[i] = canonical
+        elif level == YEAR or _either_way(values[i]):
+            labels[i] = canonical[:4]
+        else:
+            labels[i] = canonical[:7]
+    return labels
+
+
+def date_label(value: object, level: str) -> object:
+    """:func:`date_labels` of one value.
+
+    >>> [date_label(v, "year") for v in ("12/04/1983", "12 avril 1983", "n/a")]
+    ['1983', '1983', 'n/a']
+    """
+    return date_labels(pd.Series([value], dtype=object), level)[0]
 
 
 def _either_way(value: object) -> bool:
@@ -621,11 +652,11 @@ def postcode_label(value: object, keep: int) -> object:
 
 
 def age_label(value: object, max_age: int) -> object:
-    """An age, however written, as a number up to ``max_age``; older ones as the top category
-    (``90+`` for 89), a range reaching past it as the category from its lower end.
+    """An age, however written, as a number up to ``max_age``; older ones, and ranges of them,
+    as the top category (``90+`` for 89).
 
     >>> [age_label(v, 89) for v in ("93", "93 ans", "34 ans", "85-95", "92-99", "100+", "")]
-    ['90+', '90+', '34', '85+', '90+', '90+', '']
+    ['90+', '90+', '34', '85-95', '90+', '90+', '']
     """
     read = read_age(value)
     if read.canonical is None or ", " in read.canonical:

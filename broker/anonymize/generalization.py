@@ -37,7 +37,7 @@ from broker.anonymize._values import (
     parse_numbers,
     range_label,
 )
-from broker.precision import age_label, date_label, postcode_label
+from broker.precision import age_label, date_labels, postcode_label
 from broker.roles import require_columns
 
 DATE_LEVELS = ("month", "year")
@@ -348,7 +348,9 @@ def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.D
     require_columns(frame.columns, [column])
     if level not in DATE_LEVELS:
         raise ValueError(f"Date level for column {column!r} must be one of {DATE_LEVELS}")
-    return _relabelled(frame, column, lambda value: date_label(value, level))
+    codes, uniques, _blank = factorize(frame[column])
+    labels = date_labels(pd.Series(np.asarray(uniques, dtype=object)), level)
+    return _replace(frame, column, labels, codes)
 
 
 def truncate_postcodes(frame: pd.DataFrame, column: str, keep: int) -> pd.DataFrame:

@@ -353,7 +353,7 @@ def precision(
 ) -> list[str]:
     """(g) Identifying precision, as HIPAA's Safe Harbor draws it: no date finer than its year,
     no postcode beyond its first ``postcode_characters``, no age over ``max_age`` (but as one
-    top category, ``"90+"``)."""
+    top category, ``"90+"``, or in a range that starts at or below it)."""
     problems = []
 
     def cells(column: str) -> list[str]:
@@ -378,9 +378,11 @@ def precision(
         for value in cells(column):
             if re.fullmatch(r"\d+\+", value):
                 continue
+            # A range tells an old age apart only when it starts above the cap: one that
+            # starts below mixes the old with younger people.
             ends = _LABEL_RANGE.fullmatch(value)
-            top = float(ends.group(2)) if ends else _number(value)
-            if top is not None and top > max_age + 1 - (0 if ends else 1e-9):
+            told = float(ends.group(1)) if ends else _number(value)
+            if told is not None and told >= max_age + 1:
                 old.append(value)
         if old:
             problems.append(f"(g) {column!r} delivers {len(old)} ages over {max_age}")

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from tests.adversarial import judge
-from tests.adversarial.conftest import settle
+from tests.adversarial.conftest import settle, settle_response
 from tests.adversarial.tables import DIAGNOSES, birth_dates, csv_bytes, rng
 
 AUTO = ["none", "auto"]
@@ -225,3 +225,51 @@ def test_ages_as_text_and_over_the_cap(broker, anonymize):
 
 
 _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+
+
+# --- names that dodge the precision rules ------------------------------------------------------
+
+
+def _coarse_but_precise(seed: int) -> pd.DataFrame:
+    """240 people once each: a sex and an age band make classes of many people, while the
+    birth date, the postcode and the age are as precise as they come."""
+    r = rng(seed)
+    frame = pd.DataFrame(
+        {
+            "born": r.choice(birth_dates(80, seed=seed), 240),  # not all distinct
+            "postcode": [f"{z}" for z in r.choice(range(10000, 10400, 10), 240)],
+            "years": [str(a) for a in r.integers(60, 100, 240)],
+            "sex": r.choice(["F", "M"], 240),
+            "diagnosis": r.choice(DIAGNOSES, 240),
+        }
+    )
+    frame.insert(0, "person", [f"P{i:03d}" for i in range(240)])
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("date", "postcode", "age"),
+    [
+        ("c7", "ZIP\u200b", "\u00c2ge"),  # by content only; an invisible character; an accent
+        ("DateNaissance", "\uff5a\uff49\uff50", "\u0410GE"),  # full-width zip, a Cyrillic A
+        ("birthDate", "Code Postal", "age (ans)"),
+    ],
+)
+def test_dates_postcodes_and_ages_under_names_that_dodge(broker, date, postcode, age):
+    """Whatever the spelling of its name, a column of full dates, postcodes or exact ages over
+    89 never leaves finer than the seed records allow (year, 2 characters, 90+)."""
+    frame = _coarse_but_precise(90).rename(columns={"born": date, "postcode": postcode})
+    frame = frame.rename(columns={"years": age})
+    sent = [date, postcode, age, "sex", "diagnosis"]
+    response = broker.post(
+        csv_bytes(frame[sent]), quasi_identifiers="sex", sensitive="diagnosis", anonymize="auto"
+    )
+    delivered = settle_response(broker, response)
+    if delivered is None:
+        return
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    assert {date, postcode, age} <= set(table.columns), "generalized, not dropped"
+    problems = judge.precision(
+        table, dates=[date], postcodes=[postcode], ages=[age], postcode_characters=2
+    )
+    assert problems == [], problems
