@@ -1,5 +1,7 @@
 """F-SLA rules on identifying precision: dates, postcodes and ages (broker.fsla.precision)."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 from pydantic import ValidationError
@@ -9,12 +11,15 @@ from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.lint import warnings
 from broker.fsla.models import RuleSet
 from broker.fsla.remedy import find_remedy
+from broker.fsla.replay import replay
 from broker.fsla.results import TransferContext
 from broker.fsla.summary import summarize
 from broker.metrics.report import analyze
 from broker.precision import Limits
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import record
+from tests.fsla.test_replay import past
+from tests.fsla.test_replay import record as replay_record
 
 SAFE_HARBOR = {"max_date_precision": "year", "max_postcode_prefix": 3, "max_age": 89}
 # Eight people, each once: coarse enough for k, precise in every other way.
@@ -127,3 +132,18 @@ def test_the_summary_says_to_generalize_the_column():
     [entry] = summarize(decision.status, [r.as_dict() for r in decision.rules], None)
     assert entry["problem"].startswith("zip: postcodes too long")
     assert entry["do"].startswith("generalize zip")
+
+
+def test_a_draft_with_precision_rules_is_replayed_and_an_old_report_says_it_cannot_be():
+    source, destination = replay_record("SN"), replay_record("FR")
+    decided = past(source, destination, frame=FRAME, qi=("sex",), sensitive=("diagnosis",))
+    draft = replay_record("SN", export={"identifiers_allowed": True, "max_date_precision": "year"})
+    found = replay(decided, "SN", draft)
+    assert [(c.rule, c.attribute) for c in found.newly_failed] == [("max_date_precision", "born")]
+    old = dict(decided.report)
+    old["attributes"] = [
+        {k: v for k, v in a.items() if k != "precision"} for a in old["attributes"]
+    ]
+    found = replay(dataclasses.replace(decided, report=old), "SN", draft)
+    assert found.replayable and found.newly_failed == ()
+    assert any("before the broker measured how precise" in n for n in found.not_replayed)
