@@ -482,13 +482,13 @@ def _set_days(where, days: pd.Series, canonical, precision, unreadable, done) ->
 
 
 def sample_of(values: pd.Series, size: int = SAMPLE) -> list:
-    """Up to ``size`` of a column's distinct values, spread over them in the order of their
-    text: deterministic, whatever order an engine numbers them in, so that every engine
-    recognizes a column the same way."""
+    """Up to ``size`` of a column's distinct values: those of the smallest hashes, so chosen by
+    the values alone, whatever order an engine numbers them in (every engine recognizes a
+    column the same way), and spread over them as a random choice would be."""
     if len(values) <= size:
         return values.tolist()
-    order = np.argsort(values.astype(str).to_numpy(dtype=str), kind="stable")
-    return values.iloc[order[np.linspace(0, len(values) - 1, size).astype(np.int64)]].tolist()
+    hashes = pd.util.hash_array(values.to_numpy(dtype=object), categorize=False)
+    return values.iloc[np.sort(np.argpartition(hashes, size)[:size])].tolist()
 
 
 def describe(kind: str, precision: float) -> str:
@@ -543,9 +543,13 @@ class ColumnPrecision:
     unreadable: int = 0
 
     @classmethod
-    def of(cls, name: str, values: pd.Series) -> ColumnPrecision | None:
+    def of(cls, name: str, values: pd.Series, numbers: bool = False) -> ColumnPrecision | None:
         """The precision of the column ``name`` from its distinct ``values`` (None when it holds
-        no dates, postcodes or ages)."""
+        no dates, postcodes or ages). ``numbers``: the content detector found only numbers in
+        them, so they hold no dates (a tenth of dates would have shown): only a name can still
+        make them postcodes or ages, and the values need not be sampled otherwise."""
+        if numbers and not (named(name, POSTCODE) or named(name, AGE) or named(name, DATE)):
+            return None
         kind = column_kind(name, sample_of(values))
         if kind is None:
             return None

@@ -372,9 +372,9 @@ def top_code(frame: pd.DataFrame, column: str, max_age: int) -> pd.DataFrame:
     ``max_age``, and older ones as one top category (``"90+"`` for 89); a value that reads as
     no age is masked.
 
-    >>> frame = pd.DataFrame({"age": ["34", "93 ans", "\uff19\uff13", "85-95"]})
+    >>> frame = pd.DataFrame({"age": ["34", "93 ans", "\uff19\uff13", "92-99"]})
     >>> top_code(frame, "age", 89)["age"].tolist()
-    ['34', '90+', '90+', '85+']
+    ['34', '90+', '90+', '90+']
     """
     require_columns(frame.columns, [column])
     if not isinstance(max_age, int | np.integer) or max_age < 0:

@@ -40,6 +40,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 from broker.anonymize.ladder import climb, climbed_reason, generalize_until, rungs
@@ -191,7 +192,9 @@ def plan_remedy(
             frame, work, target, qis, sensitive, drop, k, steps, notes, measured_columns
         )
 
-    return _raise_k(attempt, k0, len(work), ("t", "mmaq_index"), accept, deadline)
+    # k rises up to one class of everyone: the rows, or the people when the target says who.
+    everyone = min((len(np.unique(labelling)) for labelling in target.people), default=len(work))
+    return _raise_k(attempt, k0, everyone, ("t", "mmaq_index"), accept, deadline)
 
 
 def _raise_k(

@@ -73,6 +73,7 @@ class People:
         self.by = by  # PERSON_KEY, IDENTICAL_ROWS or WORST_CASE
         self.worst = worst  # identical rows, and each rare tuple's rows, as one code each
         self.rare = rare  # the rare tuples behind ``worst``
+        self._own: list[Grouping] | None = None  # the table as sent's rows, grouped
 
     @classmethod
     def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
@@ -88,13 +89,18 @@ class People:
 
     def groupings(self, table: pd.DataFrame | None = None) -> list[Grouping]:
         """The rows of ``table`` (labelled as in the table as sent; None: that table itself,
-        row by row) grouped by each signal."""
-        found = []
-        for codes in self.labellings():
-            picked = codes if table is None else codes[table.index.to_numpy()]
-            compact, uniques = pd.factorize(picked)
-            found.append(Grouping(compact.astype(np.int64), len(uniques)))
-        return found
+        row by row, grouped once) grouped by each signal."""
+        if table is None:
+            if self._own is None:
+                self._own = [_grouping_of(codes) for codes in self.labellings()]
+            return self._own
+        positions = table.index.to_numpy()
+        return [_grouping_of(codes[positions]) for codes in self.labellings()]
+
+
+def _grouping_of(codes: np.ndarray) -> Grouping:
+    compact, uniques = pd.factorize(codes)
+    return Grouping(compact.astype(np.int64), len(uniques))
 
 
 class PandasEngine:
@@ -377,11 +383,17 @@ def people_per_class(classes: Grouping, people: Sequence[Grouping]) -> np.ndarra
 
 def _people_per_class(classes: Grouping, people: Grouping) -> np.ndarray:
     # Usually each person sits in one class (always when people are identical rows, which agree
-    # on every attribute): then counting the people of each class needs no sort.
+    # on every attribute): then counting the people of each class needs no sort. The others
+    # (a person key's visits, a rare tuple's rows with several diagnoses) are usually few: only
+    # their rows are sorted.
     class_of_person = np.empty(people.categories, dtype=np.int64)
     class_of_person[people.codes] = classes.codes
-    if np.array_equal(class_of_person[people.codes], classes.codes):
+    elsewhere = class_of_person[people.codes] != classes.codes
+    if not elsewhere.any():
         return np.bincount(class_of_person, minlength=classes.categories)
-    pair_codes = classes.codes * people.categories + people.codes
-    pairs = np.unique(pair_codes)
-    return np.bincount(pairs // people.categories, minlength=classes.categories)
+    spanning = np.zeros(people.categories, dtype=bool)
+    spanning[people.codes[elsewhere]] = True
+    counted = np.bincount(class_of_person[~spanning], minlength=classes.categories)
+    rows = spanning[people.codes]
+    pairs = np.unique(classes.codes[rows] * people.categories + people.codes[rows])
+    return counted + np.bincount(pairs // people.categories, minlength=classes.categories)

@@ -221,12 +221,10 @@ def sensitive_measure_of(
     (class, value) pairs and the values of ``sensitive``."""
     known = list(known)
     # Each count table is let go once read: out of core they hold millions of tuples.
-    classes = engine.counts([known], people=people)[0]
-    k = classes.smallest_in_people()
+    k = engine.counts([known], people=people)[0].smallest_in_people()
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     counts = ClassValueCounts.of(pairs, values, known, sensitive)
-    class_people = _people_of_classes(classes, pairs, counts.pair_class, known)
-    del classes, pairs, values
+    del pairs, values
     pair_class, pair_value, pair_counts = counts.pair_class, counts.pair_value, counts.pair_rows
     class_sizes = counts.class_rows
     distinct = np.bincount(pair_class, minlength=class_sizes.size)
@@ -246,10 +244,11 @@ def sensitive_measure_of(
         method = ORDERED
     recursive = recursive_diversity(counts, int(distinct.min()))
     likeness = beta_likeness(counts)
-    diverse = distinct if class_people is None else np.minimum(distinct, class_people)
     return SensitiveMeasure(
         name=sensitive,
-        l_diversity=int(diverse.min()),
+        # No more values than people, class by class: min over classes of min(values, people)
+        # is the smaller of the fewest values and the fewest people (k).
+        l_diversity=min(int(distinct.min()), k),
         entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
@@ -262,23 +261,6 @@ def sensitive_measure_of(
         enhanced_beta_likeness=likeness.enhanced,
         delta_disclosure=delta_disclosure(counts),
     )
-
-
-def _people_of_classes(
-    classes: CountTable, pairs: CountTable, pair_class: np.ndarray, known: list[str]
-) -> np.ndarray | None:
-    """The people of each class, by the class ids of the (class, value) pairs; None when every
-    row is a person (then no class has fewer people than distinct values)."""
-    if classes.people is None or np.array_equal(classes.people, classes.rows):
-        return None
-    if not known:
-        return np.full(int(pair_class.max()) + 1, int(classes.people[0]), dtype=np.int64)
-    one = np.empty(int(pair_class.max()) + 1, dtype=np.int64)
-    one[pair_class] = np.arange(pair_class.size)
-    at = pd.MultiIndex.from_arrays([classes.codes(c) for c in known]).get_indexer(
-        pd.MultiIndex.from_arrays([pairs.codes(c)[one] for c in known])
-    )
-    return classes.people[at]
 
 
 def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> None:

@@ -29,6 +29,7 @@ from broker.metrics.combinations import (
 )
 from broker.metrics.content import (
     DEFAULT_REGIONS,
+    NUMBER,
     TEXT,
     Content,
     ScanBudget,
@@ -374,7 +375,7 @@ def report_of(
                 content,
                 int(histogram[1]),
                 tuple(int(c) for c in histogram[:_SIZES_KEPT]),
-                ColumnPrecision.of(name, dictionary),
+                ColumnPrecision.of(name, dictionary, content.values == NUMBER),
             )
         )
 
