@@ -4,7 +4,7 @@ A birth date to the day, a full postcode and an exact age over 89 single people 
 Safe Harbor method (45 CFR 164.514(b)(2)(i)) removes "all elements of dates (except year)",
 keeps "the initial three digits of a ZIP code" and aggregates "all ages over 89 ... into a
 single category of age 90 or older"; statistical offices recode the same variables globally
-(Hundepool et al., *Statistical Disclosure Control*, Wiley 2012, sections 3.4.2 and 3.4.3:
+(A. Hundepool et al., *Statistical Disclosure Control*, Wiley 2012, chapter 3:
 global recoding and top-coding). This module reads such values, whatever their writing, and
 says how precise each is. It is written once for the broker: the F-SLA precision rules
 (:mod:`broker.fsla.precision`), their remedy (:mod:`broker.anonymize.generalization`) and the

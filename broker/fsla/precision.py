@@ -10,9 +10,8 @@ initial three digits of a zip code if, according to the current publicly availab
 the Bureau of the Census, the geographic unit formed by combining all zip codes with the same
 three initial digits contains more than 20,000 people" (item B; the others become 000).
 National statistical offices recode the same variables before release: global recoding of dates
-and geography, top-coding of ages (Hundepool et al., *Statistical Disclosure Control*, Wiley
-2012, sections 3.4.2-3.4.3; Eurostat's and INSEE's public-use files give a year of birth, not a
-date, and a region or a département, not a commune).
+and geography, top-coding of ages (A. Hundepool et al., *Statistical Disclosure Control*, Wiley,
+2012, chapter 3, the methods of the European statistical system's handbook).
 
 The rules, each a field of a rule set (:class:`broker.fsla.models.RuleSet`):
 
@@ -129,7 +128,7 @@ _RULES = {DATE: "max_date_precision", POSTCODE: "max_postcode_prefix", AGE: "max
 
 
 def _set(kind: str, limits: Limits) -> bool:
-    return {DATE: limits.date, POSTCODE: limits.postcode, AGE: limits.age}[kind] is not None
+    return _threshold(kind, limits) is not None
 
 
 def _allowed(kind: str, limits: Limits) -> str:
