@@ -9,7 +9,8 @@ band; quasi-identifiers birth date, postcode, sex, sensitive the diagnosis. For 
 and DuckDB (the frame registered, counted out of core), best of ``--repeats``:
 
 - ``precision``: every column's values read as dates, postcodes or ages (``ColumnPrecision.of``
-  on each column's distinct values), what the F-SLA precision rules judge;
+  on each column's distinct values, told as the report tells it whether the content detector
+  found only numbers), what the F-SLA precision rules judge;
 - ``rare tuples``: the quasi-identifiers' rare tuples found (``rare_tuples``) and, for pandas,
   each row labelled with its possible person;
 - ``report``: the whole report without the combination search (``report_of``), which includes
@@ -40,6 +41,7 @@ import harness
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.engines.people import rare_tuples
+from broker.metrics.content import NUMBER, content_of, sample_distinct
 from broker.metrics.report import report_of
 from broker.precision import ColumnPrecision
 
@@ -134,9 +136,13 @@ def main(argv: list[str] | None = None) -> int:
             found = engine.rare
             dictionaries = {c: engine.dictionary(c) for c in engine.columns}
 
-            def precision(dictionaries=dictionaries):
+            numbers = {  # as the report has the content detector say (its sample aside)
+                c: content_of(sample_distinct(v)).values == NUMBER for c, v in dictionaries.items()
+            }
+
+            def precision(dictionaries=dictionaries, numbers=numbers):
                 for column, values in dictionaries.items():
-                    ColumnPrecision.of(column, values)
+                    ColumnPrecision.of(column, values, numbers[column])
 
             def rare(engine=engine, quasi=quasi):
                 rare_tuples(engine, quasi)
