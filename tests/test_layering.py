@@ -65,6 +65,7 @@ PURE = [
     "broker.anonymize",
     "broker.fsla",
     "broker.missing",
+    "broker.numbers",
     "broker.roles",
     "broker.names",
     "broker.identifiers",
@@ -130,3 +131,27 @@ def test_neither_service_imports_the_demo():
     loaded = loaded_by("broker", "member_cloud", walk=True)
     assert "broker.main" in loaded and "member_cloud.main" in loaded
     assert [m for m in loaded if within(m, "demo")] == []
+
+
+def test_sender_text_is_read_as_numbers_in_one_place():
+    """pandas' number parser crashes the process on some sender text (a segmentation fault, not
+    an exception): every reading goes through broker.numbers.numbers_of, which guards it."""
+    callers = []
+    for path in sorted((ROOT / "broker").rglob("*.py")) + sorted(
+        (ROOT / "member_cloud").rglob("*.py")
+    ):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr == "to_numeric":
+                callers.append(path.relative_to(ROOT).as_posix())
+    assert callers == ["broker/numbers.py"]
+
+
+def test_the_number_guard_holds_where_the_parser_would_crash():
+    """Run in a child: were the guard gone, the crash would take the test runner down."""
+    code = (
+        "from broker.numbers import numbers_of;"
+        "print(numbers_of(['4e4920323432353234373736', '28', '1E+99999']).tolist())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[nan, 28.0, nan]"

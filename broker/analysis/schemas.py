@@ -19,6 +19,15 @@ class MmaqFields(BaseModel):
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
 
+class ColumnPrecision(BaseModel):
+    kind: str = Field(description="date, postcode or age")
+    finest: str | int | None = Field(
+        description="The most precise value: a date's level (year, month, day), a postcode's "
+        "characters, the highest age told apart; None when no value tells any"
+    )
+    unreadable: int = Field(description="Values that hold a digit and read as none of the kind")
+
+
 class AttributeMeasure(MmaqFields):
     name: str
     qir_risk_percent: float = Field(description="100 * distinct values / rows")
@@ -38,6 +47,9 @@ class AttributeMeasure(MmaqFields):
         "look-alike letters, ...) and, when it was split over two adjacent columns, which",
     )
     singled_out_rows: int = Field(description="Rows whose value no other row holds")
+    precision: ColumnPrecision | None = Field(
+        None, description="For a column of dates, postcodes or ages: how precise its values are"
+    )
 
 
 class CombinationMeasure(MmaqFields):
@@ -183,8 +195,13 @@ class Report(BaseModel):
     rows: int
     duplicate_rows: int = Field(description="Rows identical to an earlier row")
     people_counted_by: str = Field(
-        description="person_key (declared) or identical_rows (identical rows count as one person)"
+        description="person_key (declared), identical_rows (identical rows count as one person) "
+        "or worst_case (so do the rows of each rare quasi-identifier tuple, without a key)"
     )
+    rare_tuples: int = Field(
+        0, description="Rare quasi-identifier tuples held by several rows, each one person"
+    )
+    rare_tuple_rows: int = Field(0, description="The rows of those rare tuples")
     attributes: list[AttributeMeasure]
     combinations: list[CombinationMeasure] = Field(
         description="Smallest attribute combinations that identify rows"

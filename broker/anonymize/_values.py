@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from broker.metrics.content import numbers_of
 from broker.missing import blank_strings
+from broker.numbers import numbers_of
 
 SUPPRESSED = "*"
 MISSING_LABEL = "NA"

@@ -31,7 +31,7 @@ from broker.anonymize.planner import dropped_because, plan_remedy
 from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step
 from broker.anonymize.target import Remedy, Target
 from broker.anonymize.verify import Check, describe, verify_counts
-from broker.engines.base import CountTable, Engine, Grouped, RecodePlan, dictionary_of
+from broker.engines.base import CountTable, Engine, Grouped, RecodePlan, composed, dictionary_of
 from broker.metrics.mmaq import mmaq_from_counts
 
 # Mondrian and the partition method load the rows; above this many they are refused.
@@ -116,6 +116,20 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
     qis = [name for name in target.quasi_identifiers if name not in drop]
     sensitive = [name for name in target.sensitive if name not in drop]
     steps = [Step(name, "drop", reason=dropped_because(target, name)) for name in drop]
+    source, first = engine, RecodePlan()
+    coarser = [s for s in target.precision if s.column in engine.columns and s.column not in drop]
+    if coarser:  # dates, postcodes and ages made coarse first, whatever their role
+        first = RecodePlan(
+            labels={
+                s.column: _label_map(
+                    engine.dictionary(s.column),
+                    labels_of(s, engine.dictionary(s.column), np.ones(1, dtype=np.int64)),
+                )
+                for s in coarser
+            }
+        )
+        engine = engine.recode(first)
+        steps += coarser
     labels: dict[str, np.ndarray] = {}  # each generalized column's label per dictionary code
     attempts = 1  # generalizations measured (without a climb, the recoded table alone)
 
@@ -205,6 +219,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
         drop=tuple(drop),
     )
     recoded = engine.recode(plan)
+    plan = composed(first, plan, source.dictionary) if coarser else plan
     checks = verify_counts(recoded, target, qis, sensitive, drop)
     failing = [check for check in checks if not check.passed]
     return Remedy(

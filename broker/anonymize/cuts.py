@@ -13,8 +13,10 @@ partitioning, as in the paper's Figure 4:
 3. Cut at the median of that quasi-identifier: rows ``<= median`` left, the others right (or
    ``< median`` left when that is more balanced: with many ties at the median one of the two is
    allowed when the other is not). A cut is *allowed* when both halves keep at least ``k`` rows
-   and, when ``l`` is asked, at least ``l`` distinct values of every sensitive attribute. Those
-   two cuts are the only candidates: any other cut has a smaller half on one side.
+   (and, given who the rows are, ``k`` people: distinct labels of every labelling of the rows by
+   person, so that one person sent three times is not a class of three) and, when ``l`` is
+   asked, at least ``l`` distinct values of every sensitive attribute. Those two cuts are the
+   only candidates: any other cut has a smaller half on one side.
 4. If no cut on the widest quasi-identifier is allowed, try the next widest; a partition with no
    allowed cut becomes a class.
 
@@ -101,11 +103,14 @@ def check_arguments(frame, quasi_identifiers, k, sensitive, l, max_suppression):
     return quasi_identifiers, sensitive
 
 
-def check_suppression(suppressed, rows, max_suppression, k, sensitive, l) -> None:
+def check_suppression(suppressed, rows, max_suppression, k, sensitive, l, people=None) -> None:
+    """``people``: how many people the rows hold (the fewest any labelling sees), if known."""
     if suppressed == 0 or suppressed <= max_suppression * rows:
         return
     if rows < k:
         why = f"k = {k} needs at least {k} rows and the dataset has {rows}"
+    elif people is not None and people < k:
+        why = f"k = {k} needs at least {k} people and the dataset's rows are {people} at most"
     else:
         why = f"the dataset has fewer than l = {l} distinct values of a sensitive attribute " + (
             f"({', '.join(map(repr, sensitive))})"
@@ -152,30 +157,42 @@ def mondrian_classes(
     k: int,
     sensitive: Sequence[str] = (),
     l: int | None = None,
+    people: Sequence[np.ndarray] = (),
 ) -> tuple[np.ndarray, int, list[Dimension]]:
     """Class id of every row (-1 when the whole table fails), the number of classes, the codes.
+    ``people``: labellings of the rows by person (one code per row each); every class then
+    holds ``k`` people by each.
 
     Arguments are not checked here: :func:`mondrian` and the partition method check them.
     """
     dimensions = [encode_dimension(frame[name], name) for name in quasi_identifiers]
-    class_ids, classes = _classes(frame, dimensions, k, sensitive, l)
+    class_ids, classes = _classes(frame, dimensions, k, sensitive, l, people)
     return class_ids, classes, dimensions
 
 
-def _classes(frame, dimensions, k, sensitive, l) -> tuple[np.ndarray, int]:
+def _classes(frame, dimensions, k, sensitive, l, people=()) -> tuple[np.ndarray, int]:
     rows = len(frame)
     diverse = []
     if l is not None and l > 1:
         for name in sensitive:
             grouping = encode_column(frame[name])
             diverse.append((grouping.codes, grouping.categories))
-    if rows < k or any(categories < l for _codes, categories in diverse):
+    crowds = []
+    for labelling in people:
+        codes, uniques = pd.factorize(np.asarray(labelling))
+        if len(uniques) < rows:  # every row its own person: rows already count them
+            crowds.append((codes.astype(np.int64), len(uniques)))
+    if (
+        rows < k
+        or any(categories < l for _codes, categories in diverse)
+        or any(categories < k for _codes, categories in crowds)
+    ):
         return np.full(rows, -1, dtype=np.int64), 0
     codes = np.stack([d.codes.astype(np.int32) for d in dimensions])
-    return _split(codes, dimensions, int(k), diverse, 0 if l is None else int(l))
+    return _split(codes, dimensions, int(k), diverse, 0 if l is None else int(l), crowds)
 
 
-def _split(codes, dimensions, k, diverse, l) -> tuple[np.ndarray, int]:
+def _split(codes, dimensions, k, diverse, l, crowds=()) -> tuple[np.ndarray, int]:
     """Breadth-first strict Mondrian over all partitions of one depth at a time."""
     m, n = codes.shape
     positions = [d.position for d in dimensions]
@@ -209,7 +226,7 @@ def _split(codes, dimensions, k, diverse, l) -> tuple[np.ndarray, int]:
             if not pending.any():
                 break
             ok, threshold = _try_cuts(
-                codes, order, part, sizes, pending, dims, k, diverse, l, radix
+                codes, order, part, sizes, pending, dims, k, diverse, l, radix, crowds
             )
             chosen = np.flatnonzero(pending)[ok]
             cut_dim[chosen] = dims[chosen]
@@ -251,7 +268,7 @@ def _selected_partitions(order, part, sizes, chosen):
     return rows, old, which, remap[old], sub_sizes, _starts(sub_sizes)
 
 
-def _try_cuts(codes, order, part, sizes, pending, dims, k, diverse, l, radix):
+def _try_cuts(codes, order, part, sizes, pending, dims, k, diverse, l, radix, crowds=()):
     """For the pending partitions, cut each on ``dims[partition]`` at its median if allowed.
 
     Returns, per pending partition, whether a cut is allowed and the code threshold (rows with
@@ -280,17 +297,19 @@ def _try_cuts(codes, order, part, sizes, pending, dims, k, diverse, l, radix):
 
     below_ok = (below >= k) & (sub_sizes - below >= k)
     up_to_ok = (up_to >= k) & (sub_sizes - up_to >= k)
-    if diverse and (below_ok.any() or up_to_ok.any()):
+    # l distinct values of each sensitive attribute, and k distinct people by each labelling.
+    wanted = [(c, n, l) for c, n in diverse] + [(c, n, k) for c, n in crowds]
+    if wanted and (below_ok.any() or up_to_ok.any()):
         row_median = median_code[local]
-        for sensitive_codes, categories in diverse:
-            sensitive_values = sensitive_codes[rows]
+        for group_codes, categories, least in wanted:
+            held = group_codes[rows]
             if below_ok.any():
                 below_ok &= _both_sides_diverse(
-                    local, values < row_median, sensitive_values, categories, which.size, l
+                    local, values < row_median, held, categories, which.size, least
                 )
             if up_to_ok.any():
                 up_to_ok &= _both_sides_diverse(
-                    local, values <= row_median, sensitive_values, categories, which.size, l
+                    local, values <= row_median, held, categories, which.size, least
                 )
     # Prefer the more balanced allowed cut; on a tie, "<= median" (LeFevre's rule).
     use_up_to = up_to_ok & (

@@ -4,6 +4,8 @@
 - Dates to their month (``"2024-03"``) or year (``"2024"``).
 - Codes to a prefix (``"57001" -> "570*"``).
 - Categories to their parent in a hierarchy given by the policy or the request.
+- Identifying precision (:mod:`broker.precision`): dates however written to their year or
+  month, postcodes however written to a prefix, ages over a cap to one top category (``90+``).
 
 Values are often strings as written in a CSV file (``"28"``): numeric generalizations parse them
 with :func:`pandas.to_numeric` and raise ``ValueError`` naming the column when a present value is
@@ -35,6 +37,7 @@ from broker.anonymize._values import (
     parse_numbers,
     range_label,
 )
+from broker.precision import age_label, date_labels, postcode_label
 from broker.roles import require_columns
 
 DATE_LEVELS = ("month", "year")
@@ -331,6 +334,59 @@ def generalize_hierarchy(
             break
         current = stepped.where(stepped.notna(), current)
     return _replace(frame, column, current.tolist(), codes)
+
+
+def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.DataFrame:
+    """Dates written any way :mod:`broker.precision` reads (ISO, day first, month names, with a
+    time) to their year (or month); a value with a digit that reads as no date is masked
+    (``*``: its precision is unknown). Missing and digit-free values stay.
+
+    >>> frame = pd.DataFrame({"born": ["1983-04-12", "12/04/1983", "12 avril 1983", "n/a"]})
+    >>> coarsen_dates(frame, "born")["born"].tolist()
+    ['1983', '1983', '1983', 'n/a']
+    """
+    require_columns(frame.columns, [column])
+    if level not in DATE_LEVELS:
+        raise ValueError(f"Date level for column {column!r} must be one of {DATE_LEVELS}")
+    codes, uniques, _blank = factorize(frame[column])
+    labels = date_labels(pd.Series(np.asarray(uniques, dtype=object)), level)
+    return _replace(frame, column, labels, codes)
+
+
+def truncate_postcodes(frame: pd.DataFrame, column: str, keep: int) -> pd.DataFrame:
+    """Postcodes (blanks and hyphens removed, uppercase) to their first ``keep`` characters
+    followed by ``*``; a shorter one stays as it is, one that reads as no postcode is masked.
+
+    >>> frame = pd.DataFrame({"zip": ["75011", "75 011", "\u00a010200"]})
+    >>> truncate_postcodes(frame, "zip", 3)["zip"].tolist()
+    ['750*', '750*', '102*']
+    """
+    require_columns(frame.columns, [column])
+    if not isinstance(keep, int | np.integer) or keep < 0:
+        raise ValueError(f"The prefix length for column {column!r} must be >= 0, got {keep!r}")
+    return _relabelled(frame, column, lambda value: postcode_label(value, int(keep)))
+
+
+def top_code(frame: pd.DataFrame, column: str, max_age: int) -> pd.DataFrame:
+    """Ages however written (``93``, ``93 ans``, full-width digits) as numbers up to
+    ``max_age``, and older ones as one top category (``"90+"`` for 89); a value that reads as
+    no age is masked.
+
+    >>> frame = pd.DataFrame({"age": ["34", "93 ans", "\uff19\uff13", "92-99"]})
+    >>> top_code(frame, "age", 89)["age"].tolist()
+    ['34', '90+', '90+', '90+']
+    """
+    require_columns(frame.columns, [column])
+    if not isinstance(max_age, int | np.integer) or max_age < 0:
+        raise ValueError(f"The top age for column {column!r} must be >= 0, got {max_age!r}")
+    return _relabelled(frame, column, lambda value: age_label(value, int(max_age)))
+
+
+def _relabelled(frame: pd.DataFrame, column: str, label) -> pd.DataFrame:
+    """``column`` with each distinct value replaced by ``label(value)`` (missing ones kept)."""
+    codes, uniques, _blank = factorize(frame[column])
+    labels = [label(value) for value in np.asarray(uniques, dtype=object).tolist()]
+    return _replace(frame, column, labels, codes)
 
 
 def _replace(frame: pd.DataFrame, column: str, labels, codes: np.ndarray) -> pd.DataFrame:

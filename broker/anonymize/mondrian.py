@@ -82,8 +82,9 @@ def mondrian(
     """k-anonymize ``frame`` on ``quasi_identifiers`` with strict Mondrian partitioning.
 
     ``people``: labellings of ``frame``'s rows by person (one code per row each, such as a person
-    key and identical rows); a category is then named in a label only when at least ``k``
-    people hold it, counted by the labelling that sees the fewest.
+    key and identical rows); every class then holds at least ``k`` people by each (a cut that
+    would leave a half with fewer is not made), and a category is named in a label only when at
+    least ``k`` people hold it, counted by the labelling that sees the fewest.
 
     Parameters
     ----------
@@ -134,9 +135,12 @@ def mondrian(
     quasi_identifiers, sensitive = check_arguments(
         frame, quasi_identifiers, k, sensitive, l, max_suppression
     )
-    class_ids, classes, dimensions = mondrian_classes(frame, quasi_identifiers, k, sensitive, l)
+    class_ids, classes, dimensions = mondrian_classes(
+        frame, quasi_identifiers, k, sensitive, l, people
+    )
     suppressed = int((class_ids < 0).sum())
-    check_suppression(suppressed, len(frame), max_suppression, k, sensitive, l)
+    held = min((len(np.unique(labelling)) for labelling in people), default=None)
+    check_suppression(suppressed, len(frame), max_suppression, k, sensitive, l, held)
 
     out = frame.copy()
     kept = class_ids >= 0

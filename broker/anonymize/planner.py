@@ -9,7 +9,9 @@ Strategy (each step recorded as a :class:`~broker.anonymize.steps.Step`, replaya
 :func:`~broker.anonymize.steps.apply_steps`):
 
 1. Drop the ``drop`` columns that are present (forbidden identifiers, never-leave attributes).
-   A dropped column is also no longer a quasi-identifier or sensitive attribute.
+   A dropped column is also no longer a quasi-identifier or sensitive attribute. Then apply the
+   ``precision`` steps (dates to the year, postcodes to a prefix, ages top-coded), whatever the
+   column's role: the rules on identifying precision ask it of every column that leaves.
 2. For each other attribute over its ``max_mmaq_index`` bound (not quasi-identifiers, which step 3
    handles; not sensitive ones, which SPEC section 2 judges by l and t only, so their bounds are
    ignored), the mildest generalization that brings it under (:mod:`broker.anonymize.ladder`).
@@ -38,6 +40,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 from broker.anonymize.ladder import climb, climbed_reason, generalize_until, rungs
@@ -115,6 +118,10 @@ def plan_remedy(
     sensitive = [name for name in target.sensitive if name not in drop]
     steps = [Step(name, "drop", reason=dropped_because(target, name)) for name in drop]
     work = drop_columns(frame, drop) if drop else frame
+    coarser = [step for step in target.precision if step.column in work.columns]
+    if coarser:
+        work = apply_steps(work, coarser).frame
+        steps += coarser
 
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
     if ignored:
@@ -185,7 +192,9 @@ def plan_remedy(
             frame, work, target, qis, sensitive, drop, k, steps, notes, measured_columns
         )
 
-    return _raise_k(attempt, k0, len(work), ("t", "mmaq_index"), accept, deadline)
+    # k rises up to one class of everyone: the rows, or the people when the target says who.
+    everyone = min((len(np.unique(labelling)) for labelling in target.people), default=len(work))
+    return _raise_k(attempt, k0, everyone, ("t", "mmaq_index"), accept, deadline)
 
 
 def _raise_k(

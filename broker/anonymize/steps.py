@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from broker.anonymize.generalization import (
+    coarsen_dates,
     generalize_date,
     generalize_hierarchy,
     generalize_prefix,
     generalize_quantiles,
     generalize_range,
+    top_code,
+    truncate_postcodes,
 )
 from broker.anonymize.mondrian import mondrian
 from broker.anonymize.partition import Link, partition
@@ -35,7 +38,8 @@ class Step:
 
     Methods and their parameters: ``drop`` {}, ``mask`` {"rows"?}, ``range`` {"width",
     "origin"?}, ``quantile`` {"bins"}, ``date`` {"level"}, ``prefix`` {"keep"}, ``hierarchy``
-    {"hierarchy", "levels", "unknown"}, ``mondrian`` {"quasi_identifiers", "k", "sensitive",
+    {"hierarchy", "levels", "unknown"}, ``date_precision`` {"level"}, ``postcode_prefix``
+    {"keep"}, ``top_code`` {"max_age"}, ``mondrian`` {"quasi_identifiers", "k", "sensitive",
     "l", "max_suppression"}, ``partition`` {"quasi_identifiers", "groups", "k", "l",
     "max_suppression"}.
 
@@ -97,6 +101,10 @@ METHODS: dict[str, Callable[[pd.DataFrame, str, dict], pd.DataFrame]] = {
     "quantile": lambda frame, column, p: generalize_quantiles(frame, column, p["bins"]),
     "date": lambda frame, column, p: generalize_date(frame, column, p.get("level", "month")),
     "prefix": lambda frame, column, p: generalize_prefix(frame, column, p["keep"]),
+    # Identifying precision, reading every writing of a date, postcode or age (broker.precision).
+    "date_precision": lambda frame, column, p: coarsen_dates(frame, column, p["level"]),
+    "postcode_prefix": lambda frame, column, p: truncate_postcodes(frame, column, p["keep"]),
+    "top_code": lambda frame, column, p: top_code(frame, column, p["max_age"]),
     "hierarchy": lambda frame, column, p: generalize_hierarchy(
         frame, column, p["hierarchy"], p.get("levels", 1), p.get("unknown", "error")
     ),

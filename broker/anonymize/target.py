@@ -40,6 +40,9 @@ class Target:
     # Why the target asks what it asks, in words, for the steps' reasons: a dropped column's
     # name -> why it is dropped, and "k" -> where k comes from (the rule that set it).
     reasons: dict[str, str] = field(default_factory=dict)
+    # One-column steps applied first, to any column that leaves (not only quasi-identifiers):
+    # dates, postcodes and ages made as coarse as the rules on identifying precision allow.
+    precision: tuple[Step, ...] = ()
 
     def check(self, frame: pd.DataFrame) -> None:
         """Raise ``ValueError`` naming what makes this target malformed for ``frame``."""
@@ -56,6 +59,7 @@ class Target:
         require_columns(columns, self.quasi_identifiers, "Quasi-identifier")
         require_columns(columns, self.sensitive, "Sensitive attribute")
         require_columns(columns, list(self.hierarchies), "Hierarchy column")
+        require_columns(columns, [step.column for step in self.precision], "Precision column")
         require_distinct_roles(self.quasi_identifiers, self.sensitive)
         for name, value in (("k", self.k), ("l", self.l)):
             if value is not None and (not isinstance(value, int | np.integer) or value < 1):

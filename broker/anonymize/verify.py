@@ -93,7 +93,8 @@ def verify_counts(engine, target, qis, sensitive, drop, complete=True) -> list[C
     for name in sensitive if (target.l is not None or target.t is not None) else ():
         if stop():
             return checks
-        checks += _l_and_t(sensitive_measure_of(engine, name, qis), name, target)
+        # In rows, as the climb counts them: people are the F-SLA evaluation's to count.
+        checks += _l_and_t(sensitive_measure_of(engine, name, qis, people=False), name, target)
     if stop():
         return checks
     for name, bound in target.max_mmaq_index.items():

@@ -22,7 +22,11 @@ The contract (``tests/engines/test_contract.py`` runs every case through every e
   values by their codes (positions in those dictionaries), so the core never compares values.
 - **People.** An engine knows who each row is: identical rows are one person (the broker cannot
   tell one person sent three times from three people), and rows sharing a declared person key are
-  one person; a tuple's people are the fewer of the two counts.
+  one person; a tuple's people are the fewer of the two counts. Without a key, once told the
+  quasi-identifiers (:meth:`Engine.assume_worst`), the rows of a *rare* quasi-identifier tuple
+  are one person too, whatever else differs in them: the worst case, defined and computed once in
+  :mod:`broker.engines.people`. What people counts is fixed on the table as sent: a recoded table
+  counts the people of the rows it was made from.
 
 What needs more than counts says so where it lives: information loss needs a row-aligned join
 (:mod:`broker.anonymize.loss`); Mondrian and the partition method, masking, the output shuffle
@@ -33,14 +37,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
-# How an engine counts people: by a declared person key, or identical rows as one person.
+if TYPE_CHECKING:
+    from broker.engines.people import RareTuples
+
+# How an engine counts people: by a declared person key, identical rows as one person, or also
+# the rows of each rare quasi-identifier tuple as one person (no key: the worst case).
 PERSON_KEY = "person_key"
 IDENTICAL_ROWS = "identical_rows"
+WORST_CASE = "worst_case"
 
 
 def dictionary_of(values: pd.Series) -> pd.Series:
@@ -62,6 +71,10 @@ class CountTable:
     only the sizes), and may say which tuples share a prefix of the columns (``prefix``: the
     prefix's columns and a function giving each tuple's prefix id and the number of prefixes),
     which it often knows for free: the classes of a (class, value) table.
+
+    ``person_groups``, with people counted in the worst case (:mod:`broker.engines.people`):
+    for each tuple, the one person all its rows may be (-1: its people are counted as usual),
+    so that tuples which merge count each such person once.
     """
 
     columns: tuple[str, ...]
@@ -73,6 +86,7 @@ class CountTable:
     prefix: tuple[tuple[str, ...], Callable[[], tuple[np.ndarray, int]]] | None = field(
         default=None, repr=False
     )
+    person_groups: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(
@@ -145,12 +159,52 @@ class CountTable:
         ([0, 1], [3, 3])
         """
         grouped = Grouped.of(codes, widths)
-        people = None if self.people is None else grouped.added(self.people)
+        people, groups = self._people_of(grouped)
         rows = grouped.added(self.rows)
         if grouped.packed:
-            return CountTable.of_keys(self.columns, widths, grouped.keys, rows, people)
+            found = CountTable.of_keys(self.columns, widths, grouped.keys, rows, people)
+        else:
+            one = grouped.representatives()
+            found = CountTable.of(self.columns, [c[one] for c in codes], rows, people)
+        return found if groups is None else replace(found, person_groups=groups)
+
+    def projected(self, columns: Sequence[str]) -> CountTable:
+        """The table of ``columns`` (some of this table's), the tuples that agree on them
+        merged, their rows and people added up as in :meth:`merged`.
+
+        >>> table = CountTable.of(["q", "s"], [np.array([0, 0, 1]), np.array([0, 1, 1])],
+        ...                       np.array([2, 1, 3]))
+        >>> table.projected(["q"]).rows.tolist()
+        [3, 3]
+        """
+        codes = [self.codes(c) for c in columns]
+        widths = [int(c.max()) + 1 if c.size else 1 for c in codes]
+        grouped = Grouped.of(codes, widths)
+        people, groups = self._people_of(grouped)
         one = grouped.representatives()
-        return CountTable.of(self.columns, [c[one] for c in codes], rows, people)
+        found = CountTable.of(columns, [c[one] for c in codes], grouped.added(self.rows), people)
+        return found if groups is None else replace(found, person_groups=groups)
+
+    def _people_of(self, grouped: Grouped) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The people of each merged tuple, and its person group (a tuple whose people all
+        were one group's stays that group's), when people are counted."""
+        if self.people is None:
+            return None, None
+        if self.person_groups is None:
+            return grouped.added(self.people), None
+        grouped_people = self.person_groups >= 0
+        counted = grouped.added(np.where(grouped_people, 0, self.people))
+        pairs = np.unique(
+            np.stack([grouped.inverse[grouped_people], self.person_groups[grouped_people]]),
+            axis=1,
+        )
+        counted += np.bincount(pairs[0], minlength=grouped.keys.size).astype(np.int64)
+        # A merged tuple is one group's when all its tuples are that group's.
+        first = np.full(grouped.keys.size, -1, dtype=np.int64)
+        first[grouped.inverse] = self.person_groups
+        same = np.ones(grouped.keys.size, dtype=bool)
+        np.logical_and.at(same, grouped.inverse, self.person_groups == first[grouped.inverse])
+        return counted, np.where(same, first, -1)
 
     def tuple_ids(self, columns: Sequence[str]) -> tuple[np.ndarray, int]:
         """For each tuple, the id of its projection on ``columns`` (a prefix or any subset), and
@@ -268,7 +322,13 @@ class RecentTables:
         found = self._tables.get(tuple(columns))
         if found is None or (people and found.people is None):
             return None
-        return found if people or found.people is None else replace(found, people=None)
+        if people or found.people is None:
+            return found
+        return replace(found, people=None, person_groups=None)
+
+    def clear(self) -> None:
+        """Forget every table (people are now counted otherwise)."""
+        self._tables.clear()
 
     def keep(self, table: CountTable) -> CountTable:
         if len(table.columns) < 2 or table.size > self._max_tuples:
@@ -297,6 +357,25 @@ class RecodePlan:
     drop: tuple[str, ...] = ()
 
 
+def composed(
+    first: RecodePlan, then: RecodePlan, dictionary: Callable[[str], pd.Series]
+) -> RecodePlan:
+    """``then`` applied after ``first``, as one plan on the table ``first`` recodes (whose
+    distinct values ``dictionary(column)`` gives).
+
+    >>> plan = composed(RecodePlan({"age": {"21": "20-29"}}), RecodePlan({"age": {"20-29": "*"}}),
+    ...                 lambda name: pd.Series(["21", "35"]))
+    >>> plan.labels["age"]
+    {'21': '*', '35': '35'}
+    """
+    labels = {}
+    for name in {*first.labels, *then.labels} - set(then.drop):
+        before, after = first.labels.get(name, {}), then.labels.get(name, {})
+        values = dictionary(name).tolist()
+        labels[name] = {v: after.get(before.get(v, v), before.get(v, v)) for v in values}
+    return RecodePlan(labels, (*first.drop, *then.drop))
+
+
 class Engine(Protocol):
     """A table held by some engine, seen through counts."""
 
@@ -310,7 +389,8 @@ class Engine(Protocol):
 
     @property
     def people_counted_by(self) -> str:
-        """``"person_key"`` when a declared key says who the rows are, else ``"identical_rows"``."""
+        """``"person_key"`` when a declared key says who the rows are, ``"worst_case"`` when
+        rows of a rare quasi-identifier tuple count as one person, else ``"identical_rows"``."""
 
     def dictionary(self, column: str) -> pd.Series:
         """The distinct values of ``column`` as written, indexed by their code (0..m-1)."""
@@ -332,6 +412,20 @@ class Engine(Protocol):
 
     def recode(self, plan: RecodePlan) -> Engine:
         """The table with ``plan`` applied (people stay who they were)."""
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        """From now on, count people assuming the worst for the rows of each rare tuple of
+        ``quasi_identifiers`` (:mod:`broker.engines.people`).
+
+        Nothing changes when a person key is declared (it says who the rows are) or when the
+        table is a recoded or anonymized version of another (its people are the rows' of the
+        table as sent).
+        """
+
+    @property
+    def rare(self) -> RareTuples | None:
+        """The rare tuples people are counted with (the table as sent's); None when the worst
+        case was not assumed."""
 
 
 @runtime_checkable

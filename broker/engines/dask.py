@@ -23,11 +23,20 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecodePlan, dictionary_of
+from broker.engines.base import (
+    IDENTICAL_ROWS,
+    PERSON_KEY,
+    WORST_CASE,
+    CountTable,
+    RecodePlan,
+    dictionary_of,
+)
+from broker.engines.people import RareTuples, rare_tuples
 from broker.roles import require_columns
 
 _ROW = "__fedbroker_row"
 _KEY = "__fedbroker_key"
+_WORST = "__fedbroker_worst"  # the row hash, or its rare tuple's (the worst case)
 
 
 def _row_hashes(partition: pd.DataFrame, columns: list[str]) -> pd.Series:
@@ -37,10 +46,17 @@ def _row_hashes(partition: pd.DataFrame, columns: list[str]) -> pd.Series:
 class DaskEngine:
     """A Dask dataframe seen through counts; see the module docstring."""
 
-    def __init__(self, frame: dd.DataFrame, columns: Sequence[str], person_key: bool):
+    def __init__(
+        self,
+        frame: dd.DataFrame,
+        columns: Sequence[str],
+        person_key: bool,
+        rare: RareTuples | None = None,
+    ):
         self._frame = frame
         self._names = list(columns)
         self._person_key = person_key
+        self._rare = rare  # with rare tuples, the frame holds _WORST (the worst case)
         self._rows = int(frame.shape[0].compute())
         self._dictionaries: dict[str, pd.Series] = {}
         self._indexes: dict[str, pd.Index] = {}
@@ -75,7 +91,31 @@ class DaskEngine:
 
     @property
     def people_counted_by(self) -> str:
-        return PERSON_KEY if self._person_key else IDENTICAL_ROWS
+        if self._person_key:
+            return PERSON_KEY
+        return WORST_CASE if self._worst else IDENTICAL_ROWS
+
+    @property
+    def _worst(self) -> bool:
+        return self._rare is not None and not self._rare.empty
+
+    @property
+    def rare(self) -> RareTuples | None:
+        return self._rare
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        """Each row is labelled on the workers with its possible person (its rare tuple's, or
+        its hash), which a recoded table keeps."""
+        if self._person_key or _WORST in self._frame.columns:
+            return
+        rare = rare_tuples(self, quasi_identifiers)
+        if not rare.empty:
+            indexes = {name: self._indexes[name] for name in rare.columns}
+            labels = self._frame.map_partitions(
+                _worst_labels, indexes, rare, meta=(_WORST, "uint64")
+            )
+            self._frame = self._frame.assign(**{_WORST: labels})
+        self._rare = rare
 
     def dictionary(self, column: str) -> pd.Series:
         self._learn([column])
@@ -110,7 +150,7 @@ class DaskEngine:
                 frame = frame.assign(
                     **{column: frame[column].map_partitions(_relabel, dict(labels))}
                 )
-        return DaskEngine(frame, kept, self._person_key)
+        return DaskEngine(frame, kept, self._person_key, self._rare)
 
     # --- internals ------------------------------------------------------------------------------
 
@@ -130,7 +170,7 @@ class DaskEngine:
         keys to lose, and the codes come back as they are."""
         column_sets = [list(columns) for columns in column_sets]
         self._learn([name for columns in column_sets for name in columns])
-        persons_of = [_ROW, _KEY] if self._person_key else [_ROW]
+        persons_of = [_ROW, _KEY] if self._person_key else [_WORST if self._worst else _ROW]
         named = sorted({name for columns in column_sets for name in columns})
         selected = self._frame[[*named, *persons_of]]
         meta = selected._meta.astype({name: "int64" for name in named})
@@ -174,6 +214,19 @@ def _encode(partition: pd.DataFrame, indexes: dict[str, pd.Index]) -> pd.DataFra
             raise RuntimeError(f"Column {column!r}: a value is not in its dictionary")
         out[column] = codes.astype(np.int64)
     return out
+
+
+def _worst_labels(
+    partition: pd.DataFrame, indexes: dict[str, pd.Index], rare: RareTuples
+) -> pd.Series:
+    """Each row's possible person: a hash of its rare tuple's group, else its row hash."""
+    coded = _encode(partition[list(indexes)], indexes)
+    codes = [coded[c].to_numpy() for c in rare.columns]
+    tuples = CountTable.of(rare.columns, codes, np.ones(len(partition), dtype=np.int64))
+    group = rare.group_of(tuples)
+    hashed = pd.util.hash_array(group, hash_key="fedbroker-worst!")
+    labels = np.where(group >= 0, hashed, partition[_ROW].to_numpy(dtype=np.uint64))
+    return pd.Series(labels.astype(np.uint64), index=partition.index, name=_WORST)
 
 
 def _keys(index: pd.Index, width: int) -> list[np.ndarray]:

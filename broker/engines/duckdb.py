@@ -41,12 +41,14 @@ from broker.datasets.csv_reader import FILE_HEAD_BYTES, csv_file_header
 from broker.engines.base import (
     IDENTICAL_ROWS,
     PERSON_KEY,
+    WORST_CASE,
     CountTable,
     RecentTables,
     RecodePlan,
     dictionary_of,
     mixed_radix_strides,
 )
+from broker.engines.people import RareTuples, counted_with, rare_tuples
 from broker.engines.recoded import Recoded
 from broker.roles import require_columns
 
@@ -164,6 +166,7 @@ class DuckDBEngine:
         # Text columns of the copy stored as DuckDB ENUMs: grouped as small integers, coded by
         # enum_code() (a missing value, which an ENUM cannot hold, has the dictionary's last code).
         self._enums: dict[str, str] = {}
+        self._rare: RareTuples | None = None  # told by assume_worst
 
     # --- construction -------------------------------------------------------------------------
 
@@ -276,7 +279,21 @@ class DuckDBEngine:
 
     @property
     def people_counted_by(self) -> str:
-        return PERSON_KEY if self._person_key else IDENTICAL_ROWS
+        if self._person_key:
+            return PERSON_KEY
+        return IDENTICAL_ROWS if self._rare is None or self._rare.empty else WORST_CASE
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        """The worst case is read off the count tables (:func:`counted_with`): nothing is
+        counted again."""
+        if self._person_key:
+            return
+        self._rare = None  # the tuples are counted as they are
+        self._rare = rare_tuples(self, quasi_identifiers)
+
+    @property
+    def rare(self) -> RareTuples | None:
+        return self._rare
 
     def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Count ``column_sets`` in one pass over the source (see :class:`_Pass`), those no
@@ -324,7 +341,8 @@ class DuckDBEngine:
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False
     ) -> list[CountTable]:
-        return [self._count_table(list(columns), people) for columns in column_sets]
+        found = [self._count_table(list(columns), people) for columns in column_sets]
+        return counted_with(self, self._rare, column_sets, found) if people else found
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         found = []

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import IDENTICAL_ROWS, PERSON_KEY, CountTable, RecentTables, RecodePlan
+from broker.engines.base import (
+    IDENTICAL_ROWS,
+    PERSON_KEY,
+    WORST_CASE,
+    CountTable,
+    RecentTables,
+    RecodePlan,
+)
 from broker.engines.codes import (
     Grouping,
     combine,
@@ -22,6 +29,7 @@ from broker.engines.codes import (
     encode_columns,
     map_in_threads,
 )
+from broker.engines.people import RareTuples, rare_tuples
 from broker.roles import require_columns
 
 if TYPE_CHECKING:
@@ -42,7 +50,9 @@ _RECENT_GROUPINGS = 2
 
 class People:
     """Who each row of a table as sent may be: identical rows are one person, and so are rows
-    that share a declared person key. A tuple counts the fewer of the two.
+    that share a declared person key. A tuple counts the fewer of the two. Without a key, the
+    rows of a rare quasi-identifier tuple are one person too, once the engine is told the
+    quasi-identifiers (``worst``: :mod:`broker.engines.people`).
 
     A key can only lower the count: a member that invents one key per row (one person's row
     sent three times, with three keys) still sends three identical rows, one person. Fixed on
@@ -50,10 +60,20 @@ class People:
     generalization makes different people's rows identical on purpose.
     """
 
-    def __init__(self, rows: np.ndarray, key: np.ndarray | None, by: str):
+    def __init__(
+        self,
+        rows: np.ndarray,
+        key: np.ndarray | None,
+        by: str,
+        worst: np.ndarray | None = None,
+        rare: RareTuples | None = None,
+    ):
         self.rows = rows  # identical-row codes, one per row of the table as sent, in order
         self.key = key  # person-key codes, when a key was declared
-        self.by = by  # PERSON_KEY or IDENTICAL_ROWS
+        self.by = by  # PERSON_KEY, IDENTICAL_ROWS or WORST_CASE
+        self.worst = worst  # identical rows, and each rare tuple's rows, as one code each
+        self.rare = rare  # the rare tuples behind ``worst``
+        self._own: list[Grouping] | None = None  # the table as sent's rows, grouped
 
     @classmethod
     def of(cls, frame: pd.DataFrame, key: pd.Series | None = None) -> People:
@@ -61,17 +81,26 @@ class People:
         return PandasEngine(frame, person_key=key).people
 
     def labellings(self) -> tuple[np.ndarray, ...]:
-        """The person codes of each signal, one per row of the table as sent."""
+        """The person codes of each signal, one per row of the table as sent (the worst case
+        alone when assumed: it joins whatever identical rows join)."""
+        if self.worst is not None:
+            return (self.worst,)
         return tuple(codes for codes in (self.rows, self.key) if codes is not None)
 
-    def groupings(self, table: pd.DataFrame) -> list[Grouping]:
-        """The rows of ``table`` (labelled as in the table as sent) grouped by each signal."""
+    def groupings(self, table: pd.DataFrame | None = None) -> list[Grouping]:
+        """The rows of ``table`` (labelled as in the table as sent; None: that table itself,
+        row by row, grouped once) grouped by each signal."""
+        if table is None:
+            if self._own is None:
+                self._own = [_grouping_of(codes) for codes in self.labellings()]
+            return self._own
         positions = table.index.to_numpy()
-        found = []
-        for codes in self.labellings():
-            compact, uniques = pd.factorize(codes[positions])
-            found.append(Grouping(compact.astype(np.int64), len(uniques)))
-        return found
+        return [_grouping_of(codes[positions]) for codes in self.labellings()]
+
+
+def _grouping_of(codes: np.ndarray) -> Grouping:
+    compact, uniques = pd.factorize(codes)
+    return Grouping(compact.astype(np.int64), len(uniques))
 
 
 class PandasEngine:
@@ -96,6 +125,7 @@ class PandasEngine:
         self._rows = len(frame)
         self._people = people
         self._person_key = person_key
+        self._rare: RareTuples | None = None  # told by assume_worst
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
         self._recent_tables = RecentTables(_RECENT_GROUPINGS)
@@ -118,10 +148,32 @@ class PandasEngine:
         if self._people is not None:
             return self._people
         rows = self.rows_grouping().codes
-        if self._person_key is None:
+        if self._person_key is not None:
+            codes, _uniques = pd.factorize(self._person_key.to_numpy(), use_na_sentinel=False)
+            return People(rows, codes.astype(np.int64), PERSON_KEY)
+        if self._rare is None or self._rare.empty:
             return People(rows, None, IDENTICAL_ROWS)
-        codes, _uniques = pd.factorize(self._person_key.to_numpy(), use_na_sentinel=False)
-        return People(rows, codes.astype(np.int64), PERSON_KEY)
+        grouping = self.grouping(self._rare.columns)
+        one = grouping.representatives()
+        at = CountTable.of(
+            self._rare.columns,
+            [self._columns[name].codes[one] for name in self._rare.columns],
+            grouping.counts(),
+        )
+        group = self._rare.group_of(at)[grouping.codes]
+        worst = np.where(group >= 0, int(rows.max()) + 1 + group, rows)
+        return People(rows, None, WORST_CASE, worst, self._rare)
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        if self._people is not None or self._person_key is not None:
+            return
+        self._rare = rare_tuples(self, quasi_identifiers)
+        self.__dict__.pop("people", None)  # counted again, with the worst case
+        self._recent_tables.clear()
+
+    @property
+    def rare(self) -> RareTuples | None:
+        return self._rare if self._people is None else self._people.rare
 
     def dictionary(self, column: str) -> pd.Series:
         grouping = self.grouping([column])
@@ -225,7 +277,7 @@ class PandasEngine:
                 frame = frame.assign(
                     **{column: mapped.where(values.map(labels.__contains__), values)}
                 )
-        return PandasEngine(frame, people=self._people)
+        return PandasEngine(frame, people=self.people)  # who the rows are stays
 
     def write(self, like: Dataset, shuffle: bool = False) -> bytes:
         """The rows written in ``like``'s format (and delimiter); ``shuffle`` puts them in a
@@ -240,9 +292,11 @@ class PandasEngine:
         return write_dataset(frame.reset_index(drop=True), like)
 
     def _person_groupings(self) -> list[Grouping]:
-        if self._people is None and self._person_key is None:
+        if self._people is not None:  # an anonymized version: rows found by label
+            return self._people.groupings(self.frame)
+        if self._person_key is None and (self._rare is None or self._rare.empty):
             return [self.rows_grouping()]
-        return self.people.groupings(self.frame)
+        return self.people.groupings()  # the table as sent, whatever its row labels
 
     def rows_grouping(self) -> Grouping:
         """Rows grouped by their whole content (identical rows share a code), computed once.
@@ -329,11 +383,17 @@ def people_per_class(classes: Grouping, people: Sequence[Grouping]) -> np.ndarra
 
 def _people_per_class(classes: Grouping, people: Grouping) -> np.ndarray:
     # Usually each person sits in one class (always when people are identical rows, which agree
-    # on every attribute): then counting the people of each class needs no sort.
+    # on every attribute): then counting the people of each class needs no sort. The others
+    # (a person key's visits, a rare tuple's rows with several diagnoses) are usually few: only
+    # their rows are sorted.
     class_of_person = np.empty(people.categories, dtype=np.int64)
     class_of_person[people.codes] = classes.codes
-    if np.array_equal(class_of_person[people.codes], classes.codes):
+    elsewhere = class_of_person[people.codes] != classes.codes
+    if not elsewhere.any():
         return np.bincount(class_of_person, minlength=classes.categories)
-    pair_codes = classes.codes * people.categories + people.codes
-    pairs = np.unique(pair_codes)
-    return np.bincount(pairs // people.categories, minlength=classes.categories)
+    spanning = np.zeros(people.categories, dtype=bool)
+    spanning[people.codes[elsewhere]] = True
+    counted = np.bincount(class_of_person[~spanning], minlength=classes.categories)
+    rows = spanning[people.codes]
+    pairs = np.unique(classes.codes[rows] * people.categories + people.codes[rows])
+    return counted + np.bincount(pairs // people.categories, minlength=classes.categories)

@@ -7,9 +7,11 @@ again and nothing is copied: a table counted out of core is verified and measure
 anonymization from the counts its first pass made.
 
 People stay who they were. Identical rows of the table as sent agree on every column, so they
-lie in one tuple of any column set, and the people of tuples that merge add up. With a person
-key one person's rows can lie in two tuples that merge, so :class:`Recoded` refuses such a
-source; those engines recode their rows instead.
+lie in one tuple of any column set, and the people of tuples that merge add up; the rows of a
+rare tuple counted as one person in the worst case (:mod:`broker.engines.people`) may lie in
+several tuples, which their count table says (``person_groups``), so that person counts once
+where they merge. With a person key one person's rows can lie in two tuples that merge, so
+:class:`Recoded` refuses such a source; those engines recode their rows instead.
 
 Writing the recoded table is the source engine's work: it applies the plan to the rows while it
 streams them out (:func:`broker.engines.duckdb.write`).
@@ -24,13 +26,16 @@ import pandas as pd
 
 from broker.engines.base import (
     IDENTICAL_ROWS,
+    WORST_CASE,
     CountTable,
     Engine,
     PlansCounts,
     RecentTables,
     RecodePlan,
+    composed,
     dictionary_of,
 )
+from broker.engines.people import RareTuples
 from broker.roles import require_columns
 
 
@@ -51,7 +56,7 @@ class Recoded:
 
     def __init__(self, source: Engine, plan: RecodePlan):
         # ``recode_plan``, not ``plan``: plan() is how a report announces its column sets.
-        if source.people_counted_by != IDENTICAL_ROWS:
+        if source.people_counted_by not in (IDENTICAL_ROWS, WORST_CASE):
             raise ValueError(
                 "A recode seen through counts needs people counted as identical rows: with a "
                 "person key, recode the rows"
@@ -73,7 +78,14 @@ class Recoded:
 
     @property
     def people_counted_by(self) -> str:
-        return IDENTICAL_ROWS
+        return self.source.people_counted_by
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        """People are the source's rows': nothing to assume here."""
+
+    @property
+    def rare(self) -> RareTuples | None:
+        return self.source.rare
 
     def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Have the source count these sets in one pass, if it reads in passes."""
@@ -113,12 +125,7 @@ class Recoded:
     def recode(self, plan: RecodePlan) -> Recoded:
         """The plans composed: one recode of the source."""
         require_columns(self._names, [*plan.labels, *plan.drop])
-        labels = {}
-        for name in {*self.recode_plan.labels, *plan.labels} - set(plan.drop):
-            first, then = self.recode_plan.labels.get(name, {}), plan.labels.get(name, {})
-            values = self.source.dictionary(name).tolist()
-            labels[name] = {v: then.get(first.get(v, v), first.get(v, v)) for v in values}
-        return Recoded(self.source, RecodePlan(labels, (*self.recode_plan.drop, *plan.drop)))
+        return Recoded(self.source, composed(self.recode_plan, plan, self.source.dictionary))
 
     def _relabelling(self, column: str) -> tuple[np.ndarray, pd.Series] | None:
         """Each source code's label code in ``column``, and the labels (None: not relabelled)."""

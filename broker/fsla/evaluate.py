@@ -11,7 +11,8 @@ role, and with several sensitive attributes each is judged within the classes of
 attributes (k, l and t: multi-attribute l-diversity), so declaring a column sensitive never takes
 it out of the k check. Rules that anonymization can fix (identifiers, forbidden attributes, Mmaq,
 k, journalist and marketer risk, population uniqueness and expected re-identifications, l,
-alpha, recursive (c, l), beta, delta, t, linkage with an earlier release) make the decision
+alpha, recursive (c, l), beta, delta, t, linkage with an earlier release, the precision of
+dates, postcodes and ages) make the decision
 ``anonymization_required``; rules it cannot fix (destination or purpose not allowed) make it
 ``rejected``.
 """
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 
 from broker.fsla.linkage import Joint, linkage_rules
 from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.precision import strictest
 from broker.fsla.results import (
     AGREEMENT,
     EXPORT,
@@ -59,7 +61,8 @@ def applicable_rule_sets(
 def combine(
     rule_sets: list[RuleSet], where: Sequence[tuple[str, str]] | None = None
 ) -> Requirements:
-    """Stricter wins: the highest minimum, the lowest maximum, every prohibition.
+    """Stricter wins: the highest minimum, the lowest maximum, every prohibition, the coarsest
+    precision (:func:`broker.fsla.precision.strictest` says how for its rules).
 
     ``where``: each rule set's (scope, jurisdiction), which names its budgets.
     """
@@ -96,6 +99,7 @@ def combine(
         max_delta=lowest(r.max_delta for r in rule_sets),
         max_t=lowest(r.max_t for r in rule_sets),
         linkage_lookback_days=highest(r.linkage_lookback_days for r in rule_sets),
+        precision=strictest(rule_sets),
         forbidden_attributes=frozenset(
             attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
         ),

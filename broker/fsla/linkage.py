@@ -17,7 +17,8 @@ tell which records of two releases are the same person (a shared column, or the 
 themselves). For a new release, each row's *original* values on an earlier release E's
 quasi-identifiers are mapped to the classes of E whose labels hold them (a raw value is in a
 label when equal, inside the range ``"30-39"``, matching the mask ``"570*"``, in the set
-``"F, M"``, in the calendar unit ``"2024-03"`` or ``"2020/2024"``, or under ``"*"``). Rows that
+``"F, M"``, in the calendar unit ``"2024-03"`` or ``"2020/2024"`` (a date read however it is
+written, :mod:`broker.precision`), in the top category ``"90+"``, or under ``"*"``). Rows that
 fall in no class of E are people E did not hold. The others are grouped by (new class, the set
 of E classes they fall in): a **joint class**. Everyone in a joint class is among the people an
 attacker who knows a member's values cannot tell apart after the join (the true candidates may
@@ -53,8 +54,9 @@ import pandas as pd
 from broker.engines.base import Engine, RecodePlan
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
-from broker.metrics.content import numbers_of
 from broker.missing import blank_strings
+from broker.numbers import numbers_of
+from broker.precision import read_date
 
 RULE = "linkage"
 ANY = "*"
@@ -65,6 +67,7 @@ _RANGE = re.compile(rf"({_NUMBER})-({_NUMBER})")
 _YEARS = re.compile(r"(\d{4})/(\d{4})")
 _CALENDAR = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}")
+_TOP = re.compile(r"(\d+)\+")  # the top category of a top-coded column, "90+"
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ class _Values:
     numbers: np.ndarray
     missing: np.ndarray
     years: np.ndarray
+    dates: pd.Series  # a date however written, in ISO (broker.precision); else the text
+    compact: pd.Series  # without blanks or hyphens, uppercase: a postcode as a mask reads it
 
     @classmethod
     def of(cls, values: pd.Series) -> _Values:
@@ -132,9 +137,13 @@ class _Values:
         missing = values.isna().to_numpy() | blank_strings(values)
         text = values.map(_text).where(~missing, "")
         numbers = numbers_of(text.where(~missing, None))
-        dated = text.str.match(_ISO_DATE.pattern).to_numpy(dtype=bool)
-        years = np.where(dated, pd.to_numeric(text.str[:4], errors="coerce"), np.nan)
-        return cls(text, numbers, missing, years)
+        pairs = zip(values, missing, strict=True)
+        read = [None if absent else read_date(v).canonical for v, absent in pairs]
+        dates = pd.Series([r or t for r, t in zip(read, text, strict=True)], dtype=object)
+        dated = dates.str.match(_ISO_DATE.pattern).to_numpy(dtype=bool)
+        years = np.where(dated, numbers_of(dates.str[:4]), np.nan)
+        compact = text.str.replace(r"[\s\-]", "", regex=True).str.upper()
+        return cls(text, numbers, missing, years, dates, compact)
 
 
 def _text(value: Any) -> str:
@@ -157,7 +166,9 @@ def label_holds(label: Any, values: pd.Series | _Values) -> np.ndarray:
     [True, True, False, True]
     >>> label_holds("570*", pd.Series(["57001", "58001"])).tolist()
     [True, False]
-    >>> label_holds("2024-03", pd.Series(["2024-03-17", "2024-04-01"])).tolist()
+    >>> label_holds("2024-03", pd.Series(["2024-03-17", "17/03/2024", "2024-04-01"])).tolist()
+    [True, True, False]
+    >>> label_holds("90+", pd.Series(["93", "89"])).tolist()
     [True, False]
     """
     found = values if isinstance(values, _Values) else _Values.of(values)
@@ -183,13 +194,16 @@ def label_holds(label: Any, values: pd.Series | _Values) -> np.ndarray:
             hit |= (found.numbers >= low) & (found.numbers <= high)
     if years := _YEARS.fullmatch(label):
         hit |= (found.years >= int(years[1])) & (found.years <= int(years[2]))
+    if top := _TOP.fullmatch(label):
+        hit |= found.numbers >= int(top[1])
     if _CALENDAR.fullmatch(label):
-        following = found.text.str[len(label) : len(label) + 1]
-        hit |= (found.text.str.startswith(label) & following.isin(["", "-", "T", " "])).to_numpy()
+        following = found.dates.str[len(label) : len(label) + 1]
+        hit |= (found.dates.str.startswith(label) & following.isin(["", "-", "T", " "])).to_numpy()
     if len(label) > 1 and label.endswith(ANY):
         prefix = label.rstrip(ANY)
         if prefix and ", " not in prefix:
-            hit |= found.text.str.startswith(prefix).to_numpy() & ~found.missing
+            starts = found.text.str.startswith(prefix) | found.compact.str.startswith(prefix)
+            hit |= starts.to_numpy() & ~found.missing
     if ", " in label:
         for part in label.split(", "):
             hit |= label_holds(part, found)

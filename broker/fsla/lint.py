@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from broker.fsla.models import ANY_DESTINATION, FSLARecord, RuleSet
+from broker.fsla.precision import FIELDS as PRECISION_RULES
+from broker.fsla.precision import stricter as precision_stricter
 from broker.names import attribute_key
 
 RULE_SETS = ("domestic_export", "cross_border_export", "import_rules")
@@ -184,23 +186,31 @@ def _domestic_stricter(record: FSLARecord) -> list[PolicyWarning]:
         return []
     home, abroad = record.domestic_export, record.cross_border_export
     found = []
-    for rule in (*_AT_LEAST, *_AT_MOST):
+    for rule in (*_AT_LEAST, *_AT_MOST, *PRECISION_RULES):
         inside, outside = getattr(home, rule), getattr(abroad, rule)
         if inside is None:
             continue
-        stricter = (
-            outside is None
-            or (rule in _AT_LEAST and inside > outside)
-            or (rule in _AT_MOST and inside < outside)
-        )
+        if rule in PRECISION_RULES:
+            stricter = precision_stricter(rule, inside, outside)
+        else:
+            stricter = (
+                outside is None
+                or (rule in _AT_LEAST and inside > outside)
+                or (rule in _AT_MOST and inside < outside)
+            )
         if stricter:
             found.append(
                 PolicyWarning(
                     WarningCode.DOMESTIC_STRICTER,
                     f"domestic_export.{rule}",
-                    f"domestic_export.{rule} {inside:g} is stricter than cross_border_export."
-                    f"{rule} {'(not set)' if outside is None else f'{outside:g}'}: data would "
+                    f"domestic_export.{rule} {_shown(inside)} is stricter than "
+                    f"cross_border_export.{rule} "
+                    f"{'(not set)' if outside is None else _shown(outside)}: data would "
                     "leave the country more easily than it moves inside it",
                 )
             )
     return found
+
+
+def _shown(value) -> str:
+    return value if isinstance(value, str) else f"{value:g}"

@@ -7,6 +7,8 @@ field and the reason in the same way.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
@@ -166,6 +168,33 @@ class RuleSet(BaseModel):
         "class to min_k and min_l, naming the earlier transfer when one fails (Wang and Fung "
         "2006, sequential releases). Empty: releases are judged one at a time.",
         examples=[365],
+    )
+    max_date_precision: Literal["year", "month", "day"] | None = Field(
+        None,
+        description="Finest date that may leave, in any column of dates (recognized by their "
+        "values, or by a name such as birth_date and one date): `year` as HIPAA's Safe Harbor "
+        "keeps only the year of a date, `month`, or `day` (no limit). Finer dates fail; the "
+        "remedy generalizes them.",
+        examples=["year"],
+    )
+    max_postcode_prefix: int | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Most leading characters of a postcode that may leave, in a column named "
+        "for postcodes (zip, postcode, code_postal, ...) that holds them: 3 as HIPAA's Safe "
+        "Harbor keeps the first three digits of a ZIP code. Longer postcodes fail; the remedy "
+        "keeps their prefix (`10230` -> `102*`).",
+        examples=[3],
+    )
+    max_age: int | None = Field(
+        None,
+        ge=0,
+        le=150,
+        description="Highest age that may leave as written, in a column named for ages that "
+        "holds them; older ages leave as one top category (`90+` for 89, as HIPAA's Safe "
+        "Harbor aggregates all ages over 89). Older ages fail; the remedy top-codes them.",
+        examples=[89],
     )
     forbidden_attributes: list[str] = Field(
         default_factory=list,

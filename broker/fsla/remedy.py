@@ -26,6 +26,7 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
+from broker.fsla.precision import remedy_steps
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying, k_for, l_for
 from broker.metrics.mmaq import IDENTIFIER
@@ -166,7 +167,8 @@ def target_for(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
-        k=needed_k if quasi else None,
+        precision=remedy_steps(report, req.precision, drop),
+        k=needed_k if quasi and sources else None,  # no rule asks k: no k-anonymizing step
         l=needed_l if diverse else None,
         t=req.max_t if diverse else None,
         max_mmaq_index=limits,
@@ -271,15 +273,18 @@ class _Search:
     ) -> str | None:
         """Evaluate an anonymized result as the original was (``joints``: joined with the
         earlier releases); None (and kept) when it passes."""
-        after_context = dataclasses.replace(
-            self.context, quasi_identifiers=tuple(kept[0]), sensitive=tuple(kept[1])
-        )
-        after_decision = evaluate(after, after_context, self.source, self.destination, joints)
+        after_decision = self.evaluated(after, kept, joints)
         if after_decision.status != TransferStatus.APPROVED:
             failing = "; ".join(rule.detail for rule in after_decision.failed)
             return f"anonymization could not reach compliance: {failing}"
         accepted.append((after, after_decision))
         return None
+
+    def evaluated(self, after: AnalysisReport, kept, joints: tuple[Joint, ...] = ()) -> Decision:
+        after_context = dataclasses.replace(
+            self.context, quasi_identifiers=tuple(kept[0]), sensitive=tuple(kept[1])
+        )
+        return evaluate(after, after_context, self.source, self.destination, joints)
 
     def linkage(self, engine: Engine, kept, released=None, relabel=None) -> tuple[Joint, ...]:
         """The anonymized result joined with the earlier releases (none without a history)."""
@@ -326,8 +331,9 @@ def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) ->
     """A generalization chosen on the engine's count tables and applied by the engine; the
     recoded table is measured and evaluated again before it is offered. (Only generalization
     works on counts: Mondrian and the partition need the rows, which do not fit in memory.)
-    While only the join with an earlier release fails, k doubles and the plan is made again:
-    coarser classes merge joint classes, as in memory."""
+    While only the join with an earlier release fails, or k or l counted in people (which the
+    plan, on counts, sees in rows: one person's rows may fill a class), k doubles and the plan
+    is made again: coarser classes merge joint classes and people, as in memory."""
     target = search.target(engine.dictionary)
     deadline = _deadline(budget_seconds)
     while True:
@@ -345,7 +351,8 @@ def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) ->
         if failing is None:
             return _verified(remedy, accepted, budget_seconds)
         out_of_time = deadline is not None and time.monotonic() > deadline
-        if out_of_time or not target.k or target.k >= engine.rows or not _apart(search, joints):
+        coarser_helps = _apart(search, joints) or _few_people(search.evaluated(after, kept))
+        if out_of_time or not target.k or target.k >= engine.rows or not coarser_helps:
             return VerifiedRemedy(False, failing)
         target = dataclasses.replace(target, k=min(2 * target.k, engine.rows))
 
@@ -358,6 +365,12 @@ def _apart(search: _Search, joints: tuple[Joint, ...]) -> bool:
         for scope, jurisdiction, rule_set in rule_sets
         for result in linkage_rules(joints, scope, jurisdiction, rule_set)
     )
+
+
+def _few_people(decision: Decision) -> bool:
+    """Whether only k and l fail, which larger classes mend once they hold more people."""
+    failed = {rule.rule for rule in decision.failed}
+    return bool(failed) and failed <= {"min_k", "min_l"}
 
 
 def _released_beside(original: pd.DataFrame, anonymized: pd.DataFrame, people, kept):

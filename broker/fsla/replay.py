@@ -37,17 +37,20 @@ from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.linkage import RULE as LINKAGE
 from broker.fsla.linkage import lookback
 from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.precision import FIELDS, limits_of
 from broker.fsla.results import RuleResult, TransferContext
 from broker.fsla.rules import identifying
 from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk, SensitiveMeasure
 from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
 from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
+from broker.precision import ColumnPrecision, Limits
 from broker.wire.statuses import TransferStatus
 
 FEDERATION = "federation"
 REMEDY_FOUND = "remedy_found"
 NO_IDENTIFIERS = "no_identifiers"
+PRECISION_RULES = frozenset({*FIELDS, "identifying_precision"})
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 
 # (rule, scope, jurisdiction, attribute): one rule result of one decision
@@ -118,6 +121,7 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
                 ),
                 singled_out=a.get("singled_out_rows", 0),
                 class_sizes=(0, a.get("singled_out_rows", 0)),
+                precision=ColumnPrecision.from_dict(a.get("precision")),
             )
             for a in data["attributes"]
         ],
@@ -148,6 +152,8 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
         ],
         duplicate_rows=data.get("duplicate_rows", 0),
         people_counted_by=data.get("people_counted_by", "identical_rows"),
+        rare_tuples=data.get("rare_tuples", 0),
+        rare_tuple_rows=data.get("rare_tuple_rows", 0),
     )
 
 
@@ -262,11 +268,14 @@ def _undecided_identifiers(
 
 
 def _comparable(
-    states: dict[RuleKey, tuple[bool, str]], undecided: dict[tuple[str, str], list[str]]
+    states: dict[RuleKey, tuple[bool, str]],
+    undecided: dict[tuple[str, str], list[str]],
+    precision_unknown: bool = False,
 ) -> dict[RuleKey, tuple[bool, str]]:
     """Leave out what is not replayed: federation rules, the remedy, linkage, and
     ``no_identifiers`` of an undecided attribute (and the rule set's summary, which says that
-    no attribute failed)."""
+    no attribute failed); with ``precision_unknown`` (a report from before precision was
+    measured), the precision rules."""
 
     def undecided_identifier(key: RuleKey) -> bool:
         names = undecided.get((key[1], key[2]))
@@ -275,7 +284,10 @@ def _comparable(
     return {
         key: value
         for key, value in states.items()
-        if key[1] != FEDERATION and key[0] != LINKAGE and not undecided_identifier(key)
+        if key[1] != FEDERATION
+        and key[0] != LINKAGE
+        and not undecided_identifier(key)
+        and not (precision_unknown and key[0] in PRECISION_RULES)
     }
 
 
@@ -351,9 +363,11 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
             f"{error})",
         )
 
+    # A report stored before precision was measured says nothing of its dates, postcodes, ages.
+    unknown = any("precision" not in a for a in before["report"].get("attributes", []))
     # The stored report must give the stored results again under the versions then used.
-    recorded = _comparable(_state(before["rules"]), undecided)
-    again = _comparable(_state(then.rules), undecided)
+    recorded = _comparable(_state(before["rules"]), undecided, unknown)
+    again = _comparable(_state(then.rules), undecided, unknown)
     differ = sorted(
         key
         for key in recorded.keys() | again.keys()
@@ -376,6 +390,11 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
             f"{', '.join(map(repr, names))}: the stored report counts the rows whose value no "
             "other row holds, not those held by fewer than k rows"
         )
+    if unknown and any(limits_of(r) != Limits() for _, _, r in draft_sets):
+        not_replayed.append(
+            "max_date_precision, max_postcode_prefix, max_age: the stored report is from before "
+            "the broker measured how precise dates, postcodes and ages are"
+        )
     looks_back = lookback([r for _, _, r in draft_sets])
     if looks_back is not None:
         not_replayed.append(
@@ -392,7 +411,7 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
     else:
         old_verdict = _verdict(old_rules)
     new_verdict = now.status
-    after = _comparable(_state(now.rules), undecided)
+    after = _comparable(_state(now.rules), undecided, unknown)
     newly_failed, newly_passed = [], []
     for key in sorted(recorded.keys() | after.keys(), key=lambda k: tuple(map(str, k))):
         was = recorded.get(key)

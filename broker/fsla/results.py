@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.fsla.models import RuleSet
+from broker.precision import Limits
 from broker.wire.statuses import TransferStatus
 
 EXPORT = "export"
@@ -92,6 +93,9 @@ class Requirements:
     max_delta: float | None = None
     max_t: float | None = None
     linkage_lookback_days: int | None = None
+    # Identifying precision (broker.fsla.precision): the coarsest date, shortest postcode
+    # prefix and lowest top age of the rule sets.
+    precision: Limits = field(default_factory=Limits)
     forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
     require_person_key: bool = False
     min_utility_percent: float | None = None

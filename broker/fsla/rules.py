@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from fractions import Fraction
 
-from broker.engines.base import PERSON_KEY
+from broker.engines.base import PERSON_KEY, WORST_CASE
 from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
+from broker.fsla.precision import precision_rules
 from broker.fsla.results import EXPORT, IMPORT, Requirements, RuleResult, TransferContext
 from broker.metrics.anonymity import SensitiveMeasure
 from broker.metrics.content import TEXT, looks_sensitive
@@ -62,6 +63,13 @@ def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
         return ""
     if report.people_counted_by == PERSON_KEY:
         return f" people by the declared person key ({rows_k} counted in rows)"
+    if report.people_counted_by == WORST_CASE:
+        return (
+            f" people at worst ({rows_k} counted in rows: {report.rare_tuple_rows:,} rows repeat "
+            f"{report.rare_tuples:,} rare tuple(s) of the quasi-identifiers, and without a person "
+            "key the broker counts each such tuple's rows as one person, as it cannot tell one "
+            "person sent several times from several; declare person_key to count people)"
+        )
     return (
         f" people ({rows_k} counted in rows: {report.duplicate_rows:,} rows repeat another row "
         "exactly and, without a person key, the broker counts identical rows as one person; "
@@ -190,6 +198,8 @@ def data_rules(
                 fixable=False,
             )
         )
+
+    results += precision_rules(report, scope, jurisdiction, rules_)
 
     if rules_.forbidden_attributes:
         forbidden = {attribute_key(a) for a in rules_.forbidden_attributes}

@@ -11,7 +11,8 @@ them, and says for each what to do next:
   models of the sensitive attributes, which the same k-anonymization fixes), with every single
   column among them that fails a per-attribute rule: one entry, "generalize ... or send
   anonymize=auto";
-- another column over a per-attribute bound: one entry, "generalize X";
+- another column over a per-attribute bound (Mmaq, or the precision of its dates, postcodes or
+  ages): one entry, "generalize X";
 - each rule no anonymization fixes (destination, purpose, person key, no remedy, the utility
   floor): one entry, merged across jurisdictions.
 
@@ -29,7 +30,15 @@ PROBLEM, NOTE = "problem", "note"
 
 # Rules on single attributes: the attribute's own figures.
 PER_ATTRIBUTE = frozenset(
-    {"forbidden_attribute", "no_identifiers", "min_log10_mmaq", "max_mmaq_index"}
+    {
+        "forbidden_attribute",
+        "no_identifiers",
+        "min_log10_mmaq",
+        "max_mmaq_index",
+        "max_date_precision",
+        "max_postcode_prefix",
+        "max_age",
+    }
 )
 # Rules no anonymization fixes: what to do instead.
 _GATES = {
@@ -64,6 +73,9 @@ _LABELS = {
     "no_identifiers": "identifies people",
     "min_log10_mmaq": "Mmaq too low",
     "max_mmaq_index": "Mmaq index too high",
+    "max_date_precision": "dates too precise",
+    "max_postcode_prefix": "postcodes too long",
+    "max_age": "ages over the top code",
 }
 
 

@@ -16,7 +16,10 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   ``unique_share`` = share of rows in a class that is unique in the population. Marketer: the
   share of rows re-identified on average, ``sum(f_c / F_c) / n``. Without a population table the
   sample is the population (F = f): journalist = prosecutor and marketer = classes / N.
-- Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class.
+- Distinct l-diversity (Machanavajjhala et al. 2007): fewest distinct sensitive values in a class,
+  counting no more values than the class has people (:mod:`broker.engines.people`): the values
+  of one person's rows are all that person's, so a class of one person sent three times with
+  three diagnoses has l = 1, not 3. Where every row is a person this is the paper's l.
   Entropy l-diversity: ``min over classes of exp(H_class)``, H in nats; exact when it is
   rational (equally frequent values give exactly their number; see :func:`_entropy_l`).
 - t-closeness (Li et al. 2007): the largest distance over classes between the class's distribution
@@ -53,6 +56,7 @@ from broker.metrics.privacy_models import (
     recursive_diversity,
 )
 from broker.missing import blank_strings
+from broker.numbers import numbers_of
 from broker.roles import require_columns
 
 CATEGORICAL = "categorical"
@@ -210,12 +214,15 @@ def sensitive_measure(
     return sensitive_measure_of(engine, sensitive, quasi_identifiers)
 
 
-def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -> SensitiveMeasure:
+def sensitive_measure_of(
+    engine: Engine, sensitive: str, known: Sequence[str], people: bool = True
+) -> SensitiveMeasure:
     """As :func:`sensitive_measure`, from the engine's count tables: the classes of ``known``
-    (with their people, for ``k``), the (class, value) pairs and the values of ``sensitive``."""
+    (with their people, for ``k`` and l, unless ``people`` is False: then both count rows), the
+    (class, value) pairs and the values of ``sensitive``."""
     known = list(known)
     # Each count table is let go once read: out of core they hold millions of tuples.
-    k = engine.counts([known], people=True)[0].smallest_in_people()
+    k = engine.counts([known], people=people)[0].smallest_in_people()
     pairs, values = engine.counts([[*known, sensitive], [sensitive]])
     counts = ClassValueCounts.of(pairs, values, known, sensitive)
     del pairs, values
@@ -240,7 +247,9 @@ def sensitive_measure_of(engine: Engine, sensitive: str, known: Sequence[str]) -
     likeness = beta_likeness(counts)
     return SensitiveMeasure(
         name=sensitive,
-        l_diversity=int(distinct.min()),
+        # No more values than people, class by class: min over classes of min(values, people)
+        # is the smaller of the fewest values and the fewest people (k).
+        l_diversity=min(int(distinct.min()), k),
         entropy_l_diversity=_entropy_l(pair_class, pair_counts, class_sizes, distinct),
         t_closeness=float(max(t, 0.0)),
         t_closeness_method=method,
@@ -279,7 +288,7 @@ def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     blank[~na] = blank_strings(uniques[~na])
     missing = na | blank
     present = uniques.where(~missing)
-    numbers = pd.to_numeric(present, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    numbers = numbers_of(present)
     if np.isnan(numbers[~missing]).any() or (~missing).sum() < 2:
         return None
     keys = np.where(missing, np.inf, numbers)

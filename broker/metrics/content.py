@@ -53,6 +53,7 @@ from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
 from broker.identifiers.scan import MEDIUM_SHARE
 from broker.missing import is_missing
+from broker.numbers import numbers_of
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 SAMPLE = 1000
@@ -266,33 +267,6 @@ def _kind(values: list) -> str:
 def _numbers(values: np.ndarray) -> bool:
     """Whether every one of ``values`` (objects) parses as a finite number, as pandas reads one."""
     return bool(np.isfinite(numbers_of(values)).all())
-
-
-# An exponent of five digits or more: no finite number is written so, and pandas 2.3's parser
-# crashes the whole process (a segmentation fault) on some of them ("4e4920323432353234373736").
-_HUGE_EXPONENT = re.compile(r"[eE]\s*[+-]?\s*\d{5,}")
-
-
-def numbers_of(values) -> np.ndarray:
-    """``pd.to_numeric(values, errors="coerce")`` as floats, missing where a value is not a
-    number; text with a huge exponent is not a number (and never reaches pandas' parser).
-    Every reading of sender text as numbers goes through here.
-
-    >>> numbers_of(["28", "1e3", "x", "4e4920323432353234373736"]).tolist()
-    [28.0, 1000.0, nan, nan]
-    """
-    array = np.asarray(values, dtype=object)
-    if array.ndim != 1:
-        array = array.ravel()
-    huge = np.fromiter(
-        (isinstance(v, str) and _HUGE_EXPONENT.search(v) is not None for v in array),
-        dtype=bool,
-        count=len(array),
-    )
-    if huge.any():
-        array = np.where(huge, None, array)
-    numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
-    return numbers.to_numpy(dtype=float, na_value=np.nan)
 
 
 def _iso_dates(text: list[str]) -> bool:

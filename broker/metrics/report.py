@@ -34,6 +34,7 @@ from broker.metrics.combinations import (
 from broker.metrics.content import (
     DATE,
     DEFAULT_REGIONS,
+    NUMBER,
     SAMPLE,
     TEXT,
     WORDS,
@@ -59,6 +60,8 @@ from broker.metrics.uniqueness import (
     individual_risk,
     population_uniqueness,
 )
+from broker.numbers import numbers_of
+from broker.precision import ColumnPrecision
 from broker.roles import require_columns, require_distinct_roles
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
@@ -75,6 +78,8 @@ class AttributeReport:
     singled_out: int = 0  # rows whose value no other row holds
     # class_sizes[s] = number of values held by exactly s rows, for s < len (sizes 0..100)
     class_sizes: tuple[int, ...] = ()
+    # A column of dates, postcodes or ages: how precise its values are (broker.precision).
+    precision: ColumnPrecision | None = None
 
     def rows_in_values_smaller_than(self, k: int) -> int:
         """Rows whose value fewer than ``k`` rows hold (values held by > 100 rows never count)."""
@@ -90,6 +95,7 @@ class AttributeReport:
             "direct_identifier": self.content.direct_identifier,
             "identifier_evidence": self.content.identifier_evidence,
             "singled_out_rows": self.singled_out,
+            "precision": None if self.precision is None else self.precision.as_dict(),
         }
 
 
@@ -173,6 +179,10 @@ class AnalysisReport:
     people_counted_by: str = IDENTICAL_ROWS
     combination_search: CombinationSearch | None = None
     population: PopulationReport | None = None
+    # The worst case (broker.engines.people): rare quasi-identifier tuples held by several rows,
+    # each counted as one person, and the rows they hold.
+    rare_tuples: int = 0
+    rare_tuple_rows: int = 0
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
@@ -185,6 +195,8 @@ class AnalysisReport:
             "rows": self.rows,
             "duplicate_rows": self.duplicate_rows,
             "people_counted_by": self.people_counted_by,
+            "rare_tuples": self.rare_tuples,
+            "rare_tuple_rows": self.rare_tuple_rows,
             "attributes": [a.as_dict() for a in self.attributes],
             "combinations": [c.as_dict() for c in self.combinations],
             "combination_search": self.combination_search.as_dict()
@@ -312,7 +324,11 @@ def report_of(
 
     k is also counted in people (``k_people``, and the sensitive attributes' ``k``), as the
     engine knows them: identical rows are one person, since one person sent three times looks
-    exactly like that. ``duplicate_rows`` counts the rows identical to an earlier one.
+    exactly like that, and, without a person key, so are the rows of each rare tuple of the
+    quasi-identifiers (the worst case, :mod:`broker.engines.people`: the engine is told the
+    quasi-identifiers, and counts so from then on, for whatever else is measured on it).
+    ``duplicate_rows`` counts the rows identical to an earlier one, ``rare_tuples`` and
+    ``rare_tuple_rows`` the rare tuples held by several rows and their rows.
 
     ``population``, a population table that contains this one (with the quasi-identifiers among
     its columns), gives the journalist and marketer risk of the quasi-identifiers; without it the
@@ -345,6 +361,9 @@ def report_of(
         engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive, weights))
     if engine.rows == 0:
         raise ValueError("The dataset has no rows: there is nothing to measure")
+    if quasi_identifiers:
+        engine.assume_worst(quasi_identifiers)
+    rare = engine.rare
 
     say("measuring attributes")
     attributes = []
@@ -356,7 +375,8 @@ def report_of(
         sizes = counts.rows
         measure = mmaq_from_counts(sizes)
         risk = qir_risk_percent(measure.categories, measure.rows)
-        sample = sample_distinct(engine.dictionary(name))
+        dictionary = engine.dictionary(name)
+        sample = sample_distinct(dictionary)
         content = content_of(sample, regions, scan_budget)
         fragments[name] = fragment_kind(sample)
         histogram = np.bincount(np.minimum(sizes, _SIZES_KEPT), minlength=_SIZES_KEPT + 1)
@@ -369,6 +389,7 @@ def report_of(
                 content,
                 int(histogram[1]),
                 tuple(int(c) for c in histogram[:_SIZES_KEPT]),
+                ColumnPrecision.of(name, dictionary, content.values == NUMBER),
             )
         )
 
@@ -413,6 +434,8 @@ def report_of(
         engine.people_counted_by,
         search,
         population_report,
+        0 if rare is None else rare.people,
+        0 if rare is None else rare.rows,
     )
 
 
@@ -505,9 +528,7 @@ def _weight_sums(engine: Engine, classes: CountTable, weights: str) -> np.ndarra
     """Each class's sum of weights, from the counts of (quasi-identifiers, weight)."""
     columns = list(classes.columns)
     [table] = engine.counts([[*columns, weights]])
-    values = pd.to_numeric(
-        pd.Series(dictionary_of(engine.dictionary(weights))), errors="coerce"
-    ).to_numpy(dtype=float)
+    values = numbers_of(dictionary_of(engine.dictionary(weights)))
     row_weights = values[table.codes(weights)]
     if not np.all(np.isfinite(row_weights)) or np.any(row_weights <= 0):
         raise ValueError(f"Weight column {weights!r} must hold a positive number on every row")

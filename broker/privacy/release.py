@@ -40,6 +40,7 @@ import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.metrics.content import content_of, sample_distinct
+from broker.numbers import numbers_of
 from broker.privacy import mechanisms
 from broker.privacy.budget import show, split, stored, total
 from broker.privacy.queries import (
@@ -450,7 +451,7 @@ def numeric_values(engine: Engine, query: Query, table: CountTable | None = None
     column = query.column
     dictionary = engine.dictionary(column)
     present = dictionary.notna() & (dictionary.astype(str).str.strip() != "")
-    numbers = pd.to_numeric(dictionary.where(present), errors="coerce")
+    numbers = pd.Series(numbers_of(dictionary.where(present)), index=dictionary.index)
     wrong = present & numbers.isna()
     if wrong.any():
         example = str(dictionary[wrong].iloc[0])[:40]

@@ -145,6 +145,10 @@ class RuleName(StrEnum):
     MAX_ENHANCED_BETA = "max_enhanced_beta"
     MAX_DELTA = "max_delta"
     MAX_T = "max_t"
+    MAX_DATE_PRECISION = "max_date_precision"
+    MAX_POSTCODE_PREFIX = "max_postcode_prefix"
+    MAX_AGE = "max_age"
+    IDENTIFYING_PRECISION = "identifying_precision"  # passed: every precision rule holds
     LINKAGE = "linkage"
     MIN_UTILITY_PERCENT = "min_utility_percent"
     SENSITIVE_DECLARED = "sensitive_declared"

@@ -246,3 +246,144 @@ def verdict(
     if kind(content_type) == "parquet":
         problems += parquet_extras(body, frame)
     return problems
+
+
+# --- people behind a class, and identifying precision (rows are not people) ---------------------
+#
+# What the recipient can learn when it knows a person's values (``known``) and that the person is
+# in the data: the delivered rows whose labels cover those values. The judge knows who each row
+# of the data as sent is (``person``, a column of ``original`` that was never sent), so it counts
+# the people whose values a delivered class covers: a class that covers fewer than k people
+# hands the recipient those people's rows, and every sensitive value in them.
+
+_NUMERIC = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_ISO_DAY = re.compile(r"(\d{4})-(\d{1,2})(?:-(\d{1,2}))?(?:[T ].*)?")
+_DAY_FIRST = re.compile(r"(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})(?:[T ].*)?")
+_LABEL_RANGE = re.compile(r"(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)")
+
+
+def _plain(value: object) -> str:
+    return unicodedata.normalize("NFKC", str(value)).strip()
+
+
+def _number(value: object) -> float | None:
+    match = _NUMERIC.match(_plain(value))
+    return float(match.group()) if match else None
+
+
+def _date(value: object) -> tuple[int, int | None, int | None] | None:
+    """(year, month, day) of a date written ISO-style or day first; None otherwise."""
+    text = _plain(value)
+    if match := _ISO_DAY.fullmatch(text):
+        day = match.group(3)
+        return int(match.group(1)), int(match.group(2)), int(day) if day else None
+    if match := _DAY_FIRST.fullmatch(text):
+        return int(match.group(3)), int(match.group(2)), int(match.group(1))
+    return None
+
+
+def covers(label: object, value: object) -> bool:
+    """Whether a delivered cell (a value or a generalization label) holds an original value,
+    read the way a recipient would: equal, ``*``, a set ``"a, b"``, a mask ``"750*"``, a range
+    ``"30-40"`` (of numbers or years), ``"90+"``, a year or a month of a date."""
+    text = _plain(label)
+    if text == "*" or text == _plain(value):
+        return True
+    if ", " in text:
+        return any(covers(part, value) for part in text.split(", "))
+    compact = re.sub(r"\s", "", _plain(value)).upper()
+    if text.endswith("*"):
+        return compact.startswith(re.sub(r"\s", "", text[:-1]).upper())
+    date = _date(value)
+    if re.fullmatch(r"\d{4}", text) and date is not None:
+        return date[0] == int(text)
+    if (match := re.fullmatch(r"(\d{4})-(\d{2})", text)) and date is not None:
+        return (date[0], date[1]) == (int(match.group(1)), int(match.group(2)))
+    if match := re.fullmatch(r"(\d+)\+", text):
+        number = _number(value)
+        return number is not None and number >= int(match.group(1))
+    if match := (_LABEL_RANGE.fullmatch(text) or re.fullmatch(r"(\d{4})/(\d{4})", text)):
+        low, high = float(match.group(1)), float(match.group(2))
+        number = date[0] if date is not None else _number(value)
+        return number is not None and low <= number <= high
+    number, written = _number(value), _number(text)
+    return number is not None and written is not None and number == written and "-" not in text
+
+
+def people_behind(
+    frame: pd.DataFrame,
+    original: pd.DataFrame,
+    known: Sequence[str],
+    person: str,
+    k: int = 3,
+) -> list[str]:
+    """(f) Every delivered class over ``known`` must cover the values of at least ``k`` people
+    of ``original`` (who each row is: its ``person`` column)."""
+    cols = [c for c in known if c in frame.columns]
+    if not cols or frame.empty:
+        return []
+    people = original.drop_duplicates([person, *cols])
+    lonely = []
+    for labels, _rows in frame.groupby(cols, dropna=False).size().items():
+        labels = labels if isinstance(labels, tuple) else (labels,)
+        held = pd.Series(True, index=people.index)
+        for column, label in zip(cols, labels, strict=True):
+            verdicts = {v: covers(label, v) for v in people[column].unique()}
+            held &= people[column].map(verdicts).astype(bool)
+        crowd = people.loc[held, person].nunique()
+        if crowd < k:
+            lonely.append((dict(zip(cols, labels, strict=True)), crowd))
+    if not lonely:
+        return []
+    example, crowd = lonely[0]
+    return [
+        f"(f) {len(lonely)} class(es) over {cols} hold the rows of fewer than {k} people of the "
+        f"data sent (e.g. {example}: {crowd}): a recipient who knows a person's {cols} reads "
+        "every value of their rows"
+    ]
+
+
+def precision(
+    frame: pd.DataFrame,
+    dates: Sequence[str] = (),
+    postcodes: Sequence[str] = (),
+    ages: Sequence[str] = (),
+    postcode_characters: int = 3,
+    max_age: int = 89,
+) -> list[str]:
+    """(g) Identifying precision, as HIPAA's Safe Harbor draws it: no date finer than its year,
+    no postcode beyond its first ``postcode_characters``, no age over ``max_age`` (but as one
+    top category, ``"90+"``, or in a range that starts at or below it)."""
+    problems = []
+
+    def cells(column: str) -> list[str]:
+        found = []
+        for value in frame[column].dropna().astype(str):
+            found += [part for part in _plain(value).split(", ") if part]
+        return found
+
+    for column in (c for c in dates if c in frame.columns):
+        fine = [v for v in cells(column) if (d := _date(v)) is not None and d[1] is not None]
+        if fine:
+            problems.append(f"(g) {column!r} delivers {len(fine)} dates finer than a year")
+    for column in (c for c in postcodes if c in frame.columns):
+        long = [v for v in cells(column) if len(re.sub(r"[\s*]", "", v)) > postcode_characters]
+        if long:
+            problems.append(
+                f"(g) {column!r} delivers {len(long)} postcodes longer than "
+                f"{postcode_characters} characters"
+            )
+    for column in (c for c in ages if c in frame.columns):
+        old = []
+        for value in cells(column):
+            if re.fullmatch(r"\d+\+", value):
+                continue
+            # A range tells an old age apart only when it starts above the cap: one that
+            # starts below mixes the old with younger people.
+            ends = _LABEL_RANGE.fullmatch(value)
+            told = float(ends.group(1)) if ends else _number(value)
+            if told is not None and told >= max_age + 1:
+                old.append(value)
+        if old:
+            problems.append(f"(g) {column!r} delivers {len(old)} ages over {max_age}")
+    return problems

@@ -315,3 +315,20 @@ def test_an_outlier_near_the_largest_float_cannot_expose_the_real_bounds():
     real = {str(v) for v in values}
     for label in set(out["ref"]):
         assert not set(label.split("-")) & real, label
+
+
+def test_with_who_the_rows_are_every_class_holds_k_people():
+    # Eight people, each three rows with an age of their own: classes of 3 rows would be one
+    # person each; counted in people, every class holds 2 of them.
+    frame = pd.DataFrame(
+        {"age": [str(20 + 5 * p) for p in range(8) for _ in range(3)], "sex": ["F"] * 24}
+    )
+    person = np.repeat(np.arange(8), 3)
+    by_rows = mondrian(frame, ["age", "sex"], k=3)
+    assert min(np.bincount(by_rows.class_ids)) >= 3
+    assert by_rows.classes == 8  # each person alone
+    by_people = mondrian(frame, ["age", "sex"], k=2, people=[person])
+    holders = pd.Series(person).groupby(by_people.class_ids).nunique()
+    assert holders.min() >= 2 and by_people.classes == 4
+    with pytest.raises(AnonymizationError, match="at least 9 people"):
+        mondrian(frame, ["age"], k=9, people=[person])

@@ -23,29 +23,29 @@ from tests.broker.conftest import ADMIN, Federation
 # postcode and one in the other, and six in a postcode far off (so that the broker's Mondrian
 # splits on age first). Every class of either release holds three diseases or more, but the
 # 23-year-old of 75001 is the only one with flu both among the 23-year-olds and in (20-29, 75001).
-RAW = """age,zip,disease
-23,75001,flu
-23,75002,asthma
-23,75002,diabetes
-23,75002,gout
-27,75001,cold
-27,75001,hiv
-27,75001,mumps
-27,75002,flu
-33,75001,hiv
-33,75002,flu
-33,75002,cold
-33,75002,asthma
-37,75001,flu
-37,75001,cold
-37,75001,gout
-37,75002,hiv
-45,75999,cold
-45,75999,hiv
-45,75999,flu
-55,75999,cold
-55,75999,hiv
-55,75999,flu
+RAW = """age,zip,disease,pid
+23,75001,flu,P01
+23,75002,asthma,P02
+23,75002,diabetes,P03
+23,75002,gout,P04
+27,75001,cold,P05
+27,75001,hiv,P06
+27,75001,mumps,P07
+27,75002,flu,P08
+33,75001,hiv,P09
+33,75002,flu,P10
+33,75002,cold,P11
+33,75002,asthma,P12
+37,75001,flu,P13
+37,75001,cold,P14
+37,75001,gout,P15
+37,75002,hiv,P16
+45,75999,cold,P17
+45,75999,hiv,P18
+45,75999,flu,P19
+55,75999,cold,P20
+55,75999,hiv,P21
+55,75999,flu,P22
 """
 
 
@@ -58,21 +58,38 @@ def decades(csv: str) -> bytes:
     """Release 1: ages to decades, postcodes exact (classes of four)."""
     lines = csv.strip().split("\n")
     rows = [line.split(",") for line in lines[1:]]
-    body = [f"{a[0]}0-{a[0]}9,{z},{d}" for a, z, d in rows]
+    body = [f"{a[0]}0-{a[0]}9,{z},{d},{p}" for a, z, d, p in rows]
     return ("\n".join([lines[0], *body]) + "\n").encode()
 
 
-ROLES = {"quasi_identifiers": "age,zip", "sensitive": "disease"}
+# Each row is one person, and says so: full postcodes make every repeated (age, zip) a rare
+# tuple, which without a person key would count as one person at worst.
+ROLES = {"quasi_identifiers": "age,zip", "sensitive": "disease", "person_key": "pid"}
 
 
 def look_back(client, days: int | None) -> None:
     """Senegal's export rules look back ``days`` days (None: off)."""
+    full_postcodes(client)
     current = client.get("/v1/policies/SN", headers=ADMIN)
     record = current.json()["record"]
     record["cross_border_export"]["linkage_lookback_days"] = days
     edit = {**ADMIN, "If-Match": current.headers["ETag"]}
     answer = client.put("/v1/policies/SN", headers=edit, json=record)
     assert answer.status_code in (200, 201), answer.text
+
+
+def full_postcodes(client) -> None:
+    """Senegal's and France's records let postcodes leave whole: the precision rules are not
+    what these releases test."""
+    for code, rule_set in (("SN", "cross_border_export"), ("FR", "import_rules")):
+        current = client.get(f"/v1/policies/{code}", headers=ADMIN)
+        record = current.json()["record"]
+        if record[rule_set].get("max_postcode_prefix") is None:
+            continue
+        record[rule_set]["max_postcode_prefix"] = None
+        edit = {**ADMIN, "If-Match": current.headers["ETag"]}
+        answer = client.put(f"/v1/policies/{code}", headers=edit, json=record)
+        assert answer.status_code in (200, 201), answer.text
 
 
 def send(federation, data: bytes, destination: str, **form) -> dict:
@@ -148,6 +165,7 @@ def test_a_release_out_of_the_window_is_not_looked_at(federation):
 
 
 def test_without_a_look_back_both_are_approved_and_disclose_a_disease(federation, connection):
+    full_postcodes(federation.client)
     first = send(federation, decades(RAW), "fr-research")
     second = send(federation, RAW.encode(), "fr-research", anonymize="auto")
     assert first["status"] == second["status"] == "approved" and linkage(second) == []
@@ -222,7 +240,9 @@ def test_a_release_recorded_while_another_was_decided_sends_it_back(
     path = tmp_path / "second.upload"
     path.write_bytes(data)
     upload = Upload(path, len(data), hashlib.sha256(data).hexdigest(), "b.csv", "text/csv")
-    request = TransferRequest("fr-research", "research", ("age", "zip"), ("disease",))
+    request = TransferRequest(
+        "fr-research", "research", ("age", "zip"), ("disease",), person_key="pid"
+    )
     with joined_session(connection) as session:  # decided, not yet recorded ...
         decided = service._decide(
             session, "sn-hospital", str(uuid.uuid4()), upload, request, settings

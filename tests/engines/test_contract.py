@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -22,12 +23,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.datasets import read_path
-from broker.engines.base import IDENTICAL_ROWS, CountTable, RecodePlan
+from broker.engines.base import IDENTICAL_ROWS, WORST_CASE, CountTable, RecodePlan
 from broker.engines.dask import DaskEngine
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.metrics.anonymity import ORDERED
 from broker.metrics.report import report_of
+from broker.precision import (
+    DATE,
+    READERS,
+    SAFE_HARBOR,
+    bound,
+    column_kind,
+    fold,
+    read_date,
+    sample_of,
+)
 from tests.engines.close import close
 from tests.metrics.test_anonymity import exact_t_missing_last
 
@@ -60,6 +71,7 @@ class ReferenceEngine:
         self._names = list(frame.columns)
         self._rows = [tuple(_key(v) for v in row) for row in frame.itertuples(index=False)]
         self._frame = frame
+        self._persons = list(self._rows)  # who each row is: identical rows are one person
 
     @property
     def columns(self) -> list[str]:
@@ -90,10 +102,10 @@ class ReferenceEngine:
             codes = [self._codes(c) for c in columns]
             positions = [self._names.index(c) for c in columns]
             rows, persons = Counter(), {}
-            for row in self._rows:
+            for row, person in zip(self._rows, self._persons, strict=True):
                 tuple_ = tuple(code[row[p]] for code, p in zip(codes, positions, strict=True))
                 rows[tuple_] += 1
-                persons.setdefault(tuple_, set()).add(row)
+                persons.setdefault(tuple_, set()).add(person)
             keys = list(rows)
             tables.append(
                 CountTable.of(
@@ -117,7 +129,50 @@ class ReferenceEngine:
         frame = self._frame.drop(columns=list(plan.drop))
         for column, labels in plan.labels.items():
             frame[column] = [labels.get(v, v) for v in frame[column]]
-        return ReferenceEngine(frame)
+        recoded = ReferenceEngine(frame)
+        recoded._persons = self._persons  # people stay who they were
+        recoded.people_counted_by = self.people_counted_by
+        return recoded
+
+    rare = None
+
+    def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
+        """The worst case as broker.engines.people defines it, row by row: each value read by
+        its meaning, a tuple rare when it holds a value finer than Safe Harbor, and the rows of
+        a rare tuple held by two rows or more one person."""
+        if not quasi_identifiers:
+            return
+        meanings, identifying = [], []
+        for name in quasi_identifiers:
+            values = [None if v is _NA else v for v in self._values(name)]
+            distinct = pd.Series(list(dict.fromkeys(self._codes(name))), dtype=object)
+            distinct = distinct.map(lambda v: None if v is _NA else v)
+            kind = column_kind(name, sample_of(distinct))
+            folded = dict(zip(map(_key, distinct), fold(distinct), strict=True))
+            meaning, finer = [], []
+            for value in values:
+                read = READERS[kind](value) if kind else None
+                if kind == DATE:
+                    read = read_date(value, years=True)
+                meaning.append(
+                    (kind, read.canonical) if read and read.canonical else folded[_key(value)]
+                )
+                limit = bound(kind, SAFE_HARBOR) if kind else None
+                finer.append(
+                    bool(read)
+                    and (read.unreadable or (read.precision is not None and read.precision > limit))
+                )
+            meanings.append(meaning)
+            identifying.append(finer)
+        tuples = list(zip(*meanings, strict=True))
+        rows_of = Counter(tuples)
+        fine = {t for t, *flags in zip(tuples, *identifying, strict=True) if any(flags)}
+        rare = {t for t in fine if rows_of[t] >= 2}
+        persons = zip(tuples, self._rows, strict=True)
+        self._persons = [("rare", t) if t in rare else row for t, row in persons]
+        self.rare = SimpleNamespace(people=len(rare), rows=sum(rows_of[t] for t in rare))
+        if rare:
+            self.people_counted_by = WORST_CASE
 
 
 def _decoded(engine, table: CountTable) -> Counter:
@@ -208,6 +263,62 @@ def test_a_recode_plan_gives_the_counts_of_the_recoded_table(engine_name):
         strict=True,
     ):
         assert _decoded(recoded, ours) == _decoded(reference, theirs)
+
+
+def _repeated_rare_tuples() -> pd.DataFrame:
+    """Eight people with a birth date each, sent three times with three diagnoses, the date
+    written three ways and the postcode with blanks; four more with a year of birth only (no
+    rare tuple), sent twice; and one row with an unreadable date."""
+    rows = []
+    for i in range(8):
+        day = f"{1 + i:02d}"
+        dates = [f"1983-04-{day}", f"{day}/04/1983", f"1983-04-{day} 08:30"]
+        zips = ["10230", "10 230", "\u00a010230"] if i % 2 else ["10200"] * 3
+        for j in range(3):
+            rows.append((dates[j], zips[j], "FM"[i % 2], f"d{(i + j) % 5}"))
+    for i in range(4):
+        rows += [(f"{1950 + i}", "102", "F", f"d{i}"), (f"{1950 + i}", "102", "F", f"d{i + 1}")]
+    rows.append(("le 3 du mois", "102", "M", "d0"))
+    return pd.DataFrame(rows, columns=["birth_date", "zip", "sex", "diagnosis"])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_the_worst_case_counts_the_rows_of_a_rare_tuple_as_one_person(engine_name):
+    frame = _repeated_rare_tuples()
+    quasi = ["birth_date", "zip", "sex"]
+    engine, reference = ENGINES[engine_name](frame), ReferenceEngine(frame)
+    engine.assume_worst(quasi)
+    reference.assume_worst(quasi)
+    assert engine.people_counted_by == reference.people_counted_by == WORST_CASE
+    assert (engine.rare.people, engine.rare.rows) == (8, 24)
+    sets = [quasi, [*quasi, "diagnosis"], ["sex"], ["diagnosis"], []]
+    for ours, theirs in zip(
+        engine.counts(sets, people=True), reference.counts(sets, people=True), strict=True
+    ):
+        assert _decoded(engine, ours) == _decoded(reference, theirs), ours.columns
+    [classes] = engine.counts([quasi], people=True)
+    assert sorted(classes.people.tolist()) == [1] * 25 + [2] * 4  # each writing alone
+    _assert_same_report(frame, ENGINES[engine_name](frame), quasi, ["diagnosis"])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_a_recoded_table_counts_each_rare_tuple_once_where_its_writings_meet(engine_name):
+    frame = _repeated_rare_tuples()
+    quasi = ["birth_date", "zip", "sex"]
+    engine, reference = ENGINES[engine_name](frame), ReferenceEngine(frame)
+    engine.assume_worst(quasi)
+    reference.assume_worst(quasi)
+    years = {v: v[-4:] if "/" in v else v[:4] for v in frame["birth_date"] if v[0].isdigit()}
+    plan = RecodePlan({"birth_date": years, "zip": {z: "102*" for z in frame["zip"]}})
+    recoded, recoded_reference = engine.recode(plan), reference.recode(plan)
+    sets = [quasi, ["birth_date", "sex"], ["sex", "diagnosis"], []]
+    for ours, theirs in zip(
+        recoded.counts(sets, people=True), recoded_reference.counts(sets, people=True), strict=True
+    ):
+        assert _decoded(recoded, ours) == _decoded(recoded_reference, theirs), ours.columns
+    [classes] = recoded.counts([quasi], people=True)
+    people = _decoded(recoded, classes)
+    assert people[("1983", "102*", "F")] == (12, 4)  # 4 women, 3 rows each, 3 writings each
 
 
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))

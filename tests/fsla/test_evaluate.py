@@ -148,16 +148,19 @@ def test_record_refuses_its_own_jurisdiction_as_destination():
 
 
 def test_the_remedy_search_stops_at_its_time_budget():
-    """Rows sent twice: Mondrian's classes of 2 rows hold 1 person, so the search raises k
-    again; with no time left it stops after the first attempt and says why."""
+    """Young people have flu, older ones hiv: Mondrian's classes of 2 ages are far from the
+    table's mix (t = 0.5), so the search raises k again; with no time left it stops after the
+    first attempt and says why."""
     from broker.engines.pandas import PandasEngine
     from broker.fsla.remedy import find_remedy
 
-    frame = pd.DataFrame({"age": [str(20 + i // 2) for i in range(40)]})
-    source = record("SN", export={"min_k": 2})
+    frame = pd.DataFrame(
+        {"age": [str(20 + i) for i in range(40)], "disease": ["flu"] * 20 + ["hiv"] * 20}
+    )
+    source = record("SN", export={"identifiers_allowed": True, "min_k": 2, "max_t": 0.2})
     destination = record("FR", incoming={"identifiers_allowed": True})
-    report = analyze(frame, ["age"], [], max_combination_size=0)
-    context = TransferContext("SN", "FR", "research", ("age",), ())
+    report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    context = TransferContext("SN", "FR", "research", ("age",), ("disease",))
     decision = evaluate(report, context, source, destination)
     assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
     engine = PandasEngine(frame)

@@ -26,6 +26,7 @@ ATTRIBUTE_KEYS = {
     "direct_identifier",
     "identifier_evidence",
     "singled_out_rows",
+    "precision",
 }
 
 
@@ -45,6 +46,8 @@ def test_report_keys_are_the_documented_contract():
         "rows",
         "duplicate_rows",
         "people_counted_by",
+        "rare_tuples",
+        "rare_tuple_rows",
         "attributes",
         "combinations",
         "combination_search",

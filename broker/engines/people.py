@@ -1,0 +1,155 @@
+"""Who the rows may be when no person key says: the worst case for rows of a rare tuple.
+
+Rows are not people. Identical rows are one person (nothing tells them apart), and a declared
+person key says who the others are. Without a key, rows that agree on every quasi-identifier
+and differ elsewhere (another diagnosis, another visit number) may be one person sent several
+times or several people who share those values: the broker cannot know. When the values are
+common (an age band and a sex), several people is the likely reading and the count of today
+stands. When they are *rare*, the rows are most likely one person's, and a recipient who knows
+that person's values finds every one of those rows: so the broker assumes the worst.
+
+Definitions (the quasi-identifiers as declared and inferred for the transfer):
+
+- Two rows have the same *tuple* when their quasi-identifier values agree *by meaning*: dates,
+  postcodes and ages as :mod:`broker.precision` reads them (``12/04/1983`` is ``1983-04-12``,
+  ``75 011`` is ``75011``, ``93 ans`` is ``93``), other values folded
+  (:func:`broker.precision.fold`: ``F`` and ``f ``, ``34`` and ``34.0`` agree).
+- A tuple is *rare* when it holds a value at identifying precision as HIPAA's Safe Harbor draws
+  it (:data:`broker.precision.SAFE_HARBOR`: a date finer than its year, a postcode of more than
+  three characters, an age over 89; an unreadable value in such a column too). Such values are
+  what Safe Harbor refuses to release because few people share them (Sweeney 2000 found 87 % of
+  the United States population unique on a full birth date, a 5-digit ZIP code and sex); the
+  broker has no census to tell how many people share any other tuple, and a tuple of coarse
+  values (an age band, a sex, a region) is taken to be shared.
+- Without a person key, all the rows of a rare tuple held by two rows or more are one person:
+  its *worst case*. A class of released rows then counts one person per rare tuple among its
+  rows, plus its other rows' people as before (identical rows as one); k counts those people,
+  and l counts no more distinct values than the class has people (the values of one person's
+  rows are all that person's: a recipient who knows the class is one person learns them all).
+
+What does not change: a table where no rare tuple repeats is counted as before (a table of age
+bands, sexes and regions, however many rows repeat each combination; a table of unique rows).
+What does: rows that legitimately repeat a rare tuple, the visits of one patient given by birth
+date and postcode, count as that one patient, which they are; and distinct people who happen
+to share a rare tuple (twins born in one postcode) count as one, which they may not be.
+A member that knows who its rows are says so with a person key (``person_key``): the key then
+decides, the worst case is not assumed, and the count is honest.
+
+Every engine computes the same thing: the pandas engine labels each row with its possible person
+and counts distinct labels per class (:class:`broker.engines.pandas.People`), the Dask engine
+does the same on its workers, and the DuckDB engine and recoded tables read it off their count
+tables (:meth:`RareTuples.counted`): the people of a tuple of a rare tuple's rows become one, and
+:attr:`~broker.engines.base.CountTable.person_groups` keeps each such person counted once when
+tuples merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from broker.engines.base import CountTable, Engine, Grouped
+from broker.precision import SAFE_HARBOR, column_kind, fold, read_column, sample_of
+
+
+@dataclass(frozen=True, eq=False)
+class RareTuples:
+    """The tuples of ``columns`` (the quasi-identifiers) whose rows are one person at worst.
+
+    ``codes``: the rare tuples as written, one array a column (codes in the engine's
+    dictionaries); ``groups``: each one's possible person (writings of one tuple share one);
+    ``people``: how many possible persons; ``rows``: the rows they hold.
+    """
+
+    columns: tuple[str, ...]
+    codes: tuple[np.ndarray, ...]
+    groups: np.ndarray
+    people: int
+    rows: int
+
+    @property
+    def empty(self) -> bool:
+        return self.groups.size == 0
+
+    def group_of(self, table: CountTable) -> np.ndarray:
+        """For each tuple of ``table`` (whose columns include the quasi-identifiers), its
+        possible person, or -1 when its rows are counted as usual."""
+        if self.empty:
+            return np.full(table.size, -1, dtype=np.int64)
+        rare = pd.MultiIndex.from_arrays(list(self.codes))
+        found = rare.get_indexer(pd.MultiIndex.from_arrays([table.codes(c) for c in self.columns]))
+        return np.where(found >= 0, self.groups[np.maximum(found, 0)], -1).astype(np.int64)
+
+    def counted(self, table: CountTable) -> CountTable:
+        """``table``, counted with people, with the worst case assumed: each tuple of a rare
+        tuple's rows is one person (and says which)."""
+        if self.empty or table.people is None:
+            return table
+        missing = [c for c in self.columns if c not in table.columns]
+        if missing:
+            raise ValueError(f"the worst case counts tables holding the columns {missing}")
+        groups = self.group_of(table)
+        people = np.where(groups >= 0, 1, table.people).astype(np.int64)
+        return replace(table, people=people, person_groups=groups)
+
+
+def counted_with(engine: Engine, rare: RareTuples | None, column_sets, tables) -> list:
+    """The engine's ``tables`` of ``column_sets`` (counted with people as usual) with the
+    worst case assumed; a set lacking a quasi-identifier is counted with them, then projected."""
+    if rare is None or rare.empty:
+        return list(tables)
+    found = []
+    for columns, table in zip(column_sets, tables, strict=True):
+        columns = list(columns)
+        if set(rare.columns) <= set(columns):
+            found.append(rare.counted(table))
+            continue
+        wider = [*columns, *(c for c in rare.columns if c not in columns)]
+        [whole] = engine.counts([wider], people=True)
+        found.append(whole.projected(columns) if columns else _one_class(whole))
+    return found
+
+
+def _one_class(table: CountTable) -> CountTable:
+    """The table of no column: one tuple holding every row."""
+    grouped = Grouped(np.zeros(1, dtype=np.int64), np.zeros(table.size, dtype=np.intp), True)
+    people, _groups = table._people_of(grouped)
+    return CountTable((), np.array([int(table.rows.sum())]), people)
+
+
+def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
+    """The rare tuples of ``quasi_identifiers`` held by two rows or more (see the module
+    docstring), from the engine's count table of them and their dictionaries."""
+    columns = tuple(quasi_identifiers)
+    if not columns:
+        return RareTuples((), (), np.zeros(0, dtype=np.int64), 0, 0)
+    [table] = engine.counts([list(columns)])
+    meanings, identifying = [], np.zeros(table.size, dtype=bool)
+    for name in columns:
+        dictionary = engine.dictionary(name)
+        kind = column_kind(name, sample_of(dictionary))
+        if kind is None:
+            spelled = fold(dictionary)
+        else:
+            reading = read_column(kind, dictionary)
+            unread = np.array([c is None for c in reading.canonical], dtype=bool)
+            spelled = np.array([f"{kind}:{c}" for c in reading.canonical], dtype=object)
+            spelled[unread] = fold(dictionary[unread])
+            identifying |= reading.exceeding(SAFE_HARBOR)[table.codes(name)]
+        codes, uniques = pd.factorize(spelled)
+        meanings.append((codes.astype(np.int64)[table.codes(name)], len(uniques)))
+    tuples = Grouped.of([m for m, _ in meanings], [w for _, w in meanings])
+    rows = tuples.added(table.rows)
+    rare = (tuples.added(identifying.astype(np.int64)) > 0) & (rows >= 2)
+    chosen = rare[tuples.inverse]
+    groups, _ = pd.factorize(tuples.inverse[chosen])
+    return RareTuples(
+        columns,
+        tuple(table.codes(name)[chosen] for name in columns),
+        groups.astype(np.int64),
+        int(rare.sum()),
+        int(rows[rare].sum()),
+    )

@@ -1,0 +1,672 @@
+"""Identifying precision: dates, postcodes and ages, read however they are written.
+
+A birth date to the day, a full postcode and an exact age over 89 single people out: HIPAA's
+Safe Harbor method (45 CFR 164.514(b)(2)(i)) removes "all elements of dates (except year)",
+keeps "the initial three digits of a ZIP code" and aggregates "all ages over 89 ... into a
+single category of age 90 or older"; statistical offices recode the same variables globally
+(A. Hundepool et al., *Statistical Disclosure Control*, Wiley 2012, chapter 3:
+global recoding and top-coding). This module reads such values, whatever their writing, and
+says how precise each is. It is written once for the broker: the F-SLA precision rules
+(:mod:`broker.fsla.precision`), their remedy (:mod:`broker.anonymize.generalization`) and the
+people count (:mod:`broker.engines.people`, where values are compared by meaning) all read
+values here.
+
+Which columns. A column holds *dates* when at least a tenth of its present values (and one) are
+dates to the month or the day in a writing read here, or when its name says date (``birth``,
+``dob``, ``naissance``, ...) and one value is a date; *postcodes* when its name says postcode
+(``zip``, ``postcode``, ``code_postal``, ``cp``, ``plz``, ...) and half its values look like
+one; *ages* when its name says age (``age``, ``âge``) and half its values read as ages. Names
+are compared folded (:func:`broker.names.attribute_key`, accents removed), word by word, so
+``Âge``, ``A\\u200bGE`` or ``DateNaissance`` are recognized. A postcode or an age under a name
+that says nothing cannot be told from any other code or number, and is not recognized.
+
+Writings read:
+
+- dates: date and datetime objects; ``2024-03-17`` (ISO 8601, with or without a time);
+  ``2024/03/17``; ``17/03/2024``, ``17-03-2024`` and ``17.03.2024`` (day first, as in Senegal
+  and France, unless only the other reading is a date); ``17 mars 2024``, ``17 March 2024`` and
+  ``March 17, 2024`` (French and English month names); to the month ``2024-03``, ``03/2024``,
+  ``mars 2024``; to the year ``2024`` and ranges of years ``2020/2024``, ``2020-2024`` (those
+  only in a column recognized as dates: a bare number says nothing on its own);
+- postcodes: letters and digits once blanks and hyphens are removed (``75 011``, ``SW1A 1AA``),
+  or a prefix with a mask (``750*``); its precision is the number of characters it keeps;
+- ages: numbers from 0 to 150, with or without a unit (``93``, ``93 ans``, ``93 years``), in any
+  digits (full-width too), ranges ``80-89`` (as precise as their lower end: they mix the
+  old with younger people) and top categories ``90+``.
+
+A generalization label reads as what it names: a set ``"a, b"`` as its most precise member,
+``*`` and ``NA`` as nothing. In a column of dates (postcodes, ages), a value that holds a digit
+and reads as none is *unreadable*: its precision is unknown, so it fails any rule on precision
+and the remedy masks it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from broker.missing import is_missing
+from broker.names import attribute_key, visible_text
+from broker.numbers import numbers_of
+
+DATE, POSTCODE, AGE = "date", "postcode", "age"
+YEAR, MONTH, DAY = "year", "month", "day"
+DATE_LEVELS = (YEAR, MONTH, DAY)  # coarsest first: a date's precision is its index here
+MASK = "*"
+MISSING_LABEL = "NA"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The most precise value of each kind allowed to leave; None sets no limit.
+
+    ``date``: the finest date level (year, month or day); ``postcode``: the most characters of
+    a postcode; ``age``: the highest age written as such (older ages leave as one top category).
+    """
+
+    date: str | None = None
+    postcode: int | None = None
+    age: int | None = None
+
+
+# Identifying precision as HIPAA's Safe Harbor draws it: what the people count treats as rare.
+SAFE_HARBOR = Limits(YEAR, 3, 89)
+
+
+# --- names -------------------------------------------------------------------------------------
+
+_DATE_WORDS = (
+    "date dob dod birth birthdate birthday born naissance datenaissance ddn deces death deceased"
+)
+_POSTCODE_WORDS = "zip zipcode postcode postal postalcode codepostal cp plz postleitzahl npa"
+_AGE_WORDS = "age ages aged agee"
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+
+
+def _plain(text: str) -> str:
+    """NFKC, then accents removed (``Âge`` -> ``Age``)."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def name_words(name: str) -> set[str]:
+    """The words of a column name, each folded as attribute names are compared.
+
+    Examples
+    --------
+    >>> name_words("DateNaissance") == name_words("date_naissance") == name_words("DATE naissance")
+    True
+    >>> name_words("\u00c2ge") == name_words("A\u200bGE") == name_words("\u0410ge") == {"age"}
+    True
+    """
+    text = _CAMEL.sub(r"\1 \2", visible_text(_plain(str(name))))
+    return {attribute_key(word) for word in re.split(r"[\W_]+", text) if word}
+
+
+def _folded(words: str) -> frozenset[str]:
+    return frozenset(attribute_key(word) for word in words.split())
+
+
+_NAMED = {DATE: _folded(_DATE_WORDS), POSTCODE: _folded(_POSTCODE_WORDS), AGE: _folded(_AGE_WORDS)}
+
+
+def named(name: str, kind: str) -> bool:
+    """Whether a column's name says it holds ``kind`` (one of its words does)."""
+    return bool(name_words(name) & _NAMED[kind])
+
+
+# --- one value ---------------------------------------------------------------------------------
+
+_MONTHS = {
+    **dict.fromkeys(["january", "jan", "janvier", "janv"], 1),
+    **dict.fromkeys(["february", "feb", "fevrier", "fevr", "fev"], 2),
+    **dict.fromkeys(["march", "mar", "mars"], 3),
+    **dict.fromkeys(["april", "apr", "avril", "avr"], 4),
+    **dict.fromkeys(["may", "mai"], 5),
+    **dict.fromkeys(["june", "jun", "juin"], 6),
+    **dict.fromkeys(["july", "jul", "juillet", "juil"], 7),
+    **dict.fromkeys(["august", "aug", "aout"], 8),
+    **dict.fromkeys(["september", "sep", "sept", "septembre"], 9),
+    **dict.fromkeys(["october", "oct", "octobre"], 10),
+    **dict.fromkeys(["november", "nov", "novembre"], 11),
+    **dict.fromkeys(["december", "dec", "decembre"], 12),
+}
+_MONTH = r"([a-z]+)\.?"
+_TIME = r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"
+_ISO = re.compile(rf"(\d{{4}})-(\d{{1,2}})-(\d{{1,2}}){_TIME}")
+_YMD = re.compile(rf"(\d{{4}})[/.](\d{{1,2}})[/.](\d{{1,2}}){_TIME}")
+_DMY = re.compile(rf"(\d{{1,2}})[/.-](\d{{1,2}})[/.-](\d{{4}}){_TIME}")
+_D_MONTH_Y = re.compile(rf"(\d{{1,2}})(?:er)? {_MONTH} (\d{{4}})")
+_MONTH_D_Y = re.compile(rf"{_MONTH} (\d{{1,2}}),? (\d{{4}})")
+_YM = re.compile(r"(\d{4})[-/](\d{1,2})")
+_MY = re.compile(r"(\d{1,2})[/.-](\d{4})")
+_MONTH_Y = re.compile(rf"{_MONTH} (\d{{4}})")
+_YEAR = re.compile(r"(\d{4})")
+_YEARS = re.compile(r"(\d{4}) ?[-/] ?(\d{4})")
+_DIGIT = re.compile(r"\d")
+_POSTCODE = re.compile(r"[0-9A-Z]{1,10}")
+_PREFIX = re.compile(r"([0-9A-Z]{0,10})\*")
+_AGE_UNIT = r"(?: ?(?:ans?|years?(?: old)?|yrs?|y|yo|a|jahre))?"
+_AGE = re.compile(rf"(\d{{1,3}}(?:[.,]\d+)?){_AGE_UNIT}")
+_AGE_RANGE = re.compile(rf"(\d{{1,3}}) ?[-–] ?(\d{{1,3}}){_AGE_UNIT}")
+_AGE_TOP = re.compile(rf"(\d{{1,3}}) ?\+{_AGE_UNIT}|(?:>=|≥) ?(\d{{1,3}}){_AGE_UNIT}")
+_MAX_AGE = 150
+
+
+@dataclass(frozen=True)
+class Read:
+    """One value read as a kind: how precise it is (``precision``: a date level's index in
+    :data:`DATE_LEVELS`, a postcode's characters, the highest age it tells apart; None when it
+    tells nothing: missing, masked, no digit) and its canonical spelling (the same for every
+    writing of one value: ``12/04/1983`` and ``1983-04-12`` are ``1983-04-12``). ``unreadable``:
+    it holds a digit and reads as no value of the kind."""
+
+    canonical: str | None
+    precision: float | None
+    unreadable: bool = False
+
+
+_NOTHING = Read(None, None)
+
+
+def _text(value: object) -> str:
+    """A value as text, NFKC (full-width digits become digits), blanks trimmed and collapsed."""
+    text = unicodedata.normalize("NFKC", str(value))
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _valid(year: int, month: int, day: int | None = None) -> bool:
+    if not (1 <= month <= 12 and 1 <= year <= 9999):
+        return False
+    if day is None:
+        return True
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def _day(year: int, month: int, day: int) -> Read | None:
+    if not _valid(year, month, day):
+        return None
+    return Read(f"{year:04d}-{month:02d}-{day:02d}", DATE_LEVELS.index(DAY))
+
+
+def _month(year: int, month: int) -> Read | None:
+    if not _valid(year, month):
+        return None
+    return Read(f"{year:04d}-{month:02d}", DATE_LEVELS.index(MONTH))
+
+
+def _month_named(word: str) -> int | None:
+    return _MONTHS.get(_plain(word))
+
+
+def read_date(value: object, years: bool = False) -> Read:
+    """A value read as a date (see the module docstring); ``years``: in a column known to hold
+    dates, where ``1983`` and ``1980-1989`` are years.
+
+    Examples
+    --------
+    >>> [read_date(v).canonical for v in ("1983-04-12", "12/04/1983", "1983-04-12 08:30",
+    ...                                    "12 avril 1983", "April 12, 1983")]
+    ['1983-04-12', '1983-04-12', '1983-04-12', '1983-04-12', '1983-04-12']
+    >>> read_date("04/1983").precision, read_date("1983", years=True).precision
+    (1, 0)
+    >>> read_date("1983-13-45").unreadable, read_date("unknown").unreadable
+    (True, False)
+    """
+    if isinstance(value, pd.Timestamp | datetime.datetime | datetime.date | np.datetime64):
+        stamp = pd.Timestamp(value)
+        return _NOTHING if pd.isna(stamp) else _day(stamp.year, stamp.month, stamp.day)
+    if is_missing(value):
+        return _NOTHING
+    text = _text(value)
+    if text in (MASK, MISSING_LABEL):
+        return _NOTHING
+    found = _date_of(text.casefold(), years)
+    if found is not None:
+        return found
+    if ", " in text:  # a set label, after "March 17, 2024"
+        return _finest([read_date(part, years) for part in text.split(", ")])
+    return Read(None, None, unreadable=_DIGIT.search(text) is not None)
+
+
+def _date_of(text: str, years: bool) -> Read | None:
+    if match := _ISO.fullmatch(text) or _YMD.fullmatch(text):
+        return _day(*map(int, match.groups()[:3]))
+    if match := _DMY.fullmatch(text):
+        first, second, year = map(int, match.groups()[:3])
+        # Day first (Senegal, France), unless only the month-first reading is a date.
+        return _day(year, second, first) or _day(year, first, second)
+    if match := _D_MONTH_Y.fullmatch(text):
+        month = _month_named(match.group(2))
+        return None if month is None else _day(int(match.group(3)), month, int(match.group(1)))
+    if match := _MONTH_D_Y.fullmatch(text):
+        month = _month_named(match.group(1))
+        return None if month is None else _day(int(match.group(3)), month, int(match.group(2)))
+    if match := _YEARS.fullmatch(text):
+        low, high = int(match.group(1)), int(match.group(2))
+        if years and low <= high:
+            return Read(f"{low:04d}/{high:04d}", DATE_LEVELS.index(YEAR))
+        return None
+    if match := _YM.fullmatch(text):
+        return _month(int(match.group(1)), int(match.group(2)))
+    if match := _MY.fullmatch(text):
+        return _month(int(match.group(2)), int(match.group(1)))
+    if match := _MONTH_Y.fullmatch(text):
+        month = _month_named(match.group(1))
+        return None if month is None else _month(int(match.group(2)), month)
+    if years and (match := _YEAR.fullmatch(text)):
+        return Read(match.group(1), DATE_LEVELS.index(YEAR))
+    return None
+
+
+def read_postcode(value: object) -> Read:
+    """A value read as a postcode: its characters once blanks and hyphens are removed,
+    uppercase; a prefix with a mask (``750*``) keeps what it shows.
+
+    >>> [read_postcode(v).canonical for v in ("75 011", "\\u00a075011", "sw1a 1aa", "750*")]
+    ['75011', '75011', 'SW1A1AA', '750*']
+    >>> read_postcode("75011").precision, read_postcode("750*").precision
+    (5.0, 3.0)
+    """
+    if is_missing(value):
+        return _NOTHING
+    text = _text(value)
+    if text in (MASK, MISSING_LABEL):
+        return _NOTHING
+    if ", " in text:
+        return _finest([read_postcode(part) for part in text.split(", ")])
+    compact = re.sub(r"[\s\-]", "", text).upper()
+    if match := _PREFIX.fullmatch(compact):
+        kept = match.group(1)
+        return Read(f"{kept}{MASK}", float(len(kept))) if kept else _NOTHING
+    if _POSTCODE.fullmatch(compact) and len(_DIGIT.findall(compact)) >= min(2, len(compact)):
+        return Read(compact, float(len(compact)))
+    return Read(None, None, unreadable=_DIGIT.search(text) is not None)
+
+
+def read_age(value: object) -> Read:
+    """A value read as an age: its precision is the oldest age it tells apart from the older
+    ones: ``93`` -> 93; ``90+`` -> 89 (the top category says nothing above 89); a range by its
+    lower end, ``80-100`` -> 80, since it mixes people of 80 with whoever is older in it (a
+    Mondrian range on a grid of ages up to 89 may well end at 100).
+
+    >>> [read_age(v).canonical for v in ("93", "93 ans", "\\uff19\\uff13", 93.0, "80-90", "90+")]
+    ['93', '93', '93', '93', '80-90', '90+']
+    >>> read_age("80-100").precision, read_age("90+").precision, read_age("89.5").precision
+    (80.0, 89.0, 89.0)
+    """
+    if isinstance(value, bool):
+        return Read(None, None, unreadable=True)
+    if isinstance(value, int | float | np.integer | np.floating) and not pd.isna(value):
+        return _age(float(value))
+    if is_missing(value):
+        return _NOTHING
+    text = _text(value).casefold()
+    if text in (MASK, MISSING_LABEL.casefold()):
+        return _NOTHING
+    if ", " in text:
+        return _finest([read_age(part) for part in text.split(", ")])
+    if match := _AGE_TOP.fullmatch(text):
+        low = int(match.group(1) or match.group(2))
+        return Read(f"{low}+", float(low - 1)) if low <= _MAX_AGE else _unreadable()
+    if match := _AGE_RANGE.fullmatch(text):
+        low, high = int(match.group(1)), int(match.group(2))
+        if low <= high <= _MAX_AGE:
+            return Read(f"{low}-{high}", float(low))
+        return _unreadable()
+    if match := _AGE.fullmatch(text):
+        return _age(float(match.group(1).replace(",", ".")))
+    return Read(None, None, unreadable=_DIGIT.search(text) is not None)
+
+
+def _age(number: float) -> Read:
+    if not (math.isfinite(number) and 0 <= number <= _MAX_AGE):
+        return _unreadable()
+    written = str(int(number)) if number == int(number) else repr(number)
+    return Read(written, float(math.floor(number)))
+
+
+def _unreadable() -> Read:
+    return Read(None, None, unreadable=True)
+
+
+def _finest(parts: list[Read]) -> Read:
+    """A set label ``"a, b"`` reads as its most precise member (unreadable if one is)."""
+    told = [p.precision for p in parts if p.precision is not None]
+    canonical = ", ".join(sorted(p.canonical for p in parts if p.canonical is not None))
+    return Read(canonical or None, max(told) if told else None, any(p.unreadable for p in parts))
+
+
+READERS = {DATE: read_date, POSTCODE: read_postcode, AGE: read_age}
+
+
+# --- one column --------------------------------------------------------------------------------
+
+# A column is recognized from this many of its distinct values (all of them when fewer).
+SAMPLE = 1000
+_DATES_SHARE = 0.1  # of present values, to the month or the day, for a date column by content
+_NAMED_SHARE = 0.5  # of present values, for a postcode or age column (by name and content)
+
+
+def column_kind(name: str, sample: Sequence) -> str | None:
+    """Whether a column holds dates, postcodes or ages (None: none of them), from its name and
+    a sample of its distinct values (see the module docstring).
+
+    Examples
+    --------
+    >>> column_kind("x", ["1983-04-12", "12/04/1983", "n/a"]), column_kind("zip", ["75 011"])
+    ('date', 'postcode')
+    >>> column_kind("Âge", ["93 ans", "40"]), column_kind("count", ["93", "40"])
+    ('age', None)
+    """
+    present = [v for v in sample if not is_missing(v)]
+    if not present:
+        return None
+    dated = [read_date(v, years=named(name, DATE)) for v in present]
+    fine = sum(r.precision is not None and r.precision > 0 for r in dated)
+    if fine >= max(1, _DATES_SHARE * len(present)):
+        return DATE
+    if named(name, DATE) and any(r.precision is not None for r in dated):
+        return DATE
+    for kind in (POSTCODE, AGE):
+        if named(name, kind):
+            read = [READERS[kind](v) for v in present]
+            if sum(r.precision is not None for r in read) >= _NAMED_SHARE * len(present):
+                return kind
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnReading:
+    """A column's distinct values read as its kind (one entry per value, by code)."""
+
+    kind: str
+    canonical: np.ndarray  # object: the canonical spelling, None where the value tells nothing
+    precision: np.ndarray  # float: NaN where it tells nothing
+    unreadable: np.ndarray  # bool
+
+    def finest(self) -> float | None:
+        """The most precise value's precision (None when no value tells any)."""
+        told = self.precision[~np.isnan(self.precision)]
+        return float(told.max()) if told.size else None
+
+    def exceeding(self, limits: Limits) -> np.ndarray:
+        """Which values are more precise than ``limits`` allow, or unreadable."""
+        limit = bound(self.kind, limits)
+        if limit is None:
+            return np.zeros(self.precision.size, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return self.unreadable | (self.precision > limit)
+
+
+def bound(kind: str, limits: Limits) -> float | None:
+    """The highest precision ``limits`` allow for ``kind`` (None: no limit)."""
+    if kind == DATE:
+        return None if limits.date is None else float(DATE_LEVELS.index(limits.date))
+    if kind == POSTCODE:
+        return None if limits.postcode is None else float(limits.postcode)
+    return None if limits.age is None else float(limits.age)
+
+
+# Values of a column read one by one (about 20 microseconds each); past this many, the rest are
+# unreadable (failing closed: the remedy masks them), so a column of a million distinct values
+# in an unusual writing costs seconds, not minutes.
+MAX_READ_ONE_BY_ONE = 200_000
+
+
+def read_column(kind: str, values: pd.Series) -> ColumnReading:
+    """Every one of ``values`` (a column's distinct values) read as ``kind``.
+
+    Dates written ``YYYY-MM-DD`` (with a time or not) or ``DD/MM/YYYY``, most of a large column,
+    are read by pandas at once; the other values one by one, as :func:`read_date` reads them, up
+    to :data:`MAX_READ_ONE_BY_ONE`.
+    """
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    canonical = np.full(len(values), None, dtype=object)
+    precision = np.full(len(values), np.nan)
+    unreadable = np.zeros(len(values), dtype=bool)
+    done = np.zeros(len(values), dtype=bool)
+    if kind == DATE:
+        done = _dates_at_once(values, canonical, precision, unreadable)
+    reader = READERS[kind]
+    left = np.flatnonzero(~done)
+    unreadable[left[MAX_READ_ONE_BY_ONE:]] = True
+    for i in left[:MAX_READ_ONE_BY_ONE].tolist():
+        found = reader(values[i], years=True) if kind == DATE else reader(values[i])
+        canonical[i] = found.canonical
+        precision[i] = np.nan if found.precision is None else found.precision
+        unreadable[i] = found.unreadable
+    return ColumnReading(kind, canonical, precision, unreadable)
+
+
+_ISO_AT_ONCE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"
+_DMY_AT_ONCE = r"\d{2}/\d{2}/\d{4}"
+
+
+def _dates_at_once(values: pd.Series, canonical, precision, unreadable) -> np.ndarray:
+    """Read the common writings of a date column with pandas; which values were read."""
+    text = values.where(values.map(type).eq(str).to_numpy(), "")
+    done = np.zeros(len(values), dtype=bool)
+    iso = text.str.fullmatch(_ISO_AT_ONCE).to_numpy(dtype=bool)
+    if iso.any():
+        days = pd.to_datetime(text[iso].str[:10], format="%Y-%m-%d", errors="coerce")
+        _set_days(np.flatnonzero(iso), days, canonical, precision, unreadable, done)
+    dmy = text.str.fullmatch(_DMY_AT_ONCE).to_numpy(dtype=bool)
+    if dmy.any():
+        written = text[dmy]
+        days = pd.to_datetime(written, format="%d/%m/%Y", errors="coerce")
+        month_first = pd.to_datetime(written, format="%m/%d/%Y", errors="coerce")
+        _set_days(
+            np.flatnonzero(dmy), days.fillna(month_first), canonical, precision, unreadable, done
+        )
+    return done
+
+
+def _set_days(where, days: pd.Series, canonical, precision, unreadable, done) -> None:
+    days = pd.Series(days).reset_index(drop=True)
+    valid = days.notna().to_numpy()
+    canonical[where[valid]] = days[valid].dt.strftime("%Y-%m-%d").to_numpy(dtype=object)
+    precision[where[valid]] = DATE_LEVELS.index(DAY)
+    unreadable[where[~valid]] = True
+    done[where] = True
+
+
+def sample_of(values: pd.Series, size: int = SAMPLE) -> list:
+    """Up to ``size`` of a column's distinct values: those of the smallest hashes, so chosen by
+    the values alone, whatever order an engine numbers them in (every engine recognizes a
+    column the same way), and spread over them as a random choice would be."""
+    if len(values) <= size:
+        return values.tolist()
+    hashes = pd.util.hash_array(values.to_numpy(dtype=object), categorize=False)
+    return values.iloc[np.sort(np.argpartition(hashes, size)[:size])].tolist()
+
+
+def describe(kind: str, precision: float) -> str:
+    """A precision in words: ``to the day``, ``of 5 characters``, ``up to 97``."""
+    if kind == DATE:
+        return f"to the {DATE_LEVELS[int(precision)]}"
+    if kind == POSTCODE:
+        return f"of {int(precision)} characters"
+    return f"up to {int(precision)}"
+
+
+# --- any column, compared by meaning -----------------------------------------------------------
+
+
+def fold(values: pd.Series) -> np.ndarray:
+    """A spelling of each value under which writings of one value agree, for a column of no
+    kind read here: a number by its value (``34``, ``34.0``, ``"034"``), text without case,
+    blanks, invisible characters or compatibility forms (``F``, ``f``, ``" F "``); every missing
+    value one spelling. Coarser than equality on purpose: two values it joins are one person's
+    at worst (see :mod:`broker.engines.people`)."""
+    text = values.astype(object).where(values.notna(), "").reset_index(drop=True)
+    numbers = numbers_of(text)
+    plain = text.map(type).isin([str, int, float]).to_numpy()  # not booleans
+    numeric = np.isfinite(numbers) & plain
+    folded = np.empty(len(values), dtype=object)
+    folded[numeric] = ["#" + repr(n) for n in numbers[numeric].tolist()]
+    rest = np.flatnonzero(~numeric)
+    words = text[rest].astype(str)
+    ascii_ = words.map(str.isascii).to_numpy(dtype=bool)
+    # ASCII text folds by one table (attribute_key of each character), the rest one by one.
+    folded[rest[ascii_]] = (
+        words[ascii_].str.translate(_ASCII_KEYS).to_numpy(dtype=object) if ascii_.any() else []
+    )
+    for i in rest[~ascii_].tolist():
+        folded[i] = attribute_key(str(text[i])).replace(" ", "")
+    folded[rest[words.str.strip().eq("").to_numpy(dtype=bool)]] = ""  # missing, blank
+    return folded
+
+
+# attribute_key of each ASCII character (blanks removed): ASCII text folds by translation.
+_ASCII_KEYS = str.maketrans({chr(c): attribute_key(chr(c)).strip() for c in range(128)})
+
+
+@dataclass(frozen=True)
+class ColumnPrecision:
+    """How precise a column of dates, postcodes or ages is: its most precise value's
+    ``finest`` precision (None when no value tells any) and how many of its distinct values
+    are ``unreadable``. What the F-SLA precision rules judge (:mod:`broker.fsla.precision`)."""
+
+    kind: str
+    finest: float | None
+    unreadable: int = 0
+
+    @classmethod
+    def of(cls, name: str, values: pd.Series, numbers: bool = False) -> ColumnPrecision | None:
+        """The precision of the column ``name`` from its distinct ``values`` (None when it holds
+        no dates, postcodes or ages). ``numbers``: the content detector found only numbers in
+        them, so they hold no dates (a tenth of dates would have shown): only a name can still
+        make them postcodes or ages, and the values need not be sampled otherwise."""
+        if numbers and not (named(name, POSTCODE) or named(name, AGE) or named(name, DATE)):
+            return None
+        kind = column_kind(name, sample_of(values))
+        if kind is None:
+            return None
+        reading = read_column(kind, values)
+        return cls(kind, reading.finest(), int(reading.unreadable.sum()))
+
+    def exceeds(self, limits: Limits) -> bool:
+        """Whether a value is more precise than ``limits`` allow, or unreadable."""
+        limit = bound(self.kind, limits)
+        if limit is None:
+            return False
+        return self.unreadable > 0 or (self.finest is not None and self.finest > limit)
+
+    def as_dict(self) -> dict:
+        finest = self.finest
+        if finest is not None:
+            finest = DATE_LEVELS[int(finest)] if self.kind == DATE else int(finest)
+        return {"kind": self.kind, "finest": finest, "unreadable": self.unreadable}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> ColumnPrecision | None:
+        """The inverse of :meth:`as_dict` (None for a report stored before precision)."""
+        if not data:
+            return None
+        finest = data.get("finest")
+        if isinstance(finest, str):
+            finest = DATE_LEVELS.index(finest)
+        return cls(data["kind"], None if finest is None else float(finest), data["unreadable"])
+
+
+# --- values made less precise (the remedy's labels) --------------------------------------------
+#
+# Each label says something true of the value and no more than its limit allows: a year, a
+# postcode's prefix followed by the mask, the top category of ages. A value of the kind that
+# cannot be read is masked (its precision is unknown); missing values and values with no digit
+# (``unknown``) stay as they are, since they tell nothing of the kind.
+
+
+def _kept(value: object, read: Read) -> object:
+    return MASK if read.unreadable else value
+
+
+def date_labels(values: pd.Series, level: str) -> np.ndarray:
+    """Each of ``values`` (a column's distinct values) as a date at ``level`` (``year`` or
+    ``month``; a day-first writing that could also be read month first becomes its year, which
+    both readings share); a value with a digit that reads as no date is masked (its precision is
+    unknown); missing values and values with no digit stay.
+
+    >>> date_labels(pd.Series(["12/04/1983", "1983-04-12T08:30", "1983-13-40", ""]), "year")
+    array(['1983', '1983', '*', ''], dtype=object)
+    >>> date_labels(pd.Series(["12/04/1983", "25/04/1983"]), "month")
+    array(['1983', '1983-04'], dtype=object)
+    """
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    reading = read_column(DATE, values)  # the common writings at once
+    labels = values.to_numpy(dtype=object, copy=True)
+    labels[reading.unreadable] = MASK
+    allowed = DATE_LEVELS.index(level)
+    for i, canonical in enumerate(reading.canonical.tolist()):
+        if canonical is None:
+            continue
+        if ", " in canonical:
+            labels[i] = MASK
+        elif reading.precision[i] <= allowed:
+            labels[i] = canonical
+        elif level == YEAR or _either_way(values[i]):
+            labels[i] = canonical[:4]
+        else:
+            labels[i] = canonical[:7]
+    return labels
+
+
+def date_label(value: object, level: str) -> object:
+    """:func:`date_labels` of one value.
+
+    >>> [date_label(v, "year") for v in ("12/04/1983", "12 avril 1983", "n/a")]
+    ['1983', '1983', 'n/a']
+    """
+    return date_labels(pd.Series([value], dtype=object), level)[0]
+
+
+def _either_way(value: object) -> bool:
+    """Whether a day-first writing (``03/04/2024``) is also a date month first."""
+    match = isinstance(value, str) and _DMY.fullmatch(_text(value).casefold())
+    if not match:
+        return False
+    first, second = int(match.group(1)), int(match.group(2))
+    return first != second and first <= 12 and second <= 12
+
+
+def postcode_label(value: object, keep: int) -> object:
+    """A postcode, however written, cut to its first ``keep`` characters and the mask.
+
+    >>> [postcode_label(v, 3) for v in ("75011", "75 011", "750*", "75", "7A*B9", "")]
+    ['750*', '750*', '750*', '75', '*', '']
+    """
+    read = read_postcode(value)
+    if read.canonical is None or ", " in read.canonical:
+        return _kept(value, read) if read.canonical is None else MASK
+    shown = read.canonical.rstrip(MASK)
+    if len(shown) <= keep and not read.canonical.endswith(MASK):
+        return shown
+    return f"{shown[:keep]}{MASK}" if keep else MASK
+
+
+def age_label(value: object, max_age: int) -> object:
+    """An age, however written, as a number up to ``max_age``; older ones, and ranges of them,
+    as the top category (``90+`` for 89).
+
+    >>> [age_label(v, 89) for v in ("93", "93 ans", "34 ans", "85-95", "92-99", "100+", "")]
+    ['90+', '90+', '34', '85-95', '90+', '90+', '']
+    """
+    read = read_age(value)
+    if read.canonical is None or ", " in read.canonical:
+        return _kept(value, read) if read.canonical is None else MASK
+    if read.precision is None or read.precision <= max_age:
+        return read.canonical
+    low = int(re.split(r"[-+]", read.canonical)[0].split(".")[0])
+    return f"{min(low, max_age + 1)}+"

@@ -1,0 +1,275 @@
+"""Rows are not people: one person sent several times, and values precise enough to find them.
+
+The attack. A hospital sends each patient three times, each time with another diagnosis, and no
+person key: every (birth date, postcode, sex) class holds exactly 3 rows, so counted in rows
+k = 3 and l = 3, and each class is one person. A recipient who knows someone's birth date,
+postcode and sex (a neighbour, an employer, a voter roll) finds their class and reads all three
+diagnoses. Variants: the copies differ in a column that is neither a quasi-identifier nor
+sensitive (so the rows are not identical), they are spread over two transfers, the upload is
+counted out of core, and the values are written so that equal values look different (a date
+three ways, postcodes with blanks, ages as text).
+
+The judge (:mod:`tests.adversarial.judge`, no broker code) knows who each row sent is and counts,
+for every delivered class, the people whose values its labels cover (f); and it reads the
+delivered dates, postcodes and ages for identifying precision as HIPAA's Safe Harbor draws it
+(g), which the seed records of SN and FR adopt.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.adversarial import judge
+from tests.adversarial.conftest import settle, settle_response
+from tests.adversarial.tables import DIAGNOSES, birth_dates, csv_bytes, rng
+
+AUTO = ["none", "auto"]
+QUASI = ["birth_date", "zip", "sex"]
+SENT = [*QUASI, "diagnosis"]
+
+
+def repeated_people(people: int = 60, times: int = 3, seed: int = 80) -> pd.DataFrame:
+    """``people`` people, each with a (birth date, postcode, sex) of their own, each sent
+    ``times`` times with ``times`` different diagnoses; ``person`` says who (never sent)."""
+    r = rng(seed)
+    dates = birth_dates(people, seed=seed)
+    zips = [f"{z}" for z in r.choice(range(10000, 10400, 10), people)]
+    sexes = r.choice(["F", "M"], people)
+    rows = []
+    for i in range(people):
+        for j in range(times):
+            diagnosis = DIAGNOSES[(i + j) % len(DIAGNOSES)]
+            rows.append((f"P{i:03d}", dates[i], zips[i], sexes[i], diagnosis))
+    return pd.DataFrame(rows, columns=["person", *SENT])
+
+
+def judged(broker, answer: dict, frame: pd.DataFrame, **precision) -> pd.DataFrame | None:
+    """The delivery (if any) through the suite's rule and the people/precision judge."""
+    delivered = settle(broker, answer, known=QUASI)
+    if delivered is None:
+        return None
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    problems = judge.people_behind(table, frame, QUASI, "person")
+    problems += judge.precision(
+        table, dates=["birth_date"], postcodes=["zip"], ages=precision.get("ages", [])
+    )
+    assert problems == [], (
+        f"transfer {answer['id']} ({answer['status']}) delivered what the judge refuses:\n- "
+        + "\n- ".join(problems)
+    )
+    return table
+
+
+# --- the attack --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_one_person_sent_three_times_with_three_diagnoses(broker, anonymize):
+    """Classes of exactly 3 rows, each one person: never delivered as they are; with
+    ``anonymize=auto`` the broker generalizes until every class holds 3 people."""
+    frame = repeated_people()
+    answer = broker.send(
+        csv_bytes(frame[SENT]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    assert answer["status"] == ("approved" if anonymize == "auto" else "anonymization_required")
+    judged(broker, answer, frame)
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_the_copies_differ_in_a_column_nobody_declared(broker, anonymize):
+    """Each copy carries a visit number of its own, so no two rows are identical; the remedy
+    drops that identifier, and the rows it leaves behind are one person's again."""
+    frame = repeated_people(seed=81)
+    frame["visit"] = [f"V{i:05d}" for i in range(len(frame))]
+    answer = broker.send(
+        csv_bytes(frame[[*SENT, "visit"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    judged(broker, answer, frame)
+
+
+def test_the_copies_differ_in_a_second_sensitive_column(broker):
+    """Each copy holds another ward (declared sensitive too): rows differ in two sensitive
+    values, still one person's."""
+    frame = repeated_people(seed=82)
+    frame["ward"] = [f"W{i % 3}" for i in range(len(frame))]
+    answer = broker.send(
+        csv_bytes(frame[[*SENT, "ward"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis,ward",
+        anonymize="auto",
+    )
+    judged(broker, answer, frame)
+
+
+def test_the_copies_are_spread_over_two_transfers(broker):
+    """Three diagnoses in one transfer, three more in another: each judged alone, and the two
+    deliveries read together must still hide every person among 3."""
+    frame = repeated_people(times=6, seed=83)
+    halves = [frame.groupby("person").head(3), frame.groupby("person").tail(3)]
+    delivered = []
+    for half in halves:
+        answer = broker.send(
+            csv_bytes(half[SENT]),
+            quasi_identifiers=",".join(QUASI),
+            sensitive="diagnosis",
+            anonymize="auto",
+        )
+        table = judged(broker, answer, frame)
+        if table is not None:
+            delivered.append(table)
+    if len(delivered) == 2:
+        both = pd.concat(delivered, ignore_index=True)
+        assert judge.people_behind(both, frame, QUASI, "person") == []
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_out_of_core(out_of_core_broker, anonymize):
+    """The same upload counted out of core by DuckDB (BROKER_IN_MEMORY_MAX_BYTES = 0)."""
+    frame = repeated_people(seed=84)
+    answer = out_of_core_broker.send(
+        csv_bytes(frame[SENT]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    assert answer["status"] != "approved" or anonymize == "auto", answer["rules"]
+    judged(out_of_core_broker, answer, frame)
+
+
+# --- equal values written differently ----------------------------------------------------------
+
+
+def _written_three_ways(frame: pd.DataFrame, column: str, ways) -> pd.DataFrame:
+    """Each person's three rows write ``column`` each its own way (``ways``: functions)."""
+    frame = frame.copy()
+    copy = frame.groupby("person").cumcount()
+    frame[column] = [ways[c % len(ways)](v) for v, c in zip(frame[column], copy, strict=True)]
+    return frame
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_a_birth_date_written_three_ways(broker, anonymize):
+    """ISO, day first with slashes, and with a time of day: three spellings, one date."""
+    frame = _written_three_ways(
+        repeated_people(seed=85),
+        "birth_date",
+        [
+            lambda d: d,
+            lambda d: f"{d[8:10]}/{d[5:7]}/{d[:4]}",
+            lambda d: f"{d} 00:00:00",
+        ],
+    )
+    answer = broker.send(
+        csv_bytes(frame[SENT]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    judged(broker, answer, frame)
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_postcodes_written_with_blanks(broker, anonymize):
+    """``10230``, ``10 230`` and `` 10230 `` (no-break spaces): one postcode."""
+    frame = _written_three_ways(
+        repeated_people(seed=86),
+        "zip",
+        [lambda z: z, lambda z: f"{z[:2]} {z[2:]}", lambda z: f"\u00a0{z}\u00a0"],
+    )
+    answer = broker.send(
+        csv_bytes(frame[SENT]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    judged(broker, answer, frame)
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_ages_as_text_and_over_the_cap(broker, anonymize):
+    """Ages written ``"93"``, ``"93 ans"`` and ``"０９３"`` (full-width), some over 89, with
+    the year of birth instead of the date: the ages are the precise values here."""
+    frame = repeated_people(seed=87)
+    r = rng(88)
+    ages = {
+        p: int(a) for p, a in zip(frame["person"].unique(), r.integers(60, 100, 60), strict=True)
+    }
+    frame["age"] = frame["person"].map(ages).astype(str)
+    frame = _written_three_ways(
+        frame,
+        "age",
+        [lambda a: a, lambda a: f"{a} ans", lambda a: a.zfill(3).translate(_FULL_WIDTH)],
+    )
+    frame["birth_date"] = frame["birth_date"].str[:4]
+    columns = ["age", "zip", "sex", "diagnosis"]
+    answer = broker.send(
+        csv_bytes(frame[columns]),
+        quasi_identifiers="age,zip,sex",
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    delivered = settle(broker, answer, known=["age", "zip", "sex"])
+    if delivered is None:
+        return
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    problems = judge.people_behind(table, frame, ["age", "zip", "sex"], "person")
+    problems += judge.precision(table, postcodes=["zip"], ages=["age"])
+    assert problems == [], problems
+
+
+_FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+
+
+# --- names that dodge the precision rules ------------------------------------------------------
+
+
+def _coarse_but_precise(seed: int) -> pd.DataFrame:
+    """240 people once each: a sex and an age band make classes of many people, while the
+    birth date, the postcode and the age are as precise as they come."""
+    r = rng(seed)
+    frame = pd.DataFrame(
+        {
+            "born": r.choice(birth_dates(80, seed=seed), 240),  # not all distinct
+            "postcode": [f"{z}" for z in r.choice(range(10000, 10400, 10), 240)],
+            "years": [str(a) for a in r.integers(60, 100, 240)],
+            "sex": r.choice(["F", "M"], 240),
+            "diagnosis": r.choice(DIAGNOSES, 240),
+        }
+    )
+    frame.insert(0, "person", [f"P{i:03d}" for i in range(240)])
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("date", "postcode", "age"),
+    [
+        ("c7", "ZIP\u200b", "\u00c2ge"),  # by content only; an invisible character; an accent
+        ("DateNaissance", "\uff5a\uff49\uff50", "\u0410GE"),  # full-width zip, a Cyrillic A
+        ("birthDate", "Code Postal", "age (ans)"),
+    ],
+)
+def test_dates_postcodes_and_ages_under_names_that_dodge(broker, date, postcode, age):
+    """Whatever the spelling of its name, a column of full dates, postcodes or exact ages over
+    89 never leaves finer than the seed records allow (year, 2 characters, 90+)."""
+    frame = _coarse_but_precise(90).rename(columns={"born": date, "postcode": postcode})
+    frame = frame.rename(columns={"years": age})
+    sent = [date, postcode, age, "sex", "diagnosis"]
+    response = broker.post(
+        csv_bytes(frame[sent]), quasi_identifiers="sex", sensitive="diagnosis", anonymize="auto"
+    )
+    delivered = settle_response(broker, response)
+    if delivered is None:
+        return
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    assert {date, postcode, age} <= set(table.columns), "generalized, not dropped"
+    problems = judge.precision(
+        table, dates=[date], postcodes=[postcode], ages=[age], postcode_characters=2
+    )
+    assert problems == [], problems

@@ -1,0 +1,93 @@
+"""k and l counted in people: a person key, identical rows, and the worst case for rare tuples."""
+
+import pandas as pd
+
+from broker.engines.pandas import PandasEngine
+from broker.fsla.evaluate import evaluate
+from broker.fsla.results import TransferContext
+from broker.metrics.report import report_of
+from tests.fsla.test_evaluate import record
+
+# Two women with a birth date each, each sent three times with three diagnoses; a third woman
+# born the same year as the second, sent once.
+SENT = pd.DataFrame(
+    {
+        "born": ["1983-04-12", "12/04/1983", "1983-04-12 08:30", "1990-01-05", "1990-01-05",
+                 "1990-01-05", "1990"],
+        "sex": ["F"] * 7,
+        "diagnosis": ["flu", "hiv", "cold", "flu", "asthma", "cold", "flu"],
+        "person": ["a", "a", "a", "b", "b", "b", "c"],
+    }
+)  # fmt: skip
+
+
+def measured(frame, quasi=("born", "sex"), person_key=None):
+    key = None if person_key is None else frame[person_key]
+    engine = PandasEngine(frame.drop(columns=["person"]), person_key=key)
+    return report_of(engine, list(quasi), ["diagnosis"], max_combination_size=0)
+
+
+def test_without_a_key_the_rows_of_a_rare_tuple_are_one_person():
+    report = measured(SENT.assign(born=SENT["born"].str[:10].where(SENT.index < 6, "1990")))
+    assert report.people_counted_by == "worst_case"
+    assert (report.rare_tuples, report.rare_tuple_rows) == (2, 6)
+    anonymity = report.quasi_identifiers.anonymity
+    assert (anonymity.k, anonymity.k_people) == (1, 1)  # "1990" is one row
+    [diagnosis] = report.sensitive
+    assert (diagnosis.k, diagnosis.l_diversity) == (1, 1)
+
+
+def test_one_date_written_three_ways_is_one_tuple():
+    report = measured(SENT.iloc[:3])
+    assert (report.rare_tuples, report.rare_tuple_rows) == (1, 3)
+    # As written, three classes of one row each: k = 1 in rows already.
+    assert report.quasi_identifiers.anonymity.k_people == 1
+
+
+def test_l_counts_no_more_values_than_people():
+    three_times = SENT.iloc[3:6]  # one person, three diagnoses, one rare tuple
+    [diagnosis] = measured(three_times).sensitive
+    assert diagnosis.l_diversity == 1
+    [as_keyed] = measured(three_times, person_key="person").sensitive
+    assert as_keyed.l_diversity == 1  # the key says the same: one person
+
+
+def test_a_person_key_gives_the_honest_count():
+    twins = pd.DataFrame(
+        {
+            "born": ["1990-01-05"] * 4,
+            "sex": ["F"] * 4,
+            "diagnosis": ["flu", "hiv", "flu", "cold"],
+            "person": ["a", "a", "b", "b"],
+        }
+    )
+    assert measured(twins).quasi_identifiers.anonymity.k_people == 1  # at worst
+    keyed = measured(twins, person_key="person")
+    assert keyed.people_counted_by == "person_key"
+    assert keyed.quasi_identifiers.anonymity.k_people == 2
+    assert keyed.sensitive[0].l_diversity == 2  # flu, hiv, cold among two people
+
+
+def test_coarse_repeats_are_counted_as_before():
+    coarse = pd.DataFrame(
+        {
+            "age_band": ["30-39"] * 4 + ["40-49"] * 4,
+            "sex": ["F", "M"] * 4,
+            "diagnosis": ["flu", "hiv", "cold", "asthma"] * 2,
+            "person": list("abcdefgh"),
+        }
+    )
+    report = measured(coarse, quasi=("age_band", "sex"))
+    assert (report.people_counted_by, report.rare_tuples) == ("identical_rows", 0)
+    assert report.quasi_identifiers.anonymity.k_people == 2
+    assert report.sensitive[0].l_diversity == 2
+
+
+def test_a_failing_k_says_the_worst_case_and_how_to_count_people():
+    report = measured(SENT.iloc[3:6])
+    context = TransferContext("SN", "FR", "research", ("born", "sex"), ("diagnosis",))
+    source = record("SN", export={"identifiers_allowed": True, "min_k": 2})
+    decision = evaluate(report, context, source, record("FR"))
+    [k] = [r for r in decision.failed if r.rule == "min_k"]
+    assert "k = 1 people at worst (3 counted in rows" in k.detail
+    assert "rare tuple(s)" in k.detail and "declare person_key" in k.detail
