@@ -55,8 +55,12 @@ class Settings(BaseSettings):
         description="Longest a request waits for a free connection of the broker's pool; then "
         "it answers 503",
     )
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
+    host: str = Field(
+        "127.0.0.1",
+        description="Address `fedbroker serve` listens on (0.0.0.0: every interface, as in a "
+        "container)",
+    )
+    port: int = Field(8000, ge=1, le=65535, description="Port `fedbroker serve` listens on")
     workers: int = Field(
         1,
         ge=1,
@@ -68,7 +72,9 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(
         None,
         min_length=16,
-        description="Bearer token of the federation's administrators (required to serve)",
+        description="Bearer token of the federation's administrators, 16 characters or more "
+        "(required to serve): the administrator named `bootstrap`, who can name others and be "
+        "revoked once they exist",
     )
     max_upload_bytes: int = Field(
         10 * 1024**3,
@@ -168,7 +174,9 @@ class Settings(BaseSettings):
         "(413) and its slot is freed",
     )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
-    job_poll_seconds: float = Field(0.5, gt=0)
+    job_poll_seconds: float = Field(
+        0.5, gt=0, description="How often the job runner looks for queued jobs when idle"
+    )
     job_lease_seconds: float = Field(
         120.0,
         gt=0,
@@ -184,14 +192,24 @@ class Settings(BaseSettings):
         description="Spool files older than this that no request, job or delivery uses are "
         "removed (a process that died left them); checked every `spool_sweep_seconds`",
     )
-    spool_sweep_seconds: float = Field(600, gt=0)
+    spool_sweep_seconds: float = Field(
+        600,
+        gt=0,
+        description="How often the spool folder is swept of files no request, job or delivery "
+        "holds (those older than `spool_orphan_seconds`)",
+    )
     negotiation_timeout_seconds: float = Field(
         7 * 24 * 3600.0,
         gt=0,
         description="A contract negotiation that waits longer than this for its next message "
         "is ended by the broker (checked every `negotiation_sweep_seconds`)",
     )
-    negotiation_sweep_seconds: float = Field(60.0, gt=0)
+    negotiation_sweep_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="How often negotiations past `negotiation_timeout_seconds` are looked for "
+        "and ended",
+    )
     policy_dir: Path = Field(Path("policies"), description="Seed F-SLA records (YAML)")
     apply_migrations: bool = Field(True, description="Upgrade the schema at start")
     remedy_seconds: float = Field(
@@ -223,7 +241,8 @@ class Settings(BaseSettings):
     )
     rate_limit: str = Field(
         "120/minute",
-        description="Uploads (transfers and analyses) one member may send, in the notation of "
+        description="Uploads (transfers, analyses, catalog measurements) one member may send, "
+        "in the notation of "
         "the `limits` library ('120/minute', '10/second;1000/hour'); admins are not limited",
     )
     rate_limit_storage: str = Field(
@@ -243,19 +262,30 @@ class Settings(BaseSettings):
         True, description="Create a first key when the folder has none (local use)"
     )
     delivery_enabled: bool = Field(True, description="Run the delivery worker in this process")
-    delivery_max_attempts: int = Field(8, ge=1)
+    delivery_max_attempts: int = Field(
+        8, ge=1, description="Attempts of one delivery before it fails (it can be redelivered)"
+    )
     delivery_backoff_seconds: float = Field(1.0, gt=0, description="First retry delay")
-    delivery_backoff_max_seconds: float = Field(60.0, gt=0)
+    delivery_backoff_max_seconds: float = Field(
+        60.0, gt=0, description="Longest retry delay: the delay doubles up to this"
+    )
     delivery_lease_seconds: float = Field(
         60.0, gt=0, description="How long a worker holds a delivery; must exceed the timeout"
     )
-    delivery_poll_seconds: float = Field(0.5, gt=0)
+    delivery_poll_seconds: float = Field(
+        0.5, gt=0, description="How often the delivery worker looks for due deliveries when idle"
+    )
     delivery_failed_retention_seconds: float = Field(
         7 * 86_400,
         ge=0,
         description="How long a failed delivery's data is kept for a redelivery",
     )
-    delivery_timeout_seconds: float = Field(30.0, gt=0)
+    delivery_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="HTTP timeout of one delivery attempt; `delivery_lease_seconds` must "
+        "outlast it",
+    )
     delivery_concurrency: int = Field(
         8,
         ge=1,

@@ -65,13 +65,15 @@ class MemberSettings(BaseSettings):
         examples=["SN"],
     )
     host: str = Field("127.0.0.1", description="Address to listen on")
-    port: int = Field(8100, ge=1, le=65535)
+    port: int = Field(8100, ge=1, le=65535, description="Port to listen on")
     public_url: AnyHttpUrl | None = Field(
         None,
         description="Where the broker reaches this member (default http://{host}:{port}); "
         "the inbox URL registered with the broker is public_url + '/inbox'",
     )
-    broker_url: AnyHttpUrl = Field(AnyHttpUrl("http://127.0.0.1:8000"))
+    broker_url: AnyHttpUrl = Field(
+        AnyHttpUrl("http://127.0.0.1:8000"), description="The federal broker's base URL"
+    )
     api_key: SecretStr | None = Field(None, min_length=1, description="Key issued by the broker")
     admin_token: SecretStr | None = Field(
         None, min_length=1, description="Federation admin token, to register at start"
@@ -118,7 +120,9 @@ class MemberSettings(BaseSettings):
         description="Longest a delivery's signature may hold (expires - created); its nonce is "
         "kept this long and the tolerance, to refuse a replay",
     )
-    broker_timeout_seconds: float = Field(30.0, gt=0)
+    broker_timeout_seconds: float = Field(
+        30.0, gt=0, description="HTTP timeout of one call to the broker"
+    )
     retention_sweep_seconds: float = Field(
         60.0,
         gt=0,

@@ -56,6 +56,21 @@ def test_every_setting_is_on_the_settings_page(site):
             assert f"{prefix}{name.upper()}" in text, name
 
 
+def test_every_setting_says_what_it_is():
+    """The settings page is generated from the descriptions: a setting without one would be a
+    row that tells an operator nothing."""
+    from broker.config import Settings
+    from member_cloud.config import MemberSettings
+
+    bare = [
+        f"{settings.model_config['env_prefix']}{name.upper()}"
+        for settings in (Settings, MemberSettings)
+        for name, field in settings.model_fields.items()
+        if not (field.description or "").strip()
+    ]
+    assert bare == []
+
+
 def test_every_fsla_rule_is_on_the_record_fields_page(site):
     from broker.fsla.models import FSLARecord, RuleSet
 
