@@ -55,12 +55,12 @@ def _actor() -> str:
 
 
 def _run(action):
-    from broker.errors import BrokerError
+    from broker.errors import ProblemError
 
     with database_errors(), _session() as session:
         try:
             return action(session)
-        except BrokerError as error:
+        except ProblemError as error:
             raise CommandFailed(error.detail) from None
 
 
