@@ -137,7 +137,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
     if ignored:
         notes.append(
             f"mmaq bounds on sensitive attributes {ignored} are not applied: sensitive attributes "
-            "are judged by l and t (SPEC section 2)"
+            "are judged by l and t only"
         )
     for name, bound in target.max_mmaq_index.items():
         if name in drop or name in qis or name in sensitive or name not in engine.columns:
