@@ -29,7 +29,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
     from broker.db import Timeouts, make_engine
     from broker.delivery.keyring import KeyRing
@@ -77,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     # Each worker process builds its own app from the same BROKER_* environment; migrations and
     # seeding run under the database's startup lock, so the workers can start together.
-    config = uvicorn.Config(
+    serve_workers(
         "broker.main:worker_app",
         factory=True,
         workers=settings.workers,
@@ -86,9 +85,19 @@ def _run(args: argparse.Namespace) -> int:
         log_level="info",
         log_config=None,
     )
-    Multiprocess(config, sockets=[listening_socket(config)]).run()
     _stopped(where)
     return 0
+
+
+def serve_workers(app: str, **options) -> None:
+    """Run ``app`` (an import string) in uvicorn worker processes that share one listening
+    socket with Nagle's algorithm off: how the broker is served with more than one worker, and
+    how its benchmarks serve the baseline they compare it with."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(app, **options)
+    Multiprocess(config, sockets=[listening_socket(config)]).run()
 
 
 def _stopped(where: str) -> None:
