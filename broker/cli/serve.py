@@ -32,7 +32,6 @@ def _run(args: argparse.Namespace) -> int:
 
     from broker.db import Timeouts, make_engine
     from broker.delivery.keyring import KeyRing
-    from broker.main import create_app
     from broker.policies.seed import load_records
     from broker.requests_log import configure_logging
     from broker.wire.probes import port_in_use
@@ -65,6 +64,8 @@ def _run(args: argparse.Namespace) -> int:
     where = f"http://{settings.host}:{settings.port}"
     # uvicorn's records go to the JSON handler, with their request id (log_config=None).
     if settings.workers == 1:
+        from broker.main import create_app
+
         uvicorn.run(
             create_app(settings),
             host=settings.host,
@@ -75,7 +76,8 @@ def _run(args: argparse.Namespace) -> int:
         _stopped(where)
         return 0
     # Each worker process builds its own app from the same BROKER_* environment; migrations and
-    # seeding run under the database's startup lock, so the workers can start together.
+    # seeding run under the database's startup lock, so the workers can start together. This
+    # process only supervises them: it does not build an app of its own.
     serve_workers(
         "broker.main:worker_app",
         factory=True,
