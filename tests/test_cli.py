@@ -484,3 +484,51 @@ def test_admins_are_created_listed_and_revoked_on_the_database(tmp_path, monkeyp
         assert not admins.bootstrap_active(session)
         assert admins.authenticate(session, token) is not None
     engine.dispose()
+
+
+# What a fresh interpreter holds after the command line has answered a request for help.
+_LOADED_AFTER = """
+import contextlib, io, sys
+from broker.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(sys.argv[1:])
+print(",".join(sorted(m for m in ("pandas", "numpy", "pyarrow", "sqlalchemy", "fastapi",
+      "duckdb", "opendp", "rich") if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["--help"],
+        ["analyze", "--help"],
+        ["anonymize", "--help"],
+        ["release", "--help"],
+        ["serve", "--help"],
+        ["audit", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_help_and_version_load_no_heavy_library(args):
+    """Asking the command line how to use it loads neither the numerical libraries nor the web
+    or database stack (they took 1.5-2 s before it answered); the commands load them to run."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
+    assert loaded == ""
+
+
+def test_a_command_still_loads_what_it_measures_with():
+    """The lazy loading above must not leave a command without its libraries."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER, "analyze", str(FIXTURES / "patients_original.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.strip()
+    assert "pandas" in loaded.split(",")

@@ -173,3 +173,18 @@ def test_both_services_answer_errors_from_one_base():
     assert len(carriers) > 20
     assert all(issubclass(error, ProblemError) for error in carriers)
     assert member_cloud.errors.NotFound is broker.errors.NotFound
+
+
+@pytest.mark.parametrize("package", ["broker.metrics", "broker.anonymize"])
+def test_lazily_exported_names_are_not_their_modules_names(package):
+    """A package that loads its names on first use must not export a name its submodules also
+    have: once the submodule is imported, the package's attribute is that module, not the name
+    (``from broker.anonymize import mondrian`` would give the module)."""
+    import importlib
+    import pkgutil
+
+    module = importlib.import_module(package)
+    submodules = {found.name for found in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from broker.cli.common import (
     CommandError,
@@ -28,14 +29,14 @@ from broker.cli.common import (
     read_input,
 )
 from broker.cli.render import _aligned
-from broker.engines.base import Engine
-from broker.engines.pandas import PandasEngine
 from broker.privacy.budget import BudgetError, delta_amount, positive_epsilon, show
-from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
 from broker.roles import listed_columns
 
-# broker.privacy.release loads OpenDP (its library takes 0.3 s to load): imported by the
-# command itself, so that other commands do not wait for it.
+if TYPE_CHECKING:
+    from broker.engines.base import Engine
+
+# The queries' checks load the identifier detector (pandas) and broker.privacy.release loads
+# OpenDP (0.3 s): both are imported by the command itself, so that --help does not wait.
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -132,6 +133,7 @@ def parse_short(text: str) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
     from broker.privacy.release import compute, plan, validate
 
     items = [parse_short(q) for q in args.query]
@@ -168,6 +170,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> Engine:
+    from broker.engines.pandas import PandasEngine
+
     if args.engine == "pandas":
         return PandasEngine(read_input(args.data, args.input_format).frame)
     if args.data == "-":

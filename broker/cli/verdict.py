@@ -12,8 +12,11 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker.metrics.report import AnalysisReport
+if TYPE_CHECKING:
+    from broker.metrics.report import AnalysisReport
+
 
 IDENTIFIER = "identifier"
 
