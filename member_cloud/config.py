@@ -24,7 +24,6 @@ from pydantic import (
     AnyHttpUrl,
     Field,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -179,20 +178,3 @@ class MemberSettings(BaseSettings):
     @property
     def broker_base_url(self) -> str:
         return str(self.broker_url).rstrip("/")
-
-
-def describe_error(error: ValidationError) -> str:
-    """One line naming each bad or missing variable, for ``python -m member_cloud``."""
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"])
-        if not field:
-            parts.append(str(item.get("ctx", {}).get("error", item["msg"])))
-        elif item["type"] == "missing":
-            parts.append(f"{ENV_PREFIX}{field.upper()} is not set")
-        elif item["type"] == "value_error":  # our own validators' message, without the prefix
-            message = item.get("ctx", {}).get("error", item["msg"])
-            parts.append(f"{ENV_PREFIX}{field.upper()}: {message}")
-        else:
-            parts.append(f"{ENV_PREFIX}{field.upper()}: {item['msg']}")
-    return "; ".join(parts)

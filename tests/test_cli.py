@@ -1,6 +1,7 @@
 """``fedbroker analyze`` as a user runs it: a real process, real files, exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -532,3 +533,63 @@ def test_a_command_still_loads_what_it_measures_with():
         timeout=120,
     ).stdout.strip()
     assert "pandas" in loaded.split(",")
+
+
+def test_the_command_alone_prints_its_help(capsys):
+    assert main([]) == 0
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_short_options_mean_the_long_ones(tmp_path):
+    """``-k 2`` is ``--k 2`` (and ``-s``, ``-m``, ``-f``): the same result, byte for byte."""
+    source = str(FIXTURES / "patients_original.csv")
+    outputs = []
+    for options in (
+        ["-k", "2", "-s", "Disease", "-m", "mondrian", "-f", "json"],
+        ["--k", "2", "--sensitive", "Disease", "--method", "mondrian", "--format", "json"],
+    ):
+        out = tmp_path / f"out{len(outputs)}.csv"
+        result = run("anonymize", source, "--qi", "Age,Gender", *options, "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        outputs.append((json.loads(result.stdout)["summary"], out.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_a_misspelt_column_is_answered_with_the_near_miss():
+    result = run("analyze", str(FIXTURES / "patients_original.csv"), "--qi", "Age,Gendre")
+    assert result.returncode == 2
+    assert "did you mean 'Gender'?" in result.stderr
+
+
+def test_a_list_setting_that_is_not_json_names_the_variable_and_the_form(tmp_path):
+    environment = os.environ | {"BROKER_INBOX_ALLOWED_HOSTS": "inbox.example.org"}
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "db", "upgrade"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "fedbroker db: error: BROKER_INBOX_ALLOWED_HOSTS must be a JSON list, for example"
+    )
+    assert len(result.stderr.splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", [["admins", "list"], ["audit", "head"]])
+def test_commands_on_a_broker_database_create_none_where_there_is_none(tmp_path, command):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "no broker database at data/broker.db" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no folder, no file

@@ -48,6 +48,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--qi", type=column_list, default=[], metavar="A,B,C", help="declared quasi-identifiers"
     )
     command.add_argument(
+        "-s",
         "--sensitive",
         type=column_list,
         default=[],
@@ -112,6 +113,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help=fail_if_help(),
     )
     command.add_argument(
+        "-f",
         "--format",
         choices=("table", "json", "html"),
         default="table",

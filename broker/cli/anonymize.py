@@ -52,6 +52,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="quasi-identifiers to generalize",
     )
     command.add_argument(
+        "-s",
         "--sensitive",
         type=column_list,
         default=[],
@@ -59,14 +60,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="sensitive attributes (kept; l and t are checked on them)",
     )
     command.add_argument(
+        "-k",
         "--k",
         type=int,
         required=True,
         help="smallest class size to reach; the planner raises it (and says so) when --l or "
         "--t needs larger classes",
     )
-    command.add_argument("--l", type=int, help="distinct l-diversity to reach")
-    command.add_argument("--t", type=float, help="t-closeness to reach")
+    command.add_argument("-l", "--l", type=int, help="distinct l-diversity to reach")
+    command.add_argument("-t", "--t", type=float, help="t-closeness to reach")
     command.add_argument(
         "--drop",
         type=column_list,
@@ -75,6 +77,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="columns to remove first (each must be a column, with its exact case)",
     )
     command.add_argument(
+        "-m",
         "--method",
         choices=("mondrian", "partition", "generalization"),
         default="mondrian",
@@ -117,7 +120,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="also report privacy gain and utility of k-anonymizing the first d quasi-"
         "identifiers (by falling QIR risk), d = 1..m, and the recommended d",
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument("-f", "--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
 

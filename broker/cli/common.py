@@ -61,19 +61,18 @@ def column_list(text: str) -> list[str]:
 
 
 def load_settings(**overrides):
-    """The broker's settings from ``BROKER_*`` variables; a bad one is one line naming it."""
+    """The broker's settings from ``BROKER_*`` variables; a bad one is one line naming it and
+    the form it expects."""
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     from broker.config import Settings
+    from broker.wire.environment import describe
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as error:
-        from broker.wire.problems import field_errors
-
-        first = error.errors()[0]
-        field = "BROKER_" + "_".join(str(p) for p in first["loc"]).upper()
-        raise CommandError(f"{field}: {field_errors([first])[0]['reason']}") from None
+    except (ValidationError, SettingsError) as error:
+        raise CommandError(describe(error, "BROKER_", Settings)) from None
 
 
 @contextmanager
@@ -90,6 +89,27 @@ def database_errors() -> Iterator[None]:
         raise CommandError(f"cannot use the database: {first}") from None
     except (SQLAlchemyError, OSError) as error:
         raise CommandError(f"cannot use the database: {error}") from None
+
+
+def broker_session():
+    """A session on the broker's database as it is. Commands that read or change what a broker
+    keeps (administrators, the audit log) never create one: a SQLite file that does not exist is
+    an error that says so, and nothing is left behind."""
+    from sqlalchemy.engine import make_url
+
+    from broker.db import Timeouts, make_engine, make_sessionmaker
+
+    settings = load_settings()
+    with database_errors():
+        url = make_url(settings.database_url)
+        database = url.database if url.get_backend_name() == "sqlite" else None
+        if database and database != ":memory:" and not Path(database).is_file():
+            raise CommandError(
+                f"no broker database at {database} (BROKER_DATABASE_URL): run this where the "
+                "broker runs, with its settings, or create one with fedbroker db upgrade"
+            )
+        engine = make_engine(settings.database_url, Timeouts.of(settings))
+    return make_sessionmaker(engine)()
 
 
 STDIN = "-"

@@ -68,12 +68,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--queries", metavar="FILE", help="a JSON file holding a list of queries (added to --query)"
     )
     command.add_argument(
-        "--epsilon", required=True, help="the epsilon the release spends (e.g. 0.5 or 1/3)"
+        "-e", "--epsilon", required=True, help="the epsilon the release spends (e.g. 0.5 or 1/3)"
     )
     command.add_argument(
         "--delta", default="0", help="the delta it may spend (keys from the data need one)"
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument("-f", "--format", choices=("table", "json"), default="table")
     add_engine_options(command, "count out of core")
     command.set_defaults(handler=_run)
 
