@@ -9,7 +9,7 @@ COPY pyproject.toml README.md ./
 COPY broker ./broker
 COPY member_cloud ./member_cloud
 COPY demo ./demo
-RUN pip install --no-cache-dir '.[duckdb,dask,reports]'
+RUN pip install --no-cache-dir '.[dask,reports]'
 
 FROM python:3.11-slim AS runtime
 RUN useradd --create-home --uid 10001 fedbroker

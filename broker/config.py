@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from broker.engines import IN_MEMORY_MAX_BYTES
 from broker.members.inbox_urls import InboxPolicy, parse_networks
 
 
@@ -82,7 +83,7 @@ class Settings(BaseSettings):
         description="Largest request body; the upload is spooled to disk, never held in memory",
     )
     in_memory_max_bytes: int = Field(
-        64 * 1024**2,
+        IN_MEMORY_MAX_BYTES,
         ge=0,
         description="Larger uploads are counted out of core by DuckDB (CSV only; JSON and "
         "Parquet are read in memory up to this size), in memory bounded by "

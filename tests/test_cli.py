@@ -593,3 +593,38 @@ def test_commands_on_a_broker_database_create_none_where_there_is_none(tmp_path,
     assert result.returncode == 2
     assert "no broker database at data/broker.db" in result.stderr
     assert list(tmp_path.iterdir()) == []  # no folder, no file
+
+
+def test_auto_counts_a_csv_larger_than_the_threshold_out_of_core(tmp_path, monkeypatch):
+    """``--engine auto`` (the default) decides as the broker does for an upload: DuckDB above
+    BROKER_IN_MEMORY_MAX_BYTES' default for a CSV file, pandas below it, for JSON and Parquet
+    (read whole) and for standard input."""
+    import argparse
+
+    import broker.engines
+    from broker.cli.common import choose_engine
+
+    source = FIXTURES / "patients_original.csv"
+    parquet = tmp_path / "patients.parquet"
+    pd.read_csv(source).to_parquet(parquet)
+    size = source.stat().st_size
+    auto = argparse.Namespace(engine="auto")
+    monkeypatch.setattr(broker.engines, "IN_MEMORY_MAX_BYTES", size - 1)
+    assert choose_engine(auto, str(source)) == "duckdb"
+    assert choose_engine(auto, str(parquet)) == "pandas"
+    assert choose_engine(auto, "-") == "pandas"
+    assert choose_engine(argparse.Namespace(engine="pandas"), str(source)) == "pandas"
+    monkeypatch.setattr(broker.engines, "IN_MEMORY_MAX_BYTES", size)
+    assert choose_engine(auto, str(source)) == "pandas"
+
+
+def test_a_plain_install_counts_out_of_core(tmp_path):
+    """DuckDB is part of the runtime: --engine duckdb needs no extra, and gives the in-memory
+    engine's figures on the same file."""
+    source = str(FIXTURES / "patients_original.csv")
+    reports = [
+        json.loads(run("analyze", source, "--qi", "Age,Gender", "-f", "json", "--engine", e).stdout)
+        for e in ("duckdb", "pandas")
+    ]
+    assert reports[0]["quasi_identifiers"] == reports[1]["quasi_identifiers"]
+    assert reports[0]["attributes"] == reports[1]["attributes"]

@@ -17,6 +17,7 @@ from broker.cli.common import (
     CommandFailed,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     column_list,
     duckdb_engine,
     read_input,
@@ -140,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.engines.pandas import PandasEngine
     from broker.metrics.report import report_of
 
+    args.engine = choose_engine(args, args.data)
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
         raise CommandError("--sampling-fraction and --weights need --qi")
     check_conditions(args.fail_if, args)

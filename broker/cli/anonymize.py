@@ -18,6 +18,7 @@ from broker.cli.common import (
     CommandFailed,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     column_list,
     duckdb_engine,
     read_input,
@@ -129,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
     from broker.metrics.report import analyze
 
+    args.engine = choose_engine(args, args.data)
     output = Path(args.output)
     if args.method != "partition" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")

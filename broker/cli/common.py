@@ -23,15 +23,18 @@ class CommandFailed(Exception):
 
 
 def add_engine_options(command: argparse.ArgumentParser, duckdb_does: str) -> None:
-    """``--engine pandas|duckdb`` and ``--memory-limit``; ``duckdb_does`` says what DuckDB does
-    for this command."""
+    """``--engine auto|pandas|duckdb`` and ``--memory-limit``; ``duckdb_does`` says what DuckDB
+    does for this command."""
+    from broker.engines import IN_MEMORY_MAX_BYTES
+
     command.add_argument(
         "--engine",
-        choices=("pandas", "duckdb"),
-        default="pandas",
+        choices=("auto", "pandas", "duckdb"),
+        default="auto",
         help=f"pandas: read the file into memory (fastest when it fits); duckdb: {duckdb_does}, "
-        "in memory that follows the number of distinct values, not the file size (CSV in; "
-        "needs the duckdb extra)",
+        "in memory that follows the number of distinct values, not the file size (CSV in); "
+        f"auto (the default): duckdb for a CSV file larger than {IN_MEMORY_MAX_BYTES // 2**20} "
+        "MiB, as the broker decides for an upload, else pandas",
     )
     command.add_argument(
         "--memory-limit",
@@ -43,13 +46,27 @@ def add_engine_options(command: argparse.ArgumentParser, duckdb_does: str) -> No
 
 
 def duckdb_engine():
-    """The DuckDB engine module, or the one line saying how to install it."""
-    try:
-        from broker.engines import duckdb
-    except ImportError:
-        message = "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
-        raise CommandError(message) from None
+    """The DuckDB engine module (loaded when a command counts out of core)."""
+    from broker.engines import duckdb
+
     return duckdb
+
+
+def choose_engine(args: argparse.Namespace, path: str) -> str:
+    """``--engine auto`` made definite, as the broker chooses for an upload: DuckDB for a CSV
+    file larger than :data:`broker.engines.IN_MEMORY_MAX_BYTES` (its name does not end in
+    ``.json`` or ``.parquet``; those are read whole), pandas for the rest and for stdin."""
+    from broker.engines import IN_MEMORY_MAX_BYTES
+
+    if args.engine != "auto":
+        return args.engine
+    if path == STDIN or Path(path).suffix.lower() in (".json", ".parquet"):
+        return "pandas"
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return "pandas"  # reading it says what is wrong, in one line
+    return "duckdb" if size > IN_MEMORY_MAX_BYTES else "pandas"
 
 
 def column_list(text: str) -> list[str]:

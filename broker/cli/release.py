@@ -25,6 +25,7 @@ from broker.cli.common import (
     CommandError,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     duckdb_engine,
     read_input,
 )
@@ -136,6 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
     from broker.privacy.release import compute, plan, validate
 
+    args.engine = choose_engine(args, args.data)
     items = [parse_short(q) for q in args.query]
     if args.queries:
         with open(args.queries, encoding="utf-8") as file:
