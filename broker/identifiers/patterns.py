@@ -10,6 +10,9 @@ strength of one hit (the scheme of :mod:`broker.identifiers.numbers`):
   BG, GB, KN, NK, NT, TN or ZZ), six digits, a suffix A to D. No check digit: medium.
 - **Indian PAN** of a person (python-stdnum ``in_.pan``: five letters, four digits, a letter;
   the fourth letter ``P``, an individual): the layout only, medium.
+- **German tax id** (python-stdnum ``de.idnr``) written in its groups ``12 345 678 901``,
+  which the scan reads as an amount (written otherwise it is one of the national ids of
+  :mod:`broker.identifiers.numbers`): strong.
 - **Ghana card** personal id number ``GHA-#########-#``: a layout no other value has, strong.
 - **UK driving licence number** (DVLA): five letters of the surname padded with 9, the birth
   date encoded in six digits (month plus 50 for women), two initials, a digit, two check
@@ -47,6 +50,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from stdnum import imei as stdnum_imei
+from stdnum.de import idnr as stdnum_idnr
 from stdnum.in_ import pan as stdnum_pan
 
 from broker.identifiers.numbers import MEDIUM, NATIONAL_ID, STRONG, WEAK, Hit
@@ -64,6 +68,8 @@ _NINO_NOT_FIRST, _NINO_NOT_SECOND = set("DFIQUV"), set("DFIOQUV")
 _NINO_NOT_PREFIX = {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
 _PAN = re.compile(_EDGE_L + r"[A-Z]{3}P[A-Z]\d{4}[A-Z]" + _EDGE_R, re.I)
 _GHANA_CARD = re.compile(_EDGE_L + r"GHA[- ]?\d{9}[- ]?\d" + _EDGE_R, re.I)
+# The German tax id written in its groups (2, 3, 3, 3), which the scan masks as an amount.
+_IDNR = re.compile(r"(?<![\d.,])\d{2} \d{3} \d{3} \d{3}(?![\d.,])")
 _DVLA = re.compile(_EDGE_L + r"([A-Z9]{5}) ?(\d{6}) ?([A-Z9]{2}\d[A-Z]{2})" + _EDGE_R, re.I)
 
 # --- devices -----------------------------------------------------------------------------------
@@ -173,6 +179,18 @@ def pan(match: re.Match) -> Hit | None:
 
 def ghana_card(match: re.Match) -> Hit:
     return Hit(NATIONAL_ID, STRONG, "Ghana card personal id number", "GH")
+
+
+def idnr(match: re.Match) -> Hit | None:
+    """A German tax id written in its groups (python-stdnum's ``de.idnr``: the digits' rule and
+    ISO 7064 MOD 11,10).
+
+    >>> idnr(_IDNR.search("36 574 261 809")).what, idnr(_IDNR.search("36 574 261 890"))
+    ('German tax id (Steuer-ID)', None)
+    """
+    if not stdnum_idnr.is_valid(match.group()):
+        return None
+    return Hit(NATIONAL_ID, STRONG, "German tax id (Steuer-ID)", "DE")
 
 
 def driving_licence(match: re.Match) -> Hit | None:
@@ -298,6 +316,7 @@ _CHECKS: tuple[tuple[re.Pattern, Callable[[re.Match], Hit | None]], ...] = (
     (_NINO, nino),
     (_PAN, pan),
     (_GHANA_CARD, ghana_card),
+    (_IDNR, idnr),
     (_DVLA, driving_licence),
     (_IMEI, imei),
     (_MAC, mac),
