@@ -136,10 +136,22 @@ _KEYWORDS = {
 }
 
 
+_DIGIT = re.compile(r"\d")
+# A letter beside a digit (maybe across a blank or a dash): what every kind that mixes them has.
+_MIXED = re.compile(r"[A-Za-z][ -]?\d|\d[ -]?[A-Za-z]")
+
+
 def found(text: str, spend: Callable[[], None]) -> Iterator[Hit]:
     """Every identifier of this module's kinds in ``text``; ``spend()`` is called once per
-    candidate checked (the scan's budget)."""
-    for pattern, check in _CHECKS:
+    candidate checked (the scan's budget). A pattern is run only when ``text`` holds the
+    characters its kind needs (a digit for all but some MAC and IPv6 addresses; a letter
+    beside a digit; a dot, a colon, a degree sign): most values skip most patterns."""
+    if not _DIGIT.search(text) and ":" not in text:
+        return
+    mixed = _MIXED.search(text) is not None
+    for pattern, check, needs in _CHECKS:
+        if (needs == _LETTERS_AND_DIGITS and not mixed) or not any(c in text for c in needs):
+            continue
         for match in pattern.finditer(text):
             spend()
             hit = check(match)
@@ -312,21 +324,29 @@ def dms(match: re.Match) -> Hit:
     return Hit(LOCATION, STRONG, "GPS coordinates (degrees, minutes, seconds)")
 
 
-_CHECKS: tuple[tuple[re.Pattern, Callable[[re.Match], Hit | None]], ...] = (
-    (_NINO, nino),
-    (_PAN, pan),
-    (_GHANA_CARD, ghana_card),
-    (_IDNR, idnr),
-    (_DVLA, driving_licence),
-    (_IMEI, imei),
-    (_MAC, mac),
-    (_IPV4, ip),
-    (_IPV6, ip),
-    (_VIN, vin),
-    (_PLATE_SN, _plate(MEDIUM, "Senegalese number plate", "SN")),
-    (_PLATE_SIV, _plate(MEDIUM, "number plate (Senegal's 2021 series, France's SIV)", None)),
-    (_PLATE_NG, _plate(WEAK, "Nigerian number plate format", "NG")),
-    (_PLATE_KE, _plate(WEAK, "Kenyan number plate format", "KE")),
-    (_GPS, gps),
-    (_DMS, dms),
+# What a text must hold for a pattern to be run: any of these characters ...
+_DIGITS = "0123456789"
+# ... or, for the kinds that mix them, a letter beside a digit (and a digit).
+_LETTERS_AND_DIGITS = _DIGITS + " "
+_CHECKS: tuple[tuple[re.Pattern, Callable[[re.Match], Hit | None], str], ...] = (
+    (_NINO, nino, _LETTERS_AND_DIGITS),
+    (_PAN, pan, _LETTERS_AND_DIGITS),
+    (_GHANA_CARD, ghana_card, _LETTERS_AND_DIGITS),
+    (_IDNR, idnr, " "),
+    (_DVLA, driving_licence, _LETTERS_AND_DIGITS),
+    (_IMEI, imei, _DIGITS),
+    (_MAC, mac, ":-."),
+    (_IPV4, ip, "."),
+    (_IPV6, ip, ":"),
+    (_VIN, vin, _LETTERS_AND_DIGITS),
+    (_PLATE_SN, _plate(MEDIUM, "Senegalese number plate", "SN"), _LETTERS_AND_DIGITS),
+    (
+        _PLATE_SIV,
+        _plate(MEDIUM, "number plate (Senegal's 2021 series, France's SIV)", None),
+        _LETTERS_AND_DIGITS,
+    ),
+    (_PLATE_NG, _plate(WEAK, "Nigerian number plate format", "NG"), _LETTERS_AND_DIGITS),
+    (_PLATE_KE, _plate(WEAK, "Kenyan number plate format", "KE"), _LETTERS_AND_DIGITS),
+    (_GPS, gps, "."),
+    (_DMS, dms, "°"),
 )
