@@ -325,3 +325,13 @@ def test_column_names_holding_the_new_kinds_are_refused():
         assert identifier_in_text(name) is not None, name
     for name in ("ip_address", "mac", "vin", "gps_lat", "Latitude", "plate_number", "imei"):
         assert identifier_in_text(name) is None, name
+
+
+def test_aggregate_keys_holding_the_new_kinds_are_refused():
+    """The keys and labels of aggregate releases are read by the same detector."""
+    from broker.privacy.queries import identifier_in_key
+
+    for key in ("3C:22:FB:7A:10:4E", "GHA-718245103-6", "14.6937° N, 17.4441° W", "ᴀᴡᴀ ᴅɪᴏᴘ"):
+        assert identifier_in_key(key) is not None, key
+    for key in ("Dakar", "20-29", "v2.3.1", "127.0.0.1", "12:30"):
+        assert identifier_in_key(key) is None, key
