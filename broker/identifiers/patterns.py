@@ -79,12 +79,13 @@ _IMEI = re.compile(r"(?<![\d-])(\d{2})([- ]?)(\d{6})\2(\d{6})\2(\d)(?![\d-])")
 _IMEI_BODIES = frozenset(re.findall(r"\d\d", "01 10 30 33 35 44 45 49 50 51 52 53 54 86 91 98 99"))
 _MAC = re.compile(
     r"(?<![0-9A-Fa-f:.-])(?:[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}"
-    r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![0-9A-Fa-f:.-])"
+    r"|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})(?![0-9A-Fa-f:-]|\.[0-9A-Fa-f])"
 )
-_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]|/\d)")
+# A sentence may end after an address: a dot follows, a dot and a digit do not.
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d|/\d)")
 _IPV6 = re.compile(
     r"(?<![0-9A-Fa-f:.])(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7})"
-    r"(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:.]|/\d)"
+    r"(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:]|\.\d|/\d)"
 )
 _PRIVATE = tuple(
     ipaddress.ip_network(n)
@@ -117,7 +118,7 @@ _COORDINATE = r"[-+]?\d{1,3}\.\d{4,12}"
 _DEGREE = r"\s?°?\s?"
 _GPS = re.compile(
     rf"(?<![\d.])({_COORDINATE}){_DEGREE}([NS]?)\s?[,; ]\s?({_COORDINATE}){_DEGREE}([EWO]?)"
-    r"(?![\d.])"
+    r"(?!\d|\.\d)"
 )
 _DMS_ONE = r"\d{1,3}\s?°\s?\d{1,2}\s?['′]\s?\d{1,2}(?:[.,]\d{1,4})?\s?(?:\"|″|'')?\s?"
 _DMS = re.compile(rf"{_DMS_ONE}[NS][\s,;]{{0,3}}{_DMS_ONE}[EWO]")
@@ -160,7 +161,7 @@ def found(text: str, spend: Callable[[], None]) -> Iterator[Hit]:
 
 
 def _near_keyword(hit: Hit, text: str, start: int) -> Hit:
-    if hit.strength == STRONG:
+    if hit.strength == STRONG or hit.what.startswith("private"):  # named or not, one network's
         return hit
     before = text[max(0, start - _REACH) : start]
     if not _KEYWORDS[hit.kind].search(before):

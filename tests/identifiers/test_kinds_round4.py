@@ -335,3 +335,16 @@ def test_aggregate_keys_holding_the_new_kinds_are_refused():
         assert identifier_in_key(key) is not None, key
     for key in ("Dakar", "20-29", "v2.3.1", "127.0.0.1", "12:30"):
         assert identifier_in_key(key) is None, key
+
+
+def test_an_address_or_a_place_may_end_a_sentence():
+    assert found("Login from 41.82.12.7.", DEVICE) == "medium"
+    assert found("Its card is 3C:22:FB:7A:10:4E.", DEVICE) == STRONG
+    assert found("Server 2a01:e0a:1b3:4c70:5d2e:9f1a:33b8:e402.", DEVICE) == STRONG
+    assert found("Seen at 14.6937, -17.4441.", LOCATION) == "medium"
+    assert found("release 1.2.3.4.5", DEVICE) is None  # five numbers: a version
+
+
+def test_a_keyword_does_not_make_a_private_address_strong():
+    assert found("IP address 10.0.0.1", DEVICE) == WEAK
+    assert found("IP 1.2.3.4", DEVICE) == STRONG  # said to be an address: one
