@@ -147,11 +147,19 @@ def found(text: str, spend: Callable[[], None]) -> Iterator[Hit]:
     candidate checked (the scan's budget). A pattern is run only when ``text`` holds the
     characters its kind needs (a digit for all but some MAC and IPv6 addresses; a letter
     beside a digit; a dot, a colon, a degree sign): most values skip most patterns."""
-    if not _DIGIT.search(text) and ":" not in text:
+    chars = set(text)
+    if chars.isdisjoint(_DIGITS) and ":" not in chars:
         return
     mixed = _MIXED.search(text) is not None
+    digits = len(_DIGIT.findall(text)) if mixed or not chars.isdisjoint(_DIGITS) else 0
     for pattern, check, needs in _CHECKS:
-        if (needs == _LETTERS_AND_DIGITS and not mixed) or not any(c in text for c in needs):
+        if needs == MIXED:
+            if not mixed:
+                continue
+        elif needs == FIFTEEN_DIGITS:
+            if digits < 15:
+                continue
+        elif chars.isdisjoint(needs):
             continue
         for match in pattern.finditer(text):
             spend()
@@ -325,29 +333,29 @@ def dms(match: re.Match) -> Hit:
     return Hit(LOCATION, STRONG, "GPS coordinates (degrees, minutes, seconds)")
 
 
-# What a text must hold for a pattern to be run: any of these characters ...
-_DIGITS = "0123456789"
-# ... or, for the kinds that mix them, a letter beside a digit (and a digit).
-_LETTERS_AND_DIGITS = _DIGITS + " "
-_CHECKS: tuple[tuple[re.Pattern, Callable[[re.Match], Hit | None], str], ...] = (
-    (_NINO, nino, _LETTERS_AND_DIGITS),
-    (_PAN, pan, _LETTERS_AND_DIGITS),
-    (_GHANA_CARD, ghana_card, _LETTERS_AND_DIGITS),
-    (_IDNR, idnr, " "),
-    (_DVLA, driving_licence, _LETTERS_AND_DIGITS),
-    (_IMEI, imei, _DIGITS),
-    (_MAC, mac, ":-."),
-    (_IPV4, ip, "."),
-    (_IPV6, ip, ":"),
-    (_VIN, vin, _LETTERS_AND_DIGITS),
-    (_PLATE_SN, _plate(MEDIUM, "Senegalese number plate", "SN"), _LETTERS_AND_DIGITS),
+# What a text must hold for a pattern to be run: one of these characters, a letter beside a
+# digit (MIXED) or fifteen digits.
+_DIGITS = frozenset("0123456789")
+MIXED, FIFTEEN_DIGITS = "a letter beside a digit", "fifteen digits"
+_CHECKS: tuple[tuple[re.Pattern, Callable[[re.Match], Hit | None], str | frozenset], ...] = (
+    (_NINO, nino, MIXED),
+    (_PAN, pan, MIXED),
+    (_GHANA_CARD, ghana_card, MIXED),
+    (_IDNR, idnr, frozenset(" ")),
+    (_DVLA, driving_licence, MIXED),
+    (_IMEI, imei, FIFTEEN_DIGITS),
+    (_MAC, mac, frozenset(":-.")),
+    (_IPV4, ip, frozenset(".")),
+    (_IPV6, ip, frozenset(":")),
+    (_VIN, vin, MIXED),
+    (_PLATE_SN, _plate(MEDIUM, "Senegalese number plate", "SN"), MIXED),
     (
         _PLATE_SIV,
         _plate(MEDIUM, "number plate (Senegal's 2021 series, France's SIV)", None),
-        _LETTERS_AND_DIGITS,
+        MIXED,
     ),
-    (_PLATE_NG, _plate(WEAK, "Nigerian number plate format", "NG"), _LETTERS_AND_DIGITS),
-    (_PLATE_KE, _plate(WEAK, "Kenyan number plate format", "KE"), _LETTERS_AND_DIGITS),
-    (_GPS, gps, "."),
-    (_DMS, dms, "°"),
+    (_PLATE_NG, _plate(WEAK, "Nigerian number plate format", "NG"), MIXED),
+    (_PLATE_KE, _plate(WEAK, "Kenyan number plate format", "KE"), MIXED),
+    (_GPS, gps, frozenset(".")),
+    (_DMS, dms, frozenset("°")),
 )

@@ -134,34 +134,37 @@ def full_names(text: str) -> list[Hit]:
     found = []
     for a, b in itertools.pairwise(words):
         gap = text[a.end() : b.start()]
-        if not (_GAP.fullmatch(gap) or _MIDDLE.fullmatch(gap)):
+        plain = gap in (" ", "  ", ", ")  # most pairs: decided without a pattern
+        middle = not plain and _MIDDLE.fullmatch(gap) is not None
+        if not (plain or middle or _GAP.fullmatch(gap)):
             continue
         hit = _pair(a.group(), b.group(), first, last)
         # SOME_LABEL or First_Second: one listed part is not enough there.
-        if hit and (hit.strength == STRONG or _PLAIN_GAP.fullmatch(gap) or _MIDDLE.fullmatch(gap)):
+        if hit and (hit.strength == STRONG or plain or middle):
             found.append(hit)
     for word in words:
-        if _JOINED.fullmatch(word.group()):
-            parts = re.findall(r"[A-Z][a-z]+", word.group())
+        w = word.group()
+        if w[0].islower() or len(w) < 3:
+            continue
+        if _JOINED.fullmatch(w):
+            parts = re.findall(r"[A-Z][a-z]+", w)
             for x, y in itertools.pairwise(parts):
                 hit = _pair(x, y, first, last)
                 if hit and hit.strength == STRONG:
                     found.append(hit)
-        elif (
-            word.group()[0].isupper()
-            and len(word.group()) > 2
-            and _parts(word.group()) & last
-            and not _parts(word.group()) & COMMON_WORDS
-        ):
-            base = max(0, word.start() - 8)
-            initials = _INITIALS_BEFORE.search(text[base : word.start()])
-            if initials:
-                # A value that is only that ("A. M. Diop") names someone; in prose it is
-                # most often an author cited ("K. Wang and B. C. M. Fung"): a format there.
-                alone = not text[: base + initials.start()].strip(" \t")
-                alone = alone and not text[word.end() :].strip()
-                what = "a family name after initials"
-                found.append(Hit(PERSON_NAME, MEDIUM if alone else WEAK, what))
+            continue
+        base = max(0, word.start() - 8)
+        if "." not in text[base : word.start()]:
+            continue
+        initials = _INITIALS_BEFORE.search(text[base : word.start()])
+        keys = _parts(w) if initials else set()
+        if keys & last and not keys & COMMON_WORDS:
+            # A value that is only that ("A. M. Diop") names someone; in prose it is most
+            # often an author cited ("K. Wang and B. C. M. Fung"): a format there.
+            alone = not text[: base + initials.start()].strip(" \t")
+            alone = alone and not text[word.end() :].strip()
+            what = "a family name after initials"
+            found.append(Hit(PERSON_NAME, MEDIUM if alone else WEAK, what))
     lower = _LOWER_PAIR.fullmatch(text.strip())
     if lower:  # "awa diop": a name's form only, for a column where half the values are such
         ka, kb = name_key(lower.group(1)), name_key(lower.group(2))
