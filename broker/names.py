@@ -5,7 +5,10 @@ different: ``"NIN "``, ``"nin"``, ``"ＮＩＮ"`` (fullwidth), ``"N\\u200bIN"`` 
 ``"ΝΙΝ"`` (Greek capitals), ``"Νin"`` (one Greek letter among Latin ones). :func:`attribute_key`
 maps all of them to one key:
 
-1. NFKC normalization (fullwidth and compatibility forms become their plain letters);
+1. NFKC normalization (fullwidth and compatibility forms become their plain letters), and the
+   letter forms NFKC leaves alone read as their letters (small capitals ``ɴɪɴ``, negative
+   circled or squared letters ``🅝🅘🅝``, regional indicators), by the identifier detector's
+   table (:func:`broker.identifiers.folding.letter_forms`);
 2. every *default-ignorable* code point is removed (Unicode's ``Default_Ignorable_Code_Point``:
    zero-width characters, soft hyphen, word joiner, byte order mark, variation selectors, tag
    characters, ...), then blanks are trimmed and runs of blanks become one space;
@@ -14,8 +17,7 @@ maps all of them to one key:
    look alike *and* the ASCII letters that differ only by case, then casefolded. The union is
    deliberately coarse (``I``, ``l``, ``1`` and ``i`` share a class): two names that a reader
    could mistake for one another get one key, at the price of a few names that a careful reader
-   would tell apart.
-
+   would tell apart;
 4. a name that is an identifier's label however it is spelled (its letters spelled out with
    dots or blanks, ``N.I.N.``; other separators or accents, ``e_mail``, ``E-Mail``,
    ``Numéro de téléphone``; its French or English synonym, ``courriel``) gets that label's key
