@@ -58,6 +58,13 @@ IDENTIFIER_LABELS = {
     "passport": "passport | passport number | passeport | numéro de passeport",
     "iban": "iban | numéro iban",
     "name": "name | full name | nom complet | nom et prénom | prénom et nom",
+    "imei": "imei | imei number | numéro imei",
+    "ip address": "ip address | adresse ip",
+    "mac address": "mac address | adresse mac",
+    "vin": "vin | vehicle identification number | numéro d'identification du véhicule",
+    "plate": "number plate | licence plate | license plate | plaque d'immatriculation | "
+    "numéro d'immatriculation",
+    "gps": "gps | gps coordinates | coordonnées gps",
 }
 
 

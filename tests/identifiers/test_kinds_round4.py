@@ -308,6 +308,11 @@ def test_values_in_letter_forms_are_found():
         ("Numero_de_Telephone", "phone"),
         ("Téléphone", "phone"),
         ("Passeport", "passport"),
+        ("Adresse IP", "ip address"),
+        ("IP_Address", "ip address"),
+        ("licence plate", "number plate"),
+        ("Plaque d'immatriculation", "number plate"),
+        ("Coordonnées GPS", "gps"),
     ],
 )
 def test_column_names_that_disguise_an_identifier_label_get_its_key(name, label):
