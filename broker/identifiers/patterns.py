@@ -87,6 +87,7 @@ _IPV6 = re.compile(
     r"(?<![0-9A-Fa-f:.])(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7})"
     r"(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f:]|\.\d|/\d)"
 )
+_GLOBAL_UNICAST_V6 = ipaddress.ip_network("2000::/3")
 _PRIVATE = tuple(
     ipaddress.ip_network(n)
     for n in (
@@ -267,6 +268,8 @@ def ip(match: re.Match) -> Hit | None:
     ('medium', 'weak')
     >>> ip(_IPV4.search("127.0.0.1")), ip(_IPV4.search("192.0.2.1"))  # loopback, documentation
     (None, None)
+    >>> ip(_IPV6.search("std a::b")), ip(_IPV6.search("fe80::1")).strength  # reserved, link-local
+    (None, 'weak')
     """
     try:
         address = ipaddress.ip_address(match.group())
@@ -274,9 +277,11 @@ def ip(match: re.Match) -> Hit | None:
         return None
     if any(address in network for network in _PRIVATE):
         return Hit(DEVICE, WEAK, f"private IPv{address.version} address")
-    if not address.is_global or address.is_multicast:
+    if not address.is_global or address.is_multicast or address.is_reserved:
         return None
-    if address.version == 6:
+    if address.version == 6:  # only 2000::/3 is handed out (IANA's global unicast space)
+        if address not in _GLOBAL_UNICAST_V6:
+            return None
         return Hit(DEVICE, STRONG, "public IPv6 address")
     small = all(len(part) == 1 for part in match.group().split("."))
     return Hit(DEVICE, WEAK if small else MEDIUM, "public IPv4 address")

@@ -353,3 +353,12 @@ def test_an_address_or_a_place_may_end_a_sentence():
 def test_a_keyword_does_not_make_a_private_address_strong():
     assert found("IP address 10.0.0.1", DEVICE) == WEAK
     assert found("IP 1.2.3.4", DEVICE) == STRONG  # said to be an address: one
+
+
+def test_reserved_ipv6_space_is_no_address():
+    """Python's ``is_global`` calls some reserved IPv6 space global (``a::b``); only 2000::/3 is
+    handed out (IANA's global unicast space), so prose such as ``std::`` or ``...::...`` is no
+    address."""
+    for text in ("`zip://...::...`", "std a::b", "dead::beef", "100::1"):
+        assert found(text, DEVICE) is None, text
+    assert found("2c0f:fb50:4003::6a", DEVICE) == STRONG
