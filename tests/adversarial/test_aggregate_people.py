@@ -137,9 +137,7 @@ def born_once(lying: bool) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("person_key", ["true", "lying", "none"])
-def test_a_lying_person_key_does_not_multiply_a_person_who_shares_a_rare_tuple(
-    broker, person_key
-):
+def test_a_lying_person_key_does_not_multiply_a_person_who_shares_a_rare_tuple(broker, person_key):
     source = fresh_source(broker)
     frame = born_once(lying=person_key == "lying")
     if person_key == "none":
