@@ -24,13 +24,13 @@ threshold keeps a key that one person's *bounded* rows hold from showing, but a 
 one person's many rows under several person values, or without a person key, passes any
 threshold. Whatever the detector finds in its text, a key ``k`` whose rows (at least half the
 threshold) are dominated by one person is refused: one view ``v`` of the rows (the possible
-person; each quasi-identifier alone; the tuple of all of them; the tuple of every other column)
-has a value ``x`` that holds at least half of ``k``'s rows while at least half of ``x``'s rows
-are ``k``'s and ``x`` is not held by most of the table. A person's rows agree on their age,
-birth date, place and sex: their name, as a key, coincides with those values; a category
-(a diagnosis, a ward, a village) spreads over them. The person view asks the first half only.
-A category that coincides with one value of a quasi-identifier (an age band that is one ward's)
-is refused too: counting it would count that value.
+person; each quasi-identifier alone; the tuple of all of them; the tuple of the other columns
+the release reads) has a value ``x`` that holds at least half of ``k``'s rows while at least
+half of ``x``'s rows are ``k``'s and ``x`` is not held by most of the table. A person's rows
+agree on their age, birth date, place and sex: their name, as a key, coincides with those
+values; a category (a diagnosis, a ward, a village) spreads over them. The person view asks
+the first half only. A category that coincides with one value of a quasi-identifier (an age
+band that is one ward's) is refused too: counting it would count that value.
 """
 
 from __future__ import annotations
@@ -74,11 +74,19 @@ def quasi_identifiers_of(
     return tuple(found)
 
 
-def people_of(engine: Engine, person_key: str | None, declared: Sequence[str] = ()) -> People:
-    """Each tuple of the whole table's count table, with its possible person (see the module
-    docstring)."""
+def people_of(
+    engine: Engine,
+    person_key: str | None,
+    declared: Sequence[str] = (),
+    read: Sequence[str] | None = None,
+) -> People:
+    """Each tuple of the count table of the person key, the quasi-identifiers and the columns
+    the queries ``read`` (None: every column), with its possible person (see the module
+    docstring). Only those columns: a near-unique column no query reads would make the table
+    as large as the data."""
     quasi = quasi_identifiers_of(engine, declared, person_key)
-    [table] = engine.counts([list(engine.columns)])
+    wanted = set(engine.columns if read is None else read) | set(quasi) | {person_key}
+    [table] = engine.counts([[c for c in engine.columns if c in wanted]])
     groups = rare_tuples(engine, quasi).group_of(table) if quasi else np.full(table.size, -1)
     if person_key is None:
         base = np.arange(table.size, dtype=np.int64)

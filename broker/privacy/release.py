@@ -205,6 +205,7 @@ def validate(
         raise ReleaseError("the dataset has no rows: there is nothing to release")
     check_columns(Queries(tuple(p.query for p in planned.parts)), engine.columns)
     people = None
+    read = Queries(tuple(p.query for p in planned.parts)).columns()
     for position, part in enumerate(planned.parts, 1):
         if person is not None and person in part.query.columns:
             raise ReleaseError(
@@ -215,9 +216,9 @@ def validate(
             numeric_values(engine, part.query)
         if part.query.type == COUNT_BY and part.query.keys is None:
             check_key_columns(engine, part.query, position, person)
-            people = people or people_of(engine, person, quasi)
+            people = people or people_of(engine, person, quasi, read)
             _check_keys_of_one_person(people, part, position)
-    return people or people_of(engine, person, quasi)
+    return people or people_of(engine, person, quasi, read)
 
 
 def _check_keys_of_one_person(people: People, part: Part, position: int) -> None:
