@@ -4,7 +4,9 @@ Every bound of a release is a bound on one person's rows, so the release needs a
 the rows into *possible persons* that is never finer than the true one (a person split in two
 would count twice). :func:`people_of` draws it from what the table says:
 
-- the **person key**, when one is declared: its value names each row's person;
+- the **person key**, when one is declared: its value names each row's person, its spellings
+  folded (case, blanks, invisible characters, compatibility forms, ``7`` and ``7.0``:
+  :func:`broker.precision.fold`), so that ``P-X`` and `` p-x`` are one person;
 - without one, **each row** is its own person (the sender's word, as before);
 - and, in both cases, the **worst case of a rare tuple** (:mod:`broker.engines.people`): the
   rows that share a quasi-identifier tuple at identifying precision (a full birth date, a
@@ -39,10 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from broker.engines.base import CountTable, Engine
 from broker.engines.people import rare_tuples
-from broker.precision import column_kind, sample_of
+from broker.precision import column_kind, fold, sample_of
 
 DOMINATES = 0.5  # a share of the key's rows and of the value's rows that makes them one
 COMMON = 0.5  # a value held by more of the table than this names no one
@@ -92,7 +95,9 @@ def people_of(
         base = np.arange(table.size, dtype=np.int64)
         single = groups < 0
     else:
-        base = table.codes(person_key).astype(np.int64)
+        # spellings of one key are one person: "P-X", " p-x", "ｐ－ｘ" (precision.fold)
+        folded, _ = pd.factorize(fold(engine.dictionary(person_key)))
+        base = folded.astype(np.int64)[table.codes(person_key)]
         single = np.zeros(table.size, dtype=bool)
     return People(table, _components(base, groups), single, quasi, person_key)
 

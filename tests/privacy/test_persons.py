@@ -52,3 +52,13 @@ def test_a_key_one_person_dominates_is_singled_out_and_a_category_is_not():
     assert singled_out(people_of(PandasEngine(wards.iloc[:12]), None), ["contact"], 2) is None
     # below the rows that matter (half the threshold), a key is not judged
     assert singled_out(people, ["contact"], 7) is None
+
+
+def test_spellings_of_one_person_key_are_one_person():
+    spelled = pd.DataFrame(
+        {"patient": ["P-X", " p-x", "p-x", "\uff50\uff0d\uff58", "q"], "ward": ["A"] * 5}
+    )
+    people = people_of(PandasEngine(spelled), "patient")
+    assert len(np.unique(people.person)) == 2
+    table = bounded_table(people, ["ward"], 1, np.random.default_rng(0))
+    assert table.rows.tolist() == [2]
