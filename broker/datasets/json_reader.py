@@ -26,8 +26,11 @@ def read_json(data: bytes, label: str, limits: ReadLimits) -> Dataset:
         raise DatasetError(f"{label}: {error}") from None
     except UnicodeDecodeError:
         raise DatasetError(f"{label} is not valid UTF-8 text") from None
-    except (RecursionError, json_limits.JsonTooComplex) as error:
-        raise DatasetError(f"{label}: {error}: send an array of flat records") from None
+    except RecursionError:
+        raise DatasetError(f"{label} is nested too deeply: send an array of flat records") from None
+    except json_limits.JsonTooComplex as error:
+        reason = "is nested too deeply" if "nested" in str(error) else "cannot be read"
+        raise DatasetError(f"{label} {reason} ({error}): send an array of flat records") from None
     except json.JSONDecodeError as error:
         raise DatasetError(
             f"{label} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
