@@ -158,3 +158,32 @@ def test_a_lying_person_key_does_not_multiply_a_person_who_shares_a_rare_tuple(b
     # by hand: 200 people of Dakar and the one born on 1983-04-12, not 200 + 150 rows; the
     # discrete Laplace noise of scale 1 stays within 20 with probability 1 - 2e-9
     assert abs(cell["count"] - 201) < 20, cell
+
+
+@pytest.mark.parametrize("person_key", ["lying", "none"])
+def test_out_of_core_a_name_as_a_key_is_refused_and_a_rare_tuple_is_one_person(
+    out_of_core_broker, person_key
+):
+    """The same two attacks on a table counted by DuckDB (files over the in-memory bound)."""
+    broker = out_of_core_broker
+    source = fresh_source(broker)
+    named = ward_patients("awa diop", lying=True)
+    born = born_once(lying=True)
+    if person_key == "none":
+        named, born = named.drop(columns=["patient"]), born.drop(columns=["patient"])
+    key = None if person_key == "none" else "patient"
+    answer = release(
+        broker,
+        source,
+        named,
+        [{"type": "count_by", "columns": ["contact"]}],
+        delta="1e-6",
+        person_key=key,
+    )
+    assert answer.status_code == 422 and "is one person's" in answer.json()["detail"]
+    assert "diop" not in answer.text.lower()
+    asked = [{"type": "count_by", "columns": ["village"], "keys": {"village": ["Dakar"]}}]
+    answer = release(broker, source, born, asked, epsilon="1", person_key=key)
+    _headers, body = settle(broker, answer.json())
+    [cell] = json.loads(body)["answers"][0]["result"]["cells"]
+    assert abs(cell["count"] - 201) < 20, cell
