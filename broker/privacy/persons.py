@@ -182,6 +182,20 @@ def bounded_rows(
     return kept
 
 
+def persons_per_value(people: People, column: str) -> np.ndarray:
+    """For each value of ``column`` (in order of its codes' first tuples), how many possible
+    persons hold it: a tuple whose rows are a person each counts its rows, the others their
+    distinct persons."""
+    table = people.table
+    ids, size = table.tuple_ids([column])
+    counted = np.bincount(ids[people.single], weights=table.rows[people.single], minlength=size)
+    shared = ~people.single
+    if shared.any():
+        pairs = np.unique(np.stack([ids[shared], people.person[shared]]), axis=1)
+        counted += np.bincount(pairs[0], minlength=size)
+    return counted.astype(np.int64)
+
+
 @dataclass(frozen=True)
 class SingledOut:
     """A key that one person dominates: which view showed it, and the key's rows."""

@@ -50,6 +50,7 @@ from broker.privacy.persons import (  # bounded_rows: where it was first
     People,
     bounded_table,
     people_of,
+    persons_per_value,
     singled_out,
 )
 from broker.privacy.queries import (
@@ -215,8 +216,8 @@ def validate(
         if part.query.type in (SUM, MEAN, QUANTILE):
             numeric_values(engine, part.query)
         if part.query.type == COUNT_BY and part.query.keys is None:
-            check_key_columns(engine, part.query, position, person)
             people = people or people_of(engine, person, quasi, read)
+            check_key_columns(engine, part.query, position, people)
             _check_keys_of_one_person(people, part, position)
     return people or people_of(engine, person, quasi, read)
 
@@ -235,11 +236,11 @@ def _check_keys_of_one_person(people: People, part: Part, position: int) -> None
         )
 
 
-def check_key_columns(engine: Engine, query: Query, position: int, person: str | None) -> None:
+def check_key_columns(engine: Engine, query: Query, position: int, people: People) -> None:
     """Refuse a column whose values would become keys when they identify people: content the
     detector classifies as a direct identifier (e-mail addresses, phone numbers, national ids,
-    in a sample of its distinct values), or values that belong to one person each for at least
-    :data:`ONE_PERSON_SHARE` of them (every value held by one row, without a person key)."""
+    in a sample of its distinct values), or values that belong to one possible person each
+    (:mod:`broker.privacy.persons`) for at least :data:`ONE_PERSON_SHARE` of them."""
     label = f"query {position} (count_by {', '.join(query.columns)})"
     for column in query.columns:
         found = content_of(sample_distinct(engine.dictionary(column))).direct_identifier
@@ -249,18 +250,14 @@ def check_key_columns(engine: Engine, query: Query, position: int, person: str |
                 "taken from the data cross the border, so such a column cannot give them: "
                 "declare the keys, or count another column"
             )
-        if person is None:
-            [table] = engine.counts([[column]])
-            people = table.rows
-        else:
-            [table] = engine.counts([[column, person]])
-            ids, size = table.tuple_ids([column])
-            people = np.bincount(ids, minlength=size)
-        if people.size > 1 and Fraction(int((people == 1).sum()), people.size) >= ONE_PERSON_SHARE:
+        persons = persons_per_value(people, column)
+        persons = persons[persons > 0]
+        alone = int((persons == 1).sum())
+        if persons.size > 1 and Fraction(alone, persons.size) >= ONE_PERSON_SHARE:
             raise ReleaseError(
-                f"{label}: {column!r} identifies people ({int((people == 1).sum()):,} of its "
-                f"{people.size:,} values belong to one person each): its keys would name them; "
-                "count a coarser column, or declare the keys"
+                f"{label}: {column!r} identifies people ({alone:,} of its {persons.size:,} "
+                "values belong to one person each): its keys would name them; count a coarser "
+                "column, or declare the keys"
             )
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from broker.engines.pandas import PandasEngine
-from broker.privacy.persons import bounded_table, people_of, singled_out
+from broker.privacy.persons import bounded_table, people_of, persons_per_value, singled_out
 
 
 def frame() -> pd.DataFrame:
@@ -28,6 +28,8 @@ def test_rows_of_a_rare_tuple_are_one_person_whatever_the_key_says():
     assert len(np.unique(people.person)) == 4
     table = bounded_table(people, ["ward"], 1, np.random.default_rng(0))
     assert int(table.rows.sum()) == 4  # one row of each person
+    # ward A: p1, p2 (one with p3), p4; ward B: p3 (one with p2), p5
+    assert sorted(persons_per_value(people, "ward").tolist()) == [2, 3]
 
 
 def test_without_a_key_each_row_is_a_person_but_a_rare_tuple_is_one():
@@ -35,6 +37,8 @@ def test_without_a_key_each_row_is_a_person_but_a_rare_tuple_is_one():
     table = bounded_table(people, ["ward"], 1, np.random.default_rng(0))
     # 1983-04-12 (2 rows) -> 1, 1990-01-02 (3 rows) -> 1, 1971 -> 1, 1972 (2 rows) -> 2
     assert int(table.rows.sum()) == 5
+    # ward A: 1983-04-12, 1990-01-02, 1971 -> 3; ward B: 1990-01-02, and 1972's two rows -> 3
+    assert persons_per_value(people, "ward").tolist() == [3, 3]
 
 
 def test_a_key_one_person_dominates_is_singled_out_and_a_category_is_not():
