@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         3_600.0,
         gt=0,
         description="Wall-clock time one background decision may take; past it, the job fails "
-        "(413) and its slot is freed",
+        "(413) and its slot takes the next job once its thread has stopped",
     )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(

@@ -28,6 +28,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from broker.wire import json_limits
 from broker.wire.headers import REQUEST_ID
 from broker.wire.request_id import RequestIdMiddleware
 from broker.wire.request_id import current as current_request_id
@@ -359,13 +360,16 @@ def install(
 
     ``service`` names the service in messages ("the broker"); ``authenticate_header`` is the
     ``WWW-Authenticate`` value of 401 answers; ``wrap`` adds an outermost layer of the service's
-    own around the body-size one.
+    own around the body-size one. JSON bodies nested too deeply or holding a number too long
+    to parse are 422 problems (:mod:`broker.wire.json_limits`).
     """
     build_stack = app.build_middleware_stack
     limit = app.max_body_size or 2**62
 
     def outermost() -> ASGIApp:
-        stack = DeclaredOversizeAsProblem(AnsweredErrorsEndHere(build_stack()), limit, service)
+        stack = DeclaredOversizeAsProblem(
+            AnsweredErrorsEndHere(JsonBodyLimits(build_stack())), limit, service
+        )
         return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
@@ -458,3 +462,43 @@ def install(
             f"{first['field']}: {first['reason']}",
             errors,
         )
+
+
+def _is_json(headers: Headers) -> bool:
+    """Whether the framework parses this request's body as JSON (its media type)."""
+    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+class JsonBodyLimits:
+    """ASGI layer: a JSON request body over the bounds is answered 422 when the route reads
+    it. The body is checked as its last chunk arrives (the route's read of it raises an
+    ``HTTPException`` the problem handlers answer), so the framework's body-size limit still
+    applies first, and a request that never reads its body is not slowed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _is_json(Headers(scope=scope)):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+
+        async def checked() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    body = b"".join(chunks)
+                    chunks.clear()
+                    try:
+                        json_limits.check(body)
+                    except json_limits.JsonTooComplex as error:
+                        raise StarletteHTTPException(
+                            422, f"The request body cannot be read: {error}"
+                        ) from None
+            return message
+
+        await self.app(scope, checked, send)

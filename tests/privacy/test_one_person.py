@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 
 from broker.engines.pandas import PandasEngine
-from broker.privacy import mechanisms
+from broker.privacy import mechanisms, release
+from broker.privacy.persons import bounded_rows
 from broker.privacy.queries import parse_queries
-from broker.privacy.release import ReleaseError, bounded_rows, compute, plan
+from broker.privacy.release import ReleaseError, compute, plan
 
 SIGMAS = 5
 KEYS = 100_000  # one-person keys released in one call: each is one independent trial
@@ -96,7 +97,8 @@ def one_dominant_person(rows: int = 600, seed: int = 4) -> pd.DataFrame:
         {
             "patient": [f"p{i // 2}" for i in range(rows)],
             "contact": rng.choice(["ward A", "ward B", "ward C"], rows),
-            "age": rng.integers(1, 95, rows).astype(str),
+            # under 90: an age over 89 is a rare tuple, whose rows are one person at worst
+            "age": rng.integers(1, 90, rows).astype(str),
         }
     )
     dominant = pd.DataFrame(
@@ -133,20 +135,25 @@ def test_each_person_keeps_at_most_the_bound_and_only_their_own_rows():
     assert np.bincount([0, 0, 0, 2, 2], weights=without).tolist() == [3, 0, 3]
 
 
-def test_a_one_person_key_from_the_data_shows_no_more_often_than_delta_through_compute():
-    # the person's 150 rows under one key of their own (a village no one else lives in)
+def test_a_one_person_key_from_the_data_shows_no_more_often_than_delta_when_bounded():
+    # the person's 150 rows under one key of their own (a village no one else lives in):
+    # compute refuses it outright (below); the bounded count under the threshold, measured
+    # here on the same path, still shows it no more often than delta
     frame = one_dominant_person()
     frame["village"] = np.where(frame.patient == "p-x", "Ndiaganiao", "Dakar")
     queries = parse_queries([{"type": "count_by", "columns": ["village"], "contributions": 3}])
     planned = plan(queries, Fraction(1), Fraction(1, 10))
     engine = PandasEngine(frame.drop(columns=["contact"]))
+    with pytest.raises(ReleaseError, match="one person holds most of its rows"):
+        compute(engine, planned, "patient")
+    people = release.people_of(engine, "patient")
     runs = 2000
     shown = sum(
         any(
             c["key"] == ["Ndiaganiao"]
-            for c in compute(engine, planned, "patient", np.random.default_rng(i))[0]["result"][
-                "cells"
-            ]
+            for c in release._from_data_keys(
+                release._Counter(engine, people, np.random.default_rng(i)), planned.parts[0]
+            )["cells"]
         )
         for i in range(runs)
     )
