@@ -77,7 +77,9 @@ def ward_patients(name: str, lying: bool, seed: int = 41) -> pd.DataFrame:
     return pd.concat([frame, dominant], ignore_index=True)
 
 
-@pytest.mark.parametrize("name", ["awa diop", "Awa M. Diop"])
+# Two names (which the detector may or may not read as names) and an opaque code it cannot: the
+# structural rule refuses all three, the detector at most the first two.
+@pytest.mark.parametrize("name", ["awa diop", "Awa M. Diop", "zq-4471"])
 @pytest.mark.parametrize("person_key", ["true", "lying", "none"])
 def test_a_name_taken_from_the_data_as_a_key_is_refused_whatever_the_detector_reads(
     broker, name, person_key
@@ -97,7 +99,12 @@ def test_a_name_taken_from_the_data_as_a_key_is_refused_whatever_the_detector_re
     )
     assert answer.status_code == 422, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
-    assert "is one person's" in answer.json()["detail"]
+    detail = answer.json()["detail"]
+    if name == "zq-4471":
+        assert "is one person's" in detail
+    else:
+        assert "is one person's" in detail or "look like person names" in detail
+    assert name not in answer.text
     for secret in (name, name.lower(), "Diop", "diop", VILLAGE):
         assert secret not in answer.text
     assert delivered_from(broker, source) == []
