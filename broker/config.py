@@ -12,15 +12,29 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from broker.engines import IN_MEMORY_MAX_BYTES
 from broker.members.inbox_urls import InboxPolicy, parse_networks
 
+# Where Docker and Kubernetes mount secrets: a file named after a variable, in any case
+# (/run/secrets/broker_admin_token), sets it when the environment does not.
+SECRETS_DIR = Path("/run/secrets")
+
 
 class Settings(BaseSettings):
     """Everything an operator can set; tests build their own instance and pass it to create_app."""
 
-    model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="BROKER_",
+        extra="ignore",
+        secrets_dir=SECRETS_DIR if SECRETS_DIR.is_dir() else None,
+    )
 
     database_url: str = Field(
         "sqlite:///data/broker.db",
         description="SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user@host/db",
+    )
+    database_password: SecretStr | None = Field(
+        None,
+        description="Password of the database user, for a `database_url` that has none: kept "
+        "apart from the URL, it can come from a secret file "
+        "(/run/secrets/broker_database_password)",
     )
     database_connect_timeout_seconds: float = Field(
         5.0,
@@ -354,6 +368,25 @@ class Settings(BaseSettings):
     @property
     def inbox_policy(self) -> InboxPolicy:
         return InboxPolicy.of(self.inbox_allowed_networks, self.inbox_allowed_hosts)
+
+    @model_validator(mode="after")
+    def _password_into_url(self) -> Settings:
+        if self.database_password is None:
+            return self
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(self.database_url)
+        except ArgumentError:
+            raise ValueError("database_url is not a SQLAlchemy URL") from None
+        if url.password is not None:
+            raise ValueError(
+                "database_url has a password and database_password is set: give it once"
+            )
+        password = self.database_password.get_secret_value()
+        self.database_url = url.set(password=password).render_as_string(hide_password=False)
+        return self
 
     @model_validator(mode="after")
     def _lease_outlives_an_attempt(self) -> Settings:

@@ -32,6 +32,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ENV_PREFIX = "MEMBER_"
 KEY_FILE_NAME = "broker_api_key"
 LOCAL_TOKEN_MIN_LENGTH = 16
+# Where Docker and Kubernetes mount secrets: a file named after a variable, in any case
+# (/run/secrets/member_local_token), sets it when the environment does not.
+SECRETS_DIR = Path("/run/secrets")
 
 
 def is_loopback(host: str) -> bool:
@@ -48,7 +51,12 @@ def is_loopback(host: str) -> bool:
 class MemberSettings(BaseSettings):
     """Everything an operator can set; tests build their own instance and pass it to create_app."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        env_ignore_empty=True,
+        secrets_dir=SECRETS_DIR if SECRETS_DIR.is_dir() else None,
+    )
 
     id: str = Field(
         pattern=r"^[a-z0-9][a-z0-9-]{1,62}$",

@@ -87,8 +87,10 @@ def settings_page() -> str:
         [
             "# Settings",
             "",
-            "Every setting is read from the environment (or a `.env` file) by pydantic-settings. "
-            "This page is generated from the settings classes at each build of the site, so it "
+            "Every setting is read from the environment (or a `.env` file) by pydantic-settings, "
+            "or from a file named after it in `/run/secrets`, where Docker and Kubernetes mount "
+            "secrets ([secrets as files](../operations/deployment.md#secrets-as-files)). This "
+            "page is generated from the settings classes at each build of the site, so it "
             "lists exactly what the code reads.",
             "",
             "## The broker (`BROKER_*`) {#broker}",
