@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla import stricter
 from broker.fsla.evaluate import applicable_rule_sets, combine
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import TransferContext
@@ -108,7 +109,9 @@ class Terms:
 
     def weaker_than(self, other: Terms) -> list[str]:
         """How these terms ask less than ``other`` (empty: they ask as much or more): what a
-        counter-offer may not do, and what an F-SLA change that requires more breaks. Onward
+        counter-offer may not do, and what an F-SLA change that requires more breaks. The
+        purpose must be the same and the columns among ``other``'s; every rule is compared as
+        a rule set's, in the direction it declares (:mod:`broker.fsla.stricter`). Onward
         transfer is the provider's to allow (the records govern each transfer anyway)."""
         found = []
         if self.purpose.casefold() != other.purpose.casefold():
@@ -117,21 +120,7 @@ class Terms:
         extra = [c for c in self.columns if attribute_key(c) not in allowed]
         if extra:
             found.append(f"columns {', '.join(extra)} beyond those allowed")
-        for name, label in (("min_k", "k"), ("min_l", "l")):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if theirs is not None and (mine is None or mine < theirs):
-                found.append(f"{label} >= {mine} where {theirs} is required")
-        if other.max_t is not None and (self.max_t is None or self.max_t > other.max_t):
-            found.append(f"t <= {self.max_t} where {other.max_t} is required")
-        if self.identifiers_allowed and not other.identifiers_allowed:
-            found.append("identifiers allowed where they are not")
-        if other.retention_days is not None and (
-            self.retention_days is None or self.retention_days > other.retention_days
-        ):
-            found.append(
-                f"retention of {self.retention_days or 'unlimited'} days where at most "
-                f"{other.retention_days} are allowed"
-            )
+        found += stricter.weaker(RuleSet, self.rule_set(), other.rule_set())
         return found
 
 
@@ -190,7 +179,7 @@ def offer(
         role = dict(listing.columns)[name]
         if role == ColumnRole.PERSON_KEY:
             reasons.append(f"{name!r} is the person key: measured, never delivered")
-        elif attribute_key(name) in requirements.forbidden_attributes:
+        elif requirements.forbids(name):
             reasons.append(f"{name!r} may not leave: the records forbid it")
         elif (
             not requirements.identifiers_allowed

@@ -26,13 +26,12 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
-from broker.fsla.precision import remedy_steps
+from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import identifying, k_for, l_for
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze, report_of
 from broker.metrics.uniqueness import k_for_expected_reidentifications
-from broker.names import attribute_key
 from broker.wire.statuses import TransferStatus
 
 
@@ -95,7 +94,7 @@ def target_for(
     column's values (all of them, or its distinct ones: only their kind matters)."""
     req = decision.requirements
     sensitive = set(context.sensitive)
-    drop = [a.name for a in report.attributes if attribute_key(a.name) in req.forbidden_attributes]
+    drop = [a.name for a in report.attributes if req.forbids(a.name)]
     if not req.identifiers_allowed:
         # An identifier leaves only as ranges of ordered values (a quasi-identifier Mondrian can
         # generalize on a grid); a text identifier (names, e-mails, record numbers) would become
@@ -152,8 +151,8 @@ def target_for(
     needed_l = req.min_l
     if req.max_alpha is not None:
         needed_l = max(needed_l or 1, l_for(req.max_alpha))
-    if req.recursive_l is not None:
-        needed_l = max(needed_l or 1, req.recursive_l)
+    if req.recursive_c_l is not None:
+        needed_l = max(needed_l or 1, req.recursive_c_l.l)
     if needed_l and diverse:
         sources.append((needed_l, f"l = {needed_l} needs classes of at least {needed_l} rows"))
     likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
@@ -167,7 +166,7 @@ def target_for(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
-        precision=remedy_steps(report, req.precision, drop),
+        precision=remedy_steps(report, limits_of(req), drop),
         k=needed_k if quasi and sources else None,  # no rule asks k: no k-anonymizing step
         l=needed_l if diverse else None,
         t=req.max_t if diverse else None,

@@ -24,7 +24,6 @@ from broker.metrics.uniqueness import (
     population_uniqueness,
     uniform_individual_risk,
 )
-from broker.names import attribute_key
 from broker.privacy.budget import Asked, Budget, Spend, Standing, parse_amount, show, total
 
 # A declared-sensitive attribute singles people out when at least this share of its rows hold a
@@ -202,10 +201,9 @@ def data_rules(
     results += precision_rules(report, scope, jurisdiction, rules_)
 
     if rules_.forbidden_attributes:
-        forbidden = {attribute_key(a) for a in rules_.forbidden_attributes}
         per_attribute(
             "forbidden_attribute",
-            [(a, a.name) for a in report.attributes if attribute_key(a.name) in forbidden],
+            [(a, a.name) for a in report.attributes if rules_.forbids(a.name)],
             lambda a: f"{where} forbids the attribute {a.name!r} from passing: drop it",
             ", ".join(rules_.forbidden_attributes),
             f"no attribute forbidden by {where} is present",
