@@ -18,17 +18,17 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
-from broker.anonymize._values import ordered
 from broker.anonymize.counts import plan_on_engine
 from broker.anonymize.steps import GENERALIZATION
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.identifying import dropped
 from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import identifying, k_for, l_for
+from broker.fsla.rules import k_for, l_for
 from broker.metrics.mmaq import IDENTIFIER
 from broker.metrics.report import AnalysisReport, analyze, report_of
 from broker.metrics.uniqueness import k_for_expected_reidentifications
@@ -97,19 +97,11 @@ def target_for(
     drop = [a.name for a in report.attributes if req.forbids(a.name)]
     if not req.identifiers_allowed:
         # An identifier leaves only as ranges of ordered values (a quasi-identifier Mondrian can
-        # generalize on a grid); a text identifier (names, e-mails, record numbers) would become
-        # a list of its values, and a sensitive one is not generalized at all: both are dropped.
-        drop += [
-            a.name
-            for a in report.attributes
-            if identifying(a, sensitive, req.min_k)
-            and a.name not in drop
-            and not (
-                a.name in context.quasi_identifiers
-                and not a.content.direct_identifier
-                and ordered(values(a.name))
-            )
-        ]
+        # generalize on a grid); the others are dropped (broker.fsla.identifying).
+        identifiers = dropped(
+            report, context.quasi_identifiers, context.sensitive, req.min_k, values
+        )
+        drop += [name for name in identifiers if name not in drop]
     quasi = tuple(q for q in context.quasi_identifiers if q not in drop)
     kept_sensitive = tuple(s for s in context.sensitive if s not in drop)
     bound = _index_bound(req.max_mmaq_index, req.min_log10_mmaq, report.rows)

@@ -12,48 +12,20 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 
 from broker.engines.base import PERSON_KEY, WORST_CASE
+from broker.fsla.identifying import identifying
 from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
 from broker.fsla.precision import precision_rules
 from broker.fsla.results import EXPORT, IMPORT, Requirements, RuleResult, TransferContext
 from broker.metrics.anonymity import SensitiveMeasure
-from broker.metrics.content import TEXT, looks_sensitive
+from broker.metrics.content import looks_sensitive
 from broker.metrics.mmaq import IDENTIFIER
-from broker.metrics.report import AnalysisReport, AttributeReport
+from broker.metrics.report import AnalysisReport
 from broker.metrics.uniqueness import (
     k_for_expected_reidentifications,
     population_uniqueness,
     uniform_individual_risk,
 )
 from broker.privacy.budget import Asked, Budget, Spend, Standing, parse_amount, show, total
-
-# A declared-sensitive attribute singles people out when at least this share of its rows hold a
-# value that fewer than k rows hold; for text, also at least this many rows (on a small table,
-# one diagnosis per patient is expected and is what l-diversity protects).
-SINGLED_OUT_SHARE = 0.5
-SINGLED_OUT_TEXT_ROWS = 20
-
-
-def identifying(
-    attribute: AttributeReport, sensitive: tuple[str, ...] | set[str], k: int | None = None
-) -> bool:
-    """Whether ``attribute`` identifies rows on its own, whatever role it was declared in.
-
-    Values that hold e-mails, phone numbers or national ids always do. An attribute not declared
-    sensitive does when its values are all distinct (its Mmaq class is ``identifier``). A
-    declared-sensitive one does when most of its rows hold a value that fewer than ``k`` rows
-    hold (see the constants above; pairs of birth dates count, not only unique ones): its values
-    are what is protected, but values shared by so few people link to outside records however
-    they are declared (national ids, birth dates, a column of names).
-    """
-    if attribute.content.direct_identifier:
-        return True
-    if attribute.name not in sensitive:
-        return attribute.measure.attribute_class == IDENTIFIER
-    rare = attribute.rows_in_values_smaller_than(max(k or 2, 2))
-    many = rare >= SINGLED_OUT_SHARE * attribute.measure.rows
-    if attribute.content.values != TEXT:
-        return many or attribute.measure.attribute_class == IDENTIFIER
-    return many and rare >= SINGLED_OUT_TEXT_ROWS
 
 
 def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
