@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from broker.anonymize.labels import Label, number_of, read_label
 from broker.engines.base import Engine, RecodePlan
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
@@ -59,15 +60,7 @@ from broker.numbers import numbers_of
 from broker.precision import read_date
 
 RULE = "linkage"
-ANY = "*"
-MISSING = "NA"
-
-_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
-_RANGE = re.compile(rf"({_NUMBER})-({_NUMBER})")
-_YEARS = re.compile(r"(\d{4})/(\d{4})")
-_CALENDAR = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
-_ISO_DATE = re.compile(r"\d{4}-\d{2}")
-_TOP = re.compile(r"(\d+)\+")  # the top category of a top-coded column, "90+"
+_ISO_DATE = re.compile(r"\d{4}-\d{2}")  # a date read into ISO, to the month at least
 
 
 @dataclass(frozen=True)
@@ -179,34 +172,38 @@ def label_holds(label: Any, values: pd.Series | _Values) -> np.ndarray:
         if isinstance(label, (int, float)) and not isinstance(label, bool):
             hit |= found.numbers == float(label)
         return hit & ~found.missing
-    if label == ANY:
+    return _holds(read_label(label), found)
+
+
+def _holds(label: Label, found: _Values) -> np.ndarray:
+    """Which values fall in ``label``, under any of its readings."""
+    if label.any:
         return np.ones(len(found.missing), dtype=bool)
-    hit = (found.text == label).to_numpy() & ~found.missing
-    if not label.strip():
+    hit = (found.text == label.text).to_numpy() & ~found.missing
+    if not label.text.strip():
         return hit | found.missing
-    if label == MISSING:
+    if label.missing:
         hit |= found.missing
-    if re.fullmatch(_NUMBER, label):
-        hit |= found.numbers == float(label)
-    if ranged := _RANGE.fullmatch(label):
-        low, high = float(ranged[1]), float(ranged[2])
-        if low <= high:
-            hit |= (found.numbers >= low) & (found.numbers <= high)
-    if years := _YEARS.fullmatch(label):
-        hit |= (found.years >= int(years[1])) & (found.years <= int(years[2]))
-    if top := _TOP.fullmatch(label):
-        hit |= found.numbers >= int(top[1])
-    if _CALENDAR.fullmatch(label):
-        following = found.dates.str[len(label) : len(label) + 1]
-        hit |= (found.dates.str.startswith(label) & following.isin(["", "-", "T", " "])).to_numpy()
-    if len(label) > 1 and label.endswith(ANY):
-        prefix = label.rstrip(ANY)
-        if prefix and ", " not in prefix:
-            starts = found.text.str.startswith(prefix) | found.compact.str.startswith(prefix)
-            hit |= starts.to_numpy() & ~found.missing
-    if ", " in label:
-        for part in label.split(", "):
-            hit |= label_holds(part, found)
+    if label.number is not None:
+        hit |= found.numbers == label.number
+    if label.range is not None:
+        low, high = label.range
+        hit |= (found.numbers >= low) & (found.numbers <= high)
+    if label.years is not None:
+        hit |= (found.years >= label.years[0]) & (found.years <= label.years[1])
+    if label.top is not None:
+        hit |= found.numbers >= label.top
+    if label.calendar is not None:
+        unit = label.calendar
+        following = found.dates.str[len(unit) : len(unit) + 1]
+        hit |= (found.dates.str.startswith(unit) & following.isin(["", "-", "T", " "])).to_numpy()
+    if label.prefix is not None:
+        starts = found.text.str.startswith(label.prefix) | found.compact.str.startswith(
+            label.prefix
+        )
+        hit |= starts.to_numpy() & ~found.missing
+    for member in label.members:
+        hit |= _holds(member, found)
     return hit
 
 
@@ -285,7 +282,7 @@ def _label_sets(dictionary: pd.Series, labels: list[Any]) -> tuple[np.ndarray, l
     for index, label in enumerate(labels):
         if _plain(label):
             by_text.setdefault(label, []).append(index)
-        elif (number := _number_of(label)) is not None:
+        elif (number := number_of(label)) is not None:
             by_number.setdefault(number, []).append(index)
         else:
             tested.append(index)
@@ -315,28 +312,7 @@ def _label_sets(dictionary: pd.Series, labels: list[Any]) -> tuple[np.ndarray, l
 
 def _plain(label: Any) -> bool:
     """A label that holds exactly the values written as it is (a raw value, a category)."""
-    return (
-        isinstance(label, str)
-        and bool(label.strip())
-        and label not in (ANY, MISSING)
-        and ", " not in label
-        and not label.endswith(ANY)
-        and not re.fullmatch(_NUMBER, label)
-        and not _RANGE.fullmatch(label)
-        and not _YEARS.fullmatch(label)
-        and not _CALENDAR.fullmatch(label)
-    )
-
-
-def _number_of(label: Any) -> float | None:
-    """The number a label is, when it is one (it then holds the values equal to it)."""
-    if isinstance(label, bool):
-        return None
-    if isinstance(label, (int, float, np.integer, np.floating)):
-        return float(label) if np.isfinite(label) else None
-    if isinstance(label, str) and re.fullmatch(_NUMBER, label):
-        return float(label)
-    return None
+    return isinstance(label, str) and read_label(label).plain
 
 
 def joint_of(
