@@ -8,7 +8,6 @@ passes every rule that applies (the same :func:`evaluate` as the original decisi
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,10 +27,9 @@ from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import k_for, l_for
-from broker.metrics.mmaq import IDENTIFIER
+from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
+from broker.fsla.rules.base import Aim
 from broker.metrics.report import AnalysisReport, analyze, report_of
-from broker.metrics.uniqueness import k_for_expected_reidentifications
 from broker.wire.statuses import TransferStatus
 
 
@@ -82,6 +80,10 @@ def _with_reason(step: dict[str, Any]) -> dict[str, Any]:
     return step
 
 
+# The families whose rules a k-anonymizing step serves, in the order the answer names them.
+K_FAMILIES = (k_anonymity, risk, identifiers, diversity, closeness)
+
+
 def target_for(
     values: Callable[[str], pd.Series],
     decision: Decision,
@@ -104,52 +106,20 @@ def target_for(
         drop += [name for name in identifiers if name not in drop]
     quasi = tuple(q for q in context.quasi_identifiers if q not in drop)
     kept_sensitive = tuple(s for s in context.sensitive if s not in drop)
-    bound = _index_bound(req.max_mmaq_index, req.min_log10_mmaq, report.rows)
+    bound = mmaq.index_bound(req, report.rows)
     limits = {
         a.name: bound
         for a in report.attributes
         if bound is not None and a.name not in sensitive and a.name not in drop
     }
-    # Each source of k, as (k, why); the largest wins and the answer says which and why.
-    sources: list[tuple[int, str]] = []
-    if req.min_k:
-        sources.append((req.min_k, f"the rule sets ask min_k = {req.min_k}"))
-    risks = (("journalist", req.max_journalist_risk), ("marketer", req.max_marketer_risk))
-    for label, risk in risks:
-        if risk is not None:
-            sources.append(
-                (k_for(risk), f"the rule sets bound {label} risk at {risk:g} <= 1/{k_for(risk)}")
-            )
-    failing = {rule.rule for rule in decision.failed}
-    if "max_population_uniqueness" in failing:
-        # no sample unique: every estimate is 0
-        sources.append((2, "population uniqueness is 0 once no class holds a single row"))
-    if "max_expected_reidentifications" in failing:
-        for fraction, bound_ in req.expected_reidentification_bounds:
-            sources.append(
-                (
-                    k_for_expected_reidentifications(report.rows, fraction, bound_),
-                    f"at most {bound_:g} expected re-identifications at sampling fraction "
-                    f"{fraction:g}",
-                )
-            )
-    if not req.identifiers_allowed and any(
-        report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
-    ):
-        sources.append((2, "a class of one row is an identifier, which the rule sets forbid"))
+    # Each family's sources of k, as (k, why); the largest wins and the answer says which and
+    # why. The anonymizer targets distinct l, k and t; the other models ask for the l they imply
+    # and for k, which the caller's verification raises until they pass.
     diverse = bool(quasi and kept_sensitive)
-    # The anonymizer targets distinct l, k and t; the other models ask for the l they imply and
-    # for k, which the caller's verification raises until they pass.
-    needed_l = req.min_l
-    if req.max_alpha is not None:
-        needed_l = max(needed_l or 1, l_for(req.max_alpha))
-    if req.recursive_c_l is not None:
-        needed_l = max(needed_l or 1, req.recursive_c_l.l)
-    if needed_l and diverse:
-        sources.append((needed_l, f"l = {needed_l} needs classes of at least {needed_l} rows"))
-    likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
-    if any(bound_ is not None for bound_ in likeness) and diverse:
-        sources.append((2, "beta-likeness and delta-disclosure need classes of 2 rows or more"))
+    failing = frozenset(rule.rule for rule in decision.failed)
+    aim = Aim(req, report, failing, quasi, diverse)
+    sources = [source for family in K_FAMILIES for source in family.k_sources(aim)]
+    needed_l = diversity.l_needed(req)
     needed_k = max([1, *(k for k, _ in sources)])
     reasons = {name: _drop_reason(name, decision, report) for name in drop}
     if quasi:
@@ -204,14 +174,6 @@ def _drop_reason(name: str, decision: Decision, report: AnalysisReport) -> str:
         f"{attribute.measure.rows:,} rows) and {where} {verb} identifiers; as text or a "
         "sensitive attribute it is dropped, not generalized into a list of its values"
     )
-
-
-def _index_bound(max_index: float | None, min_log10: float | None, rows: int) -> float | None:
-    """Both per-attribute rules as one bound: log10 Mmaq >= m <=> index <= m / (-N log10 N)."""
-    bounds = [] if max_index is None else [max_index]
-    if min_log10 is not None and rows > 1:
-        bounds.append(min_log10 / (-rows * math.log10(rows)))
-    return min(bounds) if bounds else None
 
 
 def find_remedy(

@@ -2,10 +2,12 @@
 of one rule set, and the rules of an aggregate release.
 
 Each family module holds its check (``check(judged) -> list[RuleResult]``), the rule-set fields
-it judges (``RULES``), the paper it follows (``PAPER``) and its words (each result's detail says
-what was measured, what the rule set asks and what the remedy does). What the remedy does for
-each family is :func:`broker.fsla.remedy.target_for`; which rule sets apply and how they combine
-is :mod:`broker.fsla.evaluate`, each rule's stricter direction :mod:`broker.fsla.stricter`.
+it judges (``RULES``), the paper it follows (``PAPER``), its words (each result's detail says
+what was measured, what the rule set asks and what the remedy does) and its contribution to the
+remedy (``k_sources(aim)``: the k it needs and why, which
+:func:`broker.fsla.remedy.target_for` collects; diversity's ``l_needed``, Mmaq's
+``index_bound``). Which rule sets apply and how they combine is :mod:`broker.fsla.evaluate`,
+each rule's stricter direction :mod:`broker.fsla.stricter`.
 
 - :mod:`~broker.fsla.rules.person`: a declared person key;
 - :mod:`~broker.fsla.rules.precision`: dates, postcodes and ages (HIPAA's Safe Harbor);

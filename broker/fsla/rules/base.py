@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.fsla.models import RuleSet
-from broker.fsla.results import RuleResult, TransferContext
+from broker.fsla.results import Requirements, RuleResult, TransferContext
 from broker.metrics.report import AnalysisReport, AttributeReport
 
 
@@ -49,3 +49,16 @@ class Judged:
             self.result(rule, False, describe(a), a.name, measured, threshold)
             for a, measured in failing
         ]
+
+
+@dataclass(frozen=True, eq=False)
+class Aim:
+    """What a remedy is planned for, as a family's contribution reads it: the combined
+    requirements, the report, the rules the decision failed, the quasi-identifiers the remedy
+    keeps, and whether it keeps sensitive attributes beside them (``diverse``)."""
+
+    requirements: Requirements
+    report: AnalysisReport
+    failing: frozenset[str]
+    quasi_identifiers: tuple[str, ...]
+    diverse: bool

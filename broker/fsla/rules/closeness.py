@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
-from broker.fsla.rules.base import Judged
+from broker.fsla.rules.base import Aim, Judged
 from broker.metrics.anonymity import SensitiveMeasure
 
 RULES = ("max_beta", "max_enhanced_beta", "max_delta", "max_t")
@@ -16,6 +16,16 @@ PAPER = (
     "2008 (delta-disclosure)"
 )
 SENSITIVE = True  # judges declared sensitive attributes
+
+
+def k_sources(aim: Aim) -> list[tuple[int, str]]:
+    """The remedy's contribution: beta-likeness and delta-disclosure need classes of 2 rows
+    (k then rises until the result passes); t is asked of the anonymizer itself."""
+    req = aim.requirements
+    likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
+    if aim.diverse and any(bound is not None for bound in likeness):
+        return [(2, "beta-likeness and delta-disclosure need classes of 2 rows or more")]
+    return []
 
 
 def check(j: Judged) -> list[RuleResult]:

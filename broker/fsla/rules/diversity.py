@@ -9,14 +9,33 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from broker.fsla.models import RecursiveDiversityRule
+from broker.fsla.models import RecursiveDiversityRule, RuleSet
 from broker.fsla.results import RuleResult
-from broker.fsla.rules.base import Judged
+from broker.fsla.rules.base import Aim, Judged
 from broker.metrics.anonymity import SensitiveMeasure
 
 RULES = ("min_l", "max_alpha", "recursive_c_l")
 PAPER = "Machanavajjhala et al. 2007 (l-diversity); Wong et al. 2006 ((alpha, k)-anonymity)"
 SENSITIVE = True  # judges declared sensitive attributes
+
+
+def l_needed(rules: RuleSet) -> int | None:
+    """The l the anonymizer is asked for: distinct l, or the l that alpha and recursive (c, l)
+    imply (necessary, not sufficient: the remedy raises k until the result passes)."""
+    needed = rules.min_l
+    if rules.max_alpha is not None:
+        needed = max(needed or 1, l_for(rules.max_alpha))
+    if rules.recursive_c_l is not None:
+        needed = max(needed or 1, rules.recursive_c_l.l)
+    return needed
+
+
+def k_sources(aim: Aim) -> list[tuple[int, str]]:
+    """The remedy's contribution: classes of at least l rows."""
+    needed = l_needed(aim.requirements)
+    if needed and aim.diverse:
+        return [(needed, f"l = {needed} needs classes of at least {needed} rows")]
+    return []
 
 
 def check(j: Judged) -> list[RuleResult]:

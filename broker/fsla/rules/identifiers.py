@@ -6,11 +6,25 @@ from __future__ import annotations
 
 from broker.fsla.identifying import identifying
 from broker.fsla.results import RuleResult
-from broker.fsla.rules.base import Judged
+from broker.fsla.rules.base import Aim, Judged
 from broker.metrics.mmaq import IDENTIFIER
 
 RULES = ("identifiers_allowed",)
 PAPER = "Sweeney 2002, k-anonymity: a model for protecting privacy (explicit identifiers)"
+
+
+def k_sources(aim: Aim) -> list[tuple[int, str]]:
+    """The remedy's contribution: an identifier kept as a quasi-identifier (ordered values,
+    generalized into ranges) needs classes of 2 rows at least. The others are dropped
+    (:func:`broker.fsla.identifying.dropped`)."""
+    if aim.requirements.identifiers_allowed:
+        return []
+    report = aim.report
+    if any(
+        report.attribute(q).measure.attribute_class == IDENTIFIER for q in aim.quasi_identifiers
+    ):
+        return [(2, "a class of one row is an identifier, which the rule sets forbid")]
+    return []
 
 
 def check(j: Judged) -> list[RuleResult]:

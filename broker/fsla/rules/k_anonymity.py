@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from broker.engines.base import PERSON_KEY, WORST_CASE
 from broker.fsla.results import RuleResult
-from broker.fsla.rules.base import Judged
+from broker.fsla.rules.base import Aim, Judged
 from broker.metrics.report import AnalysisReport
 
 RULES = ("min_k",)
 PAPER = "Sweeney 2002, k-anonymity: a model for protecting privacy (IJUFKS 10(5))"
+
+
+def k_sources(aim: Aim) -> list[tuple[int, str]]:
+    """The remedy's contribution: k = min_k."""
+    k = aim.requirements.min_k
+    return [(k, f"the rule sets ask min_k = {k}")] if k else []
 
 
 def check(j: Judged) -> list[RuleResult]:

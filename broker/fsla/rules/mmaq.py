@@ -5,6 +5,9 @@ the bound."""
 
 from __future__ import annotations
 
+import math
+
+from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
 from broker.fsla.rules.base import Judged
 
@@ -56,3 +59,12 @@ def check(j: Judged) -> list[RuleResult]:
             )
         )
     return results
+
+
+def index_bound(rules: RuleSet, rows: int) -> float | None:
+    """The remedy's contribution: both per-attribute rules as one bound on each non-sensitive
+    attribute's index (log10 Mmaq >= m <=> index <= m / (-N log10 N))."""
+    bounds = [] if rules.max_mmaq_index is None else [rules.max_mmaq_index]
+    if rules.min_log10_mmaq is not None and rows > 1:
+        bounds.append(rules.min_log10_mmaq / (-rows * math.log10(rows)))
+    return min(bounds) if bounds else None

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
-from broker.fsla.rules.base import Judged
+from broker.fsla.rules.base import Aim, Judged
 from broker.metrics.report import AnalysisReport
 from broker.metrics.uniqueness import (
     k_for_expected_reidentifications,
@@ -31,6 +31,32 @@ PAPER = (
     "El Emam 2013 (journalist, marketer risk); Dankar et al. 2012 (population uniqueness); "
     "Benedetti and Franconi 1998 (individual risk)"
 )
+
+
+def k_sources(aim: Aim) -> list[tuple[int, str]]:
+    """The remedy's contribution: the k that brings each risk within its bound."""
+    req, sources = aim.requirements, []
+    for label, risk in (
+        ("journalist", req.max_journalist_risk),
+        ("marketer", req.max_marketer_risk),
+    ):
+        if risk is not None:
+            sources.append(
+                (k_for(risk), f"the rule sets bound {label} risk at {risk:g} <= 1/{k_for(risk)}")
+            )
+    if "max_population_uniqueness" in aim.failing:
+        # no sample unique: every estimate is 0
+        sources.append((2, "population uniqueness is 0 once no class holds a single row"))
+    if "max_expected_reidentifications" in aim.failing:
+        for fraction, bound in req.expected_reidentification_bounds:
+            sources.append(
+                (
+                    k_for_expected_reidentifications(aim.report.rows, fraction, bound),
+                    f"at most {bound:g} expected re-identifications at sampling fraction "
+                    f"{fraction:g}",
+                )
+            )
+    return sources
 
 
 def check(j: Judged) -> list[RuleResult]:
