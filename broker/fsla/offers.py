@@ -196,7 +196,8 @@ def offer(
         return Offer(
             purpose, OfferKind.REFUSED, None, (*reasons, "no column the records let leave")
         )
-    retention = _shortest(requirements.max_retention_days, retention_days)
+    retention_limits = [requirements.max_retention_days, retention_days]
+    retention = stricter.strictest(RuleSet, "max_retention_days", retention_limits)
     terms = Terms(
         purpose,
         tuple(kept),
@@ -260,8 +261,3 @@ def _meets(summary: Summary, terms: Terms, kept: Sequence[str]) -> bool:
     if terms.min_l is not None and (summary.l is None or summary.l < terms.min_l):
         return False
     return terms.max_t is None or (summary.t is not None and summary.t <= terms.max_t)
-
-
-def _shortest(*days: int | None) -> int | None:
-    present = [d for d in days if d is not None]
-    return min(present) if present else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
+from broker.fsla import stricter
 from broker.fsla.linkage.releases import Joint
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
@@ -102,6 +103,7 @@ def _result(joint: Joint, scope: str, jurisdiction: str, rules_: RuleSet) -> Rul
 
 
 def lookback(rule_sets: Sequence[RuleSet]) -> int | None:
-    """The longest look-back of the rule sets (the stricter wins), None when none looks back."""
-    days = [r.linkage_lookback_days for r in rule_sets if r.linkage_lookback_days is not None]
-    return max(days) if days else None
+    """The longest look-back of the rule sets (the stricter wins, as the rule declares), None
+    when none looks back."""
+    days = [r.linkage_lookback_days for r in rule_sets]
+    return stricter.strictest(RuleSet, "linkage_lookback_days", days)
