@@ -14,7 +14,7 @@ from broker.fsla.evaluate import applicable_rule_sets, combine, evaluate
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.offers import Terms
-from broker.fsla.remedy import VerifiedRemedy, find_remedy
+from broker.fsla.remedy import Effort, VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
 from broker.fsla.rules import aggregate_instead
 from broker.metrics.mmaq import QUASI_IDENTIFIER
@@ -147,15 +147,6 @@ class Case:
     onward: Onward | None = None
 
 
-@dataclass(frozen=True)
-class Effort:
-    """How far the broker goes for a remedy: the share of rows it may suppress, and the seconds
-    it may spend (None: no limit)."""
-
-    max_suppression: float = 0.05
-    budget_seconds: float | None = None
-
-
 def lookback_days(parties: Parties, request: TransferRequest) -> int | None:
     """How far back the rules of this transfer look for earlier releases to the same
     destination (the longest of the rule sets that apply); None when none does."""
@@ -256,8 +247,7 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         context,
         source_policy,
         destination_policy,
-        effort.max_suppression,
-        effort.budget_seconds,
+        effort,
         history,
     )
     if found.verified:

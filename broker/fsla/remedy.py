@@ -176,6 +176,15 @@ def _drop_reason(name: str, decision: Decision, report: AnalysisReport) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Effort:
+    """How far the broker goes for a remedy: the share of rows it may suppress, and the seconds
+    it may spend (None: no limit)."""
+
+    max_suppression: float = 0.05
+    budget_seconds: float | None = None
+
+
 def find_remedy(
     engine: Engine,
     report: AnalysisReport,
@@ -183,8 +192,7 @@ def find_remedy(
     context: TransferContext,
     source: FSLARecord,
     destination: FSLARecord,
-    max_suppression: float = 0.05,
-    budget_seconds: float | None = None,
+    effort: Effort = Effort(),
     history: History | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
@@ -198,10 +206,12 @@ def find_remedy(
     count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
     result decides whether the remedy is offered.
     """
-    search = _Search(report, decision, context, source, destination, max_suppression, history)
+    search = _Search(
+        report, decision, context, source, destination, effort.max_suppression, history
+    )
     if isinstance(engine, PandasEngine):
-        return _in_memory(engine, search, budget_seconds)
-    return _on_counts(engine, search, budget_seconds)
+        return _in_memory(engine, search, effort.budget_seconds)
+    return _on_counts(engine, search, effort.budget_seconds)
 
 
 @dataclass(frozen=True, eq=False)
