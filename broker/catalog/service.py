@@ -92,6 +92,11 @@ def summary_of(stored: dict[str, Any] | None) -> offers_.Summary | None:
         t=stored.get("t"),
         identifiers=tuple(stored.get("identifiers", ())),
         utility_at_k={int(k): v for k, v in stored.get("utility_at_k", {}).items()},
+        dropped_at_k=(
+            {int(k): tuple(v) for k, v in stored["dropped_at_k"].items()}
+            if "dropped_at_k" in stored
+            else None  # measured before the broker recorded them
+        ),
     )
 
 
@@ -368,6 +373,11 @@ def _summary(report, quasi_identifiers, sensitive, engine) -> dict[str, Any]:
         "t": max((m.t_closeness for m in measured), default=None),
         "identifiers": [a.name for a in report.attributes if identifying(a, sensitive)],
         "utility_at_k": _utility(engine, report, quasi_identifiers, sensitive),
+        # What a transfer's remedy would drop as identifiers, per k: what an offer keeps home.
+        "dropped_at_k": {
+            str(k): dropped(report, quasi_identifiers, sensitive, k, engine.dictionary)
+            for k in UTILITY_KS
+        },
     }
 
 

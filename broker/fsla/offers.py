@@ -47,9 +47,20 @@ class Summary:
     k: int | None  # on the declared quasi-identifiers, in people; None without any
     l: int | None  # the fewest distinct sensitive values in a class, over the sensitive columns
     t: float | None  # the largest t-closeness over the sensitive columns
-    identifiers: tuple[str, ...] = ()  # columns every row of which differs, or direct identifiers
+    identifiers: tuple[str, ...] = ()  # the columns that identify (broker.fsla.identifying)
     # Share of information a generalization to k kept on the measured data (k -> percent).
     utility_at_k: dict[int, float] = field(default_factory=dict)
+    # The columns a remedy asking k drops as identifiers (k -> names): what cannot leave.
+    dropped_at_k: dict[int, tuple[str, ...]] | None = None
+
+    def dropped(self, k: int | None) -> tuple[str, ...] | None:
+        """The columns a remedy asking ``k`` drops as identifiers, read at the next k measured
+        up (a larger k drops as many or more); None when the summary did not record them."""
+        if not self.dropped_at_k:
+            return None
+        asked = max(k or 2, 2)
+        found = sorted(at for at in self.dropped_at_k if at >= asked)
+        return self.dropped_at_k[found[0] if found else max(self.dropped_at_k)]
 
     def expected_utility(self, k: int | None) -> float | None:
         """The utility measured at the smallest k at least ``k`` (None when none was)."""
@@ -173,6 +184,7 @@ def offer(
     rule_sets = applicable_rule_sets(context, provider.record, consumer.record)
     requirements = combine([rule_set for _scope, _whose, rule_set in rule_sets])
     asked = list(columns) if columns is not None else listing.names()
+    stays_home = _dropped(listing, requirements.min_k)
     reasons = []
     kept = []
     for name in asked:
@@ -181,14 +193,7 @@ def offer(
             reasons.append(f"{name!r} is the person key: measured, never delivered")
         elif requirements.forbids(name):
             reasons.append(f"{name!r} may not leave: the records forbid it")
-        elif (
-            not requirements.identifiers_allowed
-            and role == ColumnRole.OTHER
-            and listing.summary is not None
-            and name in listing.summary.identifiers
-        ):
-            # A quasi-identifier is generalized and a sensitive attribute judged by l and t;
-            # any other column that identifies cannot be made to pass.
+        elif not requirements.identifiers_allowed and name in stays_home:
             reasons.append(f"{name!r} identifies the rows (measured): it stays home")
         else:
             kept.append(name)
@@ -249,6 +254,21 @@ def _refusal(listing, provider: Party, consumer: Party, purpose: str, columns) -
         if not rule.passed:
             reasons.append(rule.detail)
     return reasons
+
+
+def _dropped(listing: Listing, k: int | None) -> set[str]:
+    """The columns the remedy of a transfer would drop as identifiers
+    (:func:`broker.fsla.identifying.dropped`, recorded in the summary per k). A summary stored
+    before they were recorded: the identifying columns that are neither quasi-identifiers
+    (generalized) nor sensitive."""
+    summary = listing.summary
+    if summary is None:
+        return set()
+    recorded = summary.dropped(k)
+    if recorded is not None:
+        return set(recorded)
+    other = set(listing.names(ColumnRole.OTHER))
+    return {name for name in summary.identifiers if name in other}
 
 
 def _meets(summary: Summary, terms: Terms, kept: Sequence[str]) -> bool:

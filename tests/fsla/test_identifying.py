@@ -1,5 +1,6 @@
 """One definition of an identifier: the remedy of a decision drops the columns the catalog drops
-before it estimates the utility it advertises (broker.fsla.identifying)."""
+before it estimates the utility it advertises, and an offer keeps the same ones home
+(broker.fsla.identifying)."""
 
 import pandas as pd
 import pytest
@@ -8,6 +9,7 @@ from broker.catalog import service as catalog
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord, RuleSet
+from broker.fsla.offers import Listing, Party, offer
 from broker.fsla.remedy import target_for
 from broker.fsla.results import TransferContext
 from broker.metrics.report import analyze
@@ -69,3 +71,19 @@ def test_the_remedy_and_the_catalog_drop_the_same_identifiers(monkeypatch, k):
         remedy.quasi_identifiers,
         remedy.sensitive,
     )
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_catalog_records_what_the_remedy_drops_and_offers_keep_it_home(k):
+    report = analyze(FRAME, list(QI), list(SENSITIVE), max_combination_size=0)
+    summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME))
+    assert set(summary["dropped_at_k"][str(k)]) == BY_HAND
+    columns = tuple((name, "other") for name in FRAME.columns if name not in QI + SENSITIVE)
+    columns += tuple((q, "quasi_identifier") for q in QI)
+    columns += tuple((s, "sensitive") for s in SENSITIVE)
+    listing = Listing("provider", "SN", columns, summary=catalog.summary_of(summary))
+    provider = Party("provider", "SN", record("SN", RuleSet(min_k=k)))
+    consumer = Party("consumer", "FR", record("FR", RuleSet()))
+    found = offer(listing, provider, consumer, "research")
+    assert set(found.terms.columns) == set(FRAME.columns) - BY_HAND
+    assert any("'born' identifies the rows" in r for r in found.reasons)  # sensitive, too
