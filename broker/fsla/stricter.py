@@ -4,7 +4,9 @@ that combines or compares rules reads that declaration, nowhere else.
 A field of a rule set (:class:`broker.fsla.models.RuleSet`) declares its direction in its
 ``json_schema_extra`` as ``{"stricter": ...}`` (it also shows in the JSON schema):
 
-- ``higher``: a larger value asks more (a minimum: ``min_k``, ``linkage_lookback_days``);
+- ``higher``: a larger value asks more (a minimum: ``min_k``, ``linkage_lookback_days``; and
+  ``sampling_fraction``: the larger the share, the likelier a sample unique is unique in the
+  population, so every population estimate grows with it);
 - ``lower``: a smaller value asks more (a maximum: ``max_t``, ``max_retention_days``); with
   ``order``, values rank in that order (``max_date_precision``: year, then month, then day);
 - ``false``: a permission (``identifiers_allowed``): refusing it asks more;
@@ -24,13 +26,19 @@ asks less than another: an agreement's terms against the records', a counter-off
 offer, :meth:`broker.fsla.offers.Terms.weaker_than`) and the policy linter's warning that a
 record asks more at home than abroad (:mod:`broker.fsla.lint`). A field that declares no
 direction fails ``tests/fsla/test_stricter.py``, so a new rule cannot be combined the loose way
-by omission.
+by omission; the property tests there check, on real data, that passing the combination of two
+rule sets passes each.
+
+An empty ``budget_period_days`` is the strictest window only when a budget is set; the
+combination keeps each rule set's budgets with their own windows besides
+(:class:`broker.fsla.results.Requirements`), and so the expected re-identification bounds,
+each with its own sampling fraction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel
 
@@ -51,8 +59,6 @@ def declaration(model: type[BaseModel], name: str) -> dict[str, Any]:
 
 
 def _nested_model(model: type[BaseModel], name: str) -> type[BaseModel]:
-    from typing import get_args
-
     annotation = model.model_fields[name].annotation
     for candidate in (annotation, *get_args(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
