@@ -39,6 +39,8 @@ from broker.errors import (
 )
 from broker.fsla.decide import (
     Agreed,
+    Case,
+    Effort,
     Measured,
     Onward,
     Outcome,
@@ -241,17 +243,17 @@ def _decide(
     session.rollback()
     progress("deciding", 0.5)
     with counting_limits():
-        outcome = decide(
+        case = Case(
             parties,
             request,
             Roles(quasi_identifiers, roles.sensitive, roles.person_key),
             Measured(table.engine, report),
-            settings.anonymize_max_suppression,
-            settings.remedy_seconds,
             history,
             agreed,
             onward,
         )
+        effort = Effort(settings.anonymize_max_suppression, settings.remedy_seconds)
+        outcome = decide(case, effort)
     source = parties.source
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
