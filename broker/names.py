@@ -28,9 +28,10 @@ Keys are for comparison only; a dataset's columns keep their names as written.
 
 from __future__ import annotations
 
+import difflib
 import string
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 
 import regex
@@ -157,3 +158,10 @@ def _classes() -> dict[str, str]:
     for char in string.ascii_uppercase:
         union(char, char.lower())
     return {c: find(c) for c in parent}
+
+
+def near_misses(name: str, known: Sequence[str]) -> list[str]:
+    """The known names closest to a misspelt ``name`` (a letter missing, swapped or doubled:
+    ``Gendre`` -> ``Gender``), best first, compared as folded keys; none when nothing is close."""
+    keys = {attribute_key(k): k for k in known}
+    return [keys[key] for key in difflib.get_close_matches(attribute_key(name), keys, n=3)]

@@ -13,11 +13,10 @@ roles, raises :class:`RoleError` naming it and listing the dataset's columns.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from broker.names import attribute_key
+from broker.names import attribute_key, near_misses
 
 _LISTED_COLUMNS = 20  # at most this many columns are listed in an error ...
 _LISTED_CHARS = 400  # ... in at most about this many characters
@@ -147,10 +146,3 @@ def _shown(name: str) -> str:
         tail = _NAME_CHARS // 3
         text = text[: _NAME_CHARS - 3 - tail] + "..." + text[-tail:]
     return f"'{text}'"
-
-
-def near_misses(name: str, known: Sequence[str]) -> list[str]:
-    """The known names closest to a misspelt ``name`` (a letter missing, swapped or doubled:
-    ``Gendre`` -> ``Gender``), best first, compared as folded keys; none when nothing is close."""
-    keys = {attribute_key(k): k for k in known}
-    return [keys[key] for key in difflib.get_close_matches(attribute_key(name), keys, n=3)]

@@ -56,7 +56,7 @@ class PolicyRoute(APIRoute):
                 in_body = [e for e in raw if e.get("loc", ("",))[0] == "body"]
                 if not in_body or len(in_body) != len(raw) or raw[0]["type"] == "json_invalid":
                     raise
-                errors = field_errors(in_body)
+                errors = field_errors(in_body, model=FSLARecord)
                 raise InvalidPolicy(
                     f"{errors[0]['field']}: {errors[0]['reason']}", errors=errors
                 ) from None

@@ -17,7 +17,7 @@ class PolicyFileError(ValueError):
 
 def describe(error: ValidationError) -> str:
     """The first error, worded as the API words it (no "Value error, " prefix)."""
-    first = field_errors(error.errors(), drop=())[0]
+    first = field_errors(error.errors(), drop=(), model=FSLARecord)[0]
     where = "(record)" if first["field"] == "body" else first["field"]
     return f"field '{where}': {first['reason']}"
 

@@ -71,7 +71,7 @@ def check_draft(jurisdiction: str, document: Any) -> FSLARecord:
     try:
         record = FSLARecord.model_validate(document)
     except ValidationError as error:
-        errors = field_errors(error.errors(), drop=())
+        errors = field_errors(error.errors(), drop=(), model=FSLARecord)
         raise InvalidPolicy(f"{errors[0]['field']}: {errors[0]['reason']}", errors=errors) from None
     _check_path(jurisdiction, record)
     return record

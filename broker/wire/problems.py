@@ -14,8 +14,10 @@ for the client's next request (:class:`AnsweredErrorsEndHere`). See ``docs/opera
 
 from __future__ import annotations
 
+import difflib
 import errno
 import logging
+import typing
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -199,26 +201,57 @@ def responses(
     return entries
 
 
-def field_errors(errors: list[Any], *, drop: tuple[str, ...] = ("body",)) -> list[dict[str, Any]]:
+def field_errors(
+    errors: list[Any], *, drop: tuple[str, ...] = ("body",), model: type[BaseModel] | None = None
+) -> list[dict[str, Any]]:
     """``[{"field", "reason"}]`` of pydantic's errors, in words a person reads.
 
     The field is the dotted location (list positions as ``[0]``) without the ``drop`` parts;
     pydantic's "Value error, " and "Assertion failed, " prefixes are cut off (the rest is our
-    own message).
+    own message). Given the ``model`` that was validated, a field it does not have is answered
+    with the one its writer probably meant (``min_kk``: "did you mean 'min_k'?").
     """
     out = []
     for error in errors:
+        location = [part for part in error.get("loc", ()) if part not in drop]
         field = ""
-        for part in error.get("loc", ()):
-            if part in drop:
-                continue
+        for part in location:
             field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else part)
         reason = str(error.get("msg", "invalid"))
         for prefix in _PYDANTIC_PREFIXES:
             if reason.startswith(prefix):
                 reason = reason[len(prefix) :]
+        if error.get("type") == "extra_forbidden" and model is not None and location:
+            reason = _unknown_field(model, location)
         out.append({"field": field or "body", "reason": reason})
     return out
+
+
+def _unknown_field(model: type[BaseModel], location: list[Any]) -> str:
+    """Why a field is refused, with the nearest of the fields its place has."""
+    place: Any = model
+    for part in location[:-1]:  # down to the model that holds the unknown field
+        fields = getattr(place, "model_fields", {})
+        if isinstance(part, int) or part not in fields:
+            continue  # a list position, or a mapping's key: the same model below
+        place = _model_in(fields[part].annotation)
+    known = list(getattr(place, "model_fields", {}))
+    if not known:
+        return "Extra inputs are not permitted"
+    close = difflib.get_close_matches(str(location[-1]), known, n=1)
+    if close:
+        return f"not a field here (did you mean {close[0]!r}?)"
+    return f"not a field here; the fields: {', '.join(known)}"
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model inside an annotation such as ``RuleSet | None``, else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in typing.get_args(annotation):
+        if found := _model_in(argument):
+            return found
+    return None
 
 
 _PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")

@@ -25,6 +25,21 @@ def test_one_mistake_is_one_problem_from_put_patch_and_check(client, change, fie
     assert current(client, "SN")["version"] == 1
 
 
+def test_a_misspelt_field_is_answered_with_the_one_meant(client):
+    """From PUT, PATCH and /check alike: the field's place, and the nearest field it has."""
+    answer = patch(client, "SN", {"cross_border_export": {"min_kk": 3}})
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0] == {
+        "field": "cross_border_export.min_kk",
+        "reason": "not a field here (did you mean 'min_k'?)",
+    }
+    record = {**current(client, "SN")["record"], "alowed_purposes": ["research"]}
+    answer = client.post("/v1/policies/SN/check", headers=ADMIN, json=record)
+    assert answer.json()["detail"] == (
+        "alowed_purposes: not a field here (did you mean 'allowed_purposes'?)"
+    )
+
+
 def test_pydantic_wording_does_not_leak(client):
     record = {**current(client, "SN")["record"], "allowed_destinations": ["france"]}
     answer = client.post("/v1/policies/SN/check", headers=ADMIN, json=record)

@@ -1,5 +1,7 @@
 """Seed F-SLA files: the shipped ones are valid; a bad one is named with field and reason."""
 
+import re
+
 import pytest
 
 from broker.policies.seed import PolicyFileError, load_records
@@ -26,7 +28,12 @@ def test_shipped_records_are_valid():
             GOOD + "cross_border_export:\n  min_k: 0\n",
             "sn.yaml: field 'cross_border_export.min_k': Input should be greater than or equal",
         ),
-        ("sn.yaml", GOOD + "colour: blue\n", "field 'colour': Extra inputs are not permitted"),
+        ("sn.yaml", GOOD + "colour: blue\n", "field 'colour': not a field here; the fields: jur"),
+        (
+            "sn.yaml",
+            GOOD + "cross_border_export:\n  min_kk: 3\n",
+            "field 'cross_border_export.min_kk': not a field here (did you mean 'min_k'?)",
+        ),
         (
             "sn.yaml",
             GOOD.replace("allowed_purposes: [research]\n", ""),
@@ -44,7 +51,7 @@ def test_shipped_records_are_valid():
 )
 def test_bad_file_names_file_field_and_reason(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
-    with pytest.raises(PolicyFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(PolicyFileError, match=re.escape(message)):
         load_records(tmp_path)
 
 
