@@ -29,6 +29,7 @@ docs/identifier-detection.md for what is detected and how well.
 from __future__ import annotations
 
 import datetime
+import decimal
 import re
 import secrets
 import unicodedata
@@ -37,9 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import phonenumbers
 
 from broker.identifiers import (
     DEFAULT_REGIONS,
+    PERSON_NAME,
     PHONE,
     STRONG,
     BudgetSpent,
@@ -137,6 +140,8 @@ def content_of(
         return Content(TEXT, None)
     kind = _kind(present)
     text = [_text(v) for v in present]
+    if kind == NUMBER:
+        text = [_as_digits(t, regions) for t in text]
     found = _column_finding(text, kind == NUMBER, regions, budget or ScanBudget())
     if found is None:
         return Content(kind, None)
@@ -144,37 +149,47 @@ def content_of(
 
 
 def split_content(
-    pairs: Sequence[tuple],
+    parts: Sequence[tuple],
     regions: Sequence[str] = DEFAULT_REGIONS,
     budget: ScanBudget | None = None,
 ) -> Finding | None:
-    """What identifier a sample of (left, right) value pairs of two adjacent columns holds once
-    each pair is read as one value, with a blank between (every detector reads grouped digits:
-    "FR76 3000 ..." split after its first group, "Awa" | "Diop"), or None.
+    """What identifier a sample of value tuples of a few columns (adjacent ones, or two that
+    may hold a given and a family name) holds once each tuple is read as one value, its parts
+    joined by blanks (every detector reads grouped digits: "FR76 3000 ..." cut after its first
+    group, "4111" | "1111" | "1111" | "1111", "Awa" | "Diop"), or None.
 
-    Joining two ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
+    Joining ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
     read as a Senegalese phone number, two codes as an 11-digit id one time in twenty), so only
-    strong evidence that neither value holds alone counts, in :data:`MEDIUM_SHARE` of the pairs
-    (a split identifier fills its columns), and a phone number only in international form.
+    strong evidence counts, that needs every part (it is not found with the first or the last
+    part left out), in :data:`MEDIUM_SHARE` of the tuples (a split identifier fills its
+    columns), and a phone number only in international form.
 
     >>> split_content([("4111 1111", "1111 1111"), ("4012 8888", "8888 1881")]).what
     'Visa card number'
+    >>> split_content([("FR76 3000", "6000 0112 3456", "7890 189")]).what
+    'IBAN (FR)'
     >>> split_content([("30-39", "75001"), ("20-29", "75002")])
     """
     budget = budget or ScanBudget()
-    present = [(_text(a), _text(b)) for a, b in pairs if not (is_missing(a) or is_missing(b))]
+    present = [tuple(_text(v) for v in row) for row in parts if not any(is_missing(v) for v in row)]
     needed = max(min(2, len(present)), MEDIUM_SHARE * len(present))
-    alone: dict[str, set] = {}
-    counts: dict[tuple, int] = {}
+    seen: dict[str, set] = {}
+
+    def found(text: str) -> set:
+        if text not in seen:
+            seen[text] = {(f.kind, f.what) for f in scan(text, regions, budget)}
+        return seen[text]
+
+    counts: dict[str, int] = {}
     try:
-        for a, b in present:
-            for part in (a, b):
-                if part not in alone:
-                    alone[part] = {(f.kind, f.what) for f in scan(part, regions, budget)}
-            for finding in scan(f"{a} {b}", regions, budget):
+        for row in present:
+            shorter = found(" ".join(row[1:])) | found(" ".join(row[:-1]))
+            for finding in scan(" ".join(row), regions, budget):
                 key = (finding.kind, finding.what)
-                national_phone = finding.kind == PHONE and not a.lstrip().startswith(("+", "00"))
-                if finding.strength != STRONG or national_phone or key in alone[a] | alone[b]:
+                national_phone = finding.kind == PHONE and not row[0].lstrip().startswith(
+                    ("+", "00")
+                )
+                if finding.strength != STRONG or national_phone or key in shorter:
                     continue
                 counts[finding.kind] = counts.get(finding.kind, 0) + 1
                 if counts[finding.kind] >= needed:
@@ -184,10 +199,95 @@ def split_content(
     return None
 
 
+# A run of a column's consecutive values of one or two characters may spell an identifier down
+# the rows (one digit per row). Only runs that stand out are read: in a column whose values are
+# mostly that short (a rating, a grade, a digit), a run of 13 digits is ordinary, and reading
+# every window of it would find check digits that hold by chance.
+VERTICAL_VALUE_CHARS = 2
+VERTICAL_ROWS = 4096
+_VERTICAL_RUN = range(7, 35)  # characters a run must join into
+_VERTICAL_SMALL_COLUMN = 40
+
+
+def vertical_content(
+    name: str,
+    values: Sequence,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+) -> Finding | None:
+    """What identifier consecutive rows of a column spell once joined (a national id written
+    one digit per row), or None. ``values`` are the column's first rows in row order. Each
+    maximal run of values of one or two characters whose characters join into 7 to 34 is read
+    as one value, the column's name before it (a keyword such as "NIN" makes a format strong),
+    when the run stands out: the column's short values are at most half of ``values``, or the
+    column is short (:data:`_VERTICAL_SMALL_COLUMN` rows). Only strong evidence counts.
+
+    >>> vertical_content("notes", ["ok", "seen", *"4111111111111111", "late", "ok"]).what
+    'Visa card number'
+    >>> vertical_content("stars", list("4111111111111111") + list("1234512345" * 5))
+    """
+    budget = budget or ScanBudget()
+    text = [None if is_missing(v) else _text(v).strip() for v in values]
+    short = [t is not None and 0 < len(t) <= VERTICAL_VALUE_CHARS for t in text]
+    if len(text) > _VERTICAL_SMALL_COLUMN and sum(short) * 2 > len(text):
+        return None
+    runs, run = [], []
+    for value, is_short in zip(text, short, strict=True):
+        if is_short:
+            run.append(value)
+        elif run:
+            runs.append("".join(run))
+            run = []
+    runs.append("".join(run))
+    try:
+        for joined in runs:
+            if len(joined) not in _VERTICAL_RUN:
+                continue
+            for finding in scan(f"{name}: {joined}", regions, budget):
+                if finding.strength == STRONG and finding.kind != PERSON_NAME:
+                    return finding
+    except BudgetSpent:
+        return _FAILED_CLOSED
+    return None
+
+
 def _text(value) -> str:
+    """A value as the text a reader sees: typed numbers written as their digits (an integer,
+    a float or a decimal with no fraction as the integer it is, never ``1.2e+16`` nor
+    ``4111111111111111.0``, which hide a card number from the patterns), bytes as UTF-8."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)
+    if isinstance(value, bool | np.bool_):
+        return str(value)
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating | decimal.Decimal):
+        try:
+            if value == int(value) and abs(value) < _WHOLE_UP_TO:
+                return str(int(value))
+        except (ValueError, OverflowError, decimal.InvalidOperation):  # NaN, infinity
+            return str(value)
+        if isinstance(value, decimal.Decimal):
+            return format(value, "f")
+    return str(value)
+
+
+_WHOLE_UP_TO = 10**30
+
+
+def _as_digits(text: str, regions: Sequence[str]) -> str:
+    """A whole number that may be a phone number stored as a number, read also with the ``+`` a
+    number type drops when it begins with a region's country code ("221771234567" was
+    +221 77 123 45 67), on a line of its own. (A national number that lost its trunk ``0`` is
+    not read again: "612345678" is as likely an amount as 06 12 34 56 78.)"""
+    if not (text.isdigit() and 10 <= len(text) <= 15):
+        return text
+    codes = {str(phonenumbers.country_code_for_region(r)) for r in regions}
+    if any(text.startswith(code) for code in codes):
+        return f"{text}\n+{text}"
+    return text
 
 
 def _column_finding(

@@ -16,7 +16,14 @@ import numpy as np
 import pandas as pd
 
 from broker.datasets import DatasetTooLarge
-from broker.engines.base import IDENTICAL_ROWS, CountTable, Engine, PlansCounts, dictionary_of
+from broker.engines.base import (
+    IDENTICAL_ROWS,
+    CountTable,
+    Engine,
+    PlansCounts,
+    ReadsRowsInOrder,
+    dictionary_of,
+)
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
@@ -34,9 +41,12 @@ from broker.metrics.combinations import (
 from broker.metrics.content import (
     DATE,
     DEFAULT_REGIONS,
+    DIGITS,
     NUMBER,
     SAMPLE,
     TEXT,
+    VERTICAL_ROWS,
+    VERTICAL_VALUE_CHARS,
     WORDS,
     Content,
     ScanBudget,
@@ -44,6 +54,7 @@ from broker.metrics.content import (
     fragment_kind,
     sample_distinct,
     split_content,
+    vertical_content,
 )
 from broker.metrics.mmaq import (
     ANONYMOUS,
@@ -439,6 +450,13 @@ def report_of(
     )
 
 
+# Split identifiers: up to this many adjacent columns read together (an IBAN over three, a
+# card over four), and at most this many column sets read per report (a random choice of them
+# past it, the adjacent pairs first).
+MAX_SPLIT_COLUMNS = 4
+MAX_SPLIT_SETS = 256
+
+
 def _split_identifiers(
     engine: Engine,
     attributes: list[AttributeReport],
@@ -446,44 +464,129 @@ def _split_identifiers(
     regions: Sequence[str],
     budget: ScanBudget,
 ) -> list[AttributeReport]:
-    """Each pair of adjacent columns, neither of them a direct identifier, that may hold the two
-    parts of one identifier (digits, or single words one of which is a listed name: see
-    :func:`~broker.metrics.content.fragment_kind`) read as one, on a sample of their distinct
-    pairs: an IBAN, a card or an id cut in two, or a given name and a family name side by side,
-    makes both columns direct identifiers. The pairs are counted in one more pass of an engine
-    that reads in passes (a pair it cannot hold is counted as the combination search counts)."""
-    pairs = []
-    for left, right in itertools.pairwise(attributes):
-        kinds = {fragments.get(left.name), fragments.get(right.name)}
-        dated = DATE in (left.content.values, right.content.values)
-        flagged = left.content.direct_identifier or right.content.direct_identifier
-        if None not in kinds and kinds != {WORDS} and not dated and not flagged:
-            pairs.append((left, right))
-    if pairs and isinstance(engine, PlansCounts):
+    """Columns, none of them a direct identifier, that may hold the parts of one identifier
+    (digits, or single words one of which is a listed name: see
+    :func:`~broker.metrics.content.fragment_kind`), read as one on a sample of their distinct
+    tuples: 2 to :data:`MAX_SPLIT_COLUMNS` adjacent columns (an IBAN, a card or an id cut in
+    parts), and any two columns of single words, in both orders (a given name and a family
+    name, wherever they stand). A finding makes every column of the set a direct identifier.
+    The sets are counted in one more pass of an engine that reads in passes (a set it cannot
+    hold is counted as the combination search counts). Then :func:`_vertical_identifiers`."""
+    sets = _split_sets(attributes, fragments)
+    if sets and isinstance(engine, PlansCounts):
         with contextlib.suppress(DatasetTooLarge):
-            engine.plan([[left.name, right.name] for left, right in pairs], people=False)
+            engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
-    for left, right in pairs:
-        [table] = engine.counts([[left.name, right.name]])
+    for columns in sets:
+        if any(found[c].content.direct_identifier for c in columns):
+            continue  # already condemned by a smaller set
+        [table] = engine.counts([sorted(set(columns))])
         chosen = np.arange(table.size)
         if table.size > SAMPLE:
             chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, SAMPLE, False)
         values = [
-            dictionary_of(engine.dictionary(a.name)).to_numpy()[table.codes(a.name)[chosen]]
-            for a in (left, right)
+            dictionary_of(engine.dictionary(c)).to_numpy()[table.codes(c)[chosen]] for c in columns
         ]
         split = split_content(list(zip(*values, strict=True)), regions, budget)
         if split is None:
             continue
-        evidence = (
-            f"{split.describe()}, split over the adjacent columns {left.name!r} and {right.name!r}"
+        named = ", ".join(repr(c) for c in columns)
+        where = "adjacent columns" if _adjacent(attributes, columns) else "columns"
+        _condemn(found, columns, split.kind, f"{split.describe()}, split over the {where} {named}")
+    attributes = [found[a.name] for a in attributes]
+    return _vertical_identifiers(engine, attributes, regions, budget)
+
+
+def _split_sets(
+    attributes: list[AttributeReport], fragments: dict[str, str | None]
+) -> list[tuple[str, ...]]:
+    """The column sets :func:`_split_identifiers` reads, adjacent pairs first."""
+
+    def eligible(a: AttributeReport) -> bool:
+        return (
+            fragments.get(a.name) is not None
+            and a.content.values != DATE
+            and not a.content.direct_identifier
         )
-        for name in (left.name, right.name):
-            content = replace(found[name].content, direct_identifier=split.kind)
-            found[name] = replace(
-                found[name], content=replace(content, identifier_evidence=evidence)
-            )
+
+    names = [a.name for a in attributes]
+    ok = [eligible(a) for a in attributes]
+    pairs, longer, words = [], [], []
+    for width in range(2, MAX_SPLIT_COLUMNS + 1):
+        for i in range(len(names) - width + 1):
+            window = names[i : i + width]
+            kinds = {fragments.get(n) for n in window}
+            if not all(ok[i : i + width]) or kinds == {WORDS}:
+                continue
+            if width == 2:
+                pairs.append(tuple(window))
+            elif DIGITS in kinds:
+                longer.append(tuple(window))
+    worded = [n for n, good in zip(names, ok, strict=True) if good and fragments[n] != DIGITS]
+    for a, b in itertools.permutations(worded, 2):
+        kinds = {fragments[a], fragments[b]}
+        adjacent_pair = abs(names.index(a) - names.index(b)) == 1 and names.index(a) < names.index(
+            b
+        )
+        if kinds != {WORDS} and not adjacent_pair:
+            words.append((a, b))
+    sets = pairs + longer + words
+    if len(sets) > MAX_SPLIT_SETS:
+        rng = np.random.default_rng(secrets.randbits(64))
+        rest = sets[len(pairs) :]
+        chosen = rng.choice(len(rest), max(0, MAX_SPLIT_SETS - len(pairs)), replace=False)
+        sets = pairs + [rest[i] for i in sorted(chosen)]
+    return sets
+
+
+def _adjacent(attributes: list[AttributeReport], columns: Sequence[str]) -> bool:
+    names = [a.name for a in attributes]
+    at = [names.index(c) for c in columns]
+    return at == list(range(at[0], at[0] + len(at)))
+
+
+def _condemn(found: dict, columns: Sequence[str], kind: str, evidence: str) -> None:
+    for name in columns:
+        content = replace(found[name].content, direct_identifier=kind)
+        found[name] = replace(found[name], content=replace(content, identifier_evidence=evidence))
+
+
+def _vertical_identifiers(
+    engine: Engine,
+    attributes: list[AttributeReport],
+    regions: Sequence[str],
+    budget: ScanBudget,
+) -> list[AttributeReport]:
+    """Columns that spell an identifier down their rows (one digit per row): the first
+    :data:`~broker.metrics.content.VERTICAL_ROWS` rows, in order, of each column not yet a
+    direct identifier that has values of one or two characters, read by
+    :func:`~broker.metrics.content.vertical_content`. Only an engine that reads rows in order
+    (:class:`ReadsRowsInOrder`) is asked."""
+    if not isinstance(engine, ReadsRowsInOrder):
+        return attributes
+    candidates = [
+        a.name
+        for a in attributes
+        if not a.content.direct_identifier and _has_short_values(engine.dictionary(a.name))
+    ]
+    if not candidates:
+        return attributes
+    head = engine.head(candidates, VERTICAL_ROWS)
+    found = {a.name: a for a in attributes}
+    for name in candidates:
+        vertical = vertical_content(name, head[name].tolist(), regions, budget)
+        if vertical is not None:
+            evidence = f"{vertical.describe()}, written down the rows of column {name!r}"
+            _condemn(found, [name], vertical.kind, evidence)
     return [found[a.name] for a in attributes]
+
+
+def _has_short_values(dictionary: pd.Series) -> bool:
+    values = dictionary_of(dictionary)
+    text = values[values.map(lambda v: isinstance(v, str))]
+    if len(text) < len(values):  # typed numbers: one digit is a value below 100
+        return True
+    return bool(text.str.strip().str.len().between(1, VERTICAL_VALUE_CHARS).any())
 
 
 def _population_report(
