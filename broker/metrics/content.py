@@ -55,6 +55,7 @@ from broker.identifiers import ScanBudget as ScanBudget  # the report's, one per
 from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
 from broker.identifiers.scan import MEDIUM_SHARE
+from broker.identifiers.text import TRANSFORMS
 from broker.missing import is_missing
 from broker.numbers import numbers_of
 
@@ -421,6 +422,29 @@ def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> s
         return f"more than {_MAX_NAME_DIGITS} digits"
     if any(_encoded(token) for token in _TOKENS.findall(text)):
         return "encoded data (a long run mixing upper and lower case and digits)"
+    return None
+
+
+def identifier_across_names(
+    names: Sequence[str], regions: Sequence[str] = DEFAULT_REGIONS
+) -> str | None:
+    """What direct identifier a header holds once its names are read one after the other,
+    joined by blanks and without them (a phone number cut over several names: "+221", "77",
+    "123", ...), or None. Each name alone is judged by :func:`identifier_in_text`; here only
+    strong evidence as written counts (the joined names are long, many hold digits, and read
+    backwards years make card numbers).
+
+    >>> identifier_across_names(["age", "+221", "77", "123", "45", "67"])
+    'a phone number (SN)'
+    >>> identifier_across_names(["id", "2019", "2020", "2021", "2022", "q1", "q2"])
+    """
+    try:
+        for joined in (" ".join(names), "".join(names)):
+            for finding in scan(joined, regions):
+                if finding.strength == STRONG and TRANSFORMS.isdisjoint(finding.disguises):
+                    return finding.describe()
+    except BudgetSpent:
+        return "more identifier-like runs than are checked"
     return None
 
 
