@@ -328,10 +328,21 @@ _SPACED_ONE = re.compile(rf"\S(?:[{_SEPARATORS}]\S){{5,}}")
 _SPACED_MORE = re.compile(rf"[^\s{_SEPARATORS}](?:[{_SEPARATORS}]{{1,3}}[^\s{_SEPARATORS}]){{5,}}")
 
 
+# What ordinary values write with digits, blanked before a value is read backwards (read
+# forwards, they are not identifiers; backwards, "2019 2020 2021 2022" is a Mir card number):
+# lists and ranges of years, dates, times.
+_ORDINARY = re.compile(
+    r"(?<!\d)(?:(?:19|20)\d\d(?:\s{0,3}[-/,;]?\s{0,3}(?:19|20)\d\d(?!\d))+"
+    r"|\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?)(?!\d)"
+)
+# A long run of digits said in words may be an international number said without its "plus".
+_BARE_NUMBER = re.compile(r"(?<![+\d])\d{11,15}(?!\d)")
+
+
 def _transformed(text: str) -> list[tuple[str, str]]:
     """``text`` read by each rule that changes it into something worth searching."""
     found = []
-    backwards = text[::-1]
+    backwards = _ORDINARY.sub(lambda m: " " * len(m.group()), text)[::-1]
     if _WORTH.search(backwards):
         found.append((backwards, REVERSED))
     for table, how in ((_ROT13, ROT13), (_ROT47, ROT47)):
@@ -340,7 +351,8 @@ def _transformed(text: str) -> list[tuple[str, str]]:
             found.append((rotated, how))
     said = digits_from_words(text)
     if said != text:
-        found.append((said, DIGIT_WORDS))
+        plus = [f"+{m.group()}" for m in _BARE_NUMBER.finditer(said)]
+        found.append(("\n".join([said, *plus]), DIGIT_WORDS))
     joined = _spaced_out(text)
     if joined != text:
         found.append((joined, SPACED_OUT))
@@ -431,7 +443,7 @@ def _number_at(words: list, j: int, text: str) -> tuple[str, int] | None:
         return ("+", j + 1) if follows and _number_at(words, j + 1, text) else None
     if first in _REPEAT:
         unit = word(j + 1)
-        return (str(_UNITS[unit]) * _REPEAT[first], j + 2) if unit in _UNITS else None
+        return ("=" + str(_UNITS[unit]) * _REPEAT[first], j + 2) if unit in _UNITS else None
     if first == "dix" and word(j + 1) in ("sept", "huit", "neuf"):
         return str(10 + _UNITS[word(j + 1)]), j + 2
     if first in _TEENS:
@@ -465,7 +477,8 @@ def _joined(run: list[str]) -> str:
         if value == "+":
             out, last = out + (" +" if out else "+"), "+"
             continue
-        single = len(value) == 1
+        single = len(value) == 1 or value.startswith("=")  # "double seven": two single digits
+        value = value.lstrip("=")
         glued = last in (None, "+") or (single and last == "single")
         out += value if glued else " " + value
         last = "single" if single else "group"
