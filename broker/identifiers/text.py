@@ -308,10 +308,12 @@ def _readable(raw: bytes) -> str | None:
 # --- Transformations: rules a reader undoes by reading the value another way ---------------
 
 # What an identifier needs, for a transformed reading to be worth searching: an address's
-# shape, seven digits in a row (a phone number, a card, an id), or an IBAN's start.
+# shape, seven digits in a row (a phone number, a card, an id), an IBAN's start, a
+# machine-readable zone, or a token of 8 to 20 letters and digits (a passport or id number).
 _WORTH = re.compile(
     r"[\w.+-]@[^\W_][\w-]*\.\w|(?:\d[ .\-/]?){7}"
-    r"|(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]){11}"
+    r"|(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]){11}|[A-Z0-9<]{30}"
+    r"|(?<![A-Za-z0-9])(?=[A-Za-z]{0,19}\d)(?=\d{0,19}[A-Za-z])[A-Za-z0-9]{8,20}(?![A-Za-z0-9])"
 )
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
@@ -323,7 +325,7 @@ _ROT47 = str.maketrans(
 # One character, then the same kind of separator and one character, six times or more:
 # "a.w.a.d.i.o.p", "4-1-1-1 1-1-1-1"; the content may itself be a separator ("a.w.a...d").
 _SEPARATORS = r" .\-_/|*,:;~+·•"
-_SPACED_ONE = re.compile(rf"\S(?:[{_SEPARATORS}]\S){{5,}}")
+_SPACED_ONE = re.compile(rf"[^\n](?:[{_SEPARATORS}][^\n]){{5,}}")
 # Several separators between characters that are not separators: "a . w . a", "4 - 1 - 1".
 _SPACED_MORE = re.compile(rf"[^\s{_SEPARATORS}](?:[{_SEPARATORS}]{{1,3}}[^\s{_SEPARATORS}]){{5,}}")
 
@@ -349,10 +351,10 @@ def _transformed(text: str) -> list[tuple[str, str]]:
         rotated = text.translate(table)
         if rotated != text and _WORTH.search(rotated):
             found.append((rotated, how))
-    said = digits_from_words(text)
-    if said != text:
+    said, glued = digits_from_words(text), digits_from_words(text, glued=True)
+    if glued != text:
         plus = [f"+{m.group()}" for m in _BARE_NUMBER.finditer(said)]
-        found.append(("\n".join([said, *plus]), DIGIT_WORDS))
+        found.append(("\n".join([said, glued, *plus]), DIGIT_WORDS))
     joined = _spaced_out(text)
     if joined != text:
         found.append((joined, SPACED_OUT))
@@ -394,9 +396,11 @@ _BETWEEN = re.compile(r"[\s\-,;.]*")
 _WORD_RUN_MIN = 4  # number words in a row: fewer are ordinary prose ("one or two")
 
 
-def digits_from_words(text: str) -> str:
+def digits_from_words(text: str, glued: bool = False) -> str:
     """``text`` with each run of at least four number words written in digits: one group per
-    number said ("soixante-dix-sept" 77), single digits joined, groups apart.
+    number said ("soixante-dix-sept" 77), single digits joined, groups apart; ``glued``: all
+    of a run's digits joined, and joined to the words either side, every number word read
+    once the text holds four ("GB eight two WEST one two ..." is "GB82WEST12...").
 
     Examples
     --------
@@ -421,9 +425,14 @@ def digits_from_words(text: str) -> str:
                 break
             run.append(parsed[0])
             k = parsed[1]
-        if k - j >= _WORD_RUN_MIN and any(v != "+" for v in run):
-            out += [text[done : words[j][0]], _joined(run)]
+        if k - j >= (1 if glued else _WORD_RUN_MIN) and any(v != "+" for v in run):
+            before = text[done : words[j][0]]
+            digits = "".join(v.lstrip("=") for v in run) if glued else _joined(run)
+            out += [before.rstrip(" ") if glued else before, digits]
             done, j = words[k - 1][1], k
+            if glued:
+                while done < len(text) and text[done] == " ":
+                    done += 1
         else:
             j += 1
     return "".join(out) + text[done:] if out else text
