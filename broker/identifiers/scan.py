@@ -50,6 +50,7 @@ _AT_BRACKETED = re.compile(
 _DOT_BRACKETED = re.compile(
     rf"\s{{0,3}}[\[({{<]\s{{0,3}}(?:{_DOT_WORDS}|\.)\s{{0,3}}[\])}}>]\s{{0,3}}", re.I
 )
+_BRACKETS = re.compile(r"[\[({<]")
 _AT_SPACED = re.compile(r"(?<=\w)\s{1,3}@\s{0,3}(?=\w)|(?<=\w)\s{0,3}@\s{1,3}(?=\w)")
 _DOT_SPACED = re.compile(r"(?<=\w)\s{1,3}\.\s{0,3}(?=\w)|(?<=\w)\s{0,3}\.\s{1,3}(?=\w)")
 _AT_WORD = re.compile(rf"\s{{1,3}}(?:{_AT_WORDS})\s{{1,3}}", re.I)
@@ -230,8 +231,9 @@ def _emails(text: str, budget: ScanBudget):
         for _ in _addresses(text, budget):
             yield Hit(EMAIL, STRONG, "e-mail address"), None
             return
-    plain = _AT_BRACKETED.sub("@", text)
-    plain = _DOT_BRACKETED.sub(".", plain)
+    plain = text
+    if _BRACKETS.search(text):
+        plain = _DOT_BRACKETED.sub(".", _AT_BRACKETED.sub("@", text))
     if "@" in plain:
         spaced = _DOT_SPACED.sub(".", _AT_SPACED.sub("@", plain))
         if spaced != text and any(True for _ in _addresses(spaced, budget)):

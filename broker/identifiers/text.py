@@ -12,7 +12,9 @@ each with the disguises it undid.
 Cost is bounded per value whatever the sender writes: decoding never makes a text longer except
 decompression, which stops at :data:`MAX_INFLATED` bytes; a chain of decodings goes
 :data:`MAX_DEPTH` levels deep at most and a value yields :data:`MAX_READINGS` readings
-(:data:`MAX_READ_CHARS` characters in all) at most; a transformation is applied once per chain
+(:data:`MAX_READ_CHARS` characters in all) at most; base32 and base85 runs are decoded up to
+:data:`MAX_RUN_CHARS` characters; a transformation is applied once per chain, to values of at
+most :data:`MAX_TRANSFORMED_CHARS` characters,
 and only when its result has what an identifier needs (an address's shape, seven digits in a
 row, an IBAN's start). A reading that undid a transformation counts only strong evidence
 (:func:`broker.identifiers.scan.scan`): it is a second chance for chance matches.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bz2
+import itertools
 import lzma
 import re
 import unicodedata
@@ -38,6 +41,8 @@ MAX_DEPTH = 8
 MAX_READINGS = 48
 MAX_READ_CHARS = 1 << 16
 MAX_INFLATED = 1 << 14
+MAX_TRANSFORMED_CHARS = 2048  # a longer value is read as written and decoded, not transformed
+MAX_RUN_CHARS = 4096  # base32 and base85 runs longer than this are not decoded
 _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 # Control characters other than tab and line breaks: NUL and the rest read as nothing.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -126,7 +131,7 @@ def readings(text: str) -> list[Reading]:
         if depth == MAX_DEPTH:
             continue
         steps = _decoded(reading.text)
-        if not transformed:
+        if not transformed and len(reading.text) <= MAX_TRANSFORMED_CHARS:
             steps += [(t, (how,)) for t, how in _transformed(reading.text)]
         for decoded, how in steps:
             inner = fold(decoded)
@@ -186,6 +191,8 @@ def _base64(token: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _base32(token: str) -> tuple[str, tuple[str, ...]] | None:
+    if len(token) > MAX_RUN_CHARS:
+        return None
     bare = token.rstrip("=")
     if len(bare) % 8 not in (0, 2, 4, 5, 7):  # no base32 text has these lengths
         return None
@@ -197,6 +204,8 @@ def _base32(token: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _base85(token: str) -> tuple[str, tuple[str, ...]] | None:
+    if len(token) > MAX_RUN_CHARS:
+        return None
     try:
         raw = base64.b85decode(token)
     except (ValueError, binascii.Error):
@@ -205,6 +214,8 @@ def _base85(token: str) -> tuple[str, tuple[str, ...]] | None:
 
 
 def _ascii85(token: str) -> tuple[str, tuple[str, ...]] | None:
+    if len(token) > MAX_RUN_CHARS:
+        return None
     try:
         raw = base64.a85decode(token, adobe=token.startswith("<~"), ignorechars=" \t\n\r\v")
     except (ValueError, binascii.Error):
@@ -393,6 +404,12 @@ _TENS = {
 _REPEAT = {"double": 2, "triple": 3}
 _WORD = re.compile(r"[^\W\d_]+")
 _BETWEEN = re.compile(r"[\s\-,;.]*")
+_SAID = re.compile(
+    r"(?<![^\W\d_])(?:"
+    + "|".join(sorted({*_UNITS, *_TEENS, *_TENS}, key=len, reverse=True))
+    + r")(?![^\W\d_])",
+    re.I,
+)
 _WORD_RUN_MIN = 4  # number words in a row: fewer are ordinary prose ("one or two")
 
 
@@ -411,9 +428,9 @@ def digits_from_words(text: str, glued: bool = False) -> str:
     >>> digits_from_words("soixante-dix-sept cent"), digits_from_words("one or two")
     ('soixante-dix-sept cent', 'one or two')
     """
-    words = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
-    if sum(w[2] in _UNITS or w[2] in _TEENS or w[2] in _TENS for w in words) < _WORD_RUN_MIN:
+    if len(list(itertools.islice(_SAID.finditer(text), _WORD_RUN_MIN))) < _WORD_RUN_MIN:
         return text
+    words = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
     out, done, j = [], 0, 0
     while j < len(words):
         run, k = [], j
