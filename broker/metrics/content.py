@@ -14,12 +14,15 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
   or machine-readable zone, an e-mail address, a phone number, a full name of two listed names);
   medium evidence needs a share of the values, weak evidence (a format alone) half of them, and
   a column of plain numbers needs a share of its values even for strong evidence.
-  Two adjacent columns are also read together (:func:`split_content`): an identifier split over
-  them makes both direct identifiers.
+  Columns are also read together (:func:`split_content`: 2 to 4 adjacent ones, two columns of
+  single words anywhere), a column's first rows in order (:func:`vertical_content`: an id one
+  digit per row) and the column names one after the other (:func:`identifier_across_names`).
 
 How values are read, so that a hostile sender can neither hide an identifier nor make the work
 explode: every sampled value is read whole (cells are at most ``ReadLimits.max_cell_chars``
-long), folded (NFKC, invisible characters, look-alikes) and decoded (base64, hex, escapes);
+long), folded (NFKC, invisible and control characters, look-alikes), decoded (base64, base32,
+base85, hex, escapes, compressed, UTF-16, nested) and transformed (backwards, ROT13, spaced out,
+said in words); typed numbers are read as their digits;
 bounded patterns find the candidates, and only those are checked, within a
 :class:`ScanBudget` per report. Up to :data:`SAMPLE` distinct values per column are read, all
 of them when there are fewer, else a random choice the sender cannot predict. See
@@ -184,13 +187,17 @@ def split_content(
     counts: dict[str, int] = {}
     try:
         for row in present:
-            shorter = found(" ".join(row[1:])) | found(" ".join(row[:-1]))
+            shorter: set | None = None  # what the row holds without one end: read when needed
             for finding in scan(" ".join(row), regions, budget):
                 key = (finding.kind, finding.what)
                 national_phone = finding.kind == PHONE and not row[0].lstrip().startswith(
                     ("+", "00")
                 )
-                if finding.strength != STRONG or national_phone or key in shorter:
+                if finding.strength != STRONG or national_phone:
+                    continue
+                if shorter is None:
+                    shorter = found(" ".join(row[1:])) | found(" ".join(row[:-1]))
+                if key in shorter:
                     continue
                 counts[finding.kind] = counts.get(finding.kind, 0) + 1
                 if counts[finding.kind] >= needed:
