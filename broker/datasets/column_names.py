@@ -25,7 +25,10 @@ def check_column_names(columns: list, label: str) -> None:
         if not isinstance(column, str) or column.strip() == "":
             raise DatasetError(f"{label} has a column without a name")
         if any(unicodedata.category(c) == "Cc" for c in column):
-            raise DatasetError(f"{label}: column name {column!r} holds control characters")
+            raise DatasetError(  # not echoed: NULs may hide what the name spells (UTF-16)
+                f"{label}: column name number {len(seen) + 1} holds control characters (NUL "
+                "bytes: a UTF-16 file? send UTF-8)"
+            )
         if len(column) > MAX_NAME_LENGTH:
             raise DatasetError(
                 f"{label}: a column name is {len(column):,} characters long; at most "

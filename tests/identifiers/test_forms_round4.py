@@ -287,3 +287,16 @@ def test_a_phone_number_over_the_column_names_is_refused_without_being_echoed():
         read_dataset(data, "a.csv")
     assert "+221" not in str(refused.value) and "column names" in str(refused.value)
     assert identifier_across_names(["id", "2019", "2020", "2021", "2022", "q1"]) is None
+
+
+def test_a_utf16_file_is_refused_in_clear_words_without_echoing_its_names():
+    for text in ("awa.diop@example.sn,age\nx,30\n", "\ufeffawa.diop@example.sn,age\nx,30\n"):
+        with pytest.raises(DatasetError) as refused:
+            read_dataset(text.encode("utf-16-le"), "a.csv")
+        message = str(refused.value)
+        assert "UTF" in message and "awa" not in message and "\\x00" not in message
+
+
+def test_nul_bytes_in_json_strings_hide_nothing():
+    records = [{"sex": "F", "notes": "ok"}, {"sex": "M", "notes": "\x00".join(EMAIL)}] * 10
+    assert _report(json.dumps(records).encode(), "a.json")["notes"] == "email"
