@@ -53,6 +53,7 @@ _ASCII85 = re.compile(r"<~[!-uz\s]{5,}~>|(?<![!-u])[!-uz]{10,}")
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){6,}")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _QUOTED_PRINTABLE = re.compile(r"=[0-9A-F]{2}")
+_LONG_TOKEN = re.compile(r"\S{8}")
 _UTF16_LATIN1 = re.compile(r"^[\xfe\xff]{2}|\x00")
 
 NFKC = "compatibility characters (full-width, mathematical, ligatures)"
@@ -162,6 +163,8 @@ def _decoded(text: str) -> list[tuple[str, tuple[str, ...]]]:
         decoded = _utf16(text.encode("latin-1"))
         if decoded is not None:
             found.append((decoded, (UTF16,)))
+    if not _LONG_TOKEN.search(text):  # every encoding below needs a run of 8 characters
+        return found
     for pattern, decode, how in _RUNS:
         runs = [decode(match.group()) for match in pattern.finditer(text)]
         readable = [run for run in runs if run is not None]
@@ -348,13 +351,16 @@ _ORDINARY = re.compile(
     r"(?<!\d)(?:(?:19|20)\d\d(?:\s{0,3}[-/,;]?\s{0,3}(?:19|20)\d\d(?!\d))+"
     r"|\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?)(?!\d)"
 )
+_SHORTEST = 7  # no identifier is shorter, however it is written
 # A long run of digits said in words may be an international number said without its "plus".
 _BARE_NUMBER = re.compile(r"(?<![+\d])\d{11,15}(?!\d)")
 
 
 def _transformed(text: str) -> list[tuple[str, str]]:
     """``text`` read by each rule that changes it into something worth searching."""
-    found = []
+    found: list[tuple[str, str]] = []
+    if len(text) < _SHORTEST:
+        return found
     backwards = _ORDINARY.sub(lambda m: " " * len(m.group()), text)[::-1]
     if _WORTH.search(backwards):
         found.append((backwards, REVERSED))
@@ -362,8 +368,9 @@ def _transformed(text: str) -> list[tuple[str, str]]:
         rotated = text.translate(table)
         if rotated != text and _WORTH.search(rotated):
             found.append((rotated, how))
-    said, glued = digits_from_words(text), digits_from_words(text, glued=True)
+    glued = digits_from_words(text, glued=True)
     if glued != text:
+        said = digits_from_words(text)
         plus = [f"+{m.group()}" for m in _BARE_NUMBER.finditer(said)]
         found.append(("\n".join([said, glued, *plus]), DIGIT_WORDS))
     joined = _spaced_out(text)
