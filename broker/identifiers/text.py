@@ -3,8 +3,9 @@
 A sender can write an identifier so that a reader still reads it but a pattern does not match:
 full-width or mathematical letters and digits, Cyrillic or Greek look-alikes, Arabic-Indic
 digits, zero-width or control characters (NUL) between the characters, UTF-16 text; the whole
-value encoded (base64, base32, base85 and Ascii85, hex, percent-escapes, quoted-printable, any
-of them over gzip, zlib, bzip2 or xz, and nested); or transformed by a rule a reader undoes
+value encoded (base64, base32, base85 and Ascii85, hex with or without separators,
+percent-escapes, quoted-printable, HTML character references, backslash escapes, any of them
+over gzip, zlib, bzip2 or xz, and nested); or transformed by a rule a reader undoes
 (written backwards, ROT13 or ROT47, digits written as words in English or French, a separator
 between every character). :func:`readings` gives every spelling the detectors must search,
 each with the disguises it undid.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bz2
+import html
 import itertools
 import lzma
 import re
@@ -54,6 +56,14 @@ _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){6,}")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _QUOTED_PRINTABLE = re.compile(r"=[0-9A-F]{2}")
 _LONG_TOKEN = re.compile(r"\S{8}")
+# Hex bytes with a separator between them ("61 77 61 40", "61:77:61:40", "0x61,0x77"), HTML
+# character references ("&#97;", "&#x61;", "&commat;"), backslash escapes ("\x61", "\u0061").
+_SPACED_HEX = re.compile(
+    r"(?:(?:0x)?[0-9A-Fa-f]{2}[ :,;.\-]{1,2}){5,}(?:0x)?[0-9A-Fa-f]{2}(?![0-9A-Fa-f])"
+)
+_NOT_HEX = re.compile(r"0[xX](?=[0-9A-Fa-f]{2})|[^0-9A-Fa-f]")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_ESCAPE = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{3})")
 _UTF16_LATIN1 = re.compile(r"^[\xfe\xff]{2}|\x00")
 
 NFKC = "compatibility characters (full-width, mathematical, ligatures)"
@@ -62,6 +72,7 @@ CONTROL = "control characters (NUL)"
 LOOK_ALIKE = "look-alike letters or digits"
 BASE64, HEX, PERCENT, QUOTED_PRINTABLE = "base64", "hex", "percent-escapes", "quoted-printable"
 BASE32, BASE85, ASCII85 = "base32", "base85", "Ascii85"
+HTML_ENTITIES, ESCAPES = "HTML character references", "backslash escapes"
 GZIP, ZLIB, BZIP2, XZ, UTF16 = "gzip", "zlib", "bzip2", "xz", "UTF-16"
 REVERSED, ROT13, ROT47 = "written backwards", "ROT13", "ROT47"
 DIGIT_WORDS = "digits written as words"
@@ -159,6 +170,16 @@ def _decoded(text: str) -> list[tuple[str, tuple[str, ...]]]:
         decoded = _text_of(binascii.a2b_qp(text.encode("ascii", "ignore")))
         if decoded is not None and decoded[0] != text:
             found.append((decoded[0], (QUOTED_PRINTABLE, *decoded[1])))
+    if "&" in text and _ENTITY.search(text):
+        found.append((html.unescape(text), (HTML_ENTITIES,)))
+    if "\\" in text and _ESCAPE.search(text):
+        found.append((_ESCAPE.sub(_unescape, text), (ESCAPES,)))
+    if _SPACED_HEX.search(text):
+        digits = [_NOT_HEX.sub("", m.group()) for m in _SPACED_HEX.finditer(text)]
+        runs = [_hex(d) for d in digits if len(d) % 2 == 0]
+        readable = [run for run in runs if run is not None]
+        if readable:
+            found.append(("\n".join(run[0] for run in readable), (HEX,)))
     if _UTF16_LATIN1.search(text) and all(ord(c) < 256 for c in text):
         decoded = _utf16(text.encode("latin-1"))
         if decoded is not None:
@@ -172,6 +193,14 @@ def _decoded(text: str) -> list[tuple[str, tuple[str, ...]]]:
             joined = "\n".join(run[0] for run in readable if run[1] == inner)
             found.append((joined, (how, *inner)))
     return found
+
+
+def _unescape(match: re.Match) -> str:
+    """One backslash escape as the character it names (a code point past Unicode reads as
+    nothing)."""
+    code = match.group()[1:]
+    value = int(code[1:], 16) if code[0] in "xuU" else int(code, 8)
+    return chr(value) if value <= 0x10FFFF else ""
 
 
 def _hex(token: str) -> tuple[str, tuple[str, ...]] | None:

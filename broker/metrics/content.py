@@ -207,11 +207,12 @@ def split_content(
     return None
 
 
-# A run of a column's consecutive values of one or two characters may spell an identifier down
-# the rows (one digit per row). Only runs that stand out are read: in a column whose values are
-# mostly that short (a rating, a grade, a digit), a run of 13 digits is ordinary, and reading
-# every window of it would find check digits that hold by chance.
-VERTICAL_VALUE_CHARS = 2
+# A run of a column's consecutive short values (:func:`_piece`) may spell an identifier down
+# the rows (one digit per row, a card's groups of four). Only runs that stand out are read:
+# in a column whose values are mostly that short (a rating, a grade, a year), a run of 13
+# digits is ordinary, and reading every window of it would find check digits that hold by
+# chance.
+VERTICAL_VALUE_CHARS = 4
 VERTICAL_ROWS = 4096
 _VERTICAL_RUN = range(7, 35)  # characters a run must join into
 _VERTICAL_SMALL_COLUMN = 40
@@ -225,38 +226,52 @@ def vertical_content(
 ) -> Finding | None:
     """What identifier consecutive rows of a column spell once joined (a national id written
     one digit per row), or None. ``values`` are the column's first rows in row order. Each
-    maximal run of values of one or two characters whose characters join into 7 to 34 is read
-    as one value, the column's name before it (a keyword such as "NIN" makes a format strong),
-    when the run stands out: the column's short values are at most half of ``values``, or the
-    column is short (:data:`_VERTICAL_SMALL_COLUMN` rows). Only strong evidence counts.
+    maximal run of pieces (:func:`_piece`; missing and blank values between them are skipped)
+    whose
+    characters join into 7 to 34 is read as one value, joined without and with blanks, the
+    column's name before it (a keyword such as "NIN" makes a format strong), when the run
+    stands out: the column's pieces are at most half of ``values``, or the column is
+    short (:data:`_VERTICAL_SMALL_COLUMN` rows). Only strong evidence counts.
 
     >>> vertical_content("notes", ["ok", "seen", *"4111111111111111", "late", "ok"]).what
+    'Visa card number'
+    >>> vertical_content("notes", ["pending", "4111", "", "1111", "1111", "1111", "pending"]).what
     'Visa card number'
     >>> vertical_content("stars", list("4111111111111111") + list("1234512345" * 5))
     """
     budget = budget or ScanBudget()
-    text = [None if is_missing(v) else _text(v).strip() for v in values]
-    short = [t is not None and 0 < len(t) <= VERTICAL_VALUE_CHARS for t in text]
+    text = ["" if is_missing(v) else _text(v).strip() for v in values]
+    short = [_piece(t) for t in text]
     if len(text) > _VERTICAL_SMALL_COLUMN and sum(short) * 2 > len(text):
         return None
     runs, run = [], []
     for value, is_short in zip(text, short, strict=True):
         if is_short:
             run.append(value)
-        elif run:
-            runs.append("".join(run))
+        elif value:  # a longer value ends the run; a missing or blank one does not
+            runs.append(run)
             run = []
-    runs.append("".join(run))
+    runs.append(run)
     try:
-        for joined in runs:
-            if len(joined) not in _VERTICAL_RUN:
-                continue
-            for finding in scan(f"{name}: {joined}", regions, budget):
-                if finding.strength == STRONG and finding.kind != PERSON_NAME:
-                    return finding
+        for run in runs:
+            for joined in ("".join(run), " ".join(run)):
+                if len(joined.replace(" ", "")) not in _VERTICAL_RUN:
+                    continue
+                for finding in scan(f"{name}: {joined}", regions, budget):
+                    if finding.strength == STRONG and finding.kind != PERSON_NAME:
+                        return finding
     except BudgetSpent:
         return _FAILED_CLOSED
     return None
+
+
+def _piece(text: str) -> bool:
+    """Whether a value may be a piece of an identifier written down the rows: one character,
+    two capitals (an IBAN's country), or up to four characters with a digit ("4111", "+221");
+    not a short word ("ok", "late")."""
+    if not 0 < len(text) <= VERTICAL_VALUE_CHARS:
+        return False
+    return len(text) == 1 or (len(text) == 2 and text.isupper()) or _DIGITS.search(text) is not None
 
 
 def _text(value) -> str:

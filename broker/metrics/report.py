@@ -451,9 +451,9 @@ def report_of(
 
 
 # Split identifiers: up to this many adjacent columns read together (an IBAN over three, a
-# card over four), and at most this many column sets read per report (a random choice of them
-# past it, the adjacent pairs first).
-MAX_SPLIT_COLUMNS = 4
+# card over four, an IBAN in its seven groups of four), and at most this many column sets read
+# per report (a random choice of them past it, the adjacent pairs first).
+MAX_SPLIT_COLUMNS = 8
 MAX_SPLIT_SETS = 256
 
 
@@ -468,18 +468,19 @@ def _split_identifiers(
     (digits, or single words one of which is a listed name: see
     :func:`~broker.metrics.content.fragment_kind`), read as one on a sample of their distinct
     tuples: 2 to :data:`MAX_SPLIT_COLUMNS` adjacent columns (an IBAN, a card or an id cut in
-    parts), and any two columns of single words, in both orders (a given name and a family
-    name, wherever they stand). A finding makes every column of the set a direct identifier.
-    The sets are counted in one more pass of an engine that reads in passes (a set it cannot
-    hold is counted as the combination search counts). Then :func:`_vertical_identifiers`."""
+    parts; past two, most of them digits), and any two columns of single words, in both
+    orders (a given name and a family name, wherever they stand). A finding makes every
+    column of the set a direct identifier. The sets are counted in one more pass of an engine
+    that reads in passes (a set it cannot hold is counted as the combination search counts).
+    Then :func:`_vertical_identifiers`."""
     sets = _split_sets(attributes, fragments)
     if sets and isinstance(engine, PlansCounts):
         with contextlib.suppress(DatasetTooLarge):
             engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
     for columns in sets:
-        if any(found[c].content.direct_identifier for c in columns):
-            continue  # already condemned by a smaller set
+        if all(found[c].content.direct_identifier for c in columns):
+            continue  # already condemned by other sets
         [table] = engine.counts([sorted(set(columns))])
         chosen = np.arange(table.size)
         if table.size > SAMPLE:
@@ -492,7 +493,8 @@ def _split_identifiers(
             continue
         named = ", ".join(repr(c) for c in columns)
         where = "adjacent columns" if _adjacent(attributes, columns) else "columns"
-        _condemn(found, columns, split.kind, f"{split.describe()}, split over the {where} {named}")
+        fresh = [c for c in columns if not found[c].content.direct_identifier]
+        _condemn(found, fresh, split.kind, f"{split.describe()}, split over the {where} {named}")
     attributes = [found[a.name] for a in attributes]
     return _vertical_identifiers(engine, attributes, regions, budget)
 
@@ -518,9 +520,10 @@ def _split_sets(
             kinds = {fragments.get(n) for n in window}
             if not all(ok[i : i + width]) or kinds == {WORDS}:
                 continue
+            digits = sum(fragments.get(n) == DIGITS for n in window)
             if width == 2:
                 pairs.append(tuple(window))
-            elif DIGITS in kinds:
+            elif digits * 2 >= width:  # most of a wider window holds digits
                 longer.append(tuple(window))
     worded = [n for n, good in zip(names, ok, strict=True) if good and fragments[n] != DIGITS]
     for a, b in itertools.permutations(worded, 2):

@@ -83,6 +83,9 @@ DISGUISED = {
     "a dash between every digit": "4-1-1-1 1-1-1-1 1-1-1-1 1-1-1-1",
     "NUL between every character": "\x00".join(EMAIL),
     "UTF-16 read as Latin-1, with BOM": (b"\xff\xfe" + EMAIL.encode("utf-16-le")).decode("latin-1"),
+    "hex bytes with colons": ":".join(f"{b:02x}" for b in EMAIL.encode()),
+    "HTML character references": "".join(f"&#{b};" for b in IBAN_FR.encode()),
+    "backslash escapes": "".join(f"\\u{b:04x}" for b in EMAIL.encode()),
     "internationalised domain": "awa.diop@hôpital-dakar.sn",
     "punycode domain": "awa.diop@xn--hpital-dakar-eib.sn",
     "French words chez and point": "awa.diop chez hopital point sn",
@@ -205,6 +208,17 @@ def test_an_identifier_over_three_or_four_adjacent_columns_does_not_cross(broker
     settle(broker, answer, secrets=wholes, known=KNOWN)
 
 
+def test_an_iban_in_seven_columns_of_four_does_not_cross(broker):
+    ibans = [IBAN_FR, "GB82WEST12345698765432"]
+    assert all(iban.is_valid(i) for i in ibans)
+    parts = [[i[g : g + 4] for i in ibans] for g in range(0, 28, 4)]
+    names = [f"g{n}" for n in range(7)]
+    answer = broker.send(csv_bytes(_split(parts, seed=185, names=names)), anonymize="auto")
+    found = _as_sent(answer)
+    assert all(found[n] for n in names), found  # the IBAN, or an id in a part of it
+    settle(broker, answer, secrets=ibans, known=KNOWN)
+
+
 def test_a_given_and_a_family_name_in_columns_far_apart_do_not_cross(broker):
     firsts, lasts = ["Awa", "Moussa", "Fatou"], ["Diop", "Fall", "Ndiaye"]
     frame = _split([firsts, lasts], seed=191, names=["given", "family"])
@@ -230,6 +244,16 @@ def test_an_id_written_one_digit_per_row_does_not_cross(request, engine):
         received = judge.parse(delivered[0].get("content-type", ""), delivered[1])
         if "notes" in received.columns:
             assert NIR not in "".join(v for v in received["notes"] if len(v) == 1)
+
+
+def test_a_card_in_groups_of_four_down_the_rows_with_blank_rows_does_not_cross(broker):
+    frame = harmless(300, seed=205)
+    notes = list(rng(206).choice(["ok", "pending", "seen twice", "to call back"], 300))
+    notes[100:107] = ["4111", "", "1111", "", "1111", "", "1111"]
+    frame["notes"] = notes
+    answer = broker.send(csv_bytes(frame), anonymize="auto")
+    assert _as_sent(answer)["notes"] == "payment_card"
+    settle(broker, answer, secrets=[CARD], known=KNOWN)
 
 
 def test_a_phone_number_over_the_column_names_is_refused(broker):

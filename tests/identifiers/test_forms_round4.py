@@ -80,6 +80,12 @@ def _b64_layers(data: bytes, layers: int) -> str:
         (base64.b32encode(base64.b64encode(gzip.compress(CARD.encode()))).decode(), "payment_card"),
         (base64.b64encode(EMAIL.encode("utf-16")).decode(), "email"),  # UTF-16 with its BOM
         (EMAIL.encode("utf-16-le").hex(), "email"),  # without
+        (":".join(f"{b:02X}" for b in EMAIL.encode()), "email"),
+        (", ".join(f"0x{b:02x}" for b in IBAN_FR.encode()), "iban"),
+        ("".join(f"&#{b};" for b in EMAIL.encode()), "email"),
+        ("awa.diop&commat;example&period;sn", "email"),
+        ("".join(f"\\x{b:02x}" for b in CARD.encode()), "payment_card"),
+        ("".join(f"\\u{b:04x}" for b in EMAIL.encode()), "email"),
     ],
 )
 def test_an_encoded_identifier_is_found(encoded, kind):
@@ -239,6 +245,18 @@ def test_an_iban_over_three_columns_and_a_card_over_four_are_found():
     assert split_content(cards).kind == "payment_card"
 
 
+def test_an_iban_in_its_seven_groups_of_four_columns_is_found():
+    groups = [IBAN_FR[i : i + 4] for i in range(0, len(IBAN_FR), 4)]
+    other = "GB82WEST12345698765432"
+    assert iban.is_valid(other)
+    rows = [groups, [other[i : i + 4] for i in range(0, len(other), 4)]] * 15
+    frame = pd.DataFrame(rows, columns=[f"g{i}" for i in range(len(groups))])
+    frame.insert(0, "sex", ["F", "M"] * 15)
+    found = {a.name: a.content.direct_identifier for a in analyze(frame).attributes}
+    assert found.pop("sex") is None
+    assert all(found.values()) and "iban" in found.values(), found
+
+
 def test_a_split_needs_every_part():
     """An IBAN in two columns beside a third column of amounts: the third is not condemned."""
     frame = pd.DataFrame(
@@ -273,6 +291,9 @@ def test_an_id_written_down_the_rows_is_found_only_where_it_stands_out():
     frame = pd.DataFrame({"sex": ["F", "M"] * 30, "notes": notes})
     found = {a.name: a.content.direct_identifier for a in analyze(frame).attributes}
     assert found == {"sex": None, "notes": "national_id"}
+    # A card in its groups of four, one a row, blank rows between.
+    groups = ["pending", "4111", "", "1111", "", "1111", "1111", "late"] + ["ok", "pending"] * 10
+    assert vertical_content("notes", groups).kind == "payment_card"
     # A column of ratings is mostly one digit long: runs of digits are what it holds.
     ratings = list(np.random.default_rng(3).choice(list("12345"), 500))
     ratings[100:115] = list(NIR)
