@@ -7,7 +7,6 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +41,7 @@ from broker.metrics.content import (
     DATE,
     DEFAULT_REGIONS,
     DIGITS,
+    NAME_WORDS,
     NUMBER,
     SAMPLE,
     TEXT,
@@ -525,17 +525,22 @@ def _split_sets(
                 pairs.append(tuple(window))
             elif digits * 2 >= width:  # most of a wider window holds digits
                 longer.append(tuple(window))
+    at = {n: i for i, n in enumerate(names)}
     worded = [n for n, good in zip(names, ok, strict=True) if good and fragments[n] != DIGITS]
-    for a, b in itertools.permutations(worded, 2):
-        kinds = {fragments[a], fragments[b]}
-        adjacent_pair = abs(names.index(a) - names.index(b)) == 1 and names.index(a) < names.index(
-            b
-        )
-        if kinds != {WORDS} and not adjacent_pair:
-            words.append((a, b))
+    listed = [n for n in worded if fragments[n] == NAME_WORDS]
+    rng = np.random.default_rng(secrets.randbits(64))
+    if len(listed) * len(worded) <= MAX_SPLIT_SETS:
+        candidates = [(a, b) for a in listed for b in worded]
+    else:  # a random choice of them: never the whole product of a wide table's columns
+        picks = rng.integers(0, [len(listed), len(worded)], size=(MAX_SPLIT_SETS, 2))
+        candidates = list(dict.fromkeys((listed[i], worded[j]) for i, j in picks))
+    for a, b in candidates:
+        for first, second in ((a, b), (b, a)):
+            if first != second and at[second] != at[first] + 1:
+                words.append((first, second))
+    words = list(dict.fromkeys(words))
     sets = pairs + longer + words
     if len(sets) > MAX_SPLIT_SETS:
-        rng = np.random.default_rng(secrets.randbits(64))
         rest = sets[len(pairs) :]
         chosen = rng.choice(len(rest), max(0, MAX_SPLIT_SETS - len(pairs)), replace=False)
         sets = pairs + [rest[i] for i in sorted(chosen)]
