@@ -451,10 +451,11 @@ def report_of(
 
 
 # Split identifiers: up to this many adjacent columns read together (an IBAN over three, a
-# card over four, an IBAN in its seven groups of four), and at most this many column sets read
-# per report (a random choice of them past it, the adjacent pairs first).
+# card over four, an IBAN in its seven groups of four), and, besides every adjacent pair, at
+# most this many other column sets read per report (a random choice of them past it: each is
+# one more count table, a pass over the rows of a file larger than memory).
 MAX_SPLIT_COLUMNS = 8
-MAX_SPLIT_SETS = 256
+MAX_SPLIT_SETS = 128
 
 
 def _split_identifiers(
@@ -539,12 +540,11 @@ def _split_sets(
             if first != second and at[second] != at[first] + 1:
                 words.append((first, second))
     words = list(dict.fromkeys(words))
-    sets = pairs + longer + words
-    if len(sets) > MAX_SPLIT_SETS:
-        rest = sets[len(pairs) :]
-        chosen = rng.choice(len(rest), max(0, MAX_SPLIT_SETS - len(pairs)), replace=False)
-        sets = pairs + [rest[i] for i in sorted(chosen)]
-    return sets
+    rest = longer + words
+    if len(rest) > MAX_SPLIT_SETS:
+        chosen = rng.choice(len(rest), MAX_SPLIT_SETS, replace=False)
+        rest = [rest[i] for i in sorted(chosen)]
+    return pairs + rest
 
 
 def _adjacent(attributes: list[AttributeReport], columns: Sequence[str]) -> bool:
