@@ -321,3 +321,18 @@ def test_a_utf16_file_is_refused_in_clear_words_without_echoing_its_names():
 def test_nul_bytes_in_json_strings_hide_nothing():
     records = [{"sex": "F", "notes": "ok"}, {"sex": "M", "notes": "\x00".join(EMAIL)}] * 10
     assert _report(json.dumps(records).encode(), "a.json")["notes"] == "email"
+
+
+def test_the_column_sets_read_together_are_bounded_on_a_wide_table():
+    """1,000 columns of given names: every adjacent pair, and at most MAX_SPLIT_SETS others
+    (the product of the columns would be a million pairs)."""
+    from broker.metrics.content import NAME_WORDS
+    from broker.metrics.report import MAX_SPLIT_SETS, _split_sets
+
+    frame = pd.DataFrame({f"c{i}": ["Red", "Blue"] for i in range(1000)})
+    attributes = analyze(frame.head(2), max_combination_size=0).attributes
+    attributes = [a for a in attributes if not a.content.direct_identifier]
+    fragments = {a.name: NAME_WORDS for a in attributes}
+    sets = _split_sets(attributes, fragments)
+    pairs = len(attributes) - 1
+    assert pairs < len(sets) <= pairs + MAX_SPLIT_SETS
