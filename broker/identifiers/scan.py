@@ -123,11 +123,15 @@ class Finding:
 
 
 def scan(
-    text: str, regions: Sequence[str] = DEFAULT_REGIONS, budget: ScanBudget | None = None
+    text: str,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+    transform: bool = True,
 ) -> list[Finding]:
     """Every identifier in ``text``, once per kind and what, the least disguised first.
 
-    Raises :class:`BudgetSpent` when ``budget`` runs out.
+    Raises :class:`BudgetSpent` when ``budget`` runs out. Without ``transform``, the text is
+    read as written and decoded only (for text the broker joined itself: split parts).
 
     Examples
     --------
@@ -140,7 +144,7 @@ def scan(
     """
     budget = budget or ScanBudget()
     found: dict[tuple, Finding] = {}
-    for reading in readings(text):
+    for reading in readings(text, transform):
         # A value read another way (backwards, rotated, spaced out, said in words) is a second
         # chance for a number to pass a weak check by chance: only strong evidence counts there.
         transformed = not TRANSFORMS.isdisjoint(reading.disguises)

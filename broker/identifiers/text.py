@@ -121,10 +121,10 @@ def fold(text: str) -> Reading:
     return Reading(plain, tuple(disguises))
 
 
-def readings(text: str) -> list[Reading]:
+def readings(text: str, transform: bool = True) -> list[Reading]:
     """Every spelling of ``text`` to search: folded; each encoded run in it decoded, and the
-    whole transformed (then folded, decoded and transformed again, within the bounds of the
-    module docstring).
+    whole transformed unless ``transform`` is False (then folded, decoded and transformed
+    again, within the bounds of the module docstring).
 
     Examples
     --------
@@ -143,7 +143,7 @@ def readings(text: str) -> list[Reading]:
         if depth == MAX_DEPTH:
             continue
         steps = _decoded(reading.text)
-        if not transformed and len(reading.text) <= MAX_TRANSFORMED_CHARS:
+        if transform and not transformed and len(reading.text) <= MAX_TRANSFORMED_CHARS:
             steps += [(t, (how,)) for t, how in _transformed(reading.text)]
         for decoded, how in steps:
             inner = fold(decoded)
@@ -438,7 +438,7 @@ _TENS = {
     "nonante": 90,
 }  # fmt: skip
 _REPEAT = {"double": 2, "triple": 3}
-_WORD = re.compile(r"[^\W\d_]+")
+_WORD = re.compile(r"[^\W\d_]+|\d{1,4}")  # words, and digits written among them
 _BETWEEN = re.compile(r"[\s\-,;.]*")
 _SAID = re.compile(
     r"(?<![^\W\d_])(?:"
@@ -500,6 +500,8 @@ def _number_at(words: list, j: int, text: str) -> tuple[str, int] | None:
         return words[k][2]
 
     first = words[j][2]
+    if first.isdigit():  # "sept 7 un 2": digits written among the words
+        return first, j + 1
     if first == "plus":
         follows = j + 1 < len(words) and word(j + 1) is not None
         return ("+", j + 1) if follows and _number_at(words, j + 1, text) else None

@@ -336,3 +336,48 @@ def test_the_column_sets_read_together_are_bounded_on_a_wide_table():
     sets = _split_sets(attributes, fragments)
     pairs = len(attributes) - 1
     assert pairs < len(sets) <= pairs + MAX_SPLIT_SETS
+
+
+def test_digits_cut_over_columns_that_are_not_neighbours_are_found():
+    frame = pd.DataFrame(
+        {
+            "a": ["FR76 3000 6000", "GB82 WEST 1234"] * 20,
+            "sex": ["F", "M", "M", "F"] * 10,
+            "b": ["0112 3456 7890 189", "5698 7654 32"] * 20,
+        }
+    )
+    found = {a.name: a.content.direct_identifier for a in analyze(frame).attributes}
+    assert found == {"a": "iban", "sex": None, "b": "iban"}
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["sept 7 un 2 3 quatre 5 6 sept", "4 one 1 one 1 one 1 1 1 one 1 1 1 1 1 1"],
+)
+def test_digits_written_among_number_words_are_read(said):
+    assert _kinds(said) & {"phone", "payment_card"}
+
+
+def test_ordinary_numbers_over_many_columns_fail_nothing_closed():
+    """Eleven columns of ordinary numbers (postcodes, ages, amounts, years, codes, blood
+    pressures): read together over many column sets, they make many candidates; no column is
+    condemned (the sets past the adjacent pairs have a budget of their own)."""
+    r = np.random.default_rng(9)
+    n = 2000
+    frame = pd.DataFrame(
+        {
+            "zip": r.choice([f"{z:05d}" for z in r.integers(1000, 99999, 300)], n),
+            "age": r.integers(18, 95, n).astype(str),
+            "amount": [f"{x:.2f}" for x in r.gamma(2, 300, n)],
+            "visits": r.integers(0, 40, n).astype(str),
+            "year": r.integers(1990, 2025, n).astype(str),
+            "ward": r.choice(["3B", "1A", "2C", "ICU"], n),
+            "code": r.choice([f"{c:04d}" for c in range(200)], n),
+            "weight": r.integers(40, 140, n).astype(str),
+            "dept": r.choice(["100", "200", "310", "420"], n),
+            "bp": [f"{a}/{b}" for a, b in zip(r.integers(90, 180, n), r.integers(50, 110, n))],
+            "ref": [f"{x:06d}" for x in r.integers(0, 10**6, n)],
+        }
+    )
+    found = {a.name: a.content.identifier_evidence for a in analyze(frame).attributes}
+    assert not any(found.values()), found
