@@ -375,7 +375,7 @@ def test_ordinary_numbers_over_many_columns_fail_nothing_closed():
             "code": r.choice([f"{c:04d}" for c in range(200)], n),
             "weight": r.integers(40, 140, n).astype(str),
             "dept": r.choice(["100", "200", "310", "420"], n),
-            "bp": [f"{a}/{b}" for a, b in zip(r.integers(90, 180, n), r.integers(50, 110, n))],
+            "bp": [f"{r.integers(90, 180)}/{r.integers(50, 110)}" for _ in range(n)],
             "ref": [f"{x:06d}" for x in r.integers(0, 10**6, n)],
         }
     )
