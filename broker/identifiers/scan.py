@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker.identifiers import numbers
-from broker.identifiers.numbers import EMAIL, MEDIUM, STRONG, WEAK, Hit
+from broker.identifiers.numbers import EMAIL, MEDIUM, PHONE, STRONG, WEAK, Hit
 from broker.identifiers.people import full_names
-from broker.identifiers.text import TRANSFORMS, Reading, readings
+from broker.identifiers.text import TOO_DEEP, TRANSFORMS, Reading, readings
 
 DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
 # Candidates checked per report (about 100 us each): past it, the scan fails closed.
@@ -145,6 +145,10 @@ def scan(
     budget = budget or ScanBudget()
     found: dict[tuple, Finding] = {}
     for reading in readings(text, transform):
+        if reading.disguises == (TOO_DEEP,):  # encoded past what is read: fail closed
+            # (the kind is the one a budget-spent scan fails closed with)
+            found.setdefault((TOO_DEEP,), Finding(PHONE, STRONG, f"value with {TOO_DEEP}"))
+            continue
         # A value read another way (backwards, rotated, spaced out, said in words) is a second
         # chance for a number to pass a weak check by chance: only strong evidence counts there.
         transformed = not TRANSFORMS.isdisjoint(reading.disguises)

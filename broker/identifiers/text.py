@@ -76,6 +76,7 @@ HTML_ENTITIES, ESCAPES = "HTML character references", "backslash escapes"
 GZIP, ZLIB, BZIP2, XZ, UTF16 = "gzip", "zlib", "bzip2", "xz", "UTF-16"
 REVERSED, ROT13, ROT47 = "written backwards", "ROT13", "ROT47"
 DIGIT_WORDS = "digits written as words"
+TOO_DEEP = "more encodings than are read"
 SPACED_OUT = "a separator between every character"
 TRANSFORMS = frozenset({REVERSED, ROT13, ROT47, DIGIT_WORDS, SPACED_OUT})
 
@@ -134,15 +135,20 @@ def readings(text: str, transform: bool = True) -> list[Reading]:
     ('awa@example.sn', ('percent-escapes',))
     >>> [r.text for r in readings("ns.elpmaxe@awa") if r.disguises == (REVERSED,)]
     ['awa@example.sn']
+
+    Past the bounds, the last reading is empty, its disguise :data:`TOO_DEEP`: the caller fails
+    closed (no ordinary value needs more than three readings; the labelled corpus, eleven).
     """
     first = fold(text)
     found, queue = [first], [(first, 0, False)]
     seen, size = {first.text}, len(first.text)
     while queue:
         reading, depth, transformed = queue.pop(0)
-        if depth == MAX_DEPTH:
-            continue
         steps = _decoded(reading.text)
+        if depth == MAX_DEPTH:
+            if steps:  # still encoded eight levels down: no ordinary value is
+                return [*found, Reading("", (TOO_DEEP,))]
+            continue
         if transform and not transformed and len(reading.text) <= MAX_TRANSFORMED_CHARS:
             steps += [(t, (how,)) for t, how in _transformed(reading.text)]
         for decoded, how in steps:
@@ -150,7 +156,7 @@ def readings(text: str, transform: bool = True) -> list[Reading]:
             if inner.text in seen:
                 continue
             if len(found) >= MAX_READINGS or size + len(inner.text) > MAX_READ_CHARS:
-                return found
+                return [*found, Reading("", (TOO_DEEP,))]  # ordinary values have 3 at most
             seen.add(inner.text)
             size += len(inner.text)
             step = Reading(inner.text, (*reading.disguises, *how, *inner.disguises))
