@@ -1,7 +1,9 @@
 """Which column names a dataset may have: they cross the border with the data, unmeasured.
 
 A name is text without control characters, at most :data:`MAX_NAME_LENGTH` characters long,
-holding nothing that looks like a direct identifier (``identifier_in_text``), and it differs
+holding nothing that looks like a direct identifier (``identifier_in_text``), nor do the names
+read one after the other (``identifier_across_names``: a phone number cut over the header), and
+it differs
 from the dataset's other names by more than case, look-alike letters or invisible characters
 (``colliding_names``, one :func:`broker.names.attribute_key` per name).
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 
 from broker.datasets.dataset import DatasetError
-from broker.metrics.content import identifier_in_text
+from broker.metrics.content import identifier_across_names, identifier_in_text
 from broker.names import colliding_names
 
 MAX_NAME_LENGTH = 200
@@ -23,7 +25,10 @@ def check_column_names(columns: list, label: str) -> None:
         if not isinstance(column, str) or column.strip() == "":
             raise DatasetError(f"{label} has a column without a name")
         if any(unicodedata.category(c) == "Cc" for c in column):
-            raise DatasetError(f"{label}: column name {column!r} holds control characters")
+            raise DatasetError(  # not echoed: NULs may hide what the name spells (UTF-16)
+                f"{label}: column name number {len(seen) + 1} holds control characters (NUL "
+                "bytes: a UTF-16 file? send UTF-8)"
+            )
         if len(column) > MAX_NAME_LENGTH:
             raise DatasetError(
                 f"{label}: a column name is {len(column):,} characters long; at most "
@@ -31,12 +36,17 @@ def check_column_names(columns: list, label: str) -> None:
             )
         if found := identifier_in_text(column):
             raise DatasetError(
-                f"{label}: column name {column!r} holds what looks like {found}; column names "
-                "cross the border with the data and are not measured: rename it"
+                f"{label}: column name number {len(seen) + 1} holds what looks like {found}; "
+                "column names cross the border with the data and are not measured: rename it"
             )
         if column in seen:
             raise DatasetError(f"{label} has the column name {column!r} more than once")
         seen.add(column)
+    if found := identifier_across_names(columns):
+        raise DatasetError(
+            f"{label}: the column names read one after the other hold what looks like {found}; "
+            "column names cross the border with the data and are not measured: rename them"
+        )
     pair = colliding_names(columns)
     if pair:
         raise DatasetError(

@@ -429,6 +429,15 @@ class Engine(Protocol):
 
 
 @runtime_checkable
+class ReadsRowsInOrder(Protocol):
+    """An engine that can give a table's first rows in the order they were sent (what an
+    identifier written down a column's rows needs; counts lose the order)."""
+
+    def head(self, columns: Sequence[str], rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows of ``columns``, in order, values as the engine holds them."""
+
+
+@runtime_checkable
 class PlansCounts(Protocol):
     """An engine that reads its source in passes (a file larger than memory) can count many
     column sets in one pass when it is told them all before the first question."""

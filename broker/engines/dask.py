@@ -43,6 +43,9 @@ def _row_hashes(partition: pd.DataFrame, columns: list[str]) -> pd.Series:
     return pd.util.hash_pandas_object(partition[columns], index=False)
 
 
+_HEAD_PARTITIONS = 8
+
+
 class DaskEngine:
     """A Dask dataframe seen through counts; see the module docstring."""
 
@@ -141,6 +144,18 @@ class DaskEngine:
 
     def duplicate_rows(self) -> int:
         return self._rows - int(self._frame[_ROW].nunique().compute())
+
+    def head(self, columns: Sequence[str], rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows in order, read from the first partitions one at a time (at
+        most :data:`_HEAD_PARTITIONS` of them: the rest of the data stays where it is)."""
+        require_columns(self._names, columns)
+        selected = self._frame[list(columns)]
+        parts: list[pd.DataFrame] = []
+        for index in range(min(selected.npartitions, _HEAD_PARTITIONS)):
+            parts.append(selected.get_partition(index).head(rows, npartitions=1, compute=True))
+            if sum(len(p) for p in parts) >= rows:
+                break
+        return pd.concat(parts).head(rows) if parts else selected._meta
 
     def recode(self, plan: RecodePlan) -> DaskEngine:
         kept = [c for c in self._names if c not in plan.drop]

@@ -361,6 +361,18 @@ class DuckDBEngine:
         query = f"SELECT count(*) - count(DISTINCT {_ROW}) FROM {self._loaded()}"
         return int(self._con.execute(query).fetchall()[0][0])
 
+    def head(self, columns: Sequence[str], rows: int) -> pd.DataFrame:
+        """The first ``rows`` rows as the source holds them, in order (DuckDB keeps the
+        insertion order of a file it reads; a limit stops the read early)."""
+        require_columns(self._names, columns)
+        selected = ", ".join(_quote(c) for c in columns)
+        try:
+            return self._con.execute(
+                f"SELECT {selected} FROM {self._source} LIMIT {int(rows)}"
+            ).df()
+        except duckdb.Error as error:
+            raise DatasetError(str(error).splitlines()[0]) from None
+
     def row_sketch(
         self, columns: Sequence[str], cell_hash: Callable[[str], str], size: int
     ) -> tuple[np.ndarray, int]:

@@ -268,6 +268,10 @@ class PandasEngine:
     def duplicate_rows(self) -> int:
         return self._rows - self.rows_grouping().categories
 
+    def head(self, columns: Sequence[str], rows: int) -> pd.DataFrame:
+        require_columns(self._names, columns)
+        return self.frame[list(columns)].head(rows)
+
     def recode(self, plan: RecodePlan) -> PandasEngine:
         frame = self.frame.drop(columns=[c for c in plan.drop if c in self.frame.columns])
         for column, labels in plan.labels.items():

@@ -1,12 +1,14 @@
 """One pass over one piece of text: every identifier in it, in every spelling the detectors know.
 
 :func:`scan` reads the text in each of its :func:`~broker.identifiers.text.readings` (folded,
-and decoded when it holds base64, hex, percent-escapes or quoted-printable) and runs, on each,
+decoded, and read backwards, rotated, spaced out or said in words) and runs, on each,
 bounded patterns that find the candidates, then the checks of
 :mod:`broker.identifiers.numbers` and :mod:`broker.identifiers.people` on those alone:
 
-- e-mail addresses, also with blanks around ``@`` and the dots, ``[at]``/``(dot)``, ``{at}``,
-  and the words "at" and "dot";
+- e-mail addresses, internationalised ones too (a domain in Unicode or Punycode), also with
+  blanks around ``@`` and the dots, ``[at]``/``(dot)``, ``{at}``, and the words "at", "dot",
+  "arobase", "chez", "point" (an address spelled in words ends with a country's or a common
+  top-level domain);
 - machine-readable-zone lines; IBANs; runs of digits with separators (payment cards, national
   ids, phone numbers); tokens mixing letters and digits (national ids with letters, passport
   numbers); full names.
@@ -24,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from broker.identifiers import numbers, patterns
-from broker.identifiers.numbers import EMAIL, MEDIUM, STRONG, WEAK, Hit
+from broker.identifiers.numbers import EMAIL, MEDIUM, PHONE, STRONG, WEAK, Hit
 from broker.identifiers.people import full_names
-from broker.identifiers.text import Reading, readings
+from broker.identifiers.text import TOO_DEEP, TRANSFORMS, Reading, readings
 
 DEFAULT_REGIONS = ("SN", "FR", "NG", "KE")
 # Candidates checked per report (about 100 us each): past it, the scan fails closed.
@@ -34,16 +36,33 @@ MAX_CANDIDATES = 50_000
 # Addresses found by their "@" only; at most this many "@" are looked at per reading.
 _MAX_AT_SIGNS = 64
 
+# Internationalised addresses too: letters of any script in the local part and the domain
+# (a domain written in Unicode), and a top-level domain in Punycode ("xn--...").
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])[\w.%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}"
-    r"\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+    r"(?<![\w.%+-])[\w.%+-]{1,64}@[^\W_][\w-]{0,62}(?:\.[^\W_][\w-]{0,62}){0,8}"
+    r"\.(?:[^\W\d_]{2,24}|xn--[A-Za-z0-9-]{1,59})(?![\w-])"
 )
-_AT_BRACKETED = re.compile(r"\s{0,3}[\[({<]\s{0,3}(?:at|@|arobase)\s{0,3}[\])}>]\s{0,3}", re.I)
-_DOT_BRACKETED = re.compile(r"\s{0,3}[\[({<]\s{0,3}(?:dot|point|\.)\s{0,3}[\])}>]\s{0,3}", re.I)
+_AT_WORDS = r"at\s{1,3}sign|at|@|arobase|arrobase|arroba|chez"
+_DOT_WORDS = r"dot|point|punto|period"
+_AT_BRACKETED = re.compile(
+    rf"\s{{0,3}}[\[({{<]\s{{0,3}}(?:{_AT_WORDS})\s{{0,3}}[\])}}>]\s{{0,3}}", re.I
+)
+_DOT_BRACKETED = re.compile(
+    rf"\s{{0,3}}[\[({{<]\s{{0,3}}(?:{_DOT_WORDS}|\.)\s{{0,3}}[\])}}>]\s{{0,3}}", re.I
+)
+_BRACKETS = re.compile(r"[\[({<]")
 _AT_SPACED = re.compile(r"(?<=\w)\s{1,3}@\s{0,3}(?=\w)|(?<=\w)\s{0,3}@\s{1,3}(?=\w)")
 _DOT_SPACED = re.compile(r"(?<=\w)\s{1,3}\.\s{0,3}(?=\w)|(?<=\w)\s{0,3}\.\s{1,3}(?=\w)")
-_AT_WORD = re.compile(r"\s{1,3}(?:at|arobase)\s{1,3}", re.I)
-_DOT_WORD = re.compile(r"\s{1,3}dot\s{1,3}", re.I)
+_AT_WORD = re.compile(rf"\s{{1,3}}(?:{_AT_WORDS})\s{{1,3}}", re.I)
+_DOT_WORD = re.compile(rf"\s{{1,3}}(?:{_DOT_WORDS})\s{{1,3}}", re.I)
+# An address spelled with words ("awa chez exemple point sn") ends with a top-level domain of
+# two letters (a country's), in Punycode, or one of the generic ones people write: prose that
+# reads "X chez Y point final" does not.
+_SPELLED_TLD = re.compile(
+    r"\.(?:[A-Za-z]{2}|xn--[A-Za-z0-9-]+|com|org|net|edu|gov|int|mil|info|biz|name|pro|mobi"
+    r"|africa|asia|io|app|dev|email|online)$",
+    re.I,
+)
 _WRITTEN_OUT = re.compile(r"[._+\-0-9]")
 
 _MRZ = re.compile(r"[A-Z0-9<]{30,}")
@@ -104,11 +123,15 @@ class Finding:
 
 
 def scan(
-    text: str, regions: Sequence[str] = DEFAULT_REGIONS, budget: ScanBudget | None = None
+    text: str,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+    transform: bool = True,
 ) -> list[Finding]:
     """Every identifier in ``text``, once per kind and what, the least disguised first.
 
-    Raises :class:`BudgetSpent` when ``budget`` runs out.
+    Raises :class:`BudgetSpent` when ``budget`` runs out. Without ``transform``, the text is
+    read as written and decoded only (for text the broker joined itself: split parts).
 
     Examples
     --------
@@ -121,8 +144,17 @@ def scan(
     """
     budget = budget or ScanBudget()
     found: dict[tuple, Finding] = {}
-    for reading in readings(text):
+    for reading in readings(text, transform):
+        if reading.disguises == (TOO_DEEP,):  # encoded past what is read: fail closed
+            # (the kind is the one a budget-spent scan fails closed with)
+            found.setdefault((TOO_DEEP,), Finding(PHONE, STRONG, f"value with {TOO_DEEP}"))
+            continue
+        # A value read another way (backwards, rotated, spaced out, said in words) is a second
+        # chance for a number to pass a weak check by chance: only strong evidence counts there.
+        transformed = not TRANSFORMS.isdisjoint(reading.disguises)
         for hit, disguise in _hits(reading, regions, budget):
+            if transformed and hit.strength != STRONG:
+                continue
             key = (hit.kind, hit.what, hit.country)
             if key not in found:
                 disguises = reading.disguises + ((disguise,) if disguise else ())
@@ -209,8 +241,9 @@ def _emails(text: str, budget: ScanBudget):
         for _ in _addresses(text, budget):
             yield Hit(EMAIL, STRONG, "e-mail address"), None
             return
-    plain = _AT_BRACKETED.sub("@", text)
-    plain = _DOT_BRACKETED.sub(".", plain)
+    plain = text
+    if _BRACKETS.search(text):
+        plain = _DOT_BRACKETED.sub(".", _AT_BRACKETED.sub("@", text))
     if "@" in plain:
         spaced = _DOT_SPACED.sub(".", _AT_SPACED.sub("@", plain))
         if spaced != text and any(True for _ in _addresses(spaced, budget)):
@@ -221,6 +254,8 @@ def _emails(text: str, budget: ScanBudget):
         words = _AT_WORD.sub("@", dotted)
         for address in _addresses(words, budget):
             local = address.split("@")[0]
+            if not _SPELLED_TLD.search(address):
+                continue
             if dotted != plain or _WRITTEN_OUT.search(local):
                 yield Hit(EMAIL, STRONG, "e-mail address"), "the words at/dot"
                 return

@@ -14,12 +14,15 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
   or machine-readable zone, an e-mail address, a phone number, a full name of two listed names);
   medium evidence needs a share of the values, weak evidence (a format alone) half of them, and
   a column of plain numbers needs a share of its values even for strong evidence.
-  Two adjacent columns are also read together (:func:`split_content`): an identifier split over
-  them makes both direct identifiers.
+  Columns are also read together (:func:`split_content`: 2 to 4 adjacent ones, two columns of
+  single words anywhere), a column's first rows in order (:func:`vertical_content`: an id one
+  digit per row) and the column names one after the other (:func:`identifier_across_names`).
 
 How values are read, so that a hostile sender can neither hide an identifier nor make the work
 explode: every sampled value is read whole (cells are at most ``ReadLimits.max_cell_chars``
-long), folded (NFKC, invisible characters, look-alikes) and decoded (base64, hex, escapes);
+long), folded (NFKC, invisible and control characters, look-alikes), decoded (base64, base32,
+base85, hex, escapes, compressed, UTF-16, nested) and transformed (backwards, ROT13, spaced out,
+said in words); typed numbers are read as their digits;
 bounded patterns find the candidates, and only those are checked, within a
 :class:`ScanBudget` per report. Up to :data:`SAMPLE` distinct values per column are read, all
 of them when there are fewer, else a random choice the sender cannot predict. See
@@ -29,6 +32,7 @@ docs/identifier-detection.md for what is detected and how well.
 from __future__ import annotations
 
 import datetime
+import decimal
 import re
 import secrets
 import unicodedata
@@ -37,9 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import phonenumbers
 
 from broker.identifiers import (
     DEFAULT_REGIONS,
+    PERSON_NAME,
     PHONE,
     STRONG,
     BudgetSpent,
@@ -52,6 +58,7 @@ from broker.identifiers import ScanBudget as ScanBudget  # the report's, one per
 from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
 from broker.identifiers.scan import MEDIUM_SHARE
+from broker.identifiers.text import TRANSFORMS
 from broker.missing import is_missing
 from broker.numbers import numbers_of
 
@@ -137,6 +144,8 @@ def content_of(
         return Content(TEXT, None)
     kind = _kind(present)
     text = [_text(v) for v in present]
+    if kind == NUMBER:
+        text = [_as_digits(t, regions) for t in text]
     found = _column_finding(text, kind == NUMBER, regions, budget or ScanBudget())
     if found is None:
         return Content(kind, None)
@@ -144,50 +153,172 @@ def content_of(
 
 
 def split_content(
-    pairs: Sequence[tuple],
+    parts: Sequence[tuple],
     regions: Sequence[str] = DEFAULT_REGIONS,
     budget: ScanBudget | None = None,
+    fail_closed: bool = True,
+    give_up_after: int | None = None,
 ) -> Finding | None:
-    """What identifier a sample of (left, right) value pairs of two adjacent columns holds once
-    each pair is read as one value, with a blank between (every detector reads grouped digits:
-    "FR76 3000 ..." split after its first group, "Awa" | "Diop"), or None.
+    """What identifier a sample of value tuples of a few columns (adjacent ones, or two that
+    may hold a given and a family name) holds once each tuple is read as one value, its parts
+    joined by blanks (every detector reads grouped digits: "FR76 3000 ..." cut after its first
+    group, "4111" | "1111" | "1111" | "1111", "Awa" | "Diop"), or None.
 
-    Joining two ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
+    Joining ordinary values makes digit runs that pass checks by chance ("30-39" and "75001"
     read as a Senegalese phone number, two codes as an 11-digit id one time in twenty), so only
-    strong evidence that neither value holds alone counts, in :data:`MEDIUM_SHARE` of the pairs
-    (a split identifier fills its columns), and a phone number only in international form.
+    strong evidence counts, that needs every part (it is not found with the first or the last
+    part left out), in :data:`MEDIUM_SHARE` of the tuples (a split identifier fills its
+    columns), and a phone number only in international form. The joined text is read as
+    written and decoded, not transformed (the broker wrote it). When ``budget`` runs out, the
+    answer is a finding that fails closed, or None without ``fail_closed``. With
+    ``give_up_after``, reading stops when under one in eight of that many tuples held
+    evidence (a split identifier in 30 % of the tuples is missed so one time in 400 after 40).
 
     >>> split_content([("4111 1111", "1111 1111"), ("4012 8888", "8888 1881")]).what
     'Visa card number'
+    >>> split_content([("FR76 3000", "6000 0112 3456", "7890 189")]).what
+    'IBAN (FR)'
     >>> split_content([("30-39", "75001"), ("20-29", "75002")])
     """
     budget = budget or ScanBudget()
-    present = [(_text(a), _text(b)) for a, b in pairs if not (is_missing(a) or is_missing(b))]
+    present = [tuple(_text(v) for v in row) for row in parts if not any(is_missing(v) for v in row)]
     needed = max(min(2, len(present)), MEDIUM_SHARE * len(present))
-    alone: dict[str, set] = {}
-    counts: dict[tuple, int] = {}
+    seen: dict[str, set] = {}
+
+    def found(text: str) -> set:
+        if text not in seen:
+            seen[text] = {(f.kind, f.what) for f in scan(text, regions, budget, False)}
+        return seen[text]
+
+    counts: dict[str, int] = {}
     try:
-        for a, b in present:
-            for part in (a, b):
-                if part not in alone:
-                    alone[part] = {(f.kind, f.what) for f in scan(part, regions, budget)}
-            for finding in scan(f"{a} {b}", regions, budget):
+        for read, row in enumerate(present):
+            if read == give_up_after and max(counts.values(), default=0) * 8 < read:
+                return None  # under one tuple in eight: not the 30 % a split identifier fills
+            shorter: set | None = None  # what the row holds without one end: read when needed
+            for finding in scan(" ".join(row), regions, budget, False):
                 key = (finding.kind, finding.what)
-                national_phone = finding.kind == PHONE and not a.lstrip().startswith(("+", "00"))
-                if finding.strength != STRONG or national_phone or key in alone[a] | alone[b]:
+                national_phone = finding.kind == PHONE and not row[0].lstrip().startswith(
+                    ("+", "00")
+                )
+                if finding.strength != STRONG or national_phone:
+                    continue
+                if shorter is None:
+                    shorter = found(" ".join(row[1:])) | found(" ".join(row[:-1]))
+                if key in shorter:
                     continue
                 counts[finding.kind] = counts.get(finding.kind, 0) + 1
                 if counts[finding.kind] >= needed:
                     return finding
     except BudgetSpent:
+        return _FAILED_CLOSED if fail_closed else None
+    return None
+
+
+# A run of a column's consecutive short values (:func:`_piece`) may spell an identifier down
+# the rows (one digit per row, a card's groups of four). Only runs that stand out are read:
+# in a column whose values are mostly that short (a rating, a grade, a year), a run of 13
+# digits is ordinary, and reading every window of it would find check digits that hold by
+# chance.
+VERTICAL_VALUE_CHARS = 4
+VERTICAL_ROWS = 4096
+_VERTICAL_RUN = range(7, 35)  # characters a run must join into
+_VERTICAL_SMALL_COLUMN = 40
+
+
+def vertical_content(
+    name: str,
+    values: Sequence,
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    budget: ScanBudget | None = None,
+) -> Finding | None:
+    """What identifier consecutive rows of a column spell once joined (a national id written
+    one digit per row), or None. ``values`` are the column's first rows in row order. Each
+    maximal run of pieces (:func:`_piece`; missing and blank values between them are skipped)
+    whose
+    characters join into 7 to 34 is read as one value, joined without and with blanks, the
+    column's name before it (a keyword such as "NIN" makes a format strong), when the run
+    stands out: the column's pieces are at most half of ``values``, or the column is
+    short (:data:`_VERTICAL_SMALL_COLUMN` rows). Only strong evidence counts.
+
+    >>> vertical_content("notes", ["ok", "seen", *"4111111111111111", "late", "ok"]).what
+    'Visa card number'
+    >>> vertical_content("notes", ["pending", "4111", "", "1111", "1111", "1111", "pending"]).what
+    'Visa card number'
+    >>> vertical_content("stars", list("4111111111111111") + list("1234512345" * 5))
+    """
+    budget = budget or ScanBudget()
+    text = ["" if is_missing(v) else _text(v).strip() for v in values]
+    short = [_piece(t) for t in text]
+    if len(text) > _VERTICAL_SMALL_COLUMN and sum(short) * 2 > len(text):
+        return None
+    runs, run = [], []
+    for value, is_short in zip(text, short, strict=True):
+        if is_short:
+            run.append(value)
+        elif value:  # a longer value ends the run; a missing or blank one does not
+            runs.append(run)
+            run = []
+    runs.append(run)
+    try:
+        for run in runs:
+            for joined in ("".join(run), " ".join(run)):
+                if len(joined.replace(" ", "")) not in _VERTICAL_RUN:
+                    continue
+                for finding in scan(f"{name}: {joined}", regions, budget):
+                    if finding.strength == STRONG and finding.kind != PERSON_NAME:
+                        return finding
+    except BudgetSpent:
         return _FAILED_CLOSED
     return None
 
 
+def _piece(text: str) -> bool:
+    """Whether a value may be a piece of an identifier written down the rows: one character,
+    two capitals (an IBAN's country), or up to four characters with a digit ("4111", "+221");
+    not a short word ("ok", "late")."""
+    if not 0 < len(text) <= VERTICAL_VALUE_CHARS:
+        return False
+    return len(text) == 1 or (len(text) == 2 and text.isupper()) or _DIGITS.search(text) is not None
+
+
 def _text(value) -> str:
+    """A value as the text a reader sees: typed numbers written as their digits (an integer,
+    a float or a decimal with no fraction as the integer it is, never ``1.2e+16`` nor
+    ``4111111111111111.0``, which hide a card number from the patterns), bytes as UTF-8."""
+    if isinstance(value, str):
+        return value
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else str(value)
+    if isinstance(value, bool | np.bool_):
+        return str(value)
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating | decimal.Decimal):
+        try:
+            if value == int(value) and abs(value) < _WHOLE_UP_TO:
+                return str(int(value))
+        except (ValueError, OverflowError, decimal.InvalidOperation):  # NaN, infinity
+            return str(value)
+        if isinstance(value, decimal.Decimal):
+            return format(value, "f")
+    return str(value)
+
+
+_WHOLE_UP_TO = 10**30
+
+
+def _as_digits(text: str, regions: Sequence[str]) -> str:
+    """A whole number that may be a phone number stored as a number, read also with the ``+`` a
+    number type drops when it begins with a region's country code ("221771234567" was
+    +221 77 123 45 67), on a line of its own. (A national number that lost its trunk ``0`` is
+    not read again: "612345678" is as likely an amount as 06 12 34 56 78.)"""
+    if not (text.isdigit() and 10 <= len(text) <= 15):
+        return text
+    codes = {str(phonenumbers.country_code_for_region(r)) for r in regions}
+    if any(text.startswith(code) for code in codes):
+        return f"{text}\n+{text}"
+    return text
 
 
 def _column_finding(
@@ -321,6 +452,29 @@ def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> s
         return f"more than {_MAX_NAME_DIGITS} digits"
     if any(_encoded(token) for token in _TOKENS.findall(text)):
         return "encoded data (a long run mixing upper and lower case and digits)"
+    return None
+
+
+def identifier_across_names(
+    names: Sequence[str], regions: Sequence[str] = DEFAULT_REGIONS
+) -> str | None:
+    """What direct identifier a header holds once its names are read one after the other,
+    joined by blanks and without them (a phone number cut over several names: "+221", "77",
+    "123", ...), or None. Each name alone is judged by :func:`identifier_in_text`; here only
+    strong evidence as written counts (the joined names are long, many hold digits, and read
+    backwards years make card numbers).
+
+    >>> identifier_across_names(["age", "+221", "77", "123", "45", "67"])
+    'a phone number (SN)'
+    >>> identifier_across_names(["id", "2019", "2020", "2021", "2022", "q1", "q2"])
+    """
+    try:
+        for joined in (" ".join(names), "".join(names)):
+            for finding in scan(joined, regions):
+                if finding.strength == STRONG and TRANSFORMS.isdisjoint(finding.disguises):
+                    return finding.describe()
+    except BudgetSpent:
+        return "more identifier-like runs than are checked"
     return None
 
 

@@ -7,7 +7,6 @@ serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,7 +15,14 @@ import numpy as np
 import pandas as pd
 
 from broker.datasets import DatasetTooLarge
-from broker.engines.base import IDENTICAL_ROWS, CountTable, Engine, PlansCounts, dictionary_of
+from broker.engines.base import (
+    IDENTICAL_ROWS,
+    CountTable,
+    Engine,
+    PlansCounts,
+    ReadsRowsInOrder,
+    dictionary_of,
+)
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
     KAnonymity,
@@ -34,9 +40,13 @@ from broker.metrics.combinations import (
 from broker.metrics.content import (
     DATE,
     DEFAULT_REGIONS,
+    DIGITS,
+    NAME_WORDS,
     NUMBER,
     SAMPLE,
     TEXT,
+    VERTICAL_ROWS,
+    VERTICAL_VALUE_CHARS,
     WORDS,
     Content,
     ScanBudget,
@@ -44,6 +54,7 @@ from broker.metrics.content import (
     fragment_kind,
     sample_distinct,
     split_content,
+    vertical_content,
 )
 from broker.metrics.mmaq import (
     ANONYMOUS,
@@ -439,6 +450,21 @@ def report_of(
     )
 
 
+# Split identifiers: up to this many adjacent columns read together (an IBAN over three, a
+# card over four, an IBAN in its seven groups of four), and, besides every adjacent pair, at
+# most this many other column sets read per report (a random choice of them past it: each is
+# one more count table, a pass over the rows of a file larger than memory).
+MAX_SPLIT_COLUMNS = 8
+MAX_SPLIT_SETS = 64
+# Distinct tuples sampled from each set other than an adjacent pair (a split identifier fills
+# its columns: 250 tuples find the 30 % it needs), read no further when under one in eight of
+# the first 40 hold evidence (a split identifier in 30 % is missed so once in 400), within a
+# candidate budget of their own: past it, the remaining sets are not read (ordinary numbers
+# joined over many columns make many candidates; they must not fail every column closed).
+EXTRA_SET_SAMPLE = 250
+EXTRA_SET_GIVE_UP = 40
+
+
 def _split_identifiers(
     engine: Engine,
     attributes: list[AttributeReport],
@@ -446,44 +472,152 @@ def _split_identifiers(
     regions: Sequence[str],
     budget: ScanBudget,
 ) -> list[AttributeReport]:
-    """Each pair of adjacent columns, neither of them a direct identifier, that may hold the two
-    parts of one identifier (digits, or single words one of which is a listed name: see
-    :func:`~broker.metrics.content.fragment_kind`) read as one, on a sample of their distinct
-    pairs: an IBAN, a card or an id cut in two, or a given name and a family name side by side,
-    makes both columns direct identifiers. The pairs are counted in one more pass of an engine
-    that reads in passes (a pair it cannot hold is counted as the combination search counts)."""
-    pairs = []
-    for left, right in itertools.pairwise(attributes):
-        kinds = {fragments.get(left.name), fragments.get(right.name)}
-        dated = DATE in (left.content.values, right.content.values)
-        flagged = left.content.direct_identifier or right.content.direct_identifier
-        if None not in kinds and kinds != {WORDS} and not dated and not flagged:
-            pairs.append((left, right))
-    if pairs and isinstance(engine, PlansCounts):
+    """Columns, none of them a direct identifier, that may hold the parts of one identifier
+    (digits, or single words one of which is a listed name: see
+    :func:`~broker.metrics.content.fragment_kind`), read as one on a sample of their distinct
+    tuples: 2 to :data:`MAX_SPLIT_COLUMNS` adjacent columns (an IBAN, a card or an id cut in
+    parts; past two, most of them digits), any two columns of digits in their order, and any
+    two columns of single words, in both orders (a given name and a family name, wherever
+    they stand). A finding makes every
+    column of the set a direct identifier. The sets are counted in one more pass of an engine
+    that reads in passes (a set it cannot hold is counted as the combination search counts).
+    Then :func:`_vertical_identifiers`."""
+    sets = _split_sets(attributes, fragments)
+    pairs = sum(1 for c in sets if len(c) == 2 and _adjacent(attributes, c))
+    extra_budget = ScanBudget()  # the other sets' own: spent, they are no longer read
+    if sets and isinstance(engine, PlansCounts):
         with contextlib.suppress(DatasetTooLarge):
-            engine.plan([[left.name, right.name] for left, right in pairs], people=False)
+            engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
-    for left, right in pairs:
-        [table] = engine.counts([[left.name, right.name]])
+    for index, columns in enumerate(sets):
+        if all(found[c].content.direct_identifier for c in columns):
+            continue  # already condemned by other sets
+        [table] = engine.counts([sorted(set(columns))])
+        adjacent_pair = index < pairs
+        sample = SAMPLE if adjacent_pair else EXTRA_SET_SAMPLE
         chosen = np.arange(table.size)
-        if table.size > SAMPLE:
-            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, SAMPLE, False)
+        if table.size > sample:
+            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, sample, False)
         values = [
-            dictionary_of(engine.dictionary(a.name)).to_numpy()[table.codes(a.name)[chosen]]
-            for a in (left, right)
+            dictionary_of(engine.dictionary(c)).to_numpy()[table.codes(c)[chosen]] for c in columns
         ]
-        split = split_content(list(zip(*values, strict=True)), regions, budget)
+        tuples = list(zip(*values, strict=True))
+        if adjacent_pair:
+            split = split_content(tuples, regions, budget)
+        else:
+            split = split_content(
+                tuples, regions, extra_budget, fail_closed=False, give_up_after=EXTRA_SET_GIVE_UP
+            )
         if split is None:
             continue
-        evidence = (
-            f"{split.describe()}, split over the adjacent columns {left.name!r} and {right.name!r}"
+        named = ", ".join(repr(c) for c in columns)
+        where = "adjacent columns" if _adjacent(attributes, columns) else "columns"
+        fresh = [c for c in columns if not found[c].content.direct_identifier]
+        _condemn(found, fresh, split.kind, f"{split.describe()}, split over the {where} {named}")
+    attributes = [found[a.name] for a in attributes]
+    return _vertical_identifiers(engine, attributes, regions, budget)
+
+
+def _split_sets(
+    attributes: list[AttributeReport], fragments: dict[str, str | None]
+) -> list[tuple[str, ...]]:
+    """The column sets :func:`_split_identifiers` reads, adjacent pairs first."""
+
+    def eligible(a: AttributeReport) -> bool:
+        return (
+            fragments.get(a.name) is not None
+            and a.content.values != DATE
+            and not a.content.direct_identifier
         )
-        for name in (left.name, right.name):
-            content = replace(found[name].content, direct_identifier=split.kind)
-            found[name] = replace(
-                found[name], content=replace(content, identifier_evidence=evidence)
-            )
+
+    names = [a.name for a in attributes]
+    ok = [eligible(a) for a in attributes]
+    pairs, longer, words = [], [], []
+    for width in range(2, MAX_SPLIT_COLUMNS + 1):
+        for i in range(len(names) - width + 1):
+            window = names[i : i + width]
+            kinds = {fragments.get(n) for n in window}
+            if not all(ok[i : i + width]) or kinds == {WORDS}:
+                continue
+            digits = sum(fragments.get(n) == DIGITS for n in window)
+            if width == 2:
+                pairs.append(tuple(window))
+            elif digits * 2 >= width:  # most of a wider window holds digits
+                longer.append(tuple(window))
+    at = {n: i for i, n in enumerate(names)}
+    digits_columns = [
+        n for n, good in zip(names, ok, strict=True) if good and fragments[n] == DIGITS
+    ]
+    for i, a in enumerate(digits_columns):  # digits cut over columns that are not neighbours
+        longer += [(a, b) for b in digits_columns[i + 1 :] if at[b] != at[a] + 1]
+    worded = [n for n, good in zip(names, ok, strict=True) if good and fragments[n] != DIGITS]
+    listed = [n for n in worded if fragments[n] == NAME_WORDS]
+    rng = np.random.default_rng(secrets.randbits(64))
+    if len(listed) * len(worded) <= MAX_SPLIT_SETS:
+        candidates = [(a, b) for a in listed for b in worded]
+    else:  # a random choice of them: never the whole product of a wide table's columns
+        picks = rng.integers(0, [len(listed), len(worded)], size=(MAX_SPLIT_SETS, 2))
+        candidates = list(dict.fromkeys((listed[i], worded[j]) for i, j in picks))
+    for a, b in candidates:
+        for first, second in ((a, b), (b, a)):
+            if first != second and at[second] != at[first] + 1:
+                words.append((first, second))
+    words = list(dict.fromkeys(words))
+    rest = longer + words
+    if len(rest) > MAX_SPLIT_SETS:
+        chosen = rng.choice(len(rest), MAX_SPLIT_SETS, replace=False)
+        rest = [rest[i] for i in sorted(chosen)]
+    return pairs + rest
+
+
+def _adjacent(attributes: list[AttributeReport], columns: Sequence[str]) -> bool:
+    names = [a.name for a in attributes]
+    at = [names.index(c) for c in columns]
+    return at == list(range(at[0], at[0] + len(at)))
+
+
+def _condemn(found: dict, columns: Sequence[str], kind: str, evidence: str) -> None:
+    for name in columns:
+        content = replace(found[name].content, direct_identifier=kind)
+        found[name] = replace(found[name], content=replace(content, identifier_evidence=evidence))
+
+
+def _vertical_identifiers(
+    engine: Engine,
+    attributes: list[AttributeReport],
+    regions: Sequence[str],
+    budget: ScanBudget,
+) -> list[AttributeReport]:
+    """Columns that spell an identifier down their rows (one digit per row): the first
+    :data:`~broker.metrics.content.VERTICAL_ROWS` rows, in order, of each column not yet a
+    direct identifier that has values of one or two characters, read by
+    :func:`~broker.metrics.content.vertical_content`. Only an engine that reads rows in order
+    (:class:`ReadsRowsInOrder`) is asked."""
+    if not isinstance(engine, ReadsRowsInOrder):
+        return attributes
+    candidates = [
+        a.name
+        for a in attributes
+        if not a.content.direct_identifier and _has_short_values(engine.dictionary(a.name))
+    ]
+    if not candidates:
+        return attributes
+    head = engine.head(candidates, VERTICAL_ROWS)
+    found = {a.name: a for a in attributes}
+    for name in candidates:
+        vertical = vertical_content(name, head[name].tolist(), regions, budget)
+        if vertical is not None:
+            evidence = f"{vertical.describe()}, written down the rows of column {name!r}"
+            _condemn(found, [name], vertical.kind, evidence)
     return [found[a.name] for a in attributes]
+
+
+def _has_short_values(dictionary: pd.Series) -> bool:
+    values = dictionary_of(dictionary)
+    text = values[values.map(lambda v: isinstance(v, str))]
+    if len(text) < len(values):  # typed numbers: one digit is a value below 100
+        return True
+    return bool(text.str.strip().str.len().between(1, VERTICAL_VALUE_CHARS).any())
 
 
 def _population_report(

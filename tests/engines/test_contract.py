@@ -125,6 +125,9 @@ class ReferenceEngine:
     def duplicate_rows(self) -> int:
         return len(self._rows) - len(set(self._rows))
 
+    def head(self, columns: Sequence[str], rows: int) -> pd.DataFrame:
+        return self._frame[list(columns)].iloc[:rows]
+
     def recode(self, plan: RecodePlan) -> ReferenceEngine:
         frame = self._frame.drop(columns=list(plan.drop))
         for column, labels in plan.labels.items():
