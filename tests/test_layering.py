@@ -4,6 +4,8 @@
   benchmarks compare against (STYLE: layering rule 4).
 - Only an engine module (``broker/engines/<engine>.py``) imports an engine library (DuckDB, Dask,
   ...); the engine protocol, the metrics, the anonymization and the F-SLA code never do.
+- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
+  takes a :class:`broker.callers.Caller`, never a request.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
@@ -77,7 +79,19 @@ PURE = [
     "broker.members.health",  # the health rules, and what the catalog calls to show a provider's
     "broker.delivery.states",
     "broker.federation.overview",
+    "broker.callers",  # who calls: a domain type that services take, with no web import
 ]
+
+
+def imports_of(path: Path) -> list[str]:
+    """The absolute module names ``path`` imports (``from a import b`` gives ``a`` and ``a.b``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return found
 
 
 def test_broker_alone_pulls_in_nothing():
@@ -111,6 +125,18 @@ def test_only_engine_modules_import_an_engine_library():
         if p.name not in ("__init__.py", "base.py", "codes.py")
     }
     assert [path for path in importers if path not in allowed] == []
+
+
+def test_no_service_imports_the_web_layer():
+    services = sorted((ROOT / "broker").rglob("service.py"))
+    assert len(services) >= 8
+    web = [
+        (path.relative_to(ROOT).as_posix(), name)
+        for path in services
+        for name in imports_of(path)
+        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
+    ]
+    assert web == []
 
 
 def test_the_wire_imports_nothing_else_from_broker():

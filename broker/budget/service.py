@@ -37,9 +37,9 @@ from sqlalchemy.orm import Session
 from broker.audit import service as audit
 from broker.budget import repository
 from broker.budget.models import DatasetSketch, PrivacySpend
+from broker.callers import Caller
 from broker.config import Settings
 from broker.delivery.models import Delivery
-from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, InvalidQuery, UnknownColumn, Unprocessable

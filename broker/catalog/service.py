@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from broker.anonymize import Target, plan_remedy
 from broker.audit import service as audit
+from broker.callers import Caller
 from broker.catalog import repository
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.catalog.schemas import DatasetDescription
 from broker.config import Settings
-from broker.deps import Caller
 from broker.engines.pandas import PandasEngine
 from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_

@@ -39,6 +39,7 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
+from broker.callers import Caller
 from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
@@ -50,9 +51,8 @@ from broker.wire import headers as h
 from broker.wire.signing import SignatureError, content_digest, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
 
-if TYPE_CHECKING:  # types only: this module does not depend on the web layer
+if TYPE_CHECKING:
     from broker.delivery.models import Delivery
-    from broker.deps import Caller
 
 log = logging.getLogger("broker.delivery")
 

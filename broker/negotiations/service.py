@@ -29,9 +29,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
+from broker.callers import Caller
 from broker.catalog import service as catalog
 from broker.delivery.keyring import KeyRing
-from broker.deps import Caller
 from broker.errors import (
     Conflict,
     Forbidden,

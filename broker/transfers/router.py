@@ -4,10 +4,10 @@ from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from broker import references, reports
+from broker.callers import Caller
 from broker.delivery import service as delivery_service
 from broker.delivery import states as delivery_states
 from broker.deps import (
-    Caller,
     CurrentCaller,
     CurrentMember,
     RateLimitedMember,

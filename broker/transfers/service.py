@@ -23,9 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
 from broker.background import Deadline
+from broker.callers import Caller
 from broker.config import Settings
 from broker.delivery.models import Delivery
-from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.errors import (
     BrokerError,

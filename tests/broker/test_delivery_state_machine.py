@@ -22,13 +22,13 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import sessionmaker
 
 from broker.audit import service as audit
+from broker.callers import MEMBER, Caller
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
 from broker.delivery.keyring import KeyRing
 from broker.delivery.models import Delivery
 from broker.delivery.worker import DeliveryWorker
-from broker.deps import MEMBER, Caller
 from broker.members import service as members
 from broker.policies import service as policies
 from broker.policies.seed import load_records
