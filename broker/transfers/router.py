@@ -6,7 +6,6 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from broker import references, reports
 from broker.callers import Caller
 from broker.delivery import service as delivery_service
-from broker.delivery import states as delivery_states
 from broker.deps import (
     CurrentCaller,
     CurrentMember,
@@ -24,11 +23,11 @@ from broker.errors import (
 )
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import dry_runs, service
-from broker.transfers.models import Transfer, TransferJob
+from broker.transfers.models import TransferJob
 from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
 from broker.uploads import SpooledUploadIfAny
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, DeliveryState, JobState, TransferKind, TransferStatus
+from broker.wire.statuses import Anonymize, JobState, TransferKind, TransferStatus
 
 RESPOND_ASYNC = "respond-async"
 
@@ -61,72 +60,6 @@ NO_REPORTS = {
         "pip install 'fedbroker[reports]'",
     )
 }
-
-
-def to_read(
-    transfer: Transfer, dry_run: bool = False, caller: Caller | None = None
-) -> TransferRead:
-    """The transfer as its source and admins see it; its destination sees less (see below)."""
-    if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
-        read = _destination_view(transfer)
-    else:
-        read = TransferRead.model_validate(transfer)
-    update: dict = {"dry_run": True} if dry_run else {}
-    if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
-        update["delivery"] = delivery_states.shown(
-            read.delivery, transfer.destination_id, transfer.destination_health
-        )
-    return read.model_copy(update=update) if update else read
-
-
-def _destination_view(transfer: Transfer) -> TransferRead:
-    """What the destination may know: the decision and what it received, nothing the sender
-    sent that was not delivered (no report, rules or remedy of the upload, not its file name,
-    hash or size: all would cross the border unmeasured)."""
-    dataset = transfer.dataset
-    return TransferRead(
-        id=transfer.id,
-        status=transfer.status,
-        source=transfer.source_id,
-        destination=transfer.destination_id,
-        purpose=transfer.purpose,
-        anonymize=transfer.anonymize,
-        created_at=transfer.created_at,
-        quasi_identifiers=[],
-        quasi_identifiers_inferred=False,
-        sensitive=[],
-        report=None,
-        rules=[],
-        remedy=None,
-        policy_versions=transfer.policy_versions,
-        dataset={
-            "sha256": dataset.get("delivered_sha256") or "",
-            "size_bytes": 0,
-            "rows": dataset.get("delivered_rows") or 0,
-            "columns": dataset.get("delivered_columns") or 0,
-            "format": dataset["format"],
-            "filename": None,
-            "anonymized": dataset.get("anonymized", False),
-            "delivered_sha256": dataset.get("delivered_sha256"),
-            "delivered_filename": dataset.get("delivered_filename"),
-            "delivered_rows": dataset.get("delivered_rows"),
-            "delivered_columns": dataset.get("delivered_columns"),
-        },
-        delivery=transfer.delivery,
-        agreement_id=transfer.agreement_id,
-        retain_until=transfer.retain_until,
-        erased_at=transfer.erased_at,
-        kind=transfer.kind,
-        aggregate=_released(transfer.aggregate),
-    )
-
-
-def _released(aggregate: dict | None) -> dict | None:
-    """What the destination of an aggregate release may see: what it received, without the
-    dataset's key in the ledger."""
-    if aggregate is None:
-        return None
-    return {k: v for k, v in aggregate.items() if k != "dataset_key"}
 
 
 @router.post(
@@ -332,7 +265,7 @@ def create_transfer(
     if transfer.status == TransferStatus.APPROVED and not dry_run:
         http_request.app.state.delivery_worker.wake()
     response.headers.update(headers)
-    return to_read(transfer, dry_run=dry_run)
+    return TransferRead.of(transfer, dry_run=dry_run)
 
 
 def _preferences(prefer: str | None) -> set[str]:
@@ -349,7 +282,7 @@ def _job_read(session, job: TransferJob, caller: Caller) -> TransferJobRead:
     read = TransferJobRead.model_validate(job)
     if job.state == JobState.DONE:
         transfer = service.get_visible(session, caller, job.id)
-        read = read.model_copy(update={"transfer": to_read(transfer, caller=caller)})
+        read = read.model_copy(update={"transfer": TransferRead.of(transfer, caller=caller)})
     return read
 
 
@@ -391,7 +324,10 @@ def list_transfers(
 ) -> TransferPage:
     rows, total = service.list_visible(session, caller, status, offset, limit)
     return TransferPage(
-        items=[to_read(t, caller=caller) for t in rows], total=total, offset=offset, limit=limit
+        items=[TransferRead.of(t, caller=caller) for t in rows],
+        total=total,
+        offset=offset,
+        limit=limit,
     )
 
 
@@ -413,7 +349,7 @@ def redeliver_transfer(
 ) -> TransferRead:
     delivery_service.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
 @router.post(
@@ -441,7 +377,7 @@ def erase_transfer(
     caller: CurrentMember,
 ) -> TransferRead:
     delivery_service.record_erasure(session, caller, transfer_id)
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
 @router.get(
@@ -487,7 +423,7 @@ def get_dry_run_data(
 def get_transfer_report(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> HTMLResponse:
-    read = to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    read = TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
     try:
         page = reports.transfer_page(read.model_dump(mode="json"))
     except reports.ReportUnavailable as error:
@@ -506,4 +442,4 @@ def get_transfer_report(
 def get_transfer(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> TransferRead:
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)

@@ -6,6 +6,9 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from broker.analysis.schemas import Report
+from broker.callers import Caller
+from broker.delivery import states as delivery_states
+from broker.delivery.schemas import DeliveryRead
 from broker.fsla.summary import summarize
 from broker.wire.statuses import (
     Anonymize,
@@ -176,22 +179,6 @@ class AggregateRead(BaseModel):
     )
 
 
-class DeliveryRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    status: DeliveryState = Field(
-        description="`not_applicable` when nothing is to be delivered; `held` while its "
-        "destination is down (not attempted, its attempts not spent; it goes out once the "
-        "destination is up)"
-    )
-    attempts: int = 0
-    last_error: str | None = None
-    delivered_at: datetime | None = None
-    held_reason: str | None = Field(
-        None, description="Why the delivery is held (None unless `status` is `held`)"
-    )
-
-
 class TransferRead(BaseModel):
     """A transfer as its source and admins see it, read off the stored :class:`Transfer`."""
 
@@ -245,6 +232,70 @@ class TransferRead(BaseModel):
     aggregate: AggregateRead | None = Field(
         None, description="An aggregate release's spend and answers (kind `aggregate`)"
     )
+
+    @classmethod
+    def of(cls, transfer: Any, caller: Caller | None = None, dry_run: bool = False) -> TransferRead:
+        """``transfer`` (a stored :class:`~broker.transfers.models.Transfer`) as ``caller``
+        may see it: its source and admins see all of it (and so does the broker's own answer to
+        the source, ``caller`` None), any other caller (its destination) what
+        :meth:`seen_by_destination` keeps. A pending delivery to a destination that is down is
+        shown held."""
+        if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
+            read = cls.seen_by_destination(transfer)
+        else:
+            read = cls.model_validate(transfer)
+        update: dict[str, Any] = {"dry_run": True} if dry_run else {}
+        if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
+            update["delivery"] = delivery_states.shown(
+                read.delivery, transfer.destination_id, transfer.destination_health
+            )
+        return read.model_copy(update=update) if update else read
+
+    @classmethod
+    def seen_by_destination(cls, transfer: Any) -> TransferRead:
+        """What the destination may know: the decision and what it received, nothing the sender
+        sent that was not delivered (no report, rules or remedy of the upload, not its columns,
+        file name, hash or size: all would cross the border unmeasured), and of an aggregate
+        release not the dataset's key in the privacy budget ledger."""
+        dataset = transfer.dataset
+        aggregate = transfer.aggregate
+        if aggregate is not None:
+            aggregate = {k: v for k, v in aggregate.items() if k != "dataset_key"}
+        return cls(
+            id=transfer.id,
+            status=transfer.status,
+            source=transfer.source_id,
+            destination=transfer.destination_id,
+            purpose=transfer.purpose,
+            anonymize=transfer.anonymize,
+            created_at=transfer.created_at,
+            quasi_identifiers=[],
+            quasi_identifiers_inferred=False,
+            sensitive=[],
+            report=None,
+            rules=[],
+            remedy=None,
+            policy_versions=transfer.policy_versions,
+            dataset={
+                "sha256": dataset.get("delivered_sha256") or "",
+                "size_bytes": 0,
+                "rows": dataset.get("delivered_rows") or 0,
+                "columns": dataset.get("delivered_columns") or 0,
+                "format": dataset["format"],
+                "filename": None,
+                "anonymized": dataset.get("anonymized", False),
+                "delivered_sha256": dataset.get("delivered_sha256"),
+                "delivered_filename": dataset.get("delivered_filename"),
+                "delivered_rows": dataset.get("delivered_rows"),
+                "delivered_columns": dataset.get("delivered_columns"),
+            },
+            delivery=transfer.delivery,
+            agreement_id=transfer.agreement_id,
+            retain_until=transfer.retain_until,
+            erased_at=transfer.erased_at,
+            kind=transfer.kind,
+            aggregate=aggregate,
+        )
 
     @field_validator("kind", mode="before")
     @classmethod
