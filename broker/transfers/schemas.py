@@ -1,15 +1,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import File, UploadFile
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from broker.analysis.schemas import Report
 from broker.callers import Caller
 from broker.delivery import states as delivery_states
 from broker.delivery.schemas import DeliveryRead
+from broker.fsla.decide import TransferRequest
 from broker.fsla.summary import summarize
+from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -358,3 +361,157 @@ class TransferJobRead(BaseModel):
         description="Why the data could not be decided, once `state` is `failed` (RFC 9457 "
         "problem details, as the synchronous answer would have given); nothing was stored",
     )
+
+
+class TransferForm(BaseModel):
+    """The form fields of ``POST /v1/transfers`` (multipart, beside the ``file``), and the
+    :class:`~broker.fsla.decide.TransferRequest` they make."""
+
+    destination: Annotated[
+        str, Field(description="Destination member id", examples=["fr-research"], max_length=64)
+    ]
+    purpose: Annotated[
+        str,
+        Field(
+            description="Purpose of the transfer",
+            examples=["research"],
+            min_length=1,
+            max_length=200,
+        ),
+    ]
+    # The optional text fields default to "" and carry their example in the description: a
+    # nullable field (anyOf string/null) is pre-filled with "string" by Swagger UI, and an
+    # example would be sent by Execute as if the user had typed it.
+    quasi_identifiers: Annotated[
+        str,
+        Field(
+            description="Comma-separated column names an outsider may know, e.g. `Age,Gender`; "
+            "the broker adds every other column that measures as a quasi-identifier. Empty: "
+            "the broker finds them all",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = ""
+    sensitive: Annotated[
+        str,
+        Field(
+            description="Comma-separated column names whose values are to be protected, e.g. "
+            "`Disease` (judged by l and t; with several, each within the classes of all the "
+            "others). Empty: none",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = ""
+    person_key: Annotated[
+        str,
+        Field(
+            description="A column naming the person each row belongs to (pseudonymous), e.g. "
+            "`patient_ref`: k and the risks then count people, not rows. Measured, never "
+            "delivered. Empty: each row is one person",
+            max_length=1_000,
+        ),
+    ] = ""
+    anonymize: Annotated[
+        Anonymize,
+        Field(
+            description="`auto`: where both policies allow it, the broker anonymizes the data "
+            "itself and forwards only the compliant result"
+        ),
+    ] = Anonymize.NONE
+    location: Annotated[
+        str,
+        Field(
+            description="Instead of a file: where the data lies on the federation's shared "
+            "storage, which the broker's Dask cluster reads: the absolute path of .parquet or "
+            ".csv files under a folder the federation granted this member, with glob patterns "
+            "for several (e.g. `/data/federation/sn-hospital/2026/*.parquet`). Resolved once, "
+            "at the request, into regular files (no link, no special file); the job reads "
+            "those, unchanged, or fails. Always decided in the background. Empty: the data is "
+            "the `file`",
+            max_length=2_000,
+        ),
+    ] = ""
+    min_utility_percent: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            le=100,
+            description="The least information (percent of non-uniform entropy kept, as the "
+            "remedy's `information_loss.utility_percent`) a remedy may keep: below it, no remedy "
+            "is offered or applied and the transfer is rejected. The rule sets' own "
+            "`min_utility_percent` applies too; the higher floor wins",
+            examples=[20],
+        ),
+    ] = None
+    agreement_id: Annotated[
+        str,
+        Field(
+            description="The agreement (`/v1/agreements`) this transfer is made under: its terms "
+            "(columns, k, l, t, retention, onward transfer) apply beside the F-SLA records', "
+            "and it must be from its provider to its consumer for its purpose. Empty: none",
+            max_length=36,
+        ),
+    ] = ""
+    dry_run: Annotated[
+        bool,
+        Field(description="Evaluate only: store and forward nothing (always answered at once)"),
+    ] = False
+    kind: Annotated[
+        TransferKind,
+        Field(
+            description="`microdata`: send the rows, measured and judged; `aggregate`: send "
+            "only the answers to `queries`, computed by the broker under differential privacy "
+            "and charged to the privacy budget of the dataset and destination (always answered "
+            "at once; a dry run shows each query's cost and accuracy, never an answer)"
+        ),
+    ] = TransferKind.MICRODATA
+    queries: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the queries as a JSON list, e.g. "
+            '`[{"type": "count"}, {"type": "count_by", "columns": ["sex"], "keys": {"sex": '
+            '["F", "M"]}}, {"type": "mean", "column": "age", "bounds": [0, 120]}]`; types '
+            "count, count_by (histogram or contingency table), sum, mean, quantile",
+            max_length=1_000_000,
+        ),
+    ] = ""
+    epsilon: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the epsilon the release spends, e.g. `0.5` "
+            "(written in decimal or as a fraction, counted exactly); the queries share it",
+            max_length=64,
+        ),
+    ] = ""
+    delta: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the delta it may spend, e.g. `1e-6`, needed by "
+            "histograms whose keys come from the data. Empty: 0",
+            max_length=64,
+        ),
+    ] = ""
+
+    file: Annotated[
+        UploadFile | None,
+        File(description="CSV, JSON (array of records) or Parquet (or name a `location`)"),
+    ] = None
+
+    def request(self, idempotency_key: str | None) -> TransferRequest:
+        """The request to decide: names parsed, text trimmed, an empty optional field None, the
+        fields of an aggregate release kept only for one."""
+        aggregate = self.kind == TransferKind.AGGREGATE
+        return TransferRequest(
+            destination=self.destination.strip(),
+            purpose=self.purpose.strip(),
+            quasi_identifiers=parse_names(self.quasi_identifiers),
+            sensitive=parse_names(self.sensitive),
+            person_key=self.person_key.strip() or None,
+            anonymize=self.anonymize,
+            min_utility_percent=self.min_utility_percent,
+            dry_run=self.dry_run,
+            idempotency_key=idempotency_key,
+            agreement_id=self.agreement_id.strip() or None,
+            kind=self.kind,
+            queries=self.queries if aggregate else None,
+            epsilon=self.epsilon.strip() if aggregate else None,
+            delta=self.delta.strip() if aggregate else None,
+        )
