@@ -1,10 +1,11 @@
 """Deliver approved transfers to the destination's registered inbox, exactly once in effect.
 
-The decision and its outbox row commit together (see transfers.service). Here a worker leases due
-rows, POSTs the payload to the inbox URL from the member registry (never one from a request) with
-the transfer id as idempotency key, signed for that member and that URL (RFC 9421; each attempt
-signed anew just before its POST, :func:`_signature`), and records the outcome (:func:`attempt`
-then :func:`settle`; the worker runs several at once, :mod:`broker.delivery.worker`):
+The decision and its outbox row commit together (:mod:`broker.transfers.recording`). Here a worker
+leases due rows, POSTs the payload to the inbox URL from the member registry (never one from a
+request) with the transfer id as idempotency key, signed for that member and that URL (RFC 9421;
+each attempt signed anew just before its POST, :func:`_signature`), and records the outcome
+(:func:`attempt` then :func:`settle`; the worker runs several at once,
+:mod:`broker.delivery.worker`):
 
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring

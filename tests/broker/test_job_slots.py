@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from broker.main import create_app
-from broker.transfers import service
+from broker.transfers import microdata, service
 from tests.broker.conftest import ADMIN, Federation, bearer
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
@@ -60,7 +60,7 @@ def stuck_jobs(monkeypatch):
     a hung file system's would); ``ended`` maps each job to what ``run_job`` returned."""
     release = threading.Event()
     ended: dict[str, str] = {}
-    open_upload, run_job = service.open_upload, service.run_job
+    open_upload, run_job = microdata.open_upload, service.run_job
 
     def blocking_open(upload, *args, **kwargs):
         if upload.filename == STUCK:
@@ -75,7 +75,7 @@ def stuck_jobs(monkeypatch):
             raise
         return ended[job_id]
 
-    monkeypatch.setattr(service, "open_upload", blocking_open)
+    monkeypatch.setattr(microdata, "open_upload", blocking_open)
     monkeypatch.setattr(service, "run_job", recorded_run_job)
     yield release, ended
     release.set()
