@@ -6,6 +6,7 @@
   ...); the engine protocol, the metrics, the anonymization and the F-SLA code never do.
 - A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
   takes a :class:`broker.callers.Caller`, never a request.
+- ``broker.delivery`` imports nothing of ``broker.transfers``: an outbox row stands alone.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
@@ -137,6 +138,13 @@ def test_no_service_imports_the_web_layer():
         if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
     ]
     assert web == []
+
+
+def test_delivery_imports_nothing_of_transfers():
+    """The outbox row carries all a delivery needs (whom for, the headers, what leaves)."""
+    loaded = loaded_by("broker.delivery", walk=True)
+    assert "broker.delivery.worker" in loaded
+    assert [m for m in loaded if within(m, "broker.transfers")] == []
 
 
 def test_the_wire_imports_nothing_else_from_broker():

@@ -104,9 +104,9 @@ def decide(
         )
     parties = read_parties(session, source_id, request.destination)
     history = _history(session, parties, request)
-    agreed = None
+    agreement = None
     if request.agreement_id is not None:
-        agreed = agreed(session, source_id, request.agreement_id)
+        agreement = agreement_of(session, source_id, request.agreement_id)
     onward = None
     received = negotiations_repository.received_under_no_onward(session, source_id, upload.sha256)
     if received is not None:
@@ -122,7 +122,7 @@ def decide(
             settings.anonymize_max_suppression,
             settings.remedy_seconds,
             history,
-            agreed,
+            agreement,
             onward,
         )
     source = parties.source
@@ -209,7 +209,7 @@ def decide(
     return Decided(transfer, delivery, audit_details, released, history)
 
 
-def agreed(session: Session, source_id: str, agreement_id: str) -> Agreed:
+def agreement_of(session: Session, source_id: str, agreement_id: str) -> Agreed:
     """The agreement a transfer names, if its source may make transfers under it now."""
     found = negotiations.usable(session, agreement_id)
     if found.provider_id != source_id:

@@ -65,9 +65,7 @@ class Transfer(Base):
     # An aggregate release: its queries, epsilon and delta, and the answers released
     aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
-    delivery: Mapped[Delivery | None] = relationship(
-        back_populates="transfer", uselist=False, lazy="joined"
-    )
+    delivery: Mapped[Delivery | None] = relationship(uselist=False, lazy="joined")
     # Read only, to show a pending delivery as held while its destination is down.
     destination_health: Mapped[MemberHealth | None] = relationship(
         primaryjoin=lambda: foreign(Transfer.destination_id) == MemberHealth.member_id,

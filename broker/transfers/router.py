@@ -4,9 +4,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Header, Path, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from broker import references, reports
+from broker import flows, references, reports
 from broker.callers import Caller
-from broker.delivery import service as delivery_service
 from broker.deps import (
     CurrentCaller,
     CurrentMember,
@@ -225,7 +224,7 @@ def redeliver_transfer(
     caller: CurrentCaller,
     http_request: Request,
 ) -> TransferRead:
-    delivery_service.redeliver(session, caller, transfer_id)
+    flows.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
     return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
@@ -254,7 +253,7 @@ def erase_transfer(
     session: SessionDep,
     caller: CurrentMember,
 ) -> TransferRead:
-    delivery_service.record_erasure(session, caller, transfer_id)
+    service.record_erasure(session, caller, transfer_id)
     return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
 

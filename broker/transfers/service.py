@@ -29,6 +29,7 @@ from broker.callers import Caller
 from broker.config import Settings
 from broker.errors import (
     BrokerError,
+    Conflict,
     IdempotencyKeyReused,
     NotFound,
     TooManyRequests,
@@ -42,8 +43,9 @@ from broker.references import Reference
 from broker.transfers import aggregate, dry_runs, microdata, repository
 from broker.transfers.models import Transfer, TransferJob
 from broker.uploads import Upload, adopt, discard
+from broker.wire import headers as h
 from broker.wire.canonical import sha256_of
-from broker.wire.statuses import JobState, TransferKind, TransferStatus
+from broker.wire.statuses import DeliveryStatus, JobState, TransferKind, TransferStatus
 
 
 def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
@@ -110,7 +112,7 @@ def submit(
     if isinstance(upload, Reference) and request.dry_run:
         raise Unprocessable("A transfer by reference cannot be a dry run: send it for real")
     if request.agreement_id is not None:
-        microdata.agreed(session, caller.member_id, request.agreement_id)  # before a job
+        microdata.agreement_of(session, caller.member_id, request.agreement_id)  # before a job
     if (in_background and not request.dry_run) or isinstance(upload, Reference):
         return _enqueue(session, caller.member_id, upload, request, request_fingerprint, settings)
     transfer_id = str(uuid.uuid4())
@@ -475,6 +477,41 @@ def get_visible(session: Session, caller: Caller, transfer_id: str) -> Transfer:
     transfer = repository.get(session, transfer_id)
     if transfer is None or not (caller.is_admin or _concerns(session, caller, transfer)):
         raise NotFound(f"No transfer {transfer_id!r}")
+    return transfer
+
+
+def record_erasure(session: Session, caller: Caller, transfer_id: str) -> None:
+    """The destination says it deleted what it received (its retention ended, or it chose to):
+    recorded once, audited. Only the destination of a delivered transfer may say so."""
+    transfer = repository.get(session, transfer_id)
+    if transfer is None or transfer.destination_id != caller.member_id:
+        raise NotFound(f"No transfer {transfer_id!r} delivered to you")
+    delivery = transfer.delivery
+    if delivery is None or delivery.status != DeliveryStatus.DELIVERED:
+        raise Conflict(f"Transfer {transfer_id!r} was not delivered: there is nothing to erase")
+    if transfer.erased_at is not None:
+        return
+    transfer.erased_at = datetime.now(UTC)
+    late = transfer.retain_until is not None and transfer.erased_at > transfer.retain_until
+    audit.record(
+        session,
+        caller.name,
+        "transfer.erased",
+        transfer_id,
+        {
+            "retain_until": h.retain_until(transfer.retain_until) or None,
+            "agreement": transfer.agreement_id,
+            "after_the_limit": late,
+        },
+    )
+    session.commit()
+
+
+def get_sent(session: Session, caller: Caller, transfer_id: str) -> Transfer:
+    """The transfer, if the caller sent it or is an admin; else 404."""
+    transfer = repository.get(session, transfer_id)
+    if transfer is None or not (caller.is_admin or transfer.source_id == caller.member_id):
+        raise NotFound(f"No transfer {transfer_id!r} that you sent")
     return transfer
 
 
