@@ -6,15 +6,28 @@ never imports the service of another: when a use case needs that, it lives here.
 
 - :func:`redeliver`: a transfer's source (or an admin) asks for its failed delivery again:
   the transfer says who may ask, the outbox requeues it.
+- :func:`record_health_check`: a health check's finding is the member's health; a member seen
+  up again after being down has its held deliveries made due now, whatever backoff they were
+  waiting out (they were held for its being down, and it is up).
+- :func:`withdraw_dataset`: a dataset leaves the catalog and the negotiations about it that are
+  not over end, in one transaction (agreements already made stay in force).
 """
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session, sessionmaker
 
 from broker.callers import Caller
+from broker.catalog import service as catalog
+from broker.delivery import repository as outbox
 from broker.delivery import service as delivery
+from broker.members import service as members
+from broker.members.health import Health, changed
+from broker.negotiations import service as negotiations
 from broker.transfers import service as transfers
+from broker.wire.statuses import HealthState
 
 
 def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
@@ -22,3 +35,27 @@ def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
     409 when there is nothing to redeliver); audited."""
     transfers.get_sent(session, caller, transfer_id)
     delivery.redeliver(session, caller.name, transfer_id)
+
+
+def record_health_check(
+    factory: sessionmaker[Session], member_id: str, ok: bool, reason: str | None, down_after: int
+) -> tuple[Health, Health]:
+    """Record what a health check of ``member_id`` found; returns its health before and after.
+    Seen up after being down: its held deliveries are due now."""
+    now = datetime.now(UTC)
+    with factory() as session:
+        before, after = members.record_check(session, member_id, ok, reason, down_after, now)
+        if changed(before, after) and before.state == HealthState.DOWN:
+            outbox.make_due(session, member_id, now)
+        session.commit()
+    return before, after
+
+
+def withdraw_dataset(session: Session, caller: Caller, dataset_id: str) -> None:
+    """Take a dataset out of the catalog for good (its provider or an admin), ending the
+    negotiations about it that are not over; nothing when it was withdrawn already."""
+    withdrawn = catalog.withdraw(session, caller, dataset_id)
+    if withdrawn is not None:
+        reason = f"dataset {withdrawn} was withdrawn"
+        negotiations.end_for_dataset(session, withdrawn, reason)
+    session.commit()

@@ -14,6 +14,7 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy import Connection
 from sqlalchemy.orm import sessionmaker
 
+from broker import flows
 from broker.admins.router import router as admins_router
 from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
@@ -111,7 +112,11 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             timeout=settings.health_check_timeout_seconds, follow_redirects=False
         )
         checker = HealthChecker(
-            app.state.sessionmaker, health_client, settings, on_up=lambda _: worker.wake()
+            app.state.sessionmaker,
+            health_client,
+            settings,
+            flows.record_health_check,
+            on_up=lambda _: worker.wake(),
         )
         app.state.health_checker = checker
         if settings.delivery_enabled:

@@ -6,6 +6,8 @@
   ...); the engine protocol, the metrics, the anonymization and the F-SLA code never do.
 - A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
   takes a :class:`broker.callers.Caller`, never a request.
+- No module of a domain imports another domain's service (but the audit log's): that work is
+  in ``broker.flows``.
 - ``broker.delivery`` imports nothing of ``broker.transfers``: an outbox row stands alone.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
@@ -138,6 +140,33 @@ def test_no_service_imports_the_web_layer():
         if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
     ]
     assert web == []
+
+
+AUDIT = "broker.audit.service"  # the audit log: every use case writes to it, as to a database
+# Still to move to broker/flows.py (each a use case of two domains); listed so the list can
+# only shrink: a fixed one must leave it.
+NOT_YET_FLOWS = {
+    ("broker/negotiations/service.py", "broker.catalog.service"),  # a request reads the entry
+    ("broker/policies/service.py", "broker.negotiations.service"),  # a new record reviews
+    ("broker/transfers/microdata.py", "broker.negotiations.service"),  # the agreement named
+    ("broker/transfers/jobs.py", "broker.negotiations.service"),  # expiry, between job passes
+}
+
+
+def test_no_domain_imports_another_domains_service():
+    """Work that spans domains lives in broker/flows.py (STYLE: one home per idea)."""
+    domains = {path.parent.name for path in (ROOT / "broker").glob("*/service.py")}
+    found = set()
+    for domain in sorted(domains):
+        for path in sorted((ROOT / "broker" / domain).glob("*.py")):
+            if path.name == "router.py":
+                continue
+            for name in imports_of(path):
+                parts = name.split(".")
+                service = parts[0] == "broker" and len(parts) >= 3 and parts[2] == "service"
+                if service and parts[1] != domain and name != AUDIT:
+                    found.add((path.relative_to(ROOT).as_posix(), name))
+    assert found == NOT_YET_FLOWS
 
 
 def test_delivery_imports_nothing_of_transfers():

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from broker import flows
 from broker.catalog import jsonld, service
 from broker.catalog.schemas import CatalogEntryRead, DatasetDescription
 from broker.deps import (
@@ -201,7 +202,7 @@ def revise_dataset(
     "stay in force. Withdrawing twice is the same as once.",
 )
 def withdraw_dataset(dataset_id: DatasetId, session: SessionDep, caller: CurrentCaller) -> Response:
-    service.withdraw(session, caller, dataset_id)
+    flows.withdraw_dataset(session, caller, dataset_id)
     return Response(status_code=204)
 
 

@@ -140,18 +140,16 @@ def revise(
     return _entry(session, dataset, row)
 
 
-def withdraw(session: Session, caller: Caller, dataset_id: str) -> None:
-    """Out of the catalog for good (its versions stay readable by its provider and admins); the
-    negotiations about it that are not over end. Agreements already made stay in force."""
-    from broker.negotiations import service as negotiations  # they read the catalog
-
+def withdraw(session: Session, caller: Caller, dataset_id: str) -> str | None:
+    """Out of the catalog for good (its versions stay readable by its provider and admins), in
+    the caller's transaction (:func:`broker.flows.withdraw_dataset` ends its negotiations and
+    commits); returns its id, or None when it was withdrawn already."""
     dataset = _owned(session, caller, dataset_id, admin_too=True)
     if dataset.withdrawn_at is not None:
-        return
+        return None
     dataset.withdrawn_at = dataset.updated_at = datetime.now(UTC)
     audit.record(session, caller.name, "catalog.withdrawn", dataset.id, {})
-    negotiations.end_for_dataset(session, dataset.id, f"dataset {dataset.id} was withdrawn")
-    session.commit()
+    return dataset.id
 
 
 def measure(
