@@ -147,7 +147,6 @@ AUDIT = "broker.audit.service"  # the audit log: every use case writes to it, as
 # only shrink: a fixed one must leave it.
 NOT_YET_FLOWS = {
     ("broker/negotiations/service.py", "broker.catalog.service"),  # a request reads the entry
-    ("broker/policies/service.py", "broker.negotiations.service"),  # a new record reviews
     ("broker/transfers/microdata.py", "broker.negotiations.service"),  # the agreement named
     ("broker/transfers/jobs.py", "broker.negotiations.service"),  # expiry, between job passes
 }
