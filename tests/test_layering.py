@@ -148,7 +148,6 @@ AUDIT = "broker.audit.service"  # the audit log: every use case writes to it, as
 NOT_YET_FLOWS = {
     ("broker/negotiations/service.py", "broker.catalog.service"),  # a request reads the entry
     ("broker/transfers/microdata.py", "broker.negotiations.service"),  # the agreement named
-    ("broker/transfers/jobs.py", "broker.negotiations.service"),  # expiry, between job passes
 }
 
 

@@ -13,8 +13,8 @@ A supervisor thread watches the slots. It extends the lease of every job still b
 and the old one, once its call returns, finds the job settled and records nothing. The job
 itself checks the deadline between stages (and the cluster before each file it reads), so that
 work past it stops soon. Between passes the supervisor also keeps house: it removes the spool
-files a dead process left, and ends the contract negotiations that waited too long for their
-next message.
+files a dead process left, and runs the chores of other domains it was given (``broker.main``
+gives it the end of the contract negotiations that waited too long for their next message).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,11 +30,19 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
 from broker.monitoring import Monitoring
-from broker.negotiations import service as negotiations
 from broker.transfers import repository, service
 from broker.wire.statuses import JobState, TransferStatus
 
 log = logging.getLogger("broker.jobs")
+
+
+@dataclass(eq=False)
+class Chore:
+    """Housekeeping of another domain, run between passes every ``every_seconds`` (the runner
+    is the process's one supervisor thread; ``broker.main`` gives it its chores)."""
+
+    every_seconds: float
+    run: Callable[[], None]
 
 
 @dataclass(eq=False)
@@ -56,14 +64,16 @@ class JobRunner:
         settings: Settings,
         monitoring: Monitoring,
         on_approved: Callable[[], None] = lambda: None,
+        chores: Sequence[Chore] = (),
     ):
         self.factory = factory
         self.settings = settings
         self.monitoring = monitoring
         self.on_approved = on_approved
+        self.chores = chores
+        self._chores_at = [0.0] * len(chores)
         self.owner = owner_name()
         self._swept_at = 0.0
-        self._expired_at = 0.0
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._numbered = 0
@@ -187,9 +197,7 @@ class JobRunner:
             self._swept_at = now
             for orphan in service.sweep_spool(self.factory, self.settings, now):
                 log.warning("removed %s: no request, job or delivery used it", orphan)
-        if now - self._expired_at >= self.settings.negotiation_sweep_seconds:
-            self._expired_at = now
-            with self.factory() as session:
-                ended = negotiations.expire(session, self.settings.negotiation_timeout_seconds)
-            if ended:
-                log.info("ended %d negotiation(s) that waited too long", ended)
+        for number, chore in enumerate(self.chores):
+            if now - self._chores_at[number] >= chore.every_seconds:
+                self._chores_at[number] = now
+                chore.run()
