@@ -147,7 +147,6 @@ AUDIT = "broker.audit.service"  # the audit log: every use case writes to it, as
 # only shrink: a fixed one must leave it.
 NOT_YET_FLOWS = {
     ("broker/negotiations/service.py", "broker.catalog.service"),  # a request reads the entry
-    ("broker/transfers/microdata.py", "broker.negotiations.service"),  # the agreement named
 }
 
 

@@ -39,7 +39,7 @@ from broker.fsla.decide import (
 from broker.fsla.linkage import History, released_classes
 from broker.fsla.offers import Terms
 from broker.negotiations import repository as negotiations_repository
-from broker.negotiations import service as negotiations
+from broker.negotiations.agreements import usable
 from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.tables import counting_limits, open_upload
@@ -211,7 +211,7 @@ def decide(
 
 def agreement_of(session: Session, source_id: str, agreement_id: str) -> Agreed:
     """The agreement a transfer names, if its source may make transfers under it now."""
-    found = negotiations.usable(session, agreement_id)
+    found = usable(session, agreement_id)
     if found.provider_id != source_id:
         raise Forbidden(
             f"Agreement {agreement_id} is {found.provider_id!r}'s: only its provider sends "
