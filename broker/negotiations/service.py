@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.callers import Caller
-from broker.catalog import service as catalog
+from broker.catalog import entries as catalog
 from broker.delivery.keyring import KeyRing
 from broker.errors import (
     Conflict,
