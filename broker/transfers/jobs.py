@@ -1,7 +1,7 @@
 """The job runner: threads in the broker process that decide transfers accepted with 202.
 
 ``BROKER_JOB_SLOTS`` jobs at a time per process, each in a slot thread of its own; several
-processes share the queue through leases (:func:`broker.transfers.service.claim_job`), which
+processes share the queue through leases (:func:`broker.transfers.job_queue.claim_job`), which
 gives the next job to the member with the fewest running and never more than
 ``BROKER_JOB_SLOTS_PER_MEMBER`` to one member. A job survives a restart: its row is in the
 database and its upload in the spool folder, and once its lease runs out any process takes it
@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
 from broker.monitoring import Monitoring
-from broker.transfers import repository, service
+from broker.transfers import job_queue, repository
 from broker.wire.statuses import JobState, TransferStatus
 
 log = logging.getLogger("broker.jobs")
@@ -130,7 +130,7 @@ class JobRunner:
         return self._decide_one(slot)
 
     def _decide_one(self, slot: _Slot | None) -> int:
-        job_id = service.claim_job(self.factory, self.owner, self.settings)
+        job_id = job_queue.claim_job(self.factory, self.owner, self.settings)
         if job_id is None:
             return 0
         deadline = Deadline.after(self.settings.job_deadline_seconds)
@@ -138,9 +138,9 @@ class JobRunner:
             with self._lock:
                 slot.job_id, slot.deadline, slot.renewed_at = job_id, deadline, time.monotonic()
         try:
-            state = service.run_job(self.factory, job_id, self.owner, self.settings, deadline)
+            state = job_queue.run_job(self.factory, job_id, self.owner, self.settings, deadline)
         except Exception:
-            if service.requeue_job(self.factory, job_id, self.owner):
+            if job_queue.requeue_job(self.factory, job_id, self.owner):
                 log.exception("job %s failed unexpectedly; it goes back to the queue", job_id)
             else:
                 log.info("job %s, settled meanwhile, ended with an error", job_id, exc_info=True)
@@ -170,13 +170,15 @@ class JobRunner:
             if deadline.passed:
                 self._replace(slot, job_id, deadline)
             elif now - slot.renewed_at >= renew_every:
-                service.extend_lease(self.factory, job_id, self.owner, self.settings)
+                job_queue.extend_lease(self.factory, job_id, self.owner, self.settings)
                 slot.renewed_at = now
         return 0  # it polls at its period
 
     def _replace(self, slot: _Slot, job_id: str, deadline: Deadline) -> None:
         """Fail the job past its deadline and give its slot a fresh thread."""
-        failed = service.fail_job(self.factory, job_id, self.owner, self.settings, deadline.error())
+        failed = job_queue.fail_job(
+            self.factory, job_id, self.owner, self.settings, deadline.error()
+        )
         with self._lock:
             if slot.job_id != job_id or slot.replaced:  # it just ended by itself
                 return
@@ -195,7 +197,7 @@ class JobRunner:
         now = time.time()
         if now - self._swept_at >= self.settings.spool_sweep_seconds:
             self._swept_at = now
-            for orphan in service.sweep_spool(self.factory, self.settings, now):
+            for orphan in job_queue.sweep_spool(self.factory, self.settings, now):
                 log.warning("removed %s: no request, job or delivery used it", orphan)
         for number, chore in enumerate(self.chores):
             if now - self._chores_at[number] >= chore.every_seconds:
