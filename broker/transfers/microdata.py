@@ -1,11 +1,11 @@
 """The decision of a microdata transfer: the rows of a dataset, measured and judged.
 
 Read the upload (or the files a reference pinned) into its canonical table, measure it, read the
-parties, the earlier releases to the same destination (the linkage rule) and the agreement it
-names, decide (:func:`broker.fsla.decide.decide`), and write what leaves: by the broker, from the
-table it measured (or its anonymized version), in the format that came in, rows shuffled, the
-person key removed, never the bytes it received. Nothing is written to the database here but by
-:func:`record`, which the intake (:mod:`broker.transfers.service`) or a job calls.
+parties, what the earlier transfers to the same destination released (the linkage rule) and the
+agreement it names, decide (:func:`broker.fsla.decide.decide`), and write what leaves: by the
+broker, from the table it measured (or its anonymized version), in the format that came in, rows
+shuffled, the person key removed, never the bytes it received. Nothing is written to the database
+here but by :func:`record`, which the intake (:mod:`broker.transfers.service`) or a job calls.
 """
 
 from __future__ import annotations
@@ -61,13 +61,13 @@ def no_progress(stage: str, fraction: float) -> None:
 @dataclass(frozen=True, eq=False)
 class Decided:
     """A decision ready to be recorded: the transfer, its outbox row, its audit details, and
-    (approved) the classes it released with the earlier releases it was joined with."""
+    (approved) the classes it released, with the earlier transfers it was joined with."""
 
     transfer: Transfer
     delivery: Delivery | None
     audit: dict[str, Any]
     released: ReleasedClasses | None = None
-    history: History | None = None  # the earlier releases the decision was joined with
+    history: History | None = None  # what earlier transfers released, joined with
 
 
 @storage_faults("its working files (data measured out of core spills to disk)")
@@ -220,7 +220,7 @@ def agreement_of(session: Session, source_id: str, agreement_id: str) -> Agreed:
     return Agreed(found.id, found.provider_id, found.consumer_id, Terms.of(found.terms))
 
 
-def _joined_with_every_release(session: Session, decided: Decided) -> None:
+def _joined_with_every_earlier_transfer(session: Session, decided: Decided) -> None:
     transfer, history = decided.transfer, decided.history
     seen = {r.transfer_id for r in history.releases} | {transfer.id}
     recorded = repository.released_classes_since(
@@ -235,7 +235,8 @@ def _joined_with_every_release(session: Session, decided: Decided) -> None:
 
 
 def _history(session: Session, parties: Parties, request: TransferRequest) -> History | None:
-    """The earlier releases to the same destination that the transfer's rules look back on."""
+    """What the earlier transfers to the same destination released, within the window the
+    transfer's rules look back on."""
     days = lookback_days(parties, request)
     if days is None:
         return None
@@ -276,8 +277,8 @@ def record(session: Session, decided: Decided) -> None:
     """The decision with what it released (:func:`broker.transfers.recording.record`), in the
     caller's transaction.
 
-    A release joined with earlier ones is recorded only if no other release to the same
-    destination was recorded while it was decided (it was not joined with that one): 409, send
+    A transfer joined with earlier ones is recorded only if no other transfer to the same
+    destination was approved while it was decided (it was not joined with that one): 409, send
     again. The source's row is locked first, so two such recordings take turns.
     """
     checked = decided.released is not None and decided.history is not None
@@ -286,7 +287,7 @@ def record(session: Session, decided: Decided) -> None:
     rows = [] if decided.released is None else [decided.released]
     recording.record(session, decided.transfer, decided.delivery, decided.audit, rows)
     if checked:
-        _joined_with_every_release(session, decided)
+        _joined_with_every_earlier_transfer(session, decided)
 
 
 def _delivered_name(transfer_id: str, data_format: str, outcome: Outcome) -> str:

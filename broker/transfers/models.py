@@ -112,7 +112,7 @@ class ReleasedClasses(Base):
     quasi-identifier columns and classes (the released tuples with their people), never the data.
 
     ``classes`` holds ``[[label, ...], people]`` pairs, labels in the order of
-    ``quasi_identifiers``; None when the release had more than ``BROKER_LINKAGE_MAX_CLASSES``
+    ``quasi_identifiers``; None when the transfer released more than ``BROKER_LINKAGE_MAX_CLASSES``
     (``class_count`` says how many).
     """
 

@@ -100,8 +100,8 @@ def lock_member(session: Session, member_id: str) -> None:
 def released_classes_since(
     session: Session, source_id: str, destination_id: str, since: datetime
 ) -> list[linkage.Release]:
-    """The releases from ``source_id`` to ``destination_id`` at or after ``since``, oldest
-    first, as the linkage rule reads them."""
+    """What the transfers from ``source_id`` to ``destination_id`` released at or after
+    ``since``, oldest first, as the linkage rule reads them."""
     query = (
         select(ReleasedClasses)
         .where(

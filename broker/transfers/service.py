@@ -130,7 +130,7 @@ def submit(
         if earlier is None:
             raise
         return earlier
-    except BaseException:  # a release to the same destination meanwhile, a database fault
+    except BaseException:  # a transfer to the same destination approved meanwhile, a fault
         microdata.drop_payload_file(decided)
         session.rollback()
         raise
