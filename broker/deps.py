@@ -1,10 +1,10 @@
-"""Request dependencies: the database session, the settings, and who is calling."""
+"""Request dependencies: the database session, the settings, and who is calling (authenticated
+here into a :class:`broker.callers.Caller`, which services take; no service imports this module)."""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -12,13 +12,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from broker.admins import service as admins
+from broker.callers import ADMIN, BOOTSTRAP, MEMBER, Caller
 from broker.config import Settings
 from broker.db import session_scope
 from broker.errors import Forbidden, NotAuthenticated
 from broker.members import service as members
-
-ADMIN = "admin"
-MEMBER = "member"
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -26,28 +24,6 @@ bearer = HTTPBearer(
     description="An administrator's token (BROKER_ADMIN_TOKEN or a named administrator's), or a "
     "member cloud's API key",
 )
-
-
-@dataclass(frozen=True)
-class Caller:
-    kind: str
-    member_id: str | None = None
-    jurisdiction: str | None = None
-    admin_name: str | None = None
-    # A member's rotated-out key, still in its grace period: it may make ordinary calls (the
-    # member is switching over), never manage keys (a thief must not outlive the rotation).
-    rotated_out_key: bool = False
-
-    @property
-    def is_admin(self) -> bool:
-        return self.kind == ADMIN
-
-    @property
-    def name(self) -> str:
-        """Who acts, as the audit log writes it: a member id, or ``admin:<name>``."""
-        if self.member_id:
-            return self.member_id
-        return admins.actor_of(self.admin_name or admins.BOOTSTRAP)
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -84,7 +60,7 @@ def current_caller(
         session.rollback()
         if not active:
             raise NotAuthenticated("This admin token (BROKER_ADMIN_TOKEN) was revoked")
-        return Caller(ADMIN, admin_name=admins.BOOTSTRAP)
+        return Caller(ADMIN, admin_name=BOOTSTRAP)
     if credentials.credentials.startswith(admins.TOKEN_PREFIX):
         administrator = admins.authenticate(session, credentials.credentials)
         name = administrator.name if administrator else None

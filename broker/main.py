@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
+from functools import partial
 
 import httpx
 from fastapi import FastAPI
@@ -14,6 +15,7 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy import Connection
 from sqlalchemy.orm import sessionmaker
 
+from broker import flows
 from broker.admins.router import router as admins_router
 from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
@@ -29,13 +31,14 @@ from broker.health import router as health_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
 from broker.monitoring import Monitoring
+from broker.negotiations.expiry import expire_waiting
 from broker.negotiations.router import router as negotiations_router
 from broker.policies import service as policies
 from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
 from broker.rate_limits import RateLimiter
 from broker.requests_log import configure_logging
-from broker.transfers.jobs import JobRunner
+from broker.transfers.jobs import Chore, JobRunner
 from broker.transfers.router import router as transfers_router
 
 log = logging.getLogger("broker")
@@ -103,15 +106,27 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             from broker.engines.dask import connect
 
             app.state.dask = connect(settings.dask_scheduler)
+        expiry = Chore(
+            settings.negotiation_sweep_seconds,
+            partial(expire_waiting, app.state.sessionmaker, settings.negotiation_timeout_seconds),
+        )
         jobs = JobRunner(
-            app.state.sessionmaker, settings, app.state.monitoring, on_approved=worker.wake
+            app.state.sessionmaker,
+            settings,
+            app.state.monitoring,
+            on_approved=worker.wake,
+            chores=[expiry],
         )
         app.state.job_runner = jobs
         health_client = httpx.Client(
             timeout=settings.health_check_timeout_seconds, follow_redirects=False
         )
         checker = HealthChecker(
-            app.state.sessionmaker, health_client, settings, on_up=lambda _: worker.wake()
+            app.state.sessionmaker,
+            health_client,
+            settings,
+            flows.record_health_check,
+            on_up=lambda _: worker.wake(),
         )
         app.state.health_checker = checker
         if settings.delivery_enabled:

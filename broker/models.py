@@ -2,13 +2,18 @@
 
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
-from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
 from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
-from broker.transfers.models import Release, Transfer, TransferJob
+from broker.transfers.models import (
+    DatasetSketch,
+    PrivacySpend,
+    ReleasedClasses,
+    Transfer,
+    TransferJob,
+)
 
 __all__ = [
     "Administrator",
@@ -25,7 +30,7 @@ __all__ = [
     "Notification",
     "PolicyVersion",
     "PrivacySpend",
-    "Release",
+    "ReleasedClasses",
     "Transfer",
     "TransferJob",
 ]

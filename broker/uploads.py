@@ -87,20 +87,3 @@ def spooled_upload(
 
 
 SpooledUpload = Annotated[Upload, Depends(spooled_upload)]
-
-
-def spooled_upload_if_any(
-    settings: SettingsDep,
-    file: Annotated[
-        UploadFile | None,
-        File(description="CSV, JSON (array of records) or Parquet (or name a `location`)"),
-    ] = None,
-) -> Iterator[Upload | None]:
-    """As :func:`spooled_upload`, for a route where the data may be named instead of sent."""
-    if file is None:
-        yield None
-        return
-    yield from spooled_upload(settings, file)
-
-
-SpooledUploadIfAny = Annotated[Upload | None, Depends(spooled_upload_if_any)]

@@ -4,6 +4,11 @@
   benchmarks compare against (STYLE: layering rule 4).
 - Only an engine module (``broker/engines/<engine>.py``) imports an engine library (DuckDB, Dask,
   ...); the engine protocol, the metrics, the anonymization and the F-SLA code never do.
+- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
+  takes a :class:`broker.callers.Caller`, never a request.
+- No module of a domain imports another domain's service (but the audit log's): that work is
+  in ``broker.flows``.
+- ``broker.delivery`` imports nothing of ``broker.transfers``: an outbox row stands alone.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
@@ -77,7 +82,19 @@ PURE = [
     "broker.members.health",  # the health rules, and what the catalog calls to show a provider's
     "broker.delivery.states",
     "broker.federation.overview",
+    "broker.callers",  # who calls: a domain type that services take, with no web import
 ]
+
+
+def imports_of(path: Path) -> list[str]:
+    """The absolute module names ``path`` imports (``from a import b`` gives ``a`` and ``a.b``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return found
 
 
 def test_broker_alone_pulls_in_nothing():
@@ -111,6 +128,46 @@ def test_only_engine_modules_import_an_engine_library():
         if p.name not in ("__init__.py", "base.py", "codes.py")
     }
     assert [path for path in importers if path not in allowed] == []
+
+
+def test_no_service_imports_the_web_layer():
+    services = sorted((ROOT / "broker").rglob("service.py"))
+    assert len(services) >= 8
+    web = [
+        (path.relative_to(ROOT).as_posix(), name)
+        for path in services
+        for name in imports_of(path)
+        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
+    ]
+    assert web == []
+
+
+AUDIT = "broker.audit.service"  # the audit log: every use case writes to it, as to a database
+
+
+def test_no_domain_imports_another_domains_service():
+    """Work that spans domains lives in broker/flows.py (STYLE: one home per idea); a domain
+    reads another through its repository or a read module (catalog/entries.py,
+    negotiations/agreements.py), never through the service that changes it."""
+    domains = {path.parent.name for path in (ROOT / "broker").glob("*/service.py")}
+    found = set()
+    for domain in sorted(domains):
+        for path in sorted((ROOT / "broker" / domain).glob("*.py")):
+            if path.name == "router.py":
+                continue
+            for name in imports_of(path):
+                parts = name.split(".")
+                service = parts[0] == "broker" and len(parts) >= 3 and parts[2] == "service"
+                if service and parts[1] != domain and name != AUDIT:
+                    found.add((path.relative_to(ROOT).as_posix(), name))
+    assert sorted(found) == []
+
+
+def test_delivery_imports_nothing_of_transfers():
+    """The outbox row carries all a delivery needs (whom for, the headers, what leaves)."""
+    loaded = loaded_by("broker.delivery", walk=True)
+    assert "broker.delivery.worker" in loaded
+    assert [m for m in loaded if within(m, "broker.transfers")] == []
 
 
 def test_the_wire_imports_nothing_else_from_broker():

@@ -20,16 +20,10 @@ from sqlalchemy.orm import Session
 from broker.admins import repository
 from broker.admins.models import Administrator
 from broker.audit import service as audit
+from broker.callers import BOOTSTRAP
 from broker.errors import Conflict, NotFound
 
 TOKEN_PREFIX = "fba_"
-BOOTSTRAP = "bootstrap"
-ACTOR_PREFIX = "admin:"
-
-
-def actor_of(name: str) -> str:
-    """How an administrator is named in the audit log and in ``created_by``."""
-    return ACTOR_PREFIX + name
 
 
 def hash_token(token: str) -> str:

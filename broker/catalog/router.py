@@ -7,7 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from broker.catalog import jsonld, service
+from broker import flows
+from broker.catalog import entries, jsonld, service
+from broker.catalog.entries import Entry
 from broker.catalog.schemas import CatalogEntryRead, DatasetDescription
 from broker.deps import (
     CurrentCaller,
@@ -41,11 +43,11 @@ JSON_LD = {
 }
 
 
-def _read(entry: service.Entry) -> CatalogEntryRead:
+def _read(entry: Entry) -> CatalogEntryRead:
     return CatalogEntryRead.model_validate(entry.as_dict())
 
 
-def _etagged(entry: service.Entry, response: Response) -> CatalogEntryRead:
+def _etagged(entry: Entry, response: Response) -> CatalogEntryRead:
     response.headers["ETag"] = service.etag(entry.dataset.version)
     return _read(entry)
 
@@ -148,7 +150,7 @@ def get_catalog_dataset(
     request: Request,
     version: Annotated[int | None, Query(ge=1, le=MAX_INT32)] = None,
 ) -> JSONResponse:
-    entry = service.entry(session, caller, dataset_id, version)
+    entry = entries.entry(session, caller, dataset_id, version)
     [offers] = service.offers_for(session, caller, [entry])
     document = jsonld.dataset(entry.as_dict(), offers, _base(request))
     return JSONResponse(
@@ -201,7 +203,7 @@ def revise_dataset(
     "stay in force. Withdrawing twice is the same as once.",
 )
 def withdraw_dataset(dataset_id: DatasetId, session: SessionDep, caller: CurrentCaller) -> Response:
-    service.withdraw(session, caller, dataset_id)
+    flows.withdraw_dataset(session, caller, dataset_id)
     return Response(status_code=204)
 
 

@@ -8,9 +8,7 @@ keeps) and removed with the request, as any upload is.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,86 +16,29 @@ from sqlalchemy.orm import Session
 
 from broker.anonymize import Target, plan_remedy
 from broker.audit import service as audit
+from broker.callers import Caller
 from broker.catalog import repository
+from broker.catalog.entries import Entry, entry, party_map, with_health
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.catalog.schemas import DatasetDescription
 from broker.config import Settings
-from broker.deps import Caller
 from broker.engines.pandas import PandasEngine
 from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_
 from broker.fsla.decide import measure as measure_table
 from broker.fsla.identifying import dropped, identifying
-from broker.fsla.models import FSLARecord
-from broker.members import repository as members_repository
-from broker.members.health import health_read
 from broker.members.models import Member
 from broker.metrics.content import contact_in_text
 from broker.names import attribute_key
 from broker.tables import counting_limits, open_upload
-from broker.transfers import repository as transfers
 from broker.uploads import Upload
-from broker.wire.statuses import ColumnRole, HealthState
+from broker.wire.statuses import ColumnRole
 
 # The k a provider's data is generalized to when the broker estimates the utility an offer
 # keeps; an offer asking another k reads the next one up.
 UTILITY_KS = (2, 3, 5, 10, 20)
 # Rows up to which that estimate is made (it anonymizes the whole table once per k).
 UTILITY_MAX_ROWS = 200_000
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A catalogued dataset at one version, with its provider."""
-
-    dataset: CatalogDataset
-    version: CatalogVersion
-    provider: Member
-    provider_health: str = HealthState.UNKNOWN  # as the broker's last checks saw it
-
-    def as_dict(self) -> dict[str, Any]:
-        """What :mod:`broker.catalog.jsonld` and the read schema take."""
-        return {
-            "id": self.dataset.id,
-            "provider": self.provider.id,
-            "provider_health": self.provider_health,
-            "jurisdiction": self.provider.jurisdiction,
-            "version": self.version.version,
-            "description": self.version.description,
-            "summary": self.version.summary,
-            "measured_at": self.version.measured_at,
-            "withdrawn": self.dataset.withdrawn_at is not None,
-            "created_at": self.dataset.created_at,
-            "updated_at": self.dataset.updated_at,
-        }
-
-    def listing(self) -> offers_.Listing:
-        description = DatasetDescription.model_validate(self.version.description)
-        return offers_.Listing(
-            provider_id=self.provider.id,
-            provider_jurisdiction=self.provider.jurisdiction,
-            columns=tuple((c.name, c.role) for c in description.columns),
-            purposes=tuple(description.purposes),
-            summary=summary_of(self.version.summary),
-        )
-
-
-def summary_of(stored: dict[str, Any] | None) -> offers_.Summary | None:
-    if stored is None:
-        return None
-    return offers_.Summary(
-        rows=stored["rows"],
-        k=stored.get("k"),
-        l=stored.get("l"),
-        t=stored.get("t"),
-        identifiers=tuple(stored.get("identifiers", ())),
-        utility_at_k={int(k): v for k, v in stored.get("utility_at_k", {}).items()},
-        dropped_at_k=(
-            {int(k): tuple(v) for k, v in stored["dropped_at_k"].items()}
-            if "dropped_at_k" in stored
-            else None  # measured before the broker recorded them
-        ),
-    )
 
 
 def publish(session: Session, caller: Caller, description: DatasetDescription) -> Entry:
@@ -145,18 +86,16 @@ def revise(
     return _entry(session, dataset, row)
 
 
-def withdraw(session: Session, caller: Caller, dataset_id: str) -> None:
-    """Out of the catalog for good (its versions stay readable by its provider and admins); the
-    negotiations about it that are not over end. Agreements already made stay in force."""
-    from broker.negotiations import service as negotiations  # they read the catalog
-
+def withdraw(session: Session, caller: Caller, dataset_id: str) -> str | None:
+    """Out of the catalog for good (its versions stay readable by its provider and admins), in
+    the caller's transaction (:func:`broker.flows.withdraw_dataset` ends its negotiations and
+    commits); returns its id, or None when it was withdrawn already."""
     dataset = _owned(session, caller, dataset_id, admin_too=True)
     if dataset.withdrawn_at is not None:
-        return
+        return None
     dataset.withdrawn_at = dataset.updated_at = datetime.now(UTC)
     audit.record(session, caller.name, "catalog.withdrawn", dataset.id, {})
-    negotiations.end_for_dataset(session, dataset.id, f"dataset {dataset.id} was withdrawn")
-    session.commit()
+    return dataset.id
 
 
 def measure(
@@ -202,35 +141,6 @@ def measure(
     return _entry(session, dataset, row)
 
 
-def entry(session: Session, caller: Caller, dataset_id: str, version: int | None = None) -> Entry:
-    """A dataset at its current version (or ``version``). A withdrawn dataset, or one of a
-    suspended provider, is seen only by its provider and administrators."""
-    dataset = repository.get(session, dataset_id)
-    if dataset is None:
-        raise NotFound(f"No dataset {dataset_id!r} in the catalog")
-    provider = session.get(Member, dataset.provider_id)
-    hidden = dataset.withdrawn_at is not None or provider.status != "active"
-    if hidden and not (caller.is_admin or caller.member_id == dataset.provider_id):
-        raise NotFound(f"No dataset {dataset_id!r} in the catalog")
-    number = dataset.version if version is None else version
-    row = repository.version(session, dataset.id, number)
-    if row is None:
-        raise NotFound(
-            f"Dataset {dataset_id} has no version {number} (its latest is {dataset.version})"
-        )
-    return _with_health(session, [Entry(dataset, row, provider)])[0]
-
-
-def entry_at(session: Session, dataset_id: str, version: int) -> Entry:
-    """A dataset at ``version``, whatever its state (what a negotiation or an agreement about
-    it was made on)."""
-    dataset = repository.get(session, dataset_id)
-    row = repository.version(session, dataset_id, version)
-    if dataset is None or row is None:
-        raise NotFound(f"No version {version} of dataset {dataset_id!r}")
-    return Entry(dataset, row, session.get(Member, dataset.provider_id))
-
-
 def versions(session: Session, caller: Caller, dataset_id: str) -> list[Entry]:
     current = entry(session, caller, dataset_id)
     return [
@@ -261,23 +171,12 @@ def search(
         offset=offset,
         limit=limit,
     )
-    return _with_health(session, [Entry(*row) for row in rows]), total
+    return with_health(session, [Entry(*row) for row in rows]), total
 
 
 def _entry(session: Session, dataset: CatalogDataset, row: CatalogVersion) -> Entry:
     provider = session.get(Member, dataset.provider_id)
-    return _with_health(session, [Entry(dataset, row, provider)])[0]
-
-
-def _with_health(session: Session, entries: list[Entry]) -> list[Entry]:
-    """The entries with their providers' health, as the broker's checks last saw it."""
-    found = members_repository.healths(session, [e.provider.id for e in entries])
-    return [
-        dataclasses.replace(
-            e, provider_health=health_read(found.get(e.provider.id), admin=False).state
-        )
-        for e in entries
-    ]
+    return with_health(session, [Entry(dataset, row, provider)])[0]
 
 
 def offers_for(session: Session, caller: Caller, entries: list[Entry]) -> list[list]:
@@ -287,15 +186,6 @@ def offers_for(session: Session, caller: Caller, entries: list[Entry]) -> list[l
     parties = party_map(session, [caller.member_id, *(e.provider.id for e in entries)])
     consumer = parties[caller.member_id]
     return [offers_.offers(e.listing(), parties[e.provider.id], consumer) for e in entries]
-
-
-def party_map(session: Session, member_ids: list[str]) -> dict[str, offers_.Party]:
-    """Each member as an offer's party: its jurisdiction's current record and its status."""
-    found = {}
-    for row in transfers.parties(session, list(dict.fromkeys(member_ids))):
-        record = None if row.document is None else FSLARecord.model_validate(row.document)
-        found[row.id] = offers_.Party(row.id, row.jurisdiction, record, row.status, row.version)
-    return found
 
 
 def etag(version: int) -> str:

@@ -1,18 +1,17 @@
-"""The outbox: one row per approved transfer, written in the decision's transaction."""
+"""The outbox: one row per approved transfer, written in the decision's transaction.
+
+A row carries everything its delivery needs (whom it is for, the headers, what leaves), so that
+delivering reads nothing of the transfer it came from."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from sqlalchemy import ForeignKey, Integer, LargeBinary, String, Text, or_
+from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, Text, or_
 from sqlalchemy.ext.hybrid import hybrid_property
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column
 
 from broker.db import Base, UTCDateTime
-
-if TYPE_CHECKING:
-    from broker.transfers.models import Transfer
 
 
 class Delivery(Base):
@@ -21,6 +20,13 @@ class Delivery(Base):
     __tablename__ = "deliveries"
 
     transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
+    # Who sent it (who may ask for a redelivery) and whom it is for (whose inbox, whose health
+    # holds it): the transfer's, copied when the row is written (migration 0014 for older rows).
+    source_id: Mapped[str] = mapped_column(String(64))
+    destination_id: Mapped[str] = mapped_column(String(64), index=True)
+    # The delivery's headers but Content-Length and the signature (made at each attempt), as the
+    # decision wrote them (broker.transfers.recording.delivery_headers).
+    headers: Mapped[dict[str, str]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16), index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
@@ -35,8 +41,6 @@ class Delivery(Base):
     payload: Mapped[bytes | None] = mapped_column(LargeBinary)
     payload_file: Mapped[str | None] = mapped_column(String(1000))
     payload_type: Mapped[str] = mapped_column(String(100))
-
-    transfer: Mapped[Transfer] = relationship(back_populates="delivery")
 
     @hybrid_property
     def held(self) -> bool:

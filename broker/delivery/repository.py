@@ -11,16 +11,17 @@ from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
 from broker.members.models import MemberHealth
-from broker.transfers.models import Transfer
 from broker.wire.statuses import DeliveryStatus, HealthState
 
 
 def destination_down():
     """True for a delivery whose destination is down (held), as a correlated EXISTS."""
     return (
-        select(Transfer.id)
-        .join(MemberHealth, MemberHealth.member_id == Transfer.destination_id)
-        .where(Transfer.id == Delivery.transfer_id, MemberHealth.state == HealthState.DOWN)
+        select(MemberHealth.member_id)
+        .where(
+            MemberHealth.member_id == Delivery.destination_id,
+            MemberHealth.state == HealthState.DOWN,
+        )
         .exists()
     )
 
@@ -44,13 +45,12 @@ def due(session: Session, now: datetime, limit: int) -> list[str]:
 def make_due(session: Session, destination_id: str, now: datetime) -> int:
     """The pending deliveries to ``destination_id`` that wait for a later attempt become due
     now (its health check saw it up again); returns how many."""
-    to_destination = select(Transfer.id).where(Transfer.destination_id == destination_id)
     result = session.execute(
         update(Delivery)
         .where(
             Delivery.status == DeliveryStatus.PENDING,
             Delivery.next_attempt_at > now,
-            Delivery.transfer_id.in_(to_destination),
+            Delivery.destination_id == destination_id,
         )
         .values(next_attempt_at=now)
     )

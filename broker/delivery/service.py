@@ -1,10 +1,11 @@
 """Deliver approved transfers to the destination's registered inbox, exactly once in effect.
 
-The decision and its outbox row commit together (see transfers.service). Here a worker leases due
-rows, POSTs the payload to the inbox URL from the member registry (never one from a request) with
-the transfer id as idempotency key, signed for that member and that URL (RFC 9421; each attempt
-signed anew just before its POST, :func:`_signature`), and records the outcome (:func:`attempt`
-then :func:`settle`; the worker runs several at once, :mod:`broker.delivery.worker`):
+The decision and its outbox row commit together (:mod:`broker.transfers.recording`). Here a worker
+leases due rows, POSTs the payload to the inbox URL from the member registry (never one from a
+request) with the transfer id as idempotency key, signed for that member and that URL (RFC 9421;
+each attempt signed anew just before its POST, :func:`_signature`), and records the outcome
+(:func:`attempt` then :func:`settle`; the worker runs several at once,
+:mod:`broker.delivery.worker`):
 
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
@@ -33,7 +34,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,17 +42,15 @@ from broker.audit import service as audit
 from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
-from broker.errors import Conflict, NotFound
+from broker.errors import Conflict
 from broker.members import repository as members
 from broker.tables import Written
-from broker.transfers import repository as transfers
 from broker.wire import headers as h
-from broker.wire.signing import SignatureError, content_digest, new_nonce
+from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
 
-if TYPE_CHECKING:  # types only: this module does not depend on the web layer
+if TYPE_CHECKING:
     from broker.delivery.models import Delivery
-    from broker.deps import Caller
 
 log = logging.getLogger("broker.delivery")
 
@@ -85,16 +83,14 @@ def backoff(settings: Settings, attempts: int, retry_after: float | None) -> flo
     return delay
 
 
-def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
-    """Queue a failed delivery again (its source or an admin), attempts reset; audited.
+def redeliver(session: Session, actor: str, transfer_id: str) -> None:
+    """Queue a failed delivery again, attempts reset; audited as ``actor``'s. Who may ask (the
+    transfer's source or an admin) is checked by :func:`broker.flows.redeliver`.
 
-    Raises :class:`NotFound` for a transfer the caller may not see, :class:`Conflict` when there
-    is nothing to redeliver (not failed, or its data no longer held), saying what to do.
+    Raises :class:`Conflict` when there is nothing to redeliver (not approved, not failed, or
+    its data no longer held), saying what to do.
     """
-    transfer = transfers.get(session, transfer_id)
-    if transfer is None or not (caller.is_admin or transfer.source_id == caller.member_id):
-        raise NotFound(f"No transfer {transfer_id!r} that you sent")
-    delivery = transfer.delivery
+    delivery = repository.get(session, transfer_id)
     if delivery is None or delivery.status != DeliveryStatus.FAILED:
         state = delivery.status if delivery else "not applicable (not approved)"
         raise Conflict(f"Transfer {transfer_id!r} has no failed delivery: its delivery is {state}")
@@ -105,37 +101,10 @@ def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
         )
     audit.record(
         session,
-        caller.name,
+        actor,
         "transfer.redelivery_requested",
         transfer_id,
         {"previous_attempts": delivery.attempts, "previous_error": delivery.last_error},
-    )
-    session.commit()
-
-
-def record_erasure(session: Session, caller: Caller, transfer_id: str) -> None:
-    """The destination says it deleted what it received (its retention ended, or it chose to):
-    recorded once, audited. Only the destination of a delivered transfer may say so."""
-    transfer = transfers.get(session, transfer_id)
-    if transfer is None or transfer.destination_id != caller.member_id:
-        raise NotFound(f"No transfer {transfer_id!r} delivered to you")
-    delivery = transfer.delivery
-    if delivery is None or delivery.status != DeliveryStatus.DELIVERED:
-        raise Conflict(f"Transfer {transfer_id!r} was not delivered: there is nothing to erase")
-    if transfer.erased_at is not None:
-        return
-    transfer.erased_at = datetime.now(UTC)
-    late = transfer.retain_until is not None and transfer.erased_at > transfer.retain_until
-    audit.record(
-        session,
-        caller.name,
-        "transfer.erased",
-        transfer_id,
-        {
-            "retain_until": retain_until(transfer.retain_until) or None,
-            "agreement": transfer.agreement_id,
-            "after_the_limit": late,
-        },
     )
     session.commit()
 
@@ -150,14 +119,13 @@ def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> N
         Path(name).unlink(missing_ok=True)
 
 
-def _payload(delivery: Delivery, transfer) -> Written:
-    """What leaves, as the decision wrote it: bytes, or a file streamed, never read whole."""
+def _payload(delivery: Delivery) -> Written:
+    """What leaves, as the decision wrote it: bytes, or a file streamed, never read whole. Its
+    digest is the one the decision recorded (in the row's ``Content-Digest``), not taken here."""
     if delivery.payload is not None:
-        return Written.of_bytes(delivery.payload)
+        return Written("", len(delivery.payload), data=delivery.payload)
     path = Path(delivery.payload_file)
-    # Hashed when written, in the decision's transaction; the member checks it against what
-    # arrives, so a file altered since is refused, never delivered as approved.
-    return Written(transfer.dataset["delivered_sha256"], path.stat().st_size, path=path)
+    return Written("", path.stat().st_size, path=path)
 
 
 def claim(
@@ -217,24 +185,25 @@ def attempt(
             or not delivery.held
         ):
             return "lease_lost"  # settled or taken over since we claimed it
-        transfer = transfers.get(session, transfer_id)
-        destination = members.get(session, transfer.destination_id)
-        health = members.health(session, transfer.destination_id)
+        destination_id = delivery.destination_id
+        destination = members.get(session, destination_id)
+        health = members.health(session, destination_id)
         if health is not None and health.state == HealthState.DOWN:
             # Marked down since we claimed it: held, not attempted, its attempts not spent.
             repository.release(session, transfer_id, owner)
             session.commit()
             return HELD
-        payload_type, payload_file = delivery.payload_type, delivery.payload_file
+        payload_file = delivery.payload_file
         attempts = delivery.attempts + 1
         if destination is None or destination.status != MemberStatus.ACTIVE:
             state = destination.status if destination else "gone"
-            outcome = Attempt(False, False, f"destination {transfer.destination_id!r} is {state}")
+            outcome = Attempt(False, False, f"destination {destination_id!r} is {state}")
             return Tried(transfer_id, attempts, outcome, payload_file)
         inbox_url = destination.inbox_url
         try:
-            payload = _payload(delivery, transfer)
-            headers = _headers(transfer, payload, payload_type)
+            payload = _payload(delivery)
+            # Streamed files too carry their length: the member can refuse a body too large.
+            headers = delivery.headers | {h.CONTENT_LENGTH: str(payload.size)}
         except Exception as error:  # a bad stored value must not stall the outbox
             reason = f"cannot build the delivery: {type(error).__name__}: {error}"
             return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
@@ -302,35 +271,6 @@ def settle(factory: sessionmaker[Session], owner: str, settings: Settings, tried
     elif tried.payload_file is not None:
         Path(tried.payload_file).unlink(missing_ok=True)  # the decision keeps its hash
     return status
-
-
-def retain_until(moment: datetime | None) -> str:
-    """The ``X-Fedbroker-Retain-Until`` value: UTC, ISO 8601 to the second (empty: no limit)."""
-    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _headers(transfer, payload: Written, payload_type: str) -> dict[str, str]:
-    """The delivery's headers but its signature."""
-    dataset = transfer.dataset
-    # The broker's own name for what it wrote: the sender's file name is free text that would
-    # cross the border unmeasured, so it is never a fallback.
-    filename = dataset.get("delivered_filename") or ""
-    return {
-        h.CONTENT_TYPE: payload_type,
-        h.CONTENT_DIGEST: content_digest(payload.sha256),
-        h.CONTENT_LENGTH: str(payload.size),  # streamed files too: the member can refuse
-        h.IDEMPOTENCY_KEY: transfer.id,
-        h.RECIPIENT: transfer.destination_id,
-        h.TRANSFER: transfer.id,
-        h.SOURCE: transfer.source_id,
-        # Percent-encoded: header values are ASCII, purposes and file names need not be.
-        h.PURPOSE: quote(transfer.purpose, safe=""),
-        h.DECISION: transfer.status,
-        h.FILENAME: quote(filename, safe=""),
-        h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
-        h.AGREEMENT: transfer.agreement_id or "",
-        h.RETAIN_UNTIL: retain_until(transfer.retain_until),
-    }
 
 
 def _signature(

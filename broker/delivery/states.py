@@ -7,8 +7,8 @@ write to the deliveries, and the state shown is read off the destination's healt
 
 from __future__ import annotations
 
+from broker.delivery.schemas import DeliveryRead
 from broker.members.health import HealthLike
-from broker.transfers.schemas import DeliveryRead
 from broker.wire.statuses import DeliveryState, HealthState
 
 

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,8 +26,10 @@ from broker.background import Poller, owner_name
 from broker.config import Settings
 from broker.delivery import service
 from broker.delivery.keyring import KeyRing
-from broker.monitoring import Monitoring
 from broker.wire.statuses import DeliveryStatus
+
+if TYPE_CHECKING:  # passed in: the metrics module reads transfers, which delivery does not
+    from broker.monitoring import Monitoring
 
 log = logging.getLogger("broker.delivery")
 _FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often

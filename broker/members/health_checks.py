@@ -2,11 +2,11 @@
 ``/readyz`` once every ``BROKER_HEALTH_CHECK_SECONDS``.
 
 Each pass claims the checks that are due (:func:`broker.members.service.claim_checks`: a member's
-next check moves one period on in a conditional UPDATE, so broker processes sharing a database
-check each member once a period between them), probes them concurrently, and records what each
-found (:func:`broker.members.service.record_check`; :mod:`broker.members.health` holds the
-rules). A member seen up again after being down wakes the delivery worker: its held deliveries
-are due.
+next check moves one period on in a conditional UPDATE, so broker processes sharing a database check
+each member once a period between them), probes them concurrently, and records what each found
+(``record``, :func:`broker.flows.record_health_check` in the broker: the member's health, and its
+held deliveries due once it is up; :mod:`broker.members.health` holds the rules). A member seen up
+again after being down wakes the delivery worker: its held deliveries are due.
 
 A probe follows the deliveries' outbound rules: the URL must pass the federation's inbox policy
 (SSRF) at each check, redirects are never followed, and only a 2xx answer is up. At most
@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.background import Poller
 from broker.config import Settings
 from broker.members import service
+from broker.members.health import Health
 from broker.members.inbox_urls import InboxPolicy
 from broker.wire.statuses import HealthState
 
@@ -82,6 +83,10 @@ def _excerpt(response: httpx.Response) -> str:
     return " ".join(text.split())[:200]
 
 
+# What records a check: (factory, member id, ok, reason, down after) -> health before and after.
+RecordCheck = Callable[[sessionmaker[Session], str, bool, str | None, int], tuple[Health, Health]]
+
+
 class HealthChecker:
     """The checks of one broker process; ``on_up(member_id)`` is called when a member that was
     down is seen up (the delivery worker's wake)."""
@@ -91,11 +96,13 @@ class HealthChecker:
         factory: sessionmaker[Session],
         client: httpx.Client,
         settings: Settings,
+        record: RecordCheck,
         on_up: Callable[[str], None] | None = None,
     ):
         self.factory = factory
         self.client = client
         self.settings = settings
+        self.record = record
         self.on_up = on_up
         poll = min(settings.health_check_seconds, 1.0)  # finds new members within a second
         self._poller = Poller("health-checker", self.run_once, poll, log)
@@ -108,7 +115,7 @@ class HealthChecker:
         if not targets:
             return 0
         for target, outcome in zip(targets, self._probe_all(targets), strict=True):
-            before, after = service.record_check(
+            before, after = self.record(
                 self.factory,
                 target.member_id,
                 outcome.ok,

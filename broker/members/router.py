@@ -2,7 +2,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from broker.deps import AdminOnly, Caller, CurrentCaller, SessionDep, SettingsDep
+from broker.callers import Caller
+from broker.deps import AdminOnly, CurrentCaller, SessionDep, SettingsDep
 from broker.errors import Forbidden, example, responses
 from broker.members import service
 from broker.members.health import health_read, health_url

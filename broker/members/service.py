@@ -13,7 +13,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.audit import service as audit
-from broker.delivery import repository as deliveries
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
 from broker.members.health import Health, after_check, changed, health_url
@@ -187,35 +186,29 @@ def claim_checks(
 
 
 def record_check(
-    factory: sessionmaker[Session],
+    session: Session,
     member_id: str,
     ok: bool,
     reason: str | None,
     down_after: int,
+    now: datetime,
 ) -> tuple[Health, Health]:
-    """Write what a check found; returns the health before and after it.
-
-    A change of state is audited (not every check). A member seen up again after being down
-    has its held deliveries made due now, whatever backoff they were waiting out: they were
-    held for its being down, and it is up."""
-    now = datetime.now(UTC)
-    with factory() as session:
-        row = repository.health(session, member_id)
-        if row is None:  # the member is gone since the claim: nothing to record
-            return Health(), Health()
-        before = Health.of(row)
-        after = after_check(before, ok=ok, reason=reason, now=now, down_after=down_after)
-        row.state, row.since, row.checked_at = after.state, after.since, after.checked_at
-        row.reason, row.failures = after.reason, after.failures
-        if changed(before, after):
-            audit.record(
-                session,
-                ACTOR,
-                "member.health_changed",
-                member_id,
-                {"from": before.state, "to": after.state, "reason": after.reason},
-            )
-            if before.state == HealthState.DOWN:
-                deliveries.make_due(session, member_id, now)
-        session.commit()
+    """Write what a check found, in the caller's transaction; returns the health before and
+    after it. A change of state is audited (not every check). What a member seen up again
+    means for its deliveries is :func:`broker.flows.record_health_check`'s."""
+    row = repository.health(session, member_id)
+    if row is None:  # the member is gone since the claim: nothing to record
+        return Health(), Health()
+    before = Health.of(row)
+    after = after_check(before, ok=ok, reason=reason, now=now, down_after=down_after)
+    row.state, row.since, row.checked_at = after.state, after.since, after.checked_at
+    row.reason, row.failures = after.reason, after.failures
+    if changed(before, after):
+        audit.record(
+            session,
+            ACTOR,
+            "member.health_changed",
+            member_id,
+            {"from": before.state, "to": after.state, "reason": after.reason},
+        )
     return before, after

@@ -29,9 +29,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
-from broker.catalog import service as catalog
+from broker.callers import Caller
+from broker.catalog import entries as catalog
 from broker.delivery.keyring import KeyRing
-from broker.deps import Caller
 from broker.errors import (
     Conflict,
     Forbidden,
@@ -282,23 +282,6 @@ def end_for_dataset(session: Session, dataset_id: str, reason: str) -> None:
         negotiation = repository.get(session, negotiation_id, lock=True)
         negotiation.reason = reason
         _broker_says(session, negotiation, Message.TERMINATE, {"reason": reason})
-
-
-def usable(session: Session, agreement_id: str) -> Agreement:
-    """The agreement a transfer names, if transfers may be made under it now: in force
-    (FINALIZED) and not suspended; a problem otherwise."""
-    found = repository.agreement(session, agreement_id)
-    if found is None:
-        raise NotFound(f"No agreement {agreement_id!r}")
-    negotiation = repository.get(session, found.negotiation_id)
-    if negotiation.state != NegotiationState.FINALIZED:
-        raise Conflict(
-            f"Agreement {agreement_id} is not in force yet: its negotiation is "
-            f"{negotiation.state} (the consumer must verify it first)"
-        )
-    if found.state == AgreementState.SUSPENDED:
-        raise Conflict(f"Agreement {agreement_id} is suspended: {found.reason}")
-    return found
 
 
 def review_agreements(session: Session, jurisdiction: str, actor: str) -> None:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Resp
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from broker import flows
 from broker.deps import AdminOnly, CurrentCaller, SessionDep
 from broker.errors import (
     MAX_INT32,
@@ -337,7 +338,7 @@ def put_policy(
     response: Response,
     if_match: IfMatch = None,
 ) -> PolicyRead:
-    row, created = service.update(session, jurisdiction, record, caller.name, if_match)
+    row, created = flows.update_policy(session, jurisdiction, caller.name, if_match, record=record)
     return _saved(row, created, response)
 
 
@@ -375,7 +376,9 @@ def patch_policy(
     response: Response,
     if_match: IfMatch = None,
 ) -> PolicyRead:
-    row, created = service.patch(session, jurisdiction, patch, caller.name, if_match)
+    row, created = flows.update_policy(
+        session, jurisdiction, caller.name, if_match, merge_patch=patch
+    )
     return _saved(row, created, response)
 
 

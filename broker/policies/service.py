@@ -24,7 +24,6 @@ from broker.fsla import replay as replay_
 from broker.fsla.changes import Change, changes, merge_patch
 from broker.fsla.lint import PolicyWarning
 from broker.fsla.models import FSLARecord
-from broker.negotiations import service as negotiations
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
 from broker.transfers import repository as transfers
@@ -134,10 +133,10 @@ def update(
     actor: str,
     if_match: str | None = None,
 ) -> tuple[PolicyVersion, bool]:
-    """Save ``record`` as a new version; an unchanged record makes no version.
-
-    Returns the current row and whether a version was created.
-    """
+    """Save ``record`` as a new version, in the caller's transaction
+    (:func:`broker.flows.update_policy` reviews the agreements it concerns and commits); an
+    unchanged record makes no version. Returns the current row and whether a version was
+    created."""
     _check_path(jurisdiction, record)
     previous = repository.latest(session, record.jurisdiction)
     _require_match(jurisdiction, previous, if_match)
@@ -151,8 +150,8 @@ def patch(
     actor: str,
     if_match: str | None,
 ) -> tuple[PolicyVersion, bool]:
-    """Apply a JSON merge patch (RFC 7396) to the current version and save the result as PUT
-    does: validated the same way, a new version only if something changed."""
+    """Apply a JSON merge patch (RFC 7396) to the current version and save the result as
+    :func:`update` does: validated the same way, a new version only if something changed."""
     previous = current(session, jurisdiction)
     _require_match(jurisdiction, previous, if_match)
     document = merge_patch(normalized(previous), merge_patch_document)
@@ -188,9 +187,6 @@ def _save(
             }
             | ({"changes": [str(c) for c in found]} if previous is not None else {}),
         )
-        if previous is not None:  # agreements its members made may no longer hold
-            negotiations.review_agreements(session, record.jurisdiction, actor)
-        session.commit()
     except IntegrityError:
         session.rollback()
         raise Conflict(

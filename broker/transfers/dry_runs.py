@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from broker.callers import Caller
 from broker.config import Settings
-from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.errors import NotFound, storage_faults
 from broker.fsla.decide import Outcome

@@ -1,7 +1,7 @@
 """The job runner: threads in the broker process that decide transfers accepted with 202.
 
 ``BROKER_JOB_SLOTS`` jobs at a time per process, each in a slot thread of its own; several
-processes share the queue through leases (:func:`broker.transfers.service.claim_job`), which
+processes share the queue through leases (:func:`broker.transfers.job_queue.claim_job`), which
 gives the next job to the member with the fewest running and never more than
 ``BROKER_JOB_SLOTS_PER_MEMBER`` to one member. A job survives a restart: its row is in the
 database and its upload in the spool folder, and once its lease runs out any process takes it
@@ -17,9 +17,9 @@ return (a reader that blocks) keeps its slot, so the process never runs more job
 another process). The job itself checks the deadline between stages (and the cluster before
 each file it reads), so that work past it stops soon and gives its slot back.
 
-Between passes the supervisor also keeps house: it removes the spool
-files a dead process left, and ends the contract negotiations that waited too long for their
-next message.
+Between passes the supervisor also keeps house: it removes the spool files a dead process left,
+and runs the chores of other domains it was given (``broker.main`` gives it the end of the
+contract negotiations that waited too long for their next message).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -35,11 +35,19 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
 from broker.monitoring import Monitoring
-from broker.negotiations import service as negotiations
-from broker.transfers import repository, service
+from broker.transfers import job_queue, repository
 from broker.wire.statuses import JobState, TransferStatus
 
 log = logging.getLogger("broker.jobs")
+
+
+@dataclass(eq=False)
+class Chore:
+    """Housekeeping of another domain, run between passes every ``every_seconds`` (the runner
+    is the process's one supervisor thread; ``broker.main`` gives it its chores)."""
+
+    every_seconds: float
+    run: Callable[[], None]
 
 
 @dataclass(eq=False)
@@ -61,14 +69,16 @@ class JobRunner:
         settings: Settings,
         monitoring: Monitoring,
         on_approved: Callable[[], None] = lambda: None,
+        chores: Sequence[Chore] = (),
     ):
         self.factory = factory
         self.settings = settings
         self.monitoring = monitoring
         self.on_approved = on_approved
+        self.chores = chores
+        self._chores_at = [0.0] * len(chores)
         self.owner = owner_name()
         self._swept_at = 0.0
-        self._expired_at = 0.0
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._numbered = 0
@@ -125,7 +135,7 @@ class JobRunner:
         return self._decide_one(slot)
 
     def _decide_one(self, slot: _Slot | None) -> int:
-        job_id = service.claim_job(self.factory, self.owner, self.settings)
+        job_id = job_queue.claim_job(self.factory, self.owner, self.settings)
         if job_id is None:
             return 0
         deadline = Deadline.after(self.settings.job_deadline_seconds)
@@ -133,9 +143,9 @@ class JobRunner:
             with self._lock:
                 slot.job_id, slot.deadline, slot.renewed_at = job_id, deadline, time.monotonic()
         try:
-            state = service.run_job(self.factory, job_id, self.owner, self.settings, deadline)
+            state = job_queue.run_job(self.factory, job_id, self.owner, self.settings, deadline)
         except Exception:
-            if service.requeue_job(self.factory, job_id, self.owner):
+            if job_queue.requeue_job(self.factory, job_id, self.owner):
                 log.exception("job %s failed unexpectedly; it goes back to the queue", job_id)
             else:
                 log.info("job %s, settled meanwhile, ended with an error", job_id, exc_info=True)
@@ -166,14 +176,16 @@ class JobRunner:
             if deadline.passed:
                 self._replace(slot, job_id, deadline)
             elif now - slot.renewed_at >= renew_every:
-                service.extend_lease(self.factory, job_id, self.owner, self.settings)
+                job_queue.extend_lease(self.factory, job_id, self.owner, self.settings)
                 slot.renewed_at = now
         return 0  # it polls at its period
 
     def _replace(self, slot: _Slot, job_id: str, deadline: Deadline) -> None:
         """Fail the job past its deadline and stop its thread; the slot gets a fresh thread
         once that one has ended (:meth:`_reopen_ended_slots`), never before."""
-        failed = service.fail_job(self.factory, job_id, self.owner, self.settings, deadline.error())
+        failed = job_queue.fail_job(
+            self.factory, job_id, self.owner, self.settings, deadline.error()
+        )
         with self._lock:
             if slot.job_id != job_id or slot.replaced:  # it just ended by itself
                 return
@@ -203,11 +215,9 @@ class JobRunner:
         now = time.time()
         if now - self._swept_at >= self.settings.spool_sweep_seconds:
             self._swept_at = now
-            for orphan in service.sweep_spool(self.factory, self.settings, now):
+            for orphan in job_queue.sweep_spool(self.factory, self.settings, now):
                 log.warning("removed %s: no request, job or delivery used it", orphan)
-        if now - self._expired_at >= self.settings.negotiation_sweep_seconds:
-            self._expired_at = now
-            with self.factory() as session:
-                ended = negotiations.expire(session, self.settings.negotiation_timeout_seconds)
-            if ended:
-                log.info("ended %d negotiation(s) that waited too long", ended)
+        for number, chore in enumerate(self.chores):
+            if now - self._chores_at[number] >= chore.every_seconds:
+                self._chores_at[number] = now
+                chore.run()

@@ -1,4 +1,7 @@
-"""Transfer decisions (their outbox rows are :class:`broker.delivery.models.Delivery`)."""
+"""Transfer decisions (their outbox rows are :class:`broker.delivery.models.Delivery`), the jobs
+that decide them in the background, and what the rules of later decisions read of earlier ones:
+the classes a microdata transfer released (the linkage rule) and the privacy budget ledger of
+aggregate releases."""
 
 from datetime import datetime
 from typing import Any
@@ -11,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     UniqueConstraint,
 )
@@ -55,14 +59,13 @@ class Transfer(Base):
     delivered_sha256: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
     retain_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
     erased_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
-    # microdata (the rows) or aggregate (statistics under differential privacy, broker/budget/)
+    # microdata (the rows) or aggregate (statistics under differential privacy,
+    # broker/transfers/aggregate.py)
     kind: Mapped[str] = mapped_column(String(16), default="microdata", server_default="microdata")
     # An aggregate release: its queries, epsilon and delta, and the answers released
     aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
-    delivery: Mapped[Delivery | None] = relationship(
-        back_populates="transfer", uselist=False, lazy="joined"
-    )
+    delivery: Mapped[Delivery | None] = relationship(uselist=False, lazy="joined")
     # Read only, to show a pending delivery as held while its destination is down.
     destination_health: Mapped[MemberHealth | None] = relationship(
         primaryjoin=lambda: foreign(Transfer.destination_id) == MemberHealth.member_id,
@@ -104,12 +107,12 @@ class TransferJob(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-class Release(Base):
-    """What an approved transfer released, as the linkage rule needs it: its quasi-identifier
-    columns and classes (the released tuples with their people), never the data.
+class ReleasedClasses(Base):
+    """What an approved microdata transfer released, as the linkage rule needs it: its
+    quasi-identifier columns and classes (the released tuples with their people), never the data.
 
     ``classes`` holds ``[[label, ...], people]`` pairs, labels in the order of
-    ``quasi_identifiers``; None when the release had more than ``BROKER_LINKAGE_MAX_CLASSES``
+    ``quasi_identifiers``; None when the transfer released more than ``BROKER_LINKAGE_MAX_CLASSES``
     (``class_count`` says how many).
     """
 
@@ -124,3 +127,41 @@ class Release(Base):
     sensitive: Mapped[list[str]] = mapped_column(JSON)
     classes: Mapped[list[Any] | None] = mapped_column(JSON)
     class_count: Mapped[int] = mapped_column(Integer)
+
+
+class PrivacySpend(Base):
+    """One approved aggregate release's spend, written in the transaction of its decision.
+
+    ``dataset_key`` names the dataset (:func:`broker.transfers.aggregate.identify`: the key of the
+    first release of data its rows match, :class:`DatasetSketch`);
+    ``epsilon`` and ``delta`` are exact fractions as ``"num/den"`` text, summed in Python with
+    :class:`fractions.Fraction`, never as floats. Rows are never changed: a budget's standing is
+    the sum of the rows within its window.
+    """
+
+    __tablename__ = "privacy_spends"
+    __table_args__ = (Index("ix_privacy_spends_pair", "source_id", "destination_id", "spent_at"),)
+
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
+    source_id: Mapped[str] = mapped_column(String(64))
+    destination_id: Mapped[str] = mapped_column(String(64))
+    dataset_key: Mapped[str] = mapped_column(String(64), index=True)
+    epsilon: Mapped[str] = mapped_column(String(200))
+    delta: Mapped[str] = mapped_column(String(200))
+    spent_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class DatasetSketch(Base):
+    """The rows of one spent release, as a sketch (:mod:`broker.privacy.identity`): what a later
+    release of the same source is compared with to find that it is the same dataset, however
+    encoded or slightly edited. 64-bit hashes only, never a value."""
+
+    __tablename__ = "privacy_dataset_sketches"
+    __table_args__ = (Index("ix_privacy_dataset_sketches_source", "source_id", "distinct_rows"),)
+
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), primary_key=True)
+    source_id: Mapped[str] = mapped_column(String(64))
+    dataset_key: Mapped[str] = mapped_column(String(64))
+    distinct_rows: Mapped[int] = mapped_column(BigInteger())
+    sketch: Mapped[bytes] = mapped_column(LargeBinary())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

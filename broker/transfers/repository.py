@@ -11,7 +11,7 @@ from broker.delivery.models import Delivery
 from broker.fsla import linkage
 from broker.members.models import Member
 from broker.policies.models import PolicyVersion
-from broker.transfers.models import Release, Transfer, TransferJob
+from broker.transfers.models import ReleasedClasses, Transfer, TransferJob
 from broker.wire.statuses import JobState
 
 
@@ -97,25 +97,19 @@ def lock_member(session: Session, member_id: str) -> None:
     session.execute(select(Member.id).where(Member.id == member_id).with_for_update())
 
 
-def add_release(session: Session, release: Release) -> None:
-    """What an approved transfer released (after its transfer row, which it refers to)."""
-    session.add(release)
-    session.flush()
-
-
-def releases_since(
+def released_classes_since(
     session: Session, source_id: str, destination_id: str, since: datetime
 ) -> list[linkage.Release]:
-    """The releases from ``source_id`` to ``destination_id`` at or after ``since``, oldest
-    first, as the linkage rule reads them."""
+    """What the transfers from ``source_id`` to ``destination_id`` released at or after
+    ``since``, oldest first, as the linkage rule reads them."""
     query = (
-        select(Release)
+        select(ReleasedClasses)
         .where(
-            Release.source_id == source_id,
-            Release.destination_id == destination_id,
-            Release.released_at >= since,
+            ReleasedClasses.source_id == source_id,
+            ReleasedClasses.destination_id == destination_id,
+            ReleasedClasses.released_at >= since,
         )
-        .order_by(Release.released_at, Release.transfer_id)
+        .order_by(ReleasedClasses.released_at, ReleasedClasses.transfer_id)
     )
     return [
         linkage.Release(

@@ -1,13 +1,12 @@
+from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Form, Header, Path, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from broker import references, reports
-from broker.delivery import service as delivery_service
-from broker.delivery import states as delivery_states
+from broker import flows, references, reports
+from broker.callers import Caller
 from broker.deps import (
-    Caller,
     CurrentCaller,
     CurrentMember,
     RateLimitedMember,
@@ -22,13 +21,12 @@ from broker.errors import (
     example,
     responses,
 )
-from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers import dry_runs, service
-from broker.transfers.models import Transfer, TransferJob
-from broker.transfers.schemas import TransferJobRead, TransferPage, TransferRead
-from broker.uploads import SpooledUploadIfAny
+from broker.transfers.models import TransferJob
+from broker.transfers.schemas import TransferForm, TransferJobRead, TransferPage, TransferRead
+from broker.uploads import Upload, spooled_upload
 from broker.wire.headers import IDEMPOTENCY_KEY
-from broker.wire.statuses import Anonymize, DeliveryState, JobState, TransferKind, TransferStatus
+from broker.wire.statuses import JobState, TransferKind, TransferStatus
 
 RESPOND_ASYNC = "respond-async"
 
@@ -63,70 +61,17 @@ NO_REPORTS = {
 }
 
 
-def to_read(
-    transfer: Transfer, dry_run: bool = False, caller: Caller | None = None
-) -> TransferRead:
-    """The transfer as its source and admins see it; its destination sees less (see below)."""
-    if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
-        read = _destination_view(transfer)
-    else:
-        read = TransferRead.model_validate(transfer)
-    update: dict = {"dry_run": True} if dry_run else {}
-    if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
-        update["delivery"] = delivery_states.shown(
-            read.delivery, transfer.destination_id, transfer.destination_health
-        )
-    return read.model_copy(update=update) if update else read
+# The form model holds the file too, so that its fields stay the top level of one multipart body
+# (FastAPI nests a form model beside any other form parameter).
+TransferFormDep = Annotated[TransferForm, Form(media_type="multipart/form-data")]
 
 
-def _destination_view(transfer: Transfer) -> TransferRead:
-    """What the destination may know: the decision and what it received, nothing the sender
-    sent that was not delivered (no report, rules or remedy of the upload, not its file name,
-    hash or size: all would cross the border unmeasured)."""
-    dataset = transfer.dataset
-    return TransferRead(
-        id=transfer.id,
-        status=transfer.status,
-        source=transfer.source_id,
-        destination=transfer.destination_id,
-        purpose=transfer.purpose,
-        anonymize=transfer.anonymize,
-        created_at=transfer.created_at,
-        quasi_identifiers=[],
-        quasi_identifiers_inferred=False,
-        sensitive=[],
-        report=None,
-        rules=[],
-        remedy=None,
-        policy_versions=transfer.policy_versions,
-        dataset={
-            "sha256": dataset.get("delivered_sha256") or "",
-            "size_bytes": 0,
-            "rows": dataset.get("delivered_rows") or 0,
-            "columns": dataset.get("delivered_columns") or 0,
-            "format": dataset["format"],
-            "filename": None,
-            "anonymized": dataset.get("anonymized", False),
-            "delivered_sha256": dataset.get("delivered_sha256"),
-            "delivered_filename": dataset.get("delivered_filename"),
-            "delivered_rows": dataset.get("delivered_rows"),
-            "delivered_columns": dataset.get("delivered_columns"),
-        },
-        delivery=transfer.delivery,
-        agreement_id=transfer.agreement_id,
-        retain_until=transfer.retain_until,
-        erased_at=transfer.erased_at,
-        kind=transfer.kind,
-        aggregate=_released(transfer.aggregate),
-    )
-
-
-def _released(aggregate: dict | None) -> dict | None:
-    """What the destination of an aggregate release may see: what it received, without the
-    dataset's key in the ledger."""
-    if aggregate is None:
-        return None
-    return {k: v for k, v in aggregate.items() if k != "dataset_key"}
+def _spooled(settings: SettingsDep, form: TransferFormDep) -> Iterator[Upload | None]:
+    """The form's file, if any, copied into the spool folder; removed when the request ends."""
+    if form.file is None:
+        yield None
+        return
+    yield from spooled_upload(settings, form.file)
 
 
 @router.post(
@@ -157,128 +102,8 @@ def create_transfer(
     settings: SettingsDep,
     response: Response,
     http_request: Request,
-    upload: SpooledUploadIfAny,
-    destination: Annotated[
-        str, Form(description="Destination member id", examples=["fr-research"], max_length=64)
-    ],
-    purpose: Annotated[
-        str,
-        Form(
-            description="Purpose of the transfer",
-            examples=["research"],
-            min_length=1,
-            max_length=200,
-        ),
-    ],
-    # The optional text fields default to "" and carry their example in the description: a
-    # nullable field (anyOf string/null) is pre-filled with "string" by Swagger UI, and an
-    # example would be sent by Execute as if the user had typed it.
-    quasi_identifiers: Annotated[
-        str,
-        Form(
-            description="Comma-separated column names an outsider may know, e.g. `Age,Gender`; "
-            "the broker adds every other column that measures as a quasi-identifier. Empty: "
-            "the broker finds them all",
-            max_length=NAMES_MAX_LENGTH,
-        ),
-    ] = "",
-    sensitive: Annotated[
-        str,
-        Form(
-            description="Comma-separated column names whose values are to be protected, e.g. "
-            "`Disease` (judged by l and t; with several, each within the classes of all the "
-            "others). Empty: none",
-            max_length=NAMES_MAX_LENGTH,
-        ),
-    ] = "",
-    person_key: Annotated[
-        str,
-        Form(
-            description="A column naming the person each row belongs to (pseudonymous), e.g. "
-            "`patient_ref`: k and the risks then count people, not rows. Measured, never "
-            "delivered. Empty: each row is one person",
-            max_length=1_000,
-        ),
-    ] = "",
-    anonymize: Annotated[
-        Anonymize,
-        Form(
-            description="`auto`: where both policies allow it, the broker anonymizes the data "
-            "itself and forwards only the compliant result"
-        ),
-    ] = Anonymize.NONE,
-    location: Annotated[
-        str,
-        Form(
-            description="Instead of a file: where the data lies on the federation's shared "
-            "storage, which the broker's Dask cluster reads: the absolute path of .parquet or "
-            ".csv files under a folder the federation granted this member, with glob patterns "
-            "for several (e.g. `/data/federation/sn-hospital/2026/*.parquet`). Resolved once, "
-            "at the request, into regular files (no link, no special file); the job reads "
-            "those, unchanged, or fails. Always decided in the background. Empty: the data is "
-            "the `file`",
-            max_length=2_000,
-        ),
-    ] = "",
-    min_utility_percent: Annotated[
-        float | None,
-        Form(
-            ge=0,
-            le=100,
-            description="The least information (percent of non-uniform entropy kept, as the "
-            "remedy's `information_loss.utility_percent`) a remedy may keep: below it, no remedy "
-            "is offered or applied and the transfer is rejected. The rule sets' own "
-            "`min_utility_percent` applies too; the higher floor wins",
-            examples=[20],
-        ),
-    ] = None,
-    agreement_id: Annotated[
-        str,
-        Form(
-            description="The agreement (`/v1/agreements`) this transfer is made under: its terms "
-            "(columns, k, l, t, retention, onward transfer) apply beside the F-SLA records', "
-            "and it must be from its provider to its consumer for its purpose. Empty: none",
-            max_length=36,
-        ),
-    ] = "",
-    dry_run: Annotated[
-        bool, Form(description="Evaluate only: store and forward nothing (always answered at once)")
-    ] = False,
-    kind: Annotated[
-        TransferKind,
-        Form(
-            description="`microdata`: send the rows, measured and judged; `aggregate`: send "
-            "only the answers to `queries`, computed by the broker under differential privacy "
-            "and charged to the privacy budget of the dataset and destination (always answered "
-            "at once; a dry run shows each query's cost and accuracy, never an answer)"
-        ),
-    ] = TransferKind.MICRODATA,
-    queries: Annotated[
-        str,
-        Form(
-            description="With kind `aggregate`: the queries as a JSON list, e.g. "
-            '`[{"type": "count"}, {"type": "count_by", "columns": ["sex"], "keys": {"sex": '
-            '["F", "M"]}}, {"type": "mean", "column": "age", "bounds": [0, 120]}]`; types '
-            "count, count_by (histogram or contingency table), sum, mean, quantile",
-            max_length=1_000_000,
-        ),
-    ] = "",
-    epsilon: Annotated[
-        str,
-        Form(
-            description="With kind `aggregate`: the epsilon the release spends, e.g. `0.5` "
-            "(written in decimal or as a fraction, counted exactly); the queries share it",
-            max_length=64,
-        ),
-    ] = "",
-    delta: Annotated[
-        str,
-        Form(
-            description="With kind `aggregate`: the delta it may spend, e.g. `1e-6`, needed by "
-            "histograms whose keys come from the data. Empty: 0",
-            max_length=64,
-        ),
-    ] = "",
+    upload: Annotated[Upload | None, Depends(_spooled)],
+    form: TransferFormDep,
     idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     prefer: Annotated[
         str | None,
@@ -289,23 +114,8 @@ def create_transfer(
         ),
     ] = None,
 ) -> TransferRead:
-    request = service.TransferRequest(
-        destination=destination.strip(),
-        purpose=purpose.strip(),
-        quasi_identifiers=parse_names(quasi_identifiers),
-        sensitive=parse_names(sensitive),
-        person_key=person_key.strip() or None,
-        anonymize=anonymize,
-        min_utility_percent=min_utility_percent,
-        dry_run=dry_run,
-        idempotency_key=idempotency_key,
-        agreement_id=agreement_id.strip() or None,
-        kind=kind,
-        queries=queries if kind == TransferKind.AGGREGATE else None,
-        epsilon=epsilon.strip() if kind == TransferKind.AGGREGATE else None,
-        delta=delta.strip() if kind == TransferKind.AGGREGATE else None,
-    )
-    location = location.strip()
+    request = form.request(idempotency_key)
+    location = form.location.strip()
     if (upload is None) == (not location):
         raise Unprocessable(
             "Send the data as `file`, or name where it lies as `location` (by reference): "
@@ -314,7 +124,7 @@ def create_transfer(
     source = upload or references.resolve(location, caller.member_id, settings)
     asked_async = RESPOND_ASYNC in _preferences(prefer)
     in_background = asked_async or source.size > settings.decide_in_background_above_bytes
-    in_background = in_background and kind == TransferKind.MICRODATA
+    in_background = in_background and form.kind == TransferKind.MICRODATA
     monitoring = http_request.app.state.monitoring
     with monitoring.timed("transfer"):
         submitted = service.submit(session, caller, source, request, settings, in_background)
@@ -327,12 +137,12 @@ def create_transfer(
         body = _job_read(session, submitted.job, caller).model_dump(mode="json")
         return JSONResponse(body, status_code=202, headers=headers)
     transfer = submitted.transfer
-    if not submitted.replayed and not dry_run:
+    if not submitted.replayed and not form.dry_run:
         monitoring.count_decision(transfer.status, transfer.rules)
-    if transfer.status == TransferStatus.APPROVED and not dry_run:
+    if transfer.status == TransferStatus.APPROVED and not form.dry_run:
         http_request.app.state.delivery_worker.wake()
     response.headers.update(headers)
-    return to_read(transfer, dry_run=dry_run)
+    return TransferRead.of(transfer, dry_run=form.dry_run)
 
 
 def _preferences(prefer: str | None) -> set[str]:
@@ -349,7 +159,7 @@ def _job_read(session, job: TransferJob, caller: Caller) -> TransferJobRead:
     read = TransferJobRead.model_validate(job)
     if job.state == JobState.DONE:
         transfer = service.get_visible(session, caller, job.id)
-        read = read.model_copy(update={"transfer": to_read(transfer, caller=caller)})
+        read = read.model_copy(update={"transfer": TransferRead.of(transfer, caller=caller)})
     return read
 
 
@@ -391,7 +201,10 @@ def list_transfers(
 ) -> TransferPage:
     rows, total = service.list_visible(session, caller, status, offset, limit)
     return TransferPage(
-        items=[to_read(t, caller=caller) for t in rows], total=total, offset=offset, limit=limit
+        items=[TransferRead.of(t, caller=caller) for t in rows],
+        total=total,
+        offset=offset,
+        limit=limit,
     )
 
 
@@ -411,9 +224,9 @@ def redeliver_transfer(
     caller: CurrentCaller,
     http_request: Request,
 ) -> TransferRead:
-    delivery_service.redeliver(session, caller, transfer_id)
+    flows.redeliver(session, caller, transfer_id)
     http_request.app.state.delivery_worker.wake()
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
 @router.post(
@@ -440,8 +253,8 @@ def erase_transfer(
     session: SessionDep,
     caller: CurrentMember,
 ) -> TransferRead:
-    delivery_service.record_erasure(session, caller, transfer_id)
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    service.record_erasure(session, caller, transfer_id)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
 
 
 @router.get(
@@ -487,7 +300,7 @@ def get_dry_run_data(
 def get_transfer_report(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> HTMLResponse:
-    read = to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    read = TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)
     try:
         page = reports.transfer_page(read.model_dump(mode="json"))
     except reports.ReportUnavailable as error:
@@ -506,4 +319,4 @@ def get_transfer_report(
 def get_transfer(
     transfer_id: Annotated[str, Path(max_length=36)], session: SessionDep, caller: CurrentCaller
 ) -> TransferRead:
-    return to_read(service.get_visible(session, caller, transfer_id), caller=caller)
+    return TransferRead.of(service.get_visible(session, caller, transfer_id), caller=caller)

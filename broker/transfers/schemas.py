@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import File, UploadFile
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from broker.analysis.schemas import Report
+from broker.callers import Caller
+from broker.delivery import states as delivery_states
+from broker.delivery.schemas import DeliveryRead
+from broker.fsla.decide import TransferRequest
 from broker.fsla.summary import summarize
+from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -176,22 +182,6 @@ class AggregateRead(BaseModel):
     )
 
 
-class DeliveryRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    status: DeliveryState = Field(
-        description="`not_applicable` when nothing is to be delivered; `held` while its "
-        "destination is down (not attempted, its attempts not spent; it goes out once the "
-        "destination is up)"
-    )
-    attempts: int = 0
-    last_error: str | None = None
-    delivered_at: datetime | None = None
-    held_reason: str | None = Field(
-        None, description="Why the delivery is held (None unless `status` is `held`)"
-    )
-
-
 class TransferRead(BaseModel):
     """A transfer as its source and admins see it, read off the stored :class:`Transfer`."""
 
@@ -245,6 +235,70 @@ class TransferRead(BaseModel):
     aggregate: AggregateRead | None = Field(
         None, description="An aggregate release's spend and answers (kind `aggregate`)"
     )
+
+    @classmethod
+    def of(cls, transfer: Any, caller: Caller | None = None, dry_run: bool = False) -> TransferRead:
+        """``transfer`` (a stored :class:`~broker.transfers.models.Transfer`) as ``caller``
+        may see it: its source and admins see all of it (and so does the broker's own answer to
+        the source, ``caller`` None), any other caller (its destination) what
+        :meth:`seen_by_destination` keeps. A pending delivery to a destination that is down is
+        shown held."""
+        if caller is not None and not caller.is_admin and caller.member_id != transfer.source_id:
+            read = cls.seen_by_destination(transfer)
+        else:
+            read = cls.model_validate(transfer)
+        update: dict[str, Any] = {"dry_run": True} if dry_run else {}
+        if read.delivery.status == DeliveryState.PENDING:  # held while its destination is down
+            update["delivery"] = delivery_states.shown(
+                read.delivery, transfer.destination_id, transfer.destination_health
+            )
+        return read.model_copy(update=update) if update else read
+
+    @classmethod
+    def seen_by_destination(cls, transfer: Any) -> TransferRead:
+        """What the destination may know: the decision and what it received, nothing the sender
+        sent that was not delivered (no report, rules or remedy of the upload, not its columns,
+        file name, hash or size: all would cross the border unmeasured), and of an aggregate
+        release not the dataset's key in the privacy budget ledger."""
+        dataset = transfer.dataset
+        aggregate = transfer.aggregate
+        if aggregate is not None:
+            aggregate = {k: v for k, v in aggregate.items() if k != "dataset_key"}
+        return cls(
+            id=transfer.id,
+            status=transfer.status,
+            source=transfer.source_id,
+            destination=transfer.destination_id,
+            purpose=transfer.purpose,
+            anonymize=transfer.anonymize,
+            created_at=transfer.created_at,
+            quasi_identifiers=[],
+            quasi_identifiers_inferred=False,
+            sensitive=[],
+            report=None,
+            rules=[],
+            remedy=None,
+            policy_versions=transfer.policy_versions,
+            dataset={
+                "sha256": dataset.get("delivered_sha256") or "",
+                "size_bytes": 0,
+                "rows": dataset.get("delivered_rows") or 0,
+                "columns": dataset.get("delivered_columns") or 0,
+                "format": dataset["format"],
+                "filename": None,
+                "anonymized": dataset.get("anonymized", False),
+                "delivered_sha256": dataset.get("delivered_sha256"),
+                "delivered_filename": dataset.get("delivered_filename"),
+                "delivered_rows": dataset.get("delivered_rows"),
+                "delivered_columns": dataset.get("delivered_columns"),
+            },
+            delivery=transfer.delivery,
+            agreement_id=transfer.agreement_id,
+            retain_until=transfer.retain_until,
+            erased_at=transfer.erased_at,
+            kind=transfer.kind,
+            aggregate=aggregate,
+        )
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -307,3 +361,157 @@ class TransferJobRead(BaseModel):
         description="Why the data could not be decided, once `state` is `failed` (RFC 9457 "
         "problem details, as the synchronous answer would have given); nothing was stored",
     )
+
+
+class TransferForm(BaseModel):
+    """The form fields of ``POST /v1/transfers`` (multipart, beside the ``file``), and the
+    :class:`~broker.fsla.decide.TransferRequest` they make."""
+
+    destination: Annotated[
+        str, Field(description="Destination member id", examples=["fr-research"], max_length=64)
+    ]
+    purpose: Annotated[
+        str,
+        Field(
+            description="Purpose of the transfer",
+            examples=["research"],
+            min_length=1,
+            max_length=200,
+        ),
+    ]
+    # The optional text fields default to "" and carry their example in the description: a
+    # nullable field (anyOf string/null) is pre-filled with "string" by Swagger UI, and an
+    # example would be sent by Execute as if the user had typed it.
+    quasi_identifiers: Annotated[
+        str,
+        Field(
+            description="Comma-separated column names an outsider may know, e.g. `Age,Gender`; "
+            "the broker adds every other column that measures as a quasi-identifier. Empty: "
+            "the broker finds them all",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = ""
+    sensitive: Annotated[
+        str,
+        Field(
+            description="Comma-separated column names whose values are to be protected, e.g. "
+            "`Disease` (judged by l and t; with several, each within the classes of all the "
+            "others). Empty: none",
+            max_length=NAMES_MAX_LENGTH,
+        ),
+    ] = ""
+    person_key: Annotated[
+        str,
+        Field(
+            description="A column naming the person each row belongs to (pseudonymous), e.g. "
+            "`patient_ref`: k and the risks then count people, not rows. Measured, never "
+            "delivered. Empty: each row is one person",
+            max_length=1_000,
+        ),
+    ] = ""
+    anonymize: Annotated[
+        Anonymize,
+        Field(
+            description="`auto`: where both policies allow it, the broker anonymizes the data "
+            "itself and forwards only the compliant result"
+        ),
+    ] = Anonymize.NONE
+    location: Annotated[
+        str,
+        Field(
+            description="Instead of a file: where the data lies on the federation's shared "
+            "storage, which the broker's Dask cluster reads: the absolute path of .parquet or "
+            ".csv files under a folder the federation granted this member, with glob patterns "
+            "for several (e.g. `/data/federation/sn-hospital/2026/*.parquet`). Resolved once, "
+            "at the request, into regular files (no link, no special file); the job reads "
+            "those, unchanged, or fails. Always decided in the background. Empty: the data is "
+            "the `file`",
+            max_length=2_000,
+        ),
+    ] = ""
+    min_utility_percent: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            le=100,
+            description="The least information (percent of non-uniform entropy kept, as the "
+            "remedy's `information_loss.utility_percent`) a remedy may keep: below it, no remedy "
+            "is offered or applied and the transfer is rejected. The rule sets' own "
+            "`min_utility_percent` applies too; the higher floor wins",
+            examples=[20],
+        ),
+    ] = None
+    agreement_id: Annotated[
+        str,
+        Field(
+            description="The agreement (`/v1/agreements`) this transfer is made under: its terms "
+            "(columns, k, l, t, retention, onward transfer) apply beside the F-SLA records', "
+            "and it must be from its provider to its consumer for its purpose. Empty: none",
+            max_length=36,
+        ),
+    ] = ""
+    dry_run: Annotated[
+        bool,
+        Field(description="Evaluate only: store and forward nothing (always answered at once)"),
+    ] = False
+    kind: Annotated[
+        TransferKind,
+        Field(
+            description="`microdata`: send the rows, measured and judged; `aggregate`: send "
+            "only the answers to `queries`, computed by the broker under differential privacy "
+            "and charged to the privacy budget of the dataset and destination (always answered "
+            "at once; a dry run shows each query's cost and accuracy, never an answer)"
+        ),
+    ] = TransferKind.MICRODATA
+    queries: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the queries as a JSON list, e.g. "
+            '`[{"type": "count"}, {"type": "count_by", "columns": ["sex"], "keys": {"sex": '
+            '["F", "M"]}}, {"type": "mean", "column": "age", "bounds": [0, 120]}]`; types '
+            "count, count_by (histogram or contingency table), sum, mean, quantile",
+            max_length=1_000_000,
+        ),
+    ] = ""
+    epsilon: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the epsilon the release spends, e.g. `0.5` "
+            "(written in decimal or as a fraction, counted exactly); the queries share it",
+            max_length=64,
+        ),
+    ] = ""
+    delta: Annotated[
+        str,
+        Field(
+            description="With kind `aggregate`: the delta it may spend, e.g. `1e-6`, needed by "
+            "histograms whose keys come from the data. Empty: 0",
+            max_length=64,
+        ),
+    ] = ""
+
+    file: Annotated[
+        UploadFile | None,
+        File(description="CSV, JSON (array of records) or Parquet (or name a `location`)"),
+    ] = None
+
+    def request(self, idempotency_key: str | None) -> TransferRequest:
+        """The request to decide: names parsed, text trimmed, an empty optional field None, the
+        fields of an aggregate release kept only for one."""
+        aggregate = self.kind == TransferKind.AGGREGATE
+        return TransferRequest(
+            destination=self.destination.strip(),
+            purpose=self.purpose.strip(),
+            quasi_identifiers=parse_names(self.quasi_identifiers),
+            sensitive=parse_names(self.sensitive),
+            person_key=self.person_key.strip() or None,
+            anonymize=self.anonymize,
+            min_utility_percent=self.min_utility_percent,
+            dry_run=self.dry_run,
+            idempotency_key=idempotency_key,
+            agreement_id=self.agreement_id.strip() or None,
+            kind=self.kind,
+            queries=self.queries if aggregate else None,
+            epsilon=self.epsilon.strip() if aggregate else None,
+            delta=self.delta.strip() if aggregate else None,
+        )

@@ -32,6 +32,8 @@ names a request in both services' answers, problems and logs (:mod:`broker.wire.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 REQUEST_ID = "X-Request-ID"
 IDEMPOTENCY_KEY = "Idempotency-Key"
 CONTENT_TYPE = "Content-Type"
@@ -50,3 +52,16 @@ ANONYMIZED = "X-Fedbroker-Anonymized"
 AGREEMENT = "X-Fedbroker-Agreement"
 RETAIN_UNTIL = "X-Fedbroker-Retain-Until"
 RETIRED_SIGNATURE = "X-Fedbroker-Signature"  # the scheme before RFC 9421: refused
+
+
+def retain_until(moment: datetime | None) -> str:
+    """The ``X-Fedbroker-Retain-Until`` value: UTC, ISO 8601 to the second (empty: no limit).
+
+    Examples
+    --------
+    >>> retain_until(datetime(2026, 11, 27, 9, 30, 15, 500, tzinfo=UTC))
+    '2026-11-27T09:30:15Z'
+    >>> retain_until(None)
+    ''
+    """
+    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

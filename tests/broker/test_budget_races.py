@@ -3,7 +3,7 @@ own thread pool) on a real database, PostgreSQL and SQLite.
 
 Twelve releases of epsilon 0.5 of one dataset are sent at once; FR (import) allows 2 per
 dataset and destination, so exactly four may be approved. Without the ledger's lock
-(``broker/budget/repository.py:lock_pair``) on PostgreSQL several requests read the same
+(``broker/transfers/ledger.py:lock_pair``) on PostgreSQL several requests read the same
 standing before any of them commits, and more than four are approved (checked by hand: with
 the lock removed, the PostgreSQL case failed in two runs of three; SQLite's BEGIN IMMEDIATE
 serializes the transactions anyway).

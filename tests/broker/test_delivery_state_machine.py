@@ -21,14 +21,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from sqlalchemy import select, update
 from sqlalchemy.orm import sessionmaker
 
+from broker import flows
 from broker.audit import service as audit
+from broker.callers import MEMBER, Caller
 from broker.config import Settings
 from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
 from broker.delivery.keyring import KeyRing
 from broker.delivery.models import Delivery
 from broker.delivery.worker import DeliveryWorker
-from broker.deps import MEMBER, Caller
 from broker.members import service as members
 from broker.policies import service as policies
 from broker.policies.seed import load_records
@@ -145,7 +146,7 @@ class DeliveryMachine(RuleBasedStateMachine):
     @rule(member=st.sampled_from(["fr", "ng"]), up=st.booleans())
     def health_check(self, member, up):
         """A health check of ``member`` finds it up, or down (marked down at once)."""
-        members.record_check(self.factory, member, up, None if up else "answered HTTP 503", 1)
+        flows.record_health_check(self.factory, member, up, None if up else "answered HTTP 503", 1)
         (self.down.discard if up else self.down.add)(member)
 
     @rule()

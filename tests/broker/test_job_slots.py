@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from broker.main import create_app
-from broker.transfers import service
+from broker.transfers import job_queue, microdata
 from tests.broker.conftest import ADMIN, Federation, bearer
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
@@ -48,11 +48,11 @@ def test_the_next_job_goes_to_the_member_with_the_fewest_running(federation):
     settings = federation.client.app.state.settings
     first, second = accepted(federation), accepted(federation)
     theirs = accepted(federation, source="ng-health")  # the newest
-    assert service.claim_job(factory, "process-1", settings) == first
-    assert service.claim_job(factory, "process-2", settings) == theirs
-    assert service.claim_job(factory, "process-3", settings) is None  # one each, running
+    assert job_queue.claim_job(factory, "process-1", settings) == first
+    assert job_queue.claim_job(factory, "process-2", settings) == theirs
+    assert job_queue.claim_job(factory, "process-3", settings) is None  # one each, running
     two_each = settings.model_copy(update={"job_slots_per_member": 2})
-    assert service.claim_job(factory, "process-3", two_each) == second
+    assert job_queue.claim_job(factory, "process-3", two_each) == second
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def stuck_jobs(monkeypatch):
     a hung file system's would); ``ended`` maps each job to what ``run_job`` returned."""
     release = threading.Event()
     ended: dict[str, str] = {}
-    open_upload, run_job = service.open_upload, service.run_job
+    open_upload, run_job = microdata.open_upload, job_queue.run_job
 
     def blocking_open(upload, *args, **kwargs):
         if upload.filename == STUCK:
@@ -76,8 +76,8 @@ def stuck_jobs(monkeypatch):
             raise
         return ended[job_id]
 
-    monkeypatch.setattr(service, "open_upload", blocking_open)
-    monkeypatch.setattr(service, "run_job", recorded_run_job)
+    monkeypatch.setattr(microdata, "open_upload", blocking_open)
+    monkeypatch.setattr(job_queue, "run_job", recorded_run_job)
     yield release, ended
     release.set()
 
@@ -138,7 +138,7 @@ def test_a_long_stage_keeps_its_lease_while_its_process_lives(running_broker, st
         time.sleep(1.0)  # three leases: the supervisor extended it all along
         settings = client.app.state.settings
         factory = client.app.state.sessionmaker
-        assert service.claim_job(factory, "another-process", settings) is None
+        assert job_queue.claim_job(factory, "another-process", settings) is None
         release.set()
         until(lambda: job(federation, stuck)["state"] == "done", "the job ended")
         assert job(federation, stuck)["attempts"] == 1

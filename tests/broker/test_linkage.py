@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from broker.errors import Conflict
 from broker.fsla.decide import TransferRequest
 from broker.main import create_app
-from broker.transfers import repository, service
-from broker.transfers.models import Release
+from broker.transfers import microdata, repository
+from broker.transfers.models import ReleasedClasses
 from broker.uploads import Upload
 from tests.broker.conftest import ADMIN, Federation
 
@@ -108,7 +108,7 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
     first = send(federation, decades(RAW), "fr-research")
     assert first["status"] == "approved" and linkage(first) == []
     with joined_session(connection) as session:
-        stored = session.get(Release, first["id"])
+        stored = session.get(ReleasedClasses, first["id"])
         assert (stored.source_id, stored.destination_id) == ("sn-hospital", "fr-research")
         assert (stored.quasi_identifiers, stored.sensitive) == (["age", "zip"], ["disease"])
         assert sorted((tuple(labels), n) for labels, n in stored.classes) == [
@@ -121,11 +121,14 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
         ]
         assert stored.class_count == 6
         # Read back as the rule reads it, and only for this pair.
-        (earlier,) = repository.releases_since(
+        (earlier,) = repository.released_classes_since(
             session, "sn-hospital", "fr-research", stored.released_at
         )
         assert earlier.transfer_id == first["id"]
-        assert repository.releases_since(session, "sn-hospital", "fr-lab", stored.released_at) == []
+        assert (
+            repository.released_classes_since(session, "sn-hospital", "fr-lab", stored.released_at)
+            == []
+        )
 
     # Alone, the raw table anonymized by the broker keeps ages exact and sets the postcode to
     # "75001-75002": six classes of three or four, approved (to another destination: no
@@ -244,15 +247,15 @@ def test_a_release_recorded_while_another_was_decided_sends_it_back(
         "fr-research", "research", ("age", "zip"), ("disease",), person_key="pid"
     )
     with joined_session(connection) as session:  # decided, not yet recorded ...
-        decided = service._decide(
-            session, "sn-hospital", str(uuid.uuid4()), upload, request, settings
+        decided = microdata.decide(
+            session, "sn-hospital", str(uuid.uuid4()), upload, request, settings, "f" * 64
         )
     assert decided.transfer.status == "approved" and decided.history.releases == ()
     first = send(federation, data, "fr-research")  # ... while another is recorded
     assert first["status"] == "approved"
     with joined_session(connection) as session:
         with pytest.raises(Conflict, match=first["id"]):
-            service._record(session, decided)
+            microdata.record(session, decided)
         session.rollback()
     # Decided again, it is joined with the first (and, identical, passes).
     again = send(federation, data, "fr-research")

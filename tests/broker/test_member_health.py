@@ -18,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
+from broker import flows
 from broker.db import make_engine, make_sessionmaker, upgrade
 from broker.main import create_app
 from broker.members import service as members
@@ -348,7 +349,9 @@ def test_brokers_sharing_a_database_check_each_member_once_a_period(
             )
     settings = settings.model_copy(update={"health_check_seconds": 60.0})
     with httpx.Client(timeout=2) as client:
-        checkers = [HealthChecker(factory, client, settings) for _ in range(4)]
+        checkers = [
+            HealthChecker(factory, client, settings, flows.record_health_check) for _ in range(4)
+        ]
         counts = []
         start = threading.Barrier(len(checkers))
 

@@ -8,6 +8,7 @@ import pytest
 import rfc8785
 
 from broker.negotiations import service as negotiations
+from broker.negotiations.expiry import expire_waiting
 from broker.wire.signing import SignatureError, public_keys, verify_document
 from tests import rfc9421
 from tests.broker.conftest import ADMIN, bearer, drain
@@ -507,3 +508,17 @@ def test_a_suspended_member_neither_asks_nor_is_asked(federation, dataset):
     assert gone.status_code == 404  # its datasets left the catalog with it
     federation.client.post("/v1/members/sn-hospital/reactivate", headers=ADMIN)
     assert request(federation, dataset)["state"] == "REQUESTED"
+
+
+def test_the_brokers_job_runner_ends_negotiations_that_wait_too_long(federation, dataset):
+    """The chore broker.main gives the job runner's supervisor: with a timeout of 0, a
+    negotiation just requested has waited too long at the next chore's run."""
+    negotiation = request(federation, dataset)["id"]
+    (chore,) = federation.client.app.state.job_runner.chores
+    assert chore.every_seconds == federation.client.app.state.settings.negotiation_sweep_seconds
+    assert chore.run.func is expire_waiting
+    assert expire_waiting(federation.client.app.state.sessionmaker, 0) == 1
+    ended = federation.client.get(
+        f"/v1/negotiations/{negotiation}", headers=bearer(federation.keys["fr-research"])
+    ).json()
+    assert ended["state"] == "TERMINATED"

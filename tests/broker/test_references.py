@@ -16,7 +16,7 @@ from broker import pinned_files, references
 from broker.background import Deadline, PastDeadline
 from broker.datasets import ReadLimits
 from broker.main import create_app
-from broker.transfers import service
+from broker.transfers import job_queue
 from broker.transfers.models import TransferJob
 from broker.wire.signing import content_digest
 from tests.broker.conftest import ADMIN, Federation, bearer, drain
@@ -181,7 +181,7 @@ def _claimed(federation, answer) -> tuple:
     factory = federation.client.app.state.sessionmaker
     settings = federation.client.app.state.settings
     job_id = answer.json()["id"]
-    assert service.claim_job(factory, "process", settings) == job_id
+    assert job_queue.claim_job(factory, "process", settings) == job_id
     return factory, settings, job_id
 
 
@@ -189,7 +189,7 @@ def test_a_grant_withdrawn_after_the_202_fails_the_job(federation, storage):
     answer = by_reference(federation, str(storage / "sn" / "patients_published.csv"), **QI)
     factory, settings, job_id = _claimed(federation, answer)
     withdrawn = settings.model_copy(update={"reference_roots": {}})
-    assert service.run_job(factory, job_id, "process", withdrawn) == "failed"
+    assert job_queue.run_job(factory, job_id, "process", withdrawn) == "failed"
     problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
     assert problem["status"] == 403 and "no longer under a folder granted" in problem["detail"]
 
@@ -198,7 +198,7 @@ def test_a_job_past_its_deadline_reads_no_file(federation, storage):
     answer = by_reference(federation, str(storage / "sn" / "patients_published.csv"), **QI)
     factory, settings, job_id = _claimed(federation, answer)
     passed = Deadline(time.time() - 1, 60)
-    assert service.run_job(factory, job_id, "process", settings, passed) == "failed"
+    assert job_queue.run_job(factory, job_id, "process", settings, passed) == "failed"
     problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
     assert problem["status"] == 413 and "BROKER_JOB_DEADLINE_SECONDS" in problem["detail"]
     listing = pinned_files.resolve(str(storage / "sn"), "patients_published.csv", 10, 1 << 20)
@@ -214,7 +214,7 @@ def test_a_column_with_too_many_distinct_values_is_refused_before_it_is_counted(
     answer = by_reference(federation, str(storage / "sn" / "patients_original.csv"), **QI)
     factory, settings, job_id = _claimed(federation, answer)
     bounded = settings.model_copy(update={"out_of_core_max_distinct": 5})
-    assert service.run_job(factory, job_id, "process", bounded) == "failed"
+    assert job_queue.run_job(factory, job_id, "process", bounded) == "failed"
     problem = federation.client.get(answer.headers["Location"], headers=ADMIN).json()["problem"]
     assert problem["status"] == 413 and "distinct values" in problem["detail"]
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from broker.main import create_app
-from broker.transfers import service
+from broker.transfers import job_queue
 from broker.transfers.models import TransferJob
 from tests.broker.conftest import ADMIN, Federation, bearer
 
@@ -155,14 +155,14 @@ def test_a_job_whose_process_stopped_is_taken_over_and_decided_once(federation, 
     answer = accepted(federation)
     factory = federation.client.app.state.sessionmaker
     settings = federation.client.app.state.settings
-    job_id = service.claim_job(factory, "process-that-dies", settings)
+    job_id = job_queue.claim_job(factory, "process-that-dies", settings)
     assert job_id == answer.json()["id"]
     assert run_jobs(federation.client) == 0  # its lease holds
     expire_leases(connection)
     assert run_jobs(federation.client) == 1
     assert poll(federation, answer).json()["attempts"] == 2
     # The first process wakes up late: it no longer holds the job and records nothing.
-    assert service.run_job(factory, job_id, "process-that-dies", settings) == "lease_lost"
+    assert job_queue.run_job(factory, job_id, "process-that-dies", settings) == "lease_lost"
     assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 1
 
 
@@ -171,9 +171,9 @@ def test_a_job_that_keeps_stopping_its_process_fails(federation, connection):
     factory = federation.client.app.state.sessionmaker
     settings = federation.client.app.state.settings
     for attempt in range(settings.job_max_attempts):
-        assert service.claim_job(factory, f"crashing-{attempt}", settings) is not None
+        assert job_queue.claim_job(factory, f"crashing-{attempt}", settings) is not None
         expire_leases(connection)
-    assert service.claim_job(factory, "next", settings) is None
+    assert job_queue.claim_job(factory, "next", settings) is None
     body = poll(federation, answer).json()
     assert body["state"] == "failed" and body["problem"]["status"] == 500
     assert "stopped 3 times" in body["problem"]["detail"]
@@ -232,7 +232,7 @@ def test_the_sweep_removes_old_spool_files_nothing_uses(federation, settings):
         if name != "young request copy":
             os.utime(path, (1_000, 1_000))
     factory = federation.client.app.state.sessionmaker
-    removed = service.sweep_spool(factory, settings, now=time.time())
+    removed = job_queue.sweep_spool(factory, settings, now=time.time())
     assert set(removed) == {
         files["request copy"],
         files["finished job"],

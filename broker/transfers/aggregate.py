@@ -1,8 +1,9 @@
-"""One use case: a member asks for an aggregate release (a transfer of kind ``aggregate``).
+"""The decision of an aggregate release (a transfer of kind ``aggregate``).
 
 The same transfer as any other (parties, federation rules, F-SLA versions, idempotency keys,
 dry runs, the decision record, its audit entry, the signed outbox delivery to the
-destination's inbox), with statistics under differential privacy instead of rows:
+destination's inbox; :mod:`broker.transfers.service` takes it in), with statistics under
+differential privacy instead of rows:
 
 1. read: parse the queries, the epsilon and the delta (:mod:`broker.privacy`), open the upload,
    check the queries against its columns (and the person key, and key columns that identify
@@ -13,7 +14,8 @@ destination's inbox), with statistics under differential privacy instead of rows
 3. compute the answers through OpenDP, only when approved, outside any transaction;
 4. record, in ONE transaction under the ledger's lock on the (source, destination) pair: identify
    the dataset and read what was spent again, decide again (a release recorded meanwhile
-   counts), then write the decision, its outbox row, its spend, its sketch and its audit entry.
+   counts), then write the decision, its outbox row, its spend, its sketch and its audit entry
+   (:func:`broker.transfers.recording.record`).
    A release the budget no longer holds is recorded as refused, its answers thrown away unseen,
    nothing spent.
 
@@ -31,15 +33,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broker.audit import service as audit
-from broker.budget import repository
-from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.config import Settings
-from broker.delivery.models import Delivery
-from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, InvalidQuery, UnknownColumn, Unprocessable
@@ -59,35 +55,42 @@ from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
 from broker.privacy.release import Plan, ReleaseError, compute, plan, validate
 from broker.references import Reference
 from broker.roles import listed_columns
-from broker.tables import counting_limits, open_upload
-from broker.transfers import repository as transfers
-from broker.transfers.models import Transfer
+from broker.tables import Table, counting_limits, open_upload
+from broker.transfers import ledger, recording
+from broker.transfers.models import DatasetSketch, PrivacySpend, Transfer
+from broker.transfers.parties import policy_spelling, read_parties
 from broker.uploads import Upload
-from broker.wire.statuses import DeliveryStatus, TransferKind
+from broker.wire.statuses import TransferKind
 
 MEDIA_TYPE = "application/json"
 FORMAT = "aggregate"
 
 
-def submit(
+@dataclass(frozen=True, eq=False)
+class Decided:
+    """A release decided, not yet recorded: what it reads, asks and was told, and (once
+    :func:`answer` ran, approved) its answers."""
+
+    transfer_id: str
+    parties: Parties
+    request: TransferRequest
+    upload: Upload
+    table: Table
+    rows: Rows
+    planned: Plan
+    decision: ReleaseDecision
+    dataset_key: str
+    answers: list[dict[str, Any]] | None = None
+
+
+def decide(
     session: Session,
-    caller: Caller,
+    source_id: str,
     upload: Upload | Reference,
     request: TransferRequest,
     settings: Settings,
-):
-    """Decide an aggregate release now (never in the background: the answers are counts over
-    the table the upload limits already bound, and computing them outside the recording
-    transaction keeps the budget's lock short)."""
-    from broker.transfers import service as transfers_service  # it dispatches here
-
-    request_fingerprint = transfers_service.fingerprint(request, upload.sha256)
-    if request.idempotency_key and not request.dry_run:
-        earlier = transfers_service._earlier(
-            session, caller.member_id, request.idempotency_key, request_fingerprint
-        )
-        if earlier is not None:
-            return earlier
+) -> Decided:
+    """Read, check and decide (steps 1 and 2); nothing is written, nothing computed."""
     if isinstance(upload, Reference):
         raise Unprocessable(
             "An aggregate release is computed from an uploaded file (`file`), not from data "
@@ -100,41 +103,98 @@ def submit(
     with counting_limits():
         _validate(table.engine, planned, person, request.quasi_identifiers)
         rows = Rows(sketch_of(table.engine, table.engine.columns), content_key(table, upload))
-    parties = transfers_service._read_parties(session, caller.member_id, request.destination)
+    parties = read_parties(session, source_id, request.destination)
     identity = identify(session, parties.source.id, rows)
     asked = Asked(identity.key, planned.epsilon, planned.delta)
     decision = decide_release(
         parties, request, asked, _spends(session, parties, request, identity), datetime.now(UTC)
     )
-    dataset_key = identity.key
     session.rollback()
-    transfer_id = str(uuid.uuid4())
-    if request.dry_run:
-        transfer = _transfer(
-            transfer_id, parties, request, decision, planned, None, upload, table, dataset_key
+    return Decided(
+        str(uuid.uuid4()), parties, request, upload, table, rows, planned, decision, identity.key
+    )
+
+
+def dry_run(decided: Decided, request_fingerprint: str) -> Transfer:
+    """What a dry run answers: the decision, each query's cost and accuracy, never an answer."""
+    transfer = _transfer(decided, decided.decision, None, decided.dataset_key)
+    transfer.idempotency_key = None
+    transfer.request_fingerprint = request_fingerprint
+    return transfer
+
+
+def answer(decided: Decided) -> Decided:
+    """Step 3: the answers of an approved release, outside any transaction."""
+    if not decided.decision.approved:
+        return decided
+    with counting_limits():
+        answers = compute(
+            decided.table.engine,
+            decided.planned,
+            decided.request.person_key,
+            quasi=decided.request.quasi_identifiers,
         )
-        transfer.idempotency_key = None
-        transfer.request_fingerprint = request_fingerprint
-        return transfers_service.Submitted(transfer)
-    answers = None
-    if decision.approved:
-        with counting_limits():
-            answers = compute(table.engine, planned, person, quasi=request.quasi_identifiers)
-    try:
-        transfer = _record(
-            session, parties, request, rows, planned, answers, upload, table, transfer_id
-        )
-        transfer.request_fingerprint = request_fingerprint
-        session.commit()
-    except IntegrityError:  # the same idempotency key raced us: answer as the winner did
-        session.rollback()
-        earlier = transfers_service._earlier(
-            session, caller.member_id, request.idempotency_key or "", request_fingerprint
-        )
-        if earlier is None:
-            raise
-        return earlier
-    return transfers_service.Submitted(transfer)
+    return replace(decided, answers=answers)
+
+
+def record(session: Session, decided: Decided, request_fingerprint: str) -> Transfer:
+    """Step 4, under the pair's lock: identify the dataset and decide again on what is spent
+    now, then record the decision with its spend and sketch (the caller commits)."""
+    parties, request = decided.parties, decided.request
+    planned, rows = decided.planned, decided.rows
+    if parties.destination is not None:
+        ledger.lock_pair(session, parties.source.id, parties.destination.id)
+    now = datetime.now(UTC)
+    identity = identify(session, parties.source.id, rows)
+    asked = Asked(identity.key, planned.epsilon, planned.delta)
+    spends = _spends(session, parties, request, identity)
+    decision = decide_release(parties, request, asked, spends, now)
+    answers = decided.answers if decision.approved else None
+    # (answers computed before a release recorded meanwhile took the budget are dropped unseen)
+    transfer = _transfer(decided, decision, answers, asked.dataset_key)
+    transfer.created_at = now
+    transfer.request_fingerprint = request_fingerprint
+    delivery = None
+    spent: list[Any] = []
+    if answers is not None:
+        payload = _payload(transfer, planned, answers, bool(request.person_key))
+        transfer.dataset["delivered_sha256"] = hashlib.sha256(payload).hexdigest()
+        delivery = recording.outbox_row(transfer, MEDIA_TYPE, payload=payload, due=now)
+        spent = [
+            PrivacySpend(
+                transfer_id=transfer.id,
+                source_id=transfer.source_id,
+                destination_id=transfer.destination_id,
+                dataset_key=asked.dataset_key,
+                epsilon=stored(asked.epsilon),
+                delta=stored(asked.delta),
+                spent_at=now,
+            ),
+            DatasetSketch(
+                transfer_id=transfer.id,
+                source_id=transfer.source_id,
+                dataset_key=asked.dataset_key,
+                distinct_rows=rows.sketch.distinct,
+                sketch=rows.sketch.to_bytes(),
+                created_at=now,
+            ),
+        ]
+    audit_details = {
+        "status": transfer.status,
+        "kind": TransferKind.AGGREGATE,
+        "source": transfer.source_id,
+        "destination": request.destination,
+        "purpose": request.purpose,
+        "policy_versions": decision.versions,
+        "dataset_sha256": decided.upload.sha256,
+        "dataset_key": asked.dataset_key,
+        "queries": [part.query.as_dict() for part in planned.parts],
+        "epsilon_spent": stored(asked.epsilon) if answers is not None else "0",
+        "delta_spent": stored(asked.delta) if answers is not None else "0",
+        "failed_rules": [f"{r.rule}:{r.jurisdiction}" for r in decision.rules if not r.passed],
+    }
+    recording.record(session, transfer, delivery, audit_details, spent)
+    return transfer
 
 
 def _plan(request: TransferRequest, contributions: int) -> Plan:
@@ -212,7 +272,7 @@ def identify(session: Session, source_id: str, rows: Rows) -> Identity:
     and the most similar one names it; none: the content key does, a new dataset."""
     matched = [
         (similarity(rows.sketch, sketch), key)
-        for key, sketch in repository.sketches_near(session, source_id, rows.sketch.distinct)
+        for key, sketch in ledger.sketches_near(session, source_id, rows.sketch.distinct)
         if same_dataset(rows.sketch, sketch)
     ]
     key = max(matched)[1] if matched else rows.content_key
@@ -231,116 +291,25 @@ def _spends(
     since = None if days is None else datetime.now(UTC) - timedelta(days=days)
     return [
         replace(spend, dataset_key=identity.key) if spend.dataset_key in identity.aliases else spend
-        for spend in repository.spends(session, parties.source.id, parties.destination.id, since)
+        for spend in ledger.spends(session, parties.source.id, parties.destination.id, since)
     ]
 
 
-def _record(
-    session: Session,
-    parties: Parties,
-    request: TransferRequest,
-    rows: Rows,
-    planned: Plan,
-    answers: list[dict[str, Any]] | None,
-    upload: Upload,
-    table,
-    transfer_id: str,
-) -> Transfer:
-    """Under the pair's lock: identify the dataset and decide again on what is spent now, then
-    write the decision, its outbox row, its spend, its sketch and its audit entry (the caller
-    commits)."""
-    if parties.destination is not None:
-        repository.lock_pair(session, parties.source.id, parties.destination.id)
-    now = datetime.now(UTC)
-    identity = identify(session, parties.source.id, rows)
-    asked = Asked(identity.key, planned.epsilon, planned.delta)
-    spends = _spends(session, parties, request, identity)
-    decision = decide_release(parties, request, asked, spends, now)
-    if not decision.approved:
-        answers = None  # computed before a release recorded meanwhile took the budget
-    transfer = _transfer(
-        transfer_id, parties, request, decision, planned, answers, upload, table, asked.dataset_key
-    )
-    transfer.created_at = now
-    delivery = None
-    if answers is not None:
-        payload = _payload(transfer, planned, answers, bool(request.person_key))
-        transfer.dataset["delivered_sha256"] = hashlib.sha256(payload).hexdigest()
-        delivery = Delivery(
-            transfer_id=transfer.id,
-            status=DeliveryStatus.PENDING,
-            attempts=0,
-            next_attempt_at=now,
-            payload=payload,
-            payload_file=None,
-            payload_type=MEDIA_TYPE,
-        )
-    transfers.add(session, transfer, delivery)
-    if answers is not None:
-        repository.add(
-            session,
-            PrivacySpend(
-                transfer_id=transfer.id,
-                source_id=transfer.source_id,
-                destination_id=transfer.destination_id,
-                dataset_key=asked.dataset_key,
-                epsilon=stored(asked.epsilon),
-                delta=stored(asked.delta),
-                spent_at=now,
-            ),
-        )
-        repository.add_sketch(
-            session,
-            DatasetSketch(
-                transfer_id=transfer.id,
-                source_id=transfer.source_id,
-                dataset_key=asked.dataset_key,
-                distinct_rows=rows.sketch.distinct,
-                sketch=rows.sketch.to_bytes(),
-                created_at=now,
-            ),
-        )
-    audit.record(
-        session,
-        transfer.source_id,
-        "transfer.decided",
-        transfer.id,
-        {
-            "status": transfer.status,
-            "kind": TransferKind.AGGREGATE,
-            "source": transfer.source_id,
-            "destination": request.destination,
-            "purpose": request.purpose,
-            "policy_versions": decision.versions,
-            "dataset_sha256": upload.sha256,
-            "dataset_key": asked.dataset_key,
-            "queries": [part.query.as_dict() for part in planned.parts],
-            "epsilon_spent": stored(asked.epsilon) if answers is not None else "0",
-            "delta_spent": stored(asked.delta) if answers is not None else "0",
-            "failed_rules": [f"{r.rule}:{r.jurisdiction}" for r in decision.rules if not r.passed],
-        },
-    )
-    return transfer
-
-
 def _transfer(
-    transfer_id: str,
-    parties: Parties,
-    request: TransferRequest,
+    decided: Decided,
     decision: ReleaseDecision,
-    planned: Plan,
     answers: list[dict[str, Any]] | None,
-    upload: Upload,
-    table,
     dataset_key: str,
 ) -> Transfer:
     approved = answers is not None
+    parties, request, planned = decided.parties, decided.request, decided.planned
+    upload, table, transfer_id = decided.upload, decided.table, decided.transfer_id
     name = f"transfer-{transfer_id}.aggregate.json"
     return Transfer(
         id=transfer_id,
         source_id=parties.source.id,
         destination_id=request.destination,
-        purpose=_policy_spelling(request.purpose, parties),
+        purpose=policy_spelling(request.purpose, parties),
         status=decision.status,
         anonymize="none",
         quasi_identifiers=[],
@@ -422,9 +391,3 @@ def _guarantee(planned: Plan, person_key: bool) -> str:
         "each answer is differentially private (OpenDP); together the answers spend epsilon "
         f"{show(planned.epsilon)} and delta {show(planned.delta)} for {who}"
     )
-
-
-def _policy_spelling(purpose: str, parties: Parties) -> str:
-    record = parties.policies[parties.source.jurisdiction][0]
-    wanted = purpose.strip().casefold()
-    return next((p for p in record.allowed_purposes if p.casefold() == wanted), purpose)

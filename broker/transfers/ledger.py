@@ -1,5 +1,7 @@
-"""Ledger queries: the spends of a (source, destination) pair, a new spend, the lock that makes
-reading the standing and writing a spend one step, and the sketches that identify datasets."""
+"""The privacy budget ledger of aggregate releases: what a (source, destination) pair spent, the
+lock that makes reading that standing and writing a spend one step, and the sketches that
+identify datasets. The spends and sketches are written with their decision
+(:mod:`broker.transfers.recording`)."""
 
 import hashlib
 from datetime import datetime
@@ -7,9 +9,9 @@ from datetime import datetime
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.privacy.budget import Spend, parse_amount
 from broker.privacy.identity import CONTAINED_SIZE, Sketch
+from broker.transfers.models import DatasetSketch, PrivacySpend
 
 
 def lock_pair(session: Session, source_id: str, destination_id: str) -> None:
@@ -44,12 +46,6 @@ def spends(
     ]
 
 
-def add(session: Session, spend: PrivacySpend) -> None:
-    """A spend (after its transfer row, which it refers to)."""
-    session.add(spend)
-    session.flush()
-
-
 # The most sketches one release is compared with (a source's most recent of a matching size).
 MAX_SKETCHES_COMPARED = 2_000
 
@@ -73,9 +69,3 @@ def sketches_near(session: Session, source_id: str, distinct_rows: int) -> list[
         (row.dataset_key, Sketch.from_bytes(row.sketch, row.distinct_rows))
         for row in session.scalars(query)
     ]
-
-
-def add_sketch(session: Session, sketch: DatasetSketch) -> None:
-    """A spent release's sketch (after its transfer row)."""
-    session.add(sketch)
-    session.flush()

@@ -1,1 +1,0 @@
-"""The privacy budget ledger and the aggregate release use case (a transfer of kind aggregate)."""

@@ -1,0 +1,89 @@
+"""Work that spans domains, named here so that no service imports another domain's service.
+
+Each function is one use case that needs two domains; it calls their services (or their
+repositories) in order, as Netflix's dispatch does in ``case/flows.py``. A service of one domain
+never imports the service of another: when a use case needs that, it lives here.
+
+- :func:`redeliver`: a transfer's source (or an admin) asks for its failed delivery again:
+  the transfer says who may ask, the outbox requeues it.
+- :func:`record_health_check`: a health check's finding is the member's health; a member seen
+  up again after being down has its held deliveries made due now, whatever backoff they were
+  waiting out (they were held for its being down, and it is up).
+- :func:`update_policy`: a jurisdiction's F-SLA record gets a new version (PUT or a merge
+  patch); the agreements its members made that the record no longer allows are suspended (and
+  those it allows again restored), in the same transaction.
+- :func:`withdraw_dataset`: a dataset leaves the catalog and the negotiations about it that are
+  not over end, in one transaction (agreements already made stay in force).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from broker.callers import Caller
+from broker.catalog import service as catalog
+from broker.delivery import repository as outbox
+from broker.delivery import service as delivery
+from broker.fsla.models import FSLARecord
+from broker.members import service as members
+from broker.members.health import Health, changed
+from broker.negotiations import service as negotiations
+from broker.policies import service as policies
+from broker.policies.models import PolicyVersion
+from broker.transfers import service as transfers
+from broker.wire.statuses import HealthState
+
+
+def redeliver(session: Session, caller: Caller, transfer_id: str) -> None:
+    """Queue a transfer's failed delivery again (its source or an admin; 404 for anyone else,
+    409 when there is nothing to redeliver); audited."""
+    transfers.get_sent(session, caller, transfer_id)
+    delivery.redeliver(session, caller.name, transfer_id)
+
+
+def record_health_check(
+    factory: sessionmaker[Session], member_id: str, ok: bool, reason: str | None, down_after: int
+) -> tuple[Health, Health]:
+    """Record what a health check of ``member_id`` found; returns its health before and after.
+    Seen up after being down: its held deliveries are due now."""
+    now = datetime.now(UTC)
+    with factory() as session:
+        before, after = members.record_check(session, member_id, ok, reason, down_after, now)
+        if changed(before, after) and before.state == HealthState.DOWN:
+            outbox.make_due(session, member_id, now)
+        session.commit()
+    return before, after
+
+
+def withdraw_dataset(session: Session, caller: Caller, dataset_id: str) -> None:
+    """Take a dataset out of the catalog for good (its provider or an admin), ending the
+    negotiations about it that are not over; nothing when it was withdrawn already."""
+    withdrawn = catalog.withdraw(session, caller, dataset_id)
+    if withdrawn is not None:
+        reason = f"dataset {withdrawn} was withdrawn"
+        negotiations.end_for_dataset(session, withdrawn, reason)
+    session.commit()
+
+
+def update_policy(
+    session: Session,
+    jurisdiction: str,
+    actor: str,
+    if_match: str | None,
+    record: FSLARecord | None = None,
+    merge_patch: Any = None,
+) -> tuple[PolicyVersion, bool]:
+    """Save a jurisdiction's F-SLA record (``record``, or ``merge_patch`` applied to the
+    current one) as a new version, and review the agreements of its members when it replaced
+    one; returns the current row and whether a version was created."""
+    if record is not None:
+        row, created = policies.update(session, jurisdiction, record, actor, if_match)
+    else:
+        row, created = policies.patch(session, jurisdiction, merge_patch, actor, if_match)
+    if created and row.version > 1:  # agreements its members made may no longer hold
+        negotiations.review_agreements(session, row.jurisdiction, actor)
+    session.commit()
+    return row, created
