@@ -165,7 +165,7 @@ def decide(
         quasi_identifiers=list(quasi_identifiers),
         quasi_identifiers_inferred=inferred,
         sensitive=list(request.sensitive),
-        report=outcome.report.as_dict(),
+        report=outcome.report.stored(),
         rules=[r.as_dict() for r in outcome.rules],
         remedy=outcome.remedy,
         policy_versions=outcome.versions,
