@@ -75,6 +75,11 @@ class RemedyStep(BaseModel):
         return "" if reason is None else reason
 
 
+class RemedyBefore(BaseModel):
+    report: Report = Field(description="The report of the data as uploaded")
+    rules: list[dict[str, Any]] = Field(description="Its rules' results, as `rules` shows them")
+
+
 class RemedyRead(BaseModel):
     verified: bool = Field(
         description="True when the broker applied the steps to this very data, measured the "
@@ -94,7 +99,7 @@ class RemedyRead(BaseModel):
     )
     suppressed_rows: int | None = None
     after: dict[str, Any] | None = Field(None, description="Rows, k and classes after the steps")
-    before: dict[str, Any] | None = Field(
+    before: RemedyBefore | None = Field(
         None, description="The report and rules of the data as uploaded (when applied)"
     )
 

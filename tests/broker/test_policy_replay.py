@@ -191,3 +191,20 @@ def test_reports_are_stored_with_their_version_and_old_rows_still_read(client, d
     body = replay(client, "SN", current(client, "SN")).json()
     assert body["examined"] == 4
     assert (body["verdicts_changed"], body["rules_changed"], body["not_replayable"]) == (0, 0, 0)
+
+
+def test_the_report_before_a_remedy_is_stored_and_served_as_the_report(client, decided, connection):
+    transfer_id = decided["auto"]["id"]
+    row = connection.execute(
+        text("SELECT remedy FROM transfers WHERE id = :id"), {"id": transfer_id}
+    ).scalar_one()
+    remedy = json.loads(row) if isinstance(row, str) else row
+    stored = remedy["before"]["report"]
+    assert (stored["schema_version"], stored["precision_measured"]) == (1, True)
+    served = client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["remedy"]["before"]
+    del stored["schema_version"], stored["precision_measured"]
+    assert served["report"] == stored == decided["auto"]["remedy"]["before"]["report"]
+    assert served["rules"] == remedy["before"]["rules"]
+    # the table as uploaded (patients_original.csv) fails k; what was delivered passes it
+    assert served["report"]["quasi_identifiers"]["k"] == 1
+    assert decided["auto"]["report"]["quasi_identifiers"]["k"] >= 3

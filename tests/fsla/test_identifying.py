@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from broker.catalog import service as catalog
+from broker.catalog.entries import summary_of
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord, RuleSet
@@ -76,12 +77,12 @@ def test_the_remedy_and_the_catalog_drop_the_same_identifiers(monkeypatch, k):
 @pytest.mark.parametrize("k", [2, 3])
 def test_the_catalog_records_what_the_remedy_drops_and_offers_keep_it_home(k):
     report = analyze(FRAME, list(QI), list(SENSITIVE), max_combination_size=0)
-    summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME))
+    summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME)).stored()
     assert set(summary["dropped_at_k"][str(k)]) == BY_HAND
     columns = tuple((name, "other") for name in FRAME.columns if name not in QI + SENSITIVE)
     columns += tuple((q, "quasi_identifier") for q in QI)
     columns += tuple((s, "sensitive") for s in SENSITIVE)
-    listing = Listing("provider", "SN", columns, summary=catalog.summary_of(summary))
+    listing = Listing("provider", "SN", columns, summary=summary_of(summary))
     provider = Party("provider", "SN", record("SN", RuleSet(min_k=k)))
     consumer = Party("consumer", "FR", record("FR", RuleSet()))
     found = offer(listing, provider, consumer, "research")
