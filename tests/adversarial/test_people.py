@@ -273,3 +273,72 @@ def test_dates_postcodes_and_ages_under_names_that_dodge(broker, date, postcode,
         table, dates=[date], postcodes=[postcode], ages=[age], postcode_characters=2
     )
     assert problems == [], problems
+
+
+# --- a person key that lies --------------------------------------------------------------------
+
+
+def _lying_keys(frame: pd.DataFrame, how: str) -> pd.Series:
+    """A person key for each row that splits each person: a fresh key on every copy, or the
+    person's own key written in look-alike ways (case, a blank, a letter O for a zero)."""
+    copy = frame.groupby("person").cumcount()
+    if how == "fresh":
+        return pd.Series([f"K{i:05d}" for i in range(len(frame))], index=frame.index)
+    ways = [lambda p: p, lambda p: p.lower() + " ", lambda p: p.replace("0", "O", 1)]
+    return pd.Series(
+        [ways[c % 3](p) for p, c in zip(frame["person"], copy, strict=True)], index=frame.index
+    )
+
+
+@pytest.mark.parametrize("how", ["fresh", "look-alike"])
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_a_person_key_that_splits_each_person(broker, how, anonymize):
+    """Each person's three rows (one rare tuple) carry three keys: the key may only merge, so
+    the rows stay one person and no class of one person is delivered as three."""
+    frame = repeated_people(seed=91)
+    frame["patient"] = _lying_keys(frame, how)
+    answer = broker.send(
+        csv_bytes(frame[[*SENT, "patient"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        person_key="patient",
+        anonymize=anonymize,
+    )
+    assert answer["status"] == ("approved" if anonymize == "auto" else "anonymization_required")
+    table = judged(broker, answer, frame)
+    assert table is None or "patient" not in table.columns
+
+
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_look_alike_keys_across_changed_values(broker, anonymize):
+    """One person's rows differ in the sex written and carry look-alike keys: the key joins
+    them (``P001``, ``p001 ``, ``P0O1``), so a class of them is one person."""
+    frame = repeated_people(seed=92)
+    frame["sex"] = [
+        s if c == 0 else {"F": "M", "M": "F"}[s]
+        for s, c in zip(frame["sex"], frame.groupby("person").cumcount(), strict=True)
+    ]
+    frame["patient"] = _lying_keys(frame, "look-alike")
+    answer = broker.send(
+        csv_bytes(frame[[*SENT, "patient"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        person_key="patient",
+        anonymize=anonymize,
+    )
+    judged(broker, answer, frame)
+
+
+@pytest.mark.parametrize("how", ["fresh", "look-alike"])
+def test_a_person_key_that_splits_each_person_out_of_core(out_of_core_broker, how):
+    """The same lying keys, counted out of core by DuckDB."""
+    frame = repeated_people(seed=93)
+    frame["patient"] = _lying_keys(frame, how)
+    answer = out_of_core_broker.send(
+        csv_bytes(frame[[*SENT, "patient"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        person_key="patient",
+        anonymize="auto",
+    )
+    judged(out_of_core_broker, answer, frame)
