@@ -100,8 +100,52 @@ def test_postcode_prefixes_and_letters():
     assert read_postcode("750*").precision == 3
     assert read_postcode("sw1a 1aa").canonical == "SW1A1AA"
     assert read_postcode("75").precision == 2
-    assert read_postcode("Paris 11").precision == 7  # letters count: PAR* at most leaves
+    # Free text is an address: its postcode is what it tells; with none, it is unreadable
+    # (its precision unknown: the remedy masks it).
+    assert read_postcode("Paris 11").unreadable
     assert postcode_label("75011 Paris", 3) == "750*"
+
+
+@pytest.mark.parametrize(
+    ("address", "postcode"),
+    [
+        ("12 rue X, 75011 Paris", "75011"),
+        ("Villa 4, Cité Keur Gorgui, 10200 Dakar", "10200"),
+        ("Plot 5 Adeola Odeku Street, Victoria Island, Lagos 101241", "101241"),
+        ("10 Downing Street, London SW1A 2AA", "SW1A2AA"),
+        ("1600 Pennsylvania Ave NW, Washington, DC 20500-0003", "205000003"),
+    ],
+)
+def test_a_postcode_inside_an_address(address, postcode):
+    assert read_postcode(address).canonical == postcode
+    assert postcode_label(address, 2) == postcode[:2] + "*"
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "kind"),
+    [
+        ("age1", ["34", "93", "61"], AGE),
+        ("edad", ["34", "93", "61"], AGE),
+        ("\u00e2ge", ["34", "93", "61"], AGE),
+        ("years", ["34", "93", "61"], AGE),
+        ("x", ["34 ans", "93 ans", "61"], AGE),  # by content: the unit
+        ("stage", ["3", "4", "2"], None),
+        ("zip5", ["10230", "10240"], POSTCODE),
+        ("cp", ["10230", "10240"], POSTCODE),
+        ("code_postal", ["10230", "10240"], POSTCODE),
+        ("PLZ", ["10230", "10240"], POSTCODE),
+        ("c1", ["SW1A 1AA", "EC1A 1BB", "K1A 0B1"], POSTCODE),  # by content: the writing
+        ("where", ["12 rue X, 75011 Paris", "3 av. Y, 75012 Paris"], POSTCODE),
+        ("city", ["Paris", "Dakar"], None),
+        ("c2", ["19500301", "19611224"], DATE),  # by content: yyyymmdd
+        ("c3", ["01-Mar-1950", "3 mars 1950", "3 de marzo de 1950"], DATE),
+        ("c4", ["01/03/50", "24/12/61"], DATE),
+        ("date_of_visit", ["18322", "18400"], DATE),  # spreadsheet day numbers, named dates
+        ("count", ["18322", "18400"], None),
+    ],
+)
+def test_columns_recognized_by_name_and_by_content(name, values, kind):
+    assert column_kind(name, values) == kind
 
 
 @pytest.mark.parametrize(

@@ -271,14 +271,48 @@ def _number(value: object) -> float | None:
     return float(match.group()) if match else None
 
 
+_COMPACT_DAY = re.compile(r"(1[89]\d\d|20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
+_SHORT_YEAR = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{2})")
+_NAMED_MONTH = re.compile(r"(\d{1,2}) ?[-. ] ?([^\W\d_]+)\.? ?[-. ] ?(\d{4})")
+# Month names a recipient reads (English and French, as written in the tests' tables).
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("jan", "january", "janvier"),
+            ("feb", "february", "fevrier", "février"),
+            ("mar", "march", "mars"),
+            ("apr", "april", "avril"),
+            ("may", "mai"),
+            ("jun", "june", "juin"),
+            ("jul", "july", "juillet"),
+            ("aug", "august", "août", "aout"),
+            ("sep", "september", "septembre"),
+            ("oct", "october", "octobre"),
+            ("nov", "november", "novembre"),
+            ("dec", "december", "décembre", "decembre"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+
+
 def _date(value: object) -> tuple[int, int | None, int | None] | None:
-    """(year, month, day) of a date written ISO-style or day first; None otherwise."""
+    """(year, month, day) of a date written ISO-style, day first (with a four- or two-digit
+    year), ``19500301``, or ``1 Mar 1950`` / ``3 mars 1950``; None otherwise."""
     text = _plain(value)
     if match := _ISO_DAY.fullmatch(text):
         day = match.group(3)
         return int(match.group(1)), int(match.group(2)), int(day) if day else None
     if match := _DAY_FIRST.fullmatch(text):
         return int(match.group(3)), int(match.group(2)), int(match.group(1))
+    if match := _COMPACT_DAY.fullmatch(text):
+        return int(match.group(1)), int(match.group(2)), int(match.group(3))
+    if match := _SHORT_YEAR.fullmatch(text):
+        return 1900 + int(match.group(3)), int(match.group(2)), int(match.group(1))
+    if (match := _NAMED_MONTH.fullmatch(text)) and match.group(2).lower() in _MONTHS:
+        return int(match.group(3)), _MONTHS[match.group(2).lower()], int(match.group(1))
     return None
 
 
