@@ -21,8 +21,13 @@ Definitions (the quasi-identifiers as declared and inferred for the transfer):
   the United States population unique on a full birth date, a 5-digit ZIP code and sex); the
   broker has no census to tell how many people share any other tuple, and a tuple of coarse
   values (an age band, a sex, a region) is taken to be shared.
-- Without a person key, all the rows of a rare tuple held by two rows or more are one person:
-  its *worst case*. A class of released rows then counts one person per rare tuple among its
+- Two rare tuples are *nudged* apart when they hold a date to the day and agree on every other
+  value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes one character apart
+  (not the first): one person's copies written a little differently so that no tuple repeats
+  (a birth date a day later, a postcode's last digit changed) are still one person's, since
+  the release generalizes them into one class. Tuples join transitively (runs of close days).
+- All the rows of a rare tuple, and of the rare tuples nudged apart from it, held by two rows
+  or more, are one person: its *worst case*. A class of released rows then counts one person per rare tuple among its
   rows, plus its other rows' people as before (identical rows as one); k counts those people,
   and l counts no more distinct values than the class has people (the values of one person's
   rows are all that person's: a recipient who knows the class is one person learns them all).
@@ -32,8 +37,11 @@ bands, sexes and regions, however many rows repeat each combination; a table of 
 What does: rows that legitimately repeat a rare tuple, the visits of one patient given by birth
 date and postcode, count as that one patient, which they are; and distinct people who happen
 to share a rare tuple (twins born in one postcode) count as one, which they may not be.
-A member that knows who its rows are says so with a person key (``person_key``): the key then
-decides, the worst case is not assumed, and the count is honest.
+A member that knows who its rows are says so with a person key (``person_key``), and the key
+only merges: a row's person is every row joined to it by a shared key (folded:
+:func:`key_codes`), identical content or the worst case (:func:`components`). A key cannot
+split what the worst case joins (a fresh key on each copy, look-alike keys), so a lying key
+gains nothing; an honest key still joins one person's visits under different values.
 
 Every engine computes the same thing: the pandas engine labels each row with its possible person
 and counts distinct labels per class (:class:`broker.engines.pandas.People`), the Dask engine
@@ -51,8 +59,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import CountTable, Engine, Grouped
-from broker.precision import SAFE_HARBOR, column_kind, fold, read_column, sample_of
+from broker.engines.base import CountTable, Engine, Grouped, tuple_keys
+from broker.precision import (
+    DATE,
+    DATE_LEVELS,
+    DAY,
+    POSTCODE,
+    SAFE_HARBOR,
+    column_kind,
+    fold,
+    read_column,
+    sample_of,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,17 +138,30 @@ def _one_class(table: CountTable) -> CountTable:
     return CountTable((), np.array([int(table.rows.sum())]), people)
 
 
+# One person's copies written a little apart ("nudged") are still one person at worst: birth
+# dates up to this many days apart, a postcode one character apart (its first kept).
+NUDGE_DAYS = 3
+_MOST_VARIANTS = 64  # postcode positions masked, over every postcode column, at most
+_NO_DAY = np.iinfo(np.int64).min
+
+
 def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
-    """The rare tuples of ``quasi_identifiers`` held by two rows or more (see the module
-    docstring), from the engine's count table of them and their dictionaries."""
+    """The rare tuples of ``quasi_identifiers`` whose rows may be one person (see the module
+    docstring), from the engine's count table of them and their dictionaries: the rows of one
+    tuple read by meaning, and of tuples *nudged* apart (:func:`_nudges`), held by two rows or
+    more."""
     columns = tuple(quasi_identifiers)
     if not columns:
         return RareTuples((), (), np.zeros(0, dtype=np.int64), 0, 0)
     [table] = engine.counts([list(columns)])
     meanings, identifying = [], np.zeros(table.size, dtype=bool)
-    for name in columns:
+    days = np.full(table.size, _NO_DAY, dtype=np.int64)  # the first day column's day, if told
+    day_column = None
+    postcodes = []  # (position among the columns, each tuple's postcode when identifying)
+    for position, name in enumerate(columns):
         dictionary = engine.dictionary(name)
         kind = column_kind(name, sample_of(dictionary))
+        codes = table.codes(name)
         if kind is None:
             spelled = fold(dictionary)
         else:
@@ -138,21 +169,102 @@ def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
             unread = np.array([c is None for c in reading.canonical], dtype=bool)
             spelled = np.array([f"{kind}:{c}" for c in reading.canonical], dtype=object)
             spelled[unread] = fold(dictionary[unread])
-            identifying |= reading.exceeding(SAFE_HARBOR)[table.codes(name)]
-        codes, uniques = pd.factorize(spelled)
-        meanings.append((codes.astype(np.int64)[table.codes(name)], len(uniques)))
+            exceeding = reading.exceeding(SAFE_HARBOR)
+            identifying |= exceeding[codes]
+            if kind == DATE and day_column is None:
+                found_days = _day_numbers(reading)[codes]
+                if (found_days != _NO_DAY).any():
+                    days, day_column = found_days, position
+            elif kind == POSTCODE:
+                told = np.where(exceeding & ~reading.unreadable, reading.canonical, None)
+                postcodes.append((position, told[codes]))
+        found, uniques = pd.factorize(spelled)
+        meanings.append((found.astype(np.int64)[codes], len(uniques)))
     tuples = Grouped.of([m for m, _ in meanings], [w for _, w in meanings])
-    rows = tuples.added(table.rows)
-    rare = (tuples.added(identifying.astype(np.int64)) > 0) & (rows >= 2)
-    chosen = rare[tuples.inverse]
-    groups, _ = pd.factorize(tuples.inverse[chosen])
+    nudged = _nudges(meanings, day_column, days, postcodes, identifying)
+    person = components(tuples.inverse, *nudged)
+    groups, first = pd.factorize(person)
+    rows = np.bincount(groups, weights=table.rows, minlength=len(first)).astype(np.int64)
+    rare = (np.bincount(groups, weights=identifying, minlength=len(first)) > 0) & (rows >= 2)
+    chosen = rare[groups]
+    compact, _ = pd.factorize(groups[chosen])
     return RareTuples(
         columns,
         tuple(table.codes(name)[chosen] for name in columns),
-        groups.astype(np.int64),
+        compact.astype(np.int64),
         int(rare.sum()),
         int(rows[rare].sum()),
     )
+
+
+def _day_numbers(reading) -> np.ndarray:
+    """Each value's day (days since 1970-01-01) when it is a date to the day, else
+    :data:`_NO_DAY`."""
+    day = np.full(len(reading.canonical), _NO_DAY, dtype=np.int64)
+    told = np.flatnonzero(reading.precision == DATE_LEVELS.index(DAY))
+    if told.size:
+        written = [reading.canonical[i] for i in told.tolist()]
+        day[told] = np.array(written, dtype="datetime64[D]").astype(np.int64)
+    return day
+
+
+def _nudges(meanings, day_column, days, postcodes, identifying) -> list[np.ndarray]:
+    """Labellings of the tuples under which a label joins tuples *nudged* apart: identifying
+    tuples holding a date to the day (in ``day_column``, the first such column) that agree on
+    every other value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes that
+    differ in one character (not the first). For each postcode position masked, tuples are
+    sorted by day within their other values, and each run of days no more than ``NUDGE_DAYS``
+    apart is one label: chains of close days join, far ones do not, and there is no grid whose
+    edges a sender could straddle."""
+    eligible = identifying & (days != _NO_DAY)
+    if day_column is None or not eligible.any():
+        return []
+    variants: list[dict[int, tuple[np.ndarray, int]]] = [{}]
+    for position, told in postcodes:
+        longest = max((len(c) for c in told if c is not None), default=0)
+        masked = [_masked(told, meanings[position], i) for i in range(1, longest)]
+        masked = masked or [meanings[position]]
+        variants = [{**v, position: m} for v in variants for m in masked][:_MOST_VARIANTS]
+    labellings = []
+    others = [i for i in range(len(meanings)) if i != day_column]
+    for variant in variants:
+        block = [variant.get(i, meanings[i]) for i in others]
+        if block:
+            key, _ = tuple_keys([c for c, _ in block], [w for _, w in block])
+            key = pd.factorize(key)[0].astype(np.int64)
+        else:
+            key = np.zeros(days.size, dtype=np.int64)
+        labellings.append(_runs(np.where(eligible, key, -1 - np.arange(days.size)), days))
+    return labellings
+
+
+def _masked(told: np.ndarray, meaning: tuple[np.ndarray, int], position: int):
+    """Codes of each tuple's postcode with the character at ``position`` masked (a tuple whose
+    postcode is not identifying keeps its meaning, apart from every masked one)."""
+    spelled = np.array(
+        [
+            f"m:{c[:position]}?{c[position + 1 :]}" if c is not None else f"v:{v}"
+            for c, v in zip(told.tolist(), meaning[0].tolist(), strict=True)
+        ],
+        dtype=object,
+    )
+    codes, uniques = pd.factorize(spelled)
+    return codes.astype(np.int64), len(uniques)
+
+
+def _runs(key: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """A label for each element: those of one ``key`` whose days, in order, are no more than
+    :data:`NUDGE_DAYS` apart from the next share it (a negative key is alone)."""
+    order = np.lexsort((days, key))
+    sorted_key, sorted_day = key[order], days[order]
+    start = np.ones(key.size, dtype=bool)
+    start[1:] = (sorted_key[1:] != sorted_key[:-1]) | (
+        sorted_day[1:] - sorted_day[:-1] > NUDGE_DAYS
+    )
+    start |= sorted_key < 0
+    labels = np.empty(key.size, dtype=np.int64)
+    labels[order] = np.cumsum(start)
+    return labels
 
 
 # --- a declared person key: it may merge, never split -----------------------------------------

@@ -395,3 +395,36 @@ def test_dates_in_other_writings_postcodes_in_addresses_ages_under_other_names(
         table, dates=[date], postcodes=[address], ages=[age], postcode_characters=2
     )
     assert problems == [], problems
+
+
+# --- one person's values nudged apart ----------------------------------------------------------
+
+
+def _nudged(frame: pd.DataFrame, dates: bool, postcodes: bool) -> pd.DataFrame:
+    """Each person's copies written with the birth date a day apart and the postcode's last
+    digit changed: no two copies share a tuple, so no tuple repeats."""
+    frame = frame.copy()
+    copy = frame.groupby("person").cumcount()
+    if dates:
+        days = pd.to_datetime(frame["birth_date"]) + pd.to_timedelta(copy, unit="D")
+        frame["birth_date"] = days.dt.strftime("%Y-%m-%d")
+    if postcodes:
+        frame["zip"] = [
+            z[:-1] + str((int(z[-1]) + c) % 10) for z, c in zip(frame["zip"], copy, strict=True)
+        ]
+    return frame
+
+
+@pytest.mark.parametrize(("dates", "postcodes"), [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("anonymize", AUTO)
+def test_one_person_sent_three_times_with_values_nudged(broker, dates, postcodes, anonymize):
+    """A birth date a day apart, a postcode a digit apart: the copies' tuples differ, yet once
+    the dates leave as years and the postcodes as prefixes they are one class of one person."""
+    frame = _nudged(repeated_people(seed=95), dates, postcodes)
+    answer = broker.send(
+        csv_bytes(frame[SENT]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        anonymize=anonymize,
+    )
+    judged(broker, answer, frame)
