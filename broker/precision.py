@@ -658,6 +658,9 @@ class ColumnPrecision:
     kind: str
     finest: float | None
     unreadable: int = 0
+    # Of a column of birth dates (its name says birth): the earliest year a value may be (the
+    # latest year of its range), the values that are already the top category left out.
+    oldest_birth_year: int | None = None
 
     @classmethod
     def of(cls, name: str, values: pd.Series, numbers: bool = False) -> ColumnPrecision | None:
@@ -675,20 +678,34 @@ class ColumnPrecision:
         if kind is None:
             return None
         reading = read_column(kind, values)
-        return cls(kind, reading.finest(), int(reading.unreadable.sum()))
+        oldest = oldest_birth_year(reading) if kind == DATE and births(name) else None
+        return cls(kind, reading.finest(), int(reading.unreadable.sum()), oldest)
 
     def exceeds(self, limits: Limits) -> bool:
-        """Whether a value is more precise than ``limits`` allow, or unreadable."""
+        """Whether a value is more precise than ``limits`` allow, or unreadable, or (birth
+        dates) a year that tells an age over ``limits.age``."""
+        if self.too_old(limits):
+            return True
         limit = bound(self.kind, limits)
         if limit is None:
             return False
         return self.unreadable > 0 or (self.finest is not None and self.finest > limit)
 
+    def too_old(self, limits: Limits) -> bool:
+        """Whether a birth year tells an age over ``limits.age`` (Safe Harbor: "all elements of
+        dates (including year) indicative of such age"), apart from the top category."""
+        if self.oldest_birth_year is None or limits.age is None:
+            return False
+        return self.oldest_birth_year <= last_old_birth_year(limits.age)
+
     def as_dict(self) -> dict:
         finest = self.finest
         if finest is not None:
             finest = DATE_LEVELS[int(finest)] if self.kind == DATE else int(finest)
-        return {"kind": self.kind, "finest": finest, "unreadable": self.unreadable}
+        found = {"kind": self.kind, "finest": finest, "unreadable": self.unreadable}
+        if self.oldest_birth_year is not None:
+            found["oldest_birth_year"] = self.oldest_birth_year
+        return found
 
     @classmethod
     def from_dict(cls, data: dict | None) -> ColumnPrecision | None:
@@ -698,7 +715,71 @@ class ColumnPrecision:
         finest = data.get("finest")
         if isinstance(finest, str):
             finest = DATE_LEVELS.index(finest)
-        return cls(data["kind"], None if finest is None else float(finest), data["unreadable"])
+        return cls(
+            data["kind"],
+            None if finest is None else float(finest),
+            data["unreadable"],
+            data.get("oldest_birth_year"),
+        )
+
+
+# --- birth years that tell an age over the cap -------------------------------------------------
+
+# The top category of birth years: every year up to the last one that tells an age over the cap
+# (``1800/1936`` in 2026 for 89), its lower end a year nobody alive was born in, not a value.
+TOP_BIRTH_FLOOR = 1800
+_BIRTH_WORDS = _folded(
+    "dob yob birth birthdate birthday birthyear born naissance datenaissance ddn "
+    "nacimiento nascimento geburt geburtsdatum geburtsjahr"
+)
+
+
+def births(name: str) -> bool:
+    """Whether a column's name says it holds birth dates or years (``dob``, ``birth_year``,
+    ``DateNaissance``, ``yob``).
+
+    >>> births("DateNaissance"), births("birth_year"), births("date_of_visit")
+    (True, True, False)
+    """
+    words = name_words(name) | _words_without_digits(name)
+    return bool(words & _BIRTH_WORDS) or any(
+        word.startswith(stem) for word in words for stem in _STEMS[DATE]
+    )
+
+
+def last_old_birth_year(max_age: int, today: datetime.date | None = None) -> int:
+    """The latest birth year that may tell an age over ``max_age`` (born that year, a person
+    is ``max_age + 1`` or ``max_age`` today): 1936 in 2026 for 89."""
+    return (today or datetime.date.today()).year - (max_age + 1)
+
+
+def _years_of(canonical: str) -> tuple[int, int] | None:
+    """The earliest and latest year a canonical date, year or range of years may be; a set
+    ``"a, b"`` as its oldest member (that member is told).
+
+    >>> _years_of("1983-04-12"), _years_of("1930/1939"), _years_of("1930, 1985")
+    ((1983, 1983), (1930, 1939), (1930, 1930))
+    """
+    if ", " in canonical:
+        parts = [_years_of(part) for part in canonical.split(", ")]
+        told = [p for p in parts if p is not None]
+        return min(told, key=lambda p: p[1]) if told else None
+    if match := re.fullmatch(r"(\d{4})/(\d{4})", canonical):
+        return int(match.group(1)), int(match.group(2))
+    if match := re.match(r"(\d{4})(?:-|$)", canonical):
+        return int(match.group(1)), int(match.group(1))
+    return None
+
+
+def oldest_birth_year(reading: ColumnReading) -> int | None:
+    """The earliest of the latest years the values may be, the top category left out."""
+    oldest = None
+    for canonical in dict.fromkeys(c for c in reading.canonical.tolist() if c is not None):
+        years = _years_of(canonical)
+        if years is None or years[0] <= TOP_BIRTH_FLOOR:
+            continue
+        oldest = years[1] if oldest is None else min(oldest, years[1])
+    return oldest
 
 
 # --- values made less precise (the remedy's labels) --------------------------------------------
@@ -713,7 +794,7 @@ def _kept(value: object, read: Read) -> object:
     return MASK if read.unreadable else value
 
 
-def date_labels(values: pd.Series, level: str) -> np.ndarray:
+def date_labels(values: pd.Series, level: str, max_age: int | None = None) -> np.ndarray:
     """Each of ``values`` (a column's distinct values) as a date at ``level`` (``year`` or
     ``month``; a day-first writing that could also be read month first becomes its year, which
     both readings share); a value with a digit that reads as no date is masked (its precision is
@@ -723,6 +804,9 @@ def date_labels(values: pd.Series, level: str) -> np.ndarray:
     array(['1983', '1983', '*', ''], dtype=object)
     >>> date_labels(pd.Series(["12/04/1983", "25/04/1983"]), "month")
     array(['1983', '1983-04'], dtype=object)
+
+    With ``max_age`` (birth dates), a year that may tell an age over it leaves as the top
+    category of birth years (``1800/1936`` in 2026 for 89), as Safe Harbor aggregates them.
     """
     values = pd.Series(values, dtype=object).reset_index(drop=True)
     reading = read_column(DATE, values)  # the common writings at once
@@ -740,6 +824,12 @@ def date_labels(values: pd.Series, level: str) -> np.ndarray:
             labels[i] = canonical[:4]
         else:
             labels[i] = canonical[:7]
+    if max_age is not None:
+        last = last_old_birth_year(max_age)
+        for i, canonical in enumerate(reading.canonical.tolist()):
+            years = None if canonical is None else _years_of(canonical)
+            if years is not None and years[0] > TOP_BIRTH_FLOOR and years[1] <= last:
+                labels[i] = f"{TOP_BIRTH_FLOOR}/{last}"
     return labels
 
 

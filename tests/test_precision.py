@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.anonymize.generalization import coarsen_dates
 from broker.precision import (
     AGE,
     DATE,
@@ -205,11 +206,34 @@ def test_a_tenth_of_full_dates_among_other_values_makes_a_date_column():
 
 def test_column_precision_and_limits():
     found = ColumnPrecision.of("born", pd.Series(["1983-04-12", "1983", "13/13/1983"]))
-    assert found.as_dict() == {"kind": "date", "finest": "day", "unreadable": 1}
+    assert found.as_dict() == {
+        "kind": "date",
+        "finest": "day",
+        "unreadable": 1,
+        "oldest_birth_year": 1983,  # "born": birth dates
+    }
     assert found.exceeds(Limits(date="day"))  # unreadable: its precision is unknown
     assert ColumnPrecision.from_dict(found.as_dict()) == found
     ages = ColumnPrecision.of("age", pd.Series(["34", "90+"]))
     assert not ages.exceeds(SAFE_HARBOR) and ages.exceeds(Limits(age=80))
+
+
+def test_birth_years_that_tell_an_age_over_the_cap():
+    year = datetime.date.today().year
+    old, young = str(year - 90), str(year - 89)  # 89 or 90 years old; 88 or 89
+    for name in ("birth_year", "yob", "DateNaissance"):
+        found = ColumnPrecision.of(name, pd.Series([young, "1990"]))
+        assert found.oldest_birth_year == year - 89
+        assert not found.exceeds(Limits(date="year", age=89))
+        found = ColumnPrecision.of(name, pd.Series([old, "1990"]))
+        assert found.exceeds(Limits(date="year", age=89))
+        assert not found.exceeds(Limits(date="year"))  # no age cap: the year may leave
+    # The top category (every older year) and a visit's year tell no age.
+    assert not ColumnPrecision.of("yob", pd.Series([f"1800/{old}"])).exceeds(SAFE_HARBOR)
+    assert ColumnPrecision.of("visit_date", pd.Series([old])).oldest_birth_year is None
+    assert date_label(f"{old}-05-01", "year") == old  # not a birth column: the year
+    frame = pd.DataFrame({"dob": [f"{old}-05-01", "1990-02-03"]})
+    assert coarsen_dates(frame, "dob")["dob"].tolist() == [f"1800/{old}", "1990"]
 
 
 # --- labels: true, and no more precise than allowed (threat: labels that spell out) -----------

@@ -27,10 +27,11 @@ Definitions (the quasi-identifiers as declared and inferred for the transfer):
   (a birth date a day later, a postcode's last digit changed) are still one person's, since
   the release generalizes them into one class. Tuples join transitively (runs of close days).
 - All the rows of a rare tuple, and of the rare tuples nudged apart from it, held by two rows
-  or more, are one person: its *worst case*. A class of released rows then counts one person per rare tuple among its
-  rows, plus its other rows' people as before (identical rows as one); k counts those people,
-  and l counts no more distinct values than the class has people (the values of one person's
-  rows are all that person's: a recipient who knows the class is one person learns them all).
+  or more, are one person: its *worst case*. A class of released rows then counts one person
+  per rare tuple among its rows, plus its other rows' people as before (identical rows as
+  one); k counts those people, and l counts no more distinct values than the class has people
+  (the values of one person's rows are all that person's: a recipient who knows the class is
+  one person learns them all).
 
 What does not change: a table where no rare tuple repeats is counted as before (a table of age
 bands, sexes and regions, however many rows repeat each combination; a table of unique rows).

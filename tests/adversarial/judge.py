@@ -19,6 +19,7 @@ delivery's ``content-type``, and lists every way they could identify someone:
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import math
@@ -384,6 +385,7 @@ def precision(
     ages: Sequence[str] = (),
     postcode_characters: int = 3,
     max_age: int = 89,
+    births: Sequence[str] = (),
 ) -> list[str]:
     """(g) Identifying precision, as HIPAA's Safe Harbor draws it: no date finer than its year,
     no postcode beyond its first ``postcode_characters``, no age over ``max_age`` (but as one
@@ -420,4 +422,27 @@ def precision(
                 old.append(value)
         if old:
             problems.append(f"(g) {column!r} delivers {len(old)} ages over {max_age}")
+    # Birth years that tell an age over the cap ("all elements of dates (including year)
+    # indicative of such age"), unless one category holds every older year (it starts before
+    # 1900: nobody alive was born then).
+    last = datetime.date.today().year - (max_age + 1)
+    for column in (c for c in births if c in frame.columns):
+        told = []
+        for value in cells(column):
+            span = re.fullmatch(r"(\d{4}) ?[/-] ?(\d{4})", value)
+            date = _date(value) or (
+                (int(value), None, None) if re.fullmatch(r"\d{4}", value) else None
+            )
+            if span:
+                low, high = int(span[1]), int(span[2])
+            elif date:
+                low = high = date[0]
+            else:
+                continue
+            if high <= last and low >= 1900:
+                told.append(value)
+        if told:
+            problems.append(
+                f"(g) {column!r} delivers {len(told)} birth years of people over {max_age}"
+            )
     return problems

@@ -428,3 +428,38 @@ def test_one_person_sent_three_times_with_values_nudged(broker, dates, postcodes
         anonymize=anonymize,
     )
     judged(broker, answer, frame)
+
+
+# --- birth years that tell an age over the cap -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("column", "writing"),
+    [
+        ("dob", lambda d: d),  # a full birth date: its year leaves, and may tell 90+
+        ("birth_year", lambda d: d[:4]),  # the year alone
+        ("annee_naissance", lambda d: d[:4]),
+    ],
+)
+def test_birth_years_that_tell_an_age_over_89(broker, column, writing):
+    """Safe Harbor removes "all elements of dates (including year) indicative of such age"
+    (over 89): a birth year 90 years ago or more leaves only as one category of the oldest."""
+    r = rng(96)
+    born = [
+        str((pd.Timestamp("1915-01-01") + pd.Timedelta(days=int(d))).date())
+        for d in r.integers(0, 70 * 365, 240)
+    ]
+    frame = _coarse_but_precise(96).assign(born=born)
+    frame["born"] = frame["born"].map(writing)
+    frame = frame.rename(columns={"born": column})
+    sent = [column, "sex", "diagnosis"]
+    response = broker.post(
+        csv_bytes(frame[sent]), quasi_identifiers="sex", sensitive="diagnosis", anonymize="auto"
+    )
+    delivered = settle_response(broker, response)
+    assert delivered is not None, "generalized and delivered, not refused"
+    table = judge.parse(delivered[0]["content-type"], delivered[1])
+    assert column in table.columns, "generalized, not dropped"
+    problems = judge.precision(table, dates=[column], births=[column])
+    assert problems == [], problems
+    assert table[column].astype(str).str.fullmatch(r"1[89]\d\d/19\d\d").any(), "the oldest, as one"
