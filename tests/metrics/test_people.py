@@ -52,7 +52,7 @@ def test_l_counts_no_more_values_than_people():
     assert as_keyed.l_diversity == 1  # the key says the same: one person
 
 
-def test_a_person_key_gives_the_honest_count():
+def test_a_person_key_only_merges():
     twins = pd.DataFrame(
         {
             "born": ["1990-01-05"] * 4,
@@ -62,10 +62,24 @@ def test_a_person_key_gives_the_honest_count():
         }
     )
     assert measured(twins).quasi_identifiers.anonymity.k_people == 1  # at worst
+    # Two keys on one rare tuple look the same as one person's copies with a fresh key each:
+    # the key cannot split what the worst case joins.
     keyed = measured(twins, person_key="person")
     assert keyed.people_counted_by == "person_key"
+    assert keyed.quasi_identifiers.anonymity.k_people == 1
+    # It joins what nothing else would: person a's two rows of a coarse tuple.
+    coarse = pd.DataFrame(
+        {
+            "born": ["1990"] * 3,
+            "sex": ["F"] * 3,
+            "diagnosis": ["flu", "hiv", "cold"],
+            "person": ["a", "a", "b"],
+        }
+    )
+    assert measured(coarse).quasi_identifiers.anonymity.k_people == 3  # rows, as before
+    keyed = measured(coarse, person_key="person")
     assert keyed.quasi_identifiers.anonymity.k_people == 2
-    assert keyed.sensitive[0].l_diversity == 2  # flu, hiv, cold among two people
+    assert keyed.sensitive[0].l_diversity == 2  # three values, two people
 
 
 def test_coarse_repeats_are_counted_as_before():
