@@ -22,8 +22,8 @@ Definitions (the quasi-identifiers as declared and inferred for the transfer):
   broker has no census to tell how many people share any other tuple, and a tuple of coarse
   values (an age band, a sex, a region) is taken to be shared.
 - Two rare tuples are *nudged* apart when they hold a date to the day and agree on every other
-  value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes one character apart
-  (not the first): one person's copies written a little differently so that no tuple repeats
+  value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes that differ in their
+  last character: one person's copies written a little differently so that no tuple repeats
   (a birth date a day later, a postcode's last digit changed) are still one person's, since
   the release generalizes them into one class. Tuples join transitively (runs of close days).
 - All the rows of a rare tuple, and of the rare tuples nudged apart from it, held by two rows
@@ -139,10 +139,9 @@ def _one_class(table: CountTable) -> CountTable:
     return CountTable((), np.array([int(table.rows.sum())]), people)
 
 
-# One person's copies written a little apart ("nudged") are still one person at worst: birth
-# dates up to this many days apart, a postcode one character apart (its first kept).
+# One person's copies written a little apart ("nudged") are still one person at worst: dates
+# up to this many days apart, postcodes that differ in their last character.
 NUDGE_DAYS = 3
-_MOST_VARIANTS = 64  # postcode positions masked, over every postcode column, at most
 _NO_DAY = np.iinfo(np.int64).min
 
 
@@ -210,41 +209,34 @@ def _day_numbers(reading) -> np.ndarray:
 
 
 def _nudges(meanings, day_column, days, postcodes, identifying) -> list[np.ndarray]:
-    """Labellings of the tuples under which a label joins tuples *nudged* apart: identifying
+    """A labelling of the tuples under which a label joins tuples *nudged* apart: identifying
     tuples holding a date to the day (in ``day_column``, the first such column) that agree on
     every other value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes that
-    differ in one character (not the first). For each postcode position masked, tuples are
-    sorted by day within their other values, and each run of days no more than ``NUDGE_DAYS``
-    apart is one label: chains of close days join, far ones do not, and there is no grid whose
-    edges a sender could straddle."""
+    differ in their last character. Tuples are sorted by day within their other values (each
+    postcode without its last character), and each run of days no more than ``NUDGE_DAYS``
+    apart is one label: close days join (no grid whose edges a sender could straddle), along
+    one axis within one block, so a dense table joins short runs, never the whole table."""
     eligible = identifying & (days != _NO_DAY)
     if day_column is None or not eligible.any():
         return []
-    variants: list[dict[int, tuple[np.ndarray, int]]] = [{}]
+    block = list(meanings)
     for position, told in postcodes:
-        longest = max((len(c) for c in told if c is not None), default=0)
-        masked = [_masked(told, meanings[position], i) for i in range(1, longest)]
-        masked = masked or [meanings[position]]
-        variants = [{**v, position: m} for v in variants for m in masked][:_MOST_VARIANTS]
-    labellings = []
-    others = [i for i in range(len(meanings)) if i != day_column]
-    for variant in variants:
-        block = [variant.get(i, meanings[i]) for i in others]
-        if block:
-            key, _ = tuple_keys([c for c, _ in block], [w for _, w in block])
-            key = pd.factorize(key)[0].astype(np.int64)
-        else:
-            key = np.zeros(days.size, dtype=np.int64)
-        labellings.append(_runs(np.where(eligible, key, -1 - np.arange(days.size)), days))
-    return labellings
+        block[position] = _without_last(told, meanings[position])
+    others = [block[i] for i in range(len(block)) if i != day_column]
+    if others:
+        key, _ = tuple_keys([c for c, _ in others], [w for _, w in others])
+        key = pd.factorize(key)[0].astype(np.int64)
+    else:
+        key = np.zeros(days.size, dtype=np.int64)
+    return [_runs(np.where(eligible, key, -1 - np.arange(days.size)), days)]
 
 
-def _masked(told: np.ndarray, meaning: tuple[np.ndarray, int], position: int):
-    """Codes of each tuple's postcode with the character at ``position`` masked (a tuple whose
-    postcode is not identifying keeps its meaning, apart from every masked one)."""
+def _without_last(told: np.ndarray, meaning: tuple[np.ndarray, int]):
+    """Codes of each tuple's postcode without its last character (a tuple whose postcode is
+    not identifying keeps its meaning, apart from every shortened one)."""
     spelled = np.array(
         [
-            f"m:{c[:position]}?{c[position + 1 :]}" if c is not None else f"v:{v}"
+            f"m:{c[:-1]}" if c is not None else f"v:{v}"
             for c, v in zip(told.tolist(), meaning[0].tolist(), strict=True)
         ],
         dtype=object,
