@@ -17,7 +17,8 @@ dates to the month or the day in a writing read here, or when its name says date
 postcode (``zip``, ``zip5``, ``postcode``, ``code_postal``, ``cp``, ``plz``, ...) or address
 (``adresse``, ``street``, ...) and half its values read as one, or, whatever its name, when half
 its values are written as only a postcode is (``SW1A 1AA``, ``K1A 0B1``, ``1012 AB``,
-``20500-0003``, ``2A004``) or are free text holding one (``12 rue X, 75011 Paris``); *ages*
+``20500-0003``, ``2A004``) or are free text shaped as an address (ending with a postcode and a
+town's capitalized name, in either order: ``12 rue X, 75011 Paris``, ``Lagos 101241``); *ages*
 when its name says age (``age``, ``âge``, ``age1``, ``edad``, ``años``, ``years``, ``alter``)
 and half its values read as ages, or when half read as ages and a fifth carry their unit
 (``93 ans``). Names are compared folded (:func:`broker.names.attribute_key`, accents removed),
@@ -233,6 +234,12 @@ _POSTCODE_WRITTEN = re.compile(_POSTCODE_FORMATS)
 # France, Nigeria, Germany, the United States...).
 _POSTCODE_IN_TEXT = re.compile(rf"(?<![\dA-Z])(?:{_POSTCODE_FORMATS}|\d{{5,6}})(?![\dA-Z])")
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more: free text
+# Free text shaped as an address, under any name: a postcode next to a town's capitalized name
+# at its end (``..., 75011 Paris``, ``Lagos 101241``), or in a writing that says postcode.
+_ADDRESS_SHAPE = re.compile(
+    rf"(?:(?<![\dA-Z])\d{{5,6}} [A-ZÀ-Þ][\w' -]*|[A-ZÀ-Þ][\w'-]* \d{{5,6}})$"
+    rf"|(?<![\dA-Z])(?:{_POSTCODE_FORMATS})(?![\dA-Z])"
+)
 _AGE_WITH_UNIT = re.compile(
     r"\d ?(?:ans?|years?(?: old)?|yrs?|yo|jahre|anos|años|a)$", re.IGNORECASE
 )
@@ -492,7 +499,8 @@ def column_kind(name: str, sample: Sequence) -> str | None:
     texts = [_text(v).upper() for v in present if isinstance(v, str)]
     if sum(bool(_POSTCODE_WRITTEN.fullmatch(t)) for t in texts) >= half:
         return POSTCODE
-    in_text = [t for t in texts if _WORD.search(t) and _POSTCODE_IN_TEXT.search(t)]
+    written = [_text(v) for v in present if isinstance(v, str)]
+    in_text = [t for t in written if _WORD.search(t) and _ADDRESS_SHAPE.search(t)]
     if texts and len(in_text) >= half:
         return POSTCODE
     read = [read_age(v) for v in present]

@@ -138,6 +138,8 @@ def test_a_postcode_inside_an_address(address, postcode):
         ("c1", ["SW1A 1AA", "EC1A 1BB", "K1A 0B1"], POSTCODE),  # by content: the writing
         ("where", ["12 rue X, 75011 Paris", "3 av. Y, 75012 Paris"], POSTCODE),
         ("city", ["Paris", "Dakar"], None),
+        ("notes", ["lab ref 10234 ok", "invoice 123456 paid", "ref 10235"], None),  # no town
+        ("c5", ["Villa 4, Cité Keur Gorgui, 10200 Dakar", "Lagos 101241"], POSTCODE),
         ("c2", ["19500301", "19611224"], DATE),  # by content: yyyymmdd
         ("c3", ["01-Mar-1950", "3 mars 1950", "3 de marzo de 1950"], DATE),
         ("c4", ["01/03/50", "24/12/61"], DATE),
