@@ -676,14 +676,13 @@ class ColumnPrecision:
         no dates, postcodes or ages). ``numbers``: the content detector found only numbers in
         them, so they hold no dates (a tenth of dates would have shown): only a name can still
         make them postcodes or ages, and the values need not be sampled otherwise."""
+        sample = sample_of(values)  # chosen by hash: every engine sees the same values
         if numbers and not (named(name, POSTCODE) or named(name, AGE) or named(name, DATE)):
-            # Numbers hold dates only written 19500301: a tenth of them would show among the
-            # first distinct values (a sample by hash costs a hash of every value).
-            head = values.iloc[:SAMPLE].tolist()
-            compact = sum(bool(_COMPACT.fullmatch(_text(v))) for v in head)
-            if compact < max(1, _DATES_SHARE * len(head)):
+            # Numbers hold dates only written 19500301: a tenth of them would show.
+            compact = sum(bool(_COMPACT.fullmatch(_text(v))) for v in sample)
+            if compact < max(1, _DATES_SHARE * len(sample)):
                 return None
-        kind = column_kind(name, sample_of(values))
+        kind = column_kind(name, sample)
         if kind is None:
             return None
         reading = read_column(kind, values)
