@@ -463,3 +463,20 @@ def test_birth_years_that_tell_an_age_over_89(broker, column, writing):
     problems = judge.precision(table, dates=[column], births=[column])
     assert problems == [], problems
     assert table[column].astype(str).str.fullmatch(r"1[89]\d\d/19\d\d").any(), "the oldest, as one"
+
+
+@pytest.mark.parametrize("out_of_core", [False, True])
+def test_nudged_copies_with_a_fresh_key_each(broker, out_of_core_broker, out_of_core):
+    """Both at once: each copy nudged apart and given its own key. The key only merges, so the
+    nudged copies stay one person, in memory and out of core."""
+    target = out_of_core_broker if out_of_core else broker
+    frame = _nudged(repeated_people(seed=97), dates=True, postcodes=True)
+    frame["patient"] = _lying_keys(frame, "fresh")
+    answer = target.send(
+        csv_bytes(frame[[*SENT, "patient"]]),
+        quasi_identifiers=",".join(QUASI),
+        sensitive="diagnosis",
+        person_key="patient",
+        anonymize="auto",
+    )
+    judged(target, answer, frame)
