@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from broker.engines.base import CountTable, Engine
+from broker.engines.people import key_codes
 from broker.metrics.content import content_of, sample_distinct
 from broker.numbers import numbers_of
 from broker.privacy import mechanisms
@@ -264,7 +265,9 @@ class _Counter:
             [table] = self.engine.counts([list(columns)])
             return table
         [table] = self.engine.counts([[self.person, *columns]])
-        kept = bounded_rows(table.codes(self.person), table.rows, contributions, self.rng)
+        # Keys folded first (``P001``, ``p001 ``, ``P0O1`` are one person): a key only merges.
+        people = key_codes(self.engine.dictionary(self.person))[table.codes(self.person)]
+        kept = bounded_rows(people, table.rows, contributions, self.rng)
         ids, size = table.tuple_ids(list(columns))
         rows = np.bincount(ids, weights=kept, minlength=size).astype(np.int64)
         first = np.full(size, -1, dtype=np.int64)

@@ -20,7 +20,7 @@ import pytest
 from broker.engines.pandas import PandasEngine
 from broker.privacy import mechanisms
 from broker.privacy.queries import parse_queries
-from broker.privacy.release import ReleaseError, bounded_rows, compute, plan
+from broker.privacy.release import ReleaseError, _Counter, bounded_rows, compute, plan
 
 SIGMAS = 5
 KEYS = 100_000  # one-person keys released in one call: each is one independent trial
@@ -117,6 +117,20 @@ def test_a_person_with_150_rows_counts_as_the_bound_says():
         errors.append([answers[0]["result"]["count"] - 301, answers[1]["result"]["count"] - 602])
     # 300 patients of two rows and the dominant one: 301 rows at one a person, 602 at two
     assert abs(np.mean(errors, axis=0)).max() < SIGMAS * 2 * planned.parts[1].mechanisms[0].scale
+
+
+def test_look_alike_keys_are_one_person_bounded_once():
+    """One person's 150 rows under ``p-x``, ``P-X `` and ``p-X`` (50 each) and 300 people of
+    one row: bounded to one row a person, 301 rows, not 303."""
+    frame = pd.DataFrame(
+        {
+            "patient": [f"q{i}" for i in range(300)] + ["p-x", "P-X ", "p-X"] * 50,
+            "age": ["40"] * 450,
+        }
+    )
+    counter = _Counter(PandasEngine(frame), "patient", np.random.default_rng(0))
+    assert counter.table(("age",), 1).rows.tolist() == [301]
+    assert counter.table(("age",), 2).rows.tolist() == [302]
 
 
 def test_each_person_keeps_at_most_the_bound_and_only_their_own_rows():
