@@ -2,7 +2,8 @@
 #   make demo   the local multi-cloud federation on SQLite (DEMO_ARGS=--once to stop after it);
 #               installs only the runtime dependencies (no test, lint or out-of-core tools)
 #   make test   lint, the documentation site (strict) and the whole test suite (installs the
-#               dev extras on first use)
+#               dev extras on first use; tests/test_deployment.py checks the Dockerfile and the
+#               compose file with hadolint and the Compose CLI, no Docker engine needed)
 #   make docs   the documentation site alone, built strictly into site/
 PYTHON ?= python3
 VENV ?= .venv
@@ -28,6 +29,7 @@ demo: $(RUNTIME)
 lint: $(DEV)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/hadolint Dockerfile
 
 # --strict: a broken link or anchor, a page left out of the nav, a docstring the Python API cannot
 # render fails the build. Material for MkDocs prints a banner about its successor at each build.

@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness
 from adult import adult_like
 
-from broker.anonymize import information_loss, mondrian
+from broker.anonymize import information_loss
+from broker.anonymize.mondrian import mondrian
 from broker.metrics import k_anonymity
 
 QUASI_IDENTIFIERS = ["age", "sex", "race", "education", "marital-status", "native-country"]

@@ -12,12 +12,13 @@ clients, and the rest: PostgreSQL and the system), and so how many decisions the
 Baselines, in the same run: the same decision's pure computation in this process
 (``broker.fsla.decide.measure`` on the same table); and the floor of the machine: the same
 clients sending the same requests for as long to a trivial FastAPI endpoint (:data:`floor_app`:
-it reads the multipart upload and answers at once) under the same uvicorn ``--workers``, so what
-the clients, the HTTP server and the multipart parsing alone allow on these cores.
+it reads the multipart upload and answers at once) served as ``fedbroker serve`` serves the broker
+(the same worker processes, Nagle's algorithm off), so what the clients, the HTTP server and the
+multipart parsing alone allow on these cores.
 
     .venv/bin/python benchmarks/load.py --seconds 15 --clients 8 --rows 1000
 
-Targets (issue 8): at least 200 decisions/s for 1k-row transfers, p99 below 250 ms, no errors,
+Targets: at least 200 decisions/s for 1k-row transfers, p99 below 250 ms, no errors,
 every approved transfer delivered exactly once.
 """
 
@@ -125,8 +126,8 @@ def main() -> None:
             states = _delivery_states(broker_url, admin)
             _report(results, args.seconds, floor, approved, delivered)
             print(
-                f"floor: a trivial FastAPI endpoint taking the same upload, {args.workers} uvicorn "
-                f"workers, the same clients: {trivial}"
+                f"floor: a trivial FastAPI endpoint taking the same upload, served as the broker "
+                f"is ({args.workers} workers), the same clients: {trivial}"
             )
             print(f"the broker's delivery states of approved transfers: {states}")
             print(
@@ -182,12 +183,19 @@ def _measure_floor(body: bytes) -> float:
 
 
 def _trivial_endpoint(body: bytes, clients: int, seconds: float, workers: int) -> str:
-    """Rate and latencies of the same load against :data:`floor_app`, as uvicorn runs it."""
+    """Rate and latencies of the same load against :data:`floor_app`, served as ``fedbroker
+    serve`` serves the broker (:func:`broker.cli.serve.serve_workers`: the same workers on one
+    socket with Nagle's algorithm off; plain ``uvicorn --workers`` leaves it on, and then
+    delayed acknowledgements, not the framework, set the pace)."""
     port = port_or_free(8399)
-    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT / "benchmarks")]
-    command += ["load:floor_app", "--workers", str(workers), "--port", str(port)]
+    serve = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from broker.cli.serve import serve_workers; "
+        "serve_workers('load:floor_app', workers=int(sys.argv[2]), host='127.0.0.1', "
+        "port=int(sys.argv[3]), log_level='warning')"
+    )
     server = subprocess.Popen(
-        [*command, "--log-level", "warning"],
+        [sys.executable, "-c", serve, str(ROOT / "benchmarks"), str(workers), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -75,6 +75,12 @@ class Poller:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def alive(self) -> bool:
+        """Whether its thread still runs (asked to stop or not): a thread stuck in a call that
+        does not return is alive, and still holds what it holds."""
+        return self._thread.is_alive()
+
     def start(self) -> None:
         self._thread.start()
 

@@ -9,17 +9,32 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from broker.engines import IN_MEMORY_MAX_BYTES
 from broker.members.inbox_urls import InboxPolicy, parse_networks
+
+# Where Docker and Kubernetes mount secrets: a file named after a variable, in any case
+# (/run/secrets/broker_admin_token), sets it when the environment does not.
+SECRETS_DIR = Path("/run/secrets")
 
 
 class Settings(BaseSettings):
     """Everything an operator can set; tests build their own instance and pass it to create_app."""
 
-    model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="BROKER_",
+        extra="ignore",
+        secrets_dir=SECRETS_DIR if SECRETS_DIR.is_dir() else None,
+    )
 
     database_url: str = Field(
         "sqlite:///data/broker.db",
         description="SQLAlchemy URL: sqlite:///path or postgresql+psycopg://user@host/db",
+    )
+    database_password: SecretStr | None = Field(
+        None,
+        description="Password of the database user, for a `database_url` that has none: kept "
+        "apart from the URL, it can come from a secret file "
+        "(/run/secrets/broker_database_password)",
     )
     database_connect_timeout_seconds: float = Field(
         5.0,
@@ -82,7 +97,7 @@ class Settings(BaseSettings):
         description="Largest request body; the upload is spooled to disk, never held in memory",
     )
     in_memory_max_bytes: int = Field(
-        64 * 1024**2,
+        IN_MEMORY_MAX_BYTES,
         ge=0,
         description="Larger uploads are counted out of core by DuckDB (CSV only; JSON and "
         "Parquet are read in memory up to this size), in memory bounded by "
@@ -171,7 +186,7 @@ class Settings(BaseSettings):
         3_600.0,
         gt=0,
         description="Wall-clock time one background decision may take; past it, the job fails "
-        "(413) and its slot is freed",
+        "(413) and its slot takes the next job once its thread has stopped",
     )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(
@@ -353,6 +368,25 @@ class Settings(BaseSettings):
     @property
     def inbox_policy(self) -> InboxPolicy:
         return InboxPolicy.of(self.inbox_allowed_networks, self.inbox_allowed_hosts)
+
+    @model_validator(mode="after")
+    def _password_into_url(self) -> Settings:
+        if self.database_password is None:
+            return self
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(self.database_url)
+        except ArgumentError:
+            raise ValueError("database_url is not a SQLAlchemy URL") from None
+        if url.password is not None:
+            raise ValueError(
+                "database_url has a password and database_password is set: give it once"
+            )
+        password = self.database_password.get_secret_value()
+        self.database_url = url.set(password=password).render_as_string(hide_password=False)
+        return self
 
     @model_validator(mode="after")
     def _lease_outlives_an_attempt(self) -> Settings:

@@ -1,8 +1,10 @@
 """Errors of the broker, all answered as RFC 9457 ``application/problem+json``.
 
-Exception tree (each class carries its problem type, title and HTTP status)::
+Exception tree (each class carries its problem type, title and HTTP status; the base and the
+classes every HTTP service has live in :mod:`broker.wire.problems`, shared with the member
+clouds)::
 
-    BrokerError                    500 internal-error
+    ProblemError                   500 internal-error
     ├── BadRequest                 400 bad-request
     ├── NotAuthenticated           401 not-authenticated
     ├── Forbidden                  403 forbidden
@@ -29,7 +31,7 @@ fields of a request (422 validation-error), a database that is unreachable, froz
 of connections (503 database-unavailable, with Retry-After), a full disk met anywhere else, the
 database's included (507 insufficient-storage, with Retry-After), and any unexpected error (500
 internal-error, logged with its traceback; the connection stays open). What each fault answers,
-and the timeouts behind them: ``docs/operations-faults.md``.
+and the timeouts behind them: ``docs/operations/faults.md``.
 
 A policy that says no is not an error: it is a 200 answer carrying a decision.
 """
@@ -39,7 +41,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -47,7 +48,20 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from broker.wire import problems
-from broker.wire.problems import PROBLEM_MEDIA_TYPE, Problem, example, responses
+from broker.wire.problems import (
+    PROBLEM_MEDIA_TYPE,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotAuthenticated,
+    NotFound,
+    NotReady,
+    Problem,
+    ProblemError,
+    Unprocessable,
+    example,
+    responses,
+)
 
 __all__ = [
     "DATABASE_RETRY_AFTER",
@@ -55,7 +69,15 @@ __all__ = [
     "MAX_INT32",
     "MAX_INT64",
     "PROBLEM_MEDIA_TYPE",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "NotAuthenticated",
+    "NotFound",
+    "NotReady",
     "Problem",
+    "ProblemError",
+    "Unprocessable",
     "example",
     "install_handlers",
     "responses",
@@ -88,47 +110,6 @@ MAX_INT32 = 2**31 - 1
 MAX_INT64 = 2**63 - 1
 
 
-class BrokerError(Exception):
-    type = "internal-error"
-    title = "Internal error"
-    status = 500
-
-    def __init__(self, detail: str, *, errors: list[dict[str, Any]] | None = None):
-        super().__init__(detail)
-        self.detail = detail
-        self.errors = errors
-
-    def as_problem(self) -> dict[str, Any]:
-        """The RFC 9457 body of this error, kept where a job records why it failed."""
-        body = {
-            "type": f"urn:fedbroker:problem:{self.type}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-        }
-        return body | ({"errors": self.errors} if self.errors else {})
-
-
-class BadRequest(BrokerError):
-    type, title, status = "bad-request", "Bad request", 400
-
-
-class NotAuthenticated(BrokerError):
-    type, title, status = "not-authenticated", "Not authenticated", 401
-
-
-class Forbidden(BrokerError):
-    type, title, status = "forbidden", "Forbidden", 403
-
-
-class NotFound(BrokerError):
-    type, title, status = "not-found", "Not found", 404
-
-
-class Conflict(BrokerError):
-    type, title, status = "conflict", "Conflict", 409
-
-
 class IdempotencyKeyReused(Conflict):
     type, title = "idempotency-key-reused", "Idempotency key reused with another request"
 
@@ -140,40 +121,34 @@ class InvalidTransition(Conflict):
     type, title = "invalid-transition", "Not allowed in the negotiation's current state"
 
 
-class VersionMismatch(BrokerError):
+class VersionMismatch(ProblemError):
     """``If-Match`` names a version that is not the current one (RFC 9110, section 13.1.1)."""
 
     type, title, status = "version-mismatch", "The record changed since you read it", 412
 
 
-class PreconditionRequired(BrokerError):
+class PreconditionRequired(ProblemError):
     """A change was sent without ``If-Match`` (RFC 6585, section 3)."""
 
     type, title, status = "precondition-required", "If-Match required", 428
 
 
-class PayloadTooLarge(BrokerError):
+class PayloadTooLarge(ProblemError):
     type, title, status = "payload-too-large", "Payload too large", 413
 
 
-class UnsupportedMediaType(BrokerError):
+class UnsupportedMediaType(ProblemError):
     type, title, status = "unsupported-media-type", "Unsupported media type", 415
 
     def __init__(self, detail: str, accept_patch: str | None = None):
-        super().__init__(detail)
-        self.headers = {"Accept-Patch": accept_patch} if accept_patch else {}
+        super().__init__(detail, headers={"Accept-Patch": accept_patch} if accept_patch else None)
 
 
-class TooManyRequests(BrokerError):
+class TooManyRequests(ProblemError):
     type, title, status = "too-many-requests", "Too many requests", 429
 
     def __init__(self, detail: str, retry_after: int):
-        super().__init__(detail)
-        self.headers = {"Retry-After": str(retry_after)}
-
-
-class Unprocessable(BrokerError):
-    type, title, status = "unprocessable", "Unprocessable request", 422
+        super().__init__(detail, headers={"Retry-After": str(retry_after)})
 
 
 class InvalidDataset(Unprocessable):
@@ -194,24 +169,19 @@ class InvalidQuery(Unprocessable):
     type, title = "invalid-query", "Invalid aggregate query"
 
 
-class NotImplementedHere(BrokerError):
+class NotImplementedHere(ProblemError):
     """This installation lacks an optional part (such as the ``reports`` extra)."""
 
     type, title, status = "not-implemented", "Not implemented by this installation", 501
 
 
-class NotReady(BrokerError):
-    type, title, status = "not-ready", "Not ready", 503
-
-
-class InsufficientStorage(BrokerError):
+class InsufficientStorage(ProblemError):
     """The broker's disk is full (a fault, not the request's): nothing was kept; try again."""
 
     type, title, status = "insufficient-storage", "Insufficient storage", 507
 
     def __init__(self, detail: str):
-        super().__init__(detail)
-        self.headers = {"Retry-After": str(problems.STORAGE_RETRY_AFTER)}
+        super().__init__(detail, headers={"Retry-After": str(problems.STORAGE_RETRY_AFTER)})
 
 
 @contextmanager
@@ -233,7 +203,7 @@ def storage_faults(what: str) -> Iterator[None]:
 
 def install_handlers(app: FastAPI) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
-    problems.install(app, BrokerError, "the broker", "Bearer")
+    problems.install(app, "the broker", "Bearer")
 
     def database_unavailable(request: Request, error: Exception) -> JSONResponse:
         """The database did not answer in time, refused, or has no connection free: a fault

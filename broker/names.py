@@ -5,7 +5,10 @@ different: ``"NIN "``, ``"nin"``, ``"ＮＩＮ"`` (fullwidth), ``"N\\u200bIN"`` 
 ``"ΝΙΝ"`` (Greek capitals), ``"Νin"`` (one Greek letter among Latin ones). :func:`attribute_key`
 maps all of them to one key:
 
-1. NFKC normalization (fullwidth and compatibility forms become their plain letters);
+1. NFKC normalization (fullwidth and compatibility forms become their plain letters), and the
+   letter forms NFKC leaves alone read as their letters (small capitals ``ɴɪɴ``, negative
+   circled or squared letters ``🅝🅘🅝``, regional indicators), by the identifier detector's
+   table (:func:`broker.identifiers.folding.letter_forms`);
 2. every *default-ignorable* code point is removed (Unicode's ``Default_Ignorable_Code_Point``:
    zero-width characters, soft hyphen, word joiner, byte order mark, variation selectors, tag
    characters, ...), then blanks are trimmed and runs of blanks become one space;
@@ -14,7 +17,11 @@ maps all of them to one key:
    look alike *and* the ASCII letters that differ only by case, then casefolded. The union is
    deliberately coarse (``I``, ``l``, ``1`` and ``i`` share a class): two names that a reader
    could mistake for one another get one key, at the price of a few names that a careful reader
-   would tell apart.
+   would tell apart;
+4. a name that is an identifier's label however it is spelled (its letters spelled out with
+   dots or blanks, ``N.I.N.``; other separators or accents, ``e_mail``, ``E-Mail``,
+   ``Numéro de téléphone``; its French or English synonym, ``courriel``) gets that label's key
+   (:data:`IDENTIFIER_LABELS`), so a rule that forbids ``NIN`` or ``email`` forbids them all.
 
 Keys are for comparison only; a dataset's columns keep their names as written.
 """
@@ -29,8 +36,36 @@ from functools import cache
 import regex
 from confusable_homoglyphs import utils as confusables_data
 
+from broker.identifiers.folding import fold_letters
+
 _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 _BLANKS = regex.compile(r"\s+")
+_SEPARATORS = regex.compile(r"[\s\p{P}\p{S}]+")
+
+# The labels of direct identifiers, each with the spellings that name it (English and French;
+# compared without case, accents, blanks or punctuation). Only true synonyms: two columns
+# whose names share a key cannot sit side by side, so "mobile" is not "phone".
+IDENTIFIER_LABELS = {
+    "email": "email | e-mail | email address | adresse email | adresse e-mail | adresse mail | "
+    "adresse électronique | courriel | adresse de courriel | mél",
+    "phone": "phone | phone number | telephone | téléphone | telephone number | tel | tél | "
+    "numéro de téléphone | numero de tel | num tel | no de téléphone | n° de téléphone",
+    "nin": "nin | national identification number | national identity number | "
+    "numéro d'identification nationale | numéro national d'identification",
+    "nir": "nir | numéro de sécurité sociale | numéro insee",
+    "bvn": "bvn | bank verification number",
+    "ssn": "ssn | social security number",
+    "passport": "passport | passport number | passeport | numéro de passeport",
+    "iban": "iban | numéro iban",
+    "name": "name | full name | nom complet | nom et prénom | prénom et nom",
+    "imei": "imei | imei number | numéro imei",
+    "ip address": "ip address | adresse ip",
+    "mac address": "mac address | adresse mac",
+    "vin": "vin | vehicle identification number | numéro d'identification du véhicule",
+    "plate": "number plate | licence plate | license plate | plaque d'immatriculation | "
+    "numéro d'immatriculation",
+    "gps": "gps | gps coordinates | coordonnées gps",
+}
 
 
 def attribute_key(name: str) -> str:
@@ -42,13 +77,39 @@ def attribute_key(name: str) -> str:
     True
     >>> attribute_key("ΝΙΝ") == attribute_key("NIN")  # Greek capital nu, iota, nu
     True
+    >>> attribute_key("ɴɪɴ") == attribute_key("N.I.N.") == attribute_key("nin")  # small capitals
+    True
+    >>> attribute_key("E-Mail") == attribute_key("courriel") == attribute_key("email")
+    True
     >>> attribute_key("age") == attribute_key("sex")
     False
     """
-    text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", name))
+    key = _folded(name)
+    return _labels().get(_bare(key), key)
+
+
+def _folded(name: str) -> str:
+    text = fold_letters(_IGNORABLE.sub("", unicodedata.normalize("NFKC", name)))
     text = _BLANKS.sub(" ", text).strip()
     classes = _classes()
     return "".join(classes.get(c, c) for c in text).casefold()
+
+
+def _bare(key: str) -> str:
+    """A folded key without accents, blanks or punctuation (``n.1.n.`` -> ``n1n``)."""
+    plain = unicodedata.normalize("NFKD", key)
+    plain = "".join(c for c in plain if not unicodedata.combining(c))
+    return _SEPARATORS.sub("", plain)
+
+
+@cache
+def _labels() -> dict[str, str]:
+    """Bare key of each spelling of an identifier label -> the label's key."""
+    found = {}
+    for label, spellings in IDENTIFIER_LABELS.items():
+        for spelling in spellings.split("|"):
+            found[_bare(_folded(spelling))] = _folded(label)
+    return found
 
 
 def visible_text(name: str) -> str:

@@ -13,6 +13,7 @@ roles, raises :class:`RoleError` naming it and listing the dataset's columns.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,7 +104,9 @@ def parse_names(text: str | None) -> tuple[str, ...]:
 
 
 def _unknown(role: str, name: str, columns: Sequence[str]) -> str:
-    close = [c for c in columns if attribute_key(c) == attribute_key(name)]
+    close = [c for c in columns if attribute_key(c) == attribute_key(name)] or near_misses(
+        name, columns
+    )
     hint = f" (did you mean {_shown(close[0])}?)" if close else ""
     return (
         f"{role} {_shown(name)} is not a column of the dataset{hint}; "
@@ -144,3 +147,10 @@ def _shown(name: str) -> str:
         tail = _NAME_CHARS // 3
         text = text[: _NAME_CHARS - 3 - tail] + "..." + text[-tail:]
     return f"'{text}'"
+
+
+def near_misses(name: str, known: Sequence[str]) -> list[str]:
+    """The known names closest to a misspelt ``name`` (a letter missing, swapped or doubled:
+    ``Gendre`` -> ``Gender``), best first, compared as folded keys; none when nothing is close."""
+    keys = {attribute_key(k): k for k in known}
+    return [keys[key] for key in difflib.get_close_matches(attribute_key(name), keys, n=3)]

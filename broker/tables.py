@@ -174,13 +174,8 @@ def _out_of_core(upload, settings, quasi_identifiers, sensitive, person_key) -> 
             f"{upload.size / 2**20:,.0f} MiB: send a dataset this large as CSV, which the broker "
             "counts out of core"
         )
-    try:
-        from broker.engines.duckdb import DuckDBEngine
-    except ImportError:
-        raise PayloadTooLarge(
-            f"This broker measures datasets in memory only, up to {bound}: its operator has "
-            "not installed the out-of-core engine (pip install 'fedbroker[duckdb]')"
-        ) from None
+    from broker.engines.duckdb import DuckDBEngine
+
     try:
         delimiter, header = csv_file_header(head, label, read_limits(settings))
         roles = declare_roles(header, quasi_identifiers, sensitive, person_key)

@@ -10,15 +10,17 @@ import copy
 import sys
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 
 def main() -> int:
-    from member_cloud.config import MemberSettings, describe_error
+    from broker.wire.environment import describe
+    from member_cloud.config import ENV_PREFIX, MemberSettings
 
     try:
         settings = MemberSettings()
-    except ValidationError as error:
-        print(f"member_cloud: {describe_error(error)}", file=sys.stderr)
+    except (ValidationError, SettingsError) as error:
+        print(f"member_cloud: {describe(error, ENV_PREFIX, MemberSettings)}", file=sys.stderr)
         return 2
 
     import uvicorn

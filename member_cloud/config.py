@@ -24,7 +24,6 @@ from pydantic import (
     AnyHttpUrl,
     Field,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -33,6 +32,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ENV_PREFIX = "MEMBER_"
 KEY_FILE_NAME = "broker_api_key"
 LOCAL_TOKEN_MIN_LENGTH = 16
+# Where Docker and Kubernetes mount secrets: a file named after a variable, in any case
+# (/run/secrets/member_local_token), sets it when the environment does not.
+SECRETS_DIR = Path("/run/secrets")
 
 
 def is_loopback(host: str) -> bool:
@@ -49,7 +51,12 @@ def is_loopback(host: str) -> bool:
 class MemberSettings(BaseSettings):
     """Everything an operator can set; tests build their own instance and pass it to create_app."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        env_ignore_empty=True,
+        secrets_dir=SECRETS_DIR if SECRETS_DIR.is_dir() else None,
+    )
 
     id: str = Field(
         pattern=r"^[a-z0-9][a-z0-9-]{1,62}$",
@@ -179,20 +186,3 @@ class MemberSettings(BaseSettings):
     @property
     def broker_base_url(self) -> str:
         return str(self.broker_url).rstrip("/")
-
-
-def describe_error(error: ValidationError) -> str:
-    """One line naming each bad or missing variable, for ``python -m member_cloud``."""
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"])
-        if not field:
-            parts.append(str(item.get("ctx", {}).get("error", item["msg"])))
-        elif item["type"] == "missing":
-            parts.append(f"{ENV_PREFIX}{field.upper()} is not set")
-        elif item["type"] == "value_error":  # our own validators' message, without the prefix
-            message = item.get("ctx", {}).get("error", item["msg"])
-            parts.append(f"{ENV_PREFIX}{field.upper()}: {message}")
-        else:
-            parts.append(f"{ENV_PREFIX}{field.upper()}: {item['msg']}")
-    return "; ".join(parts)

@@ -1,8 +1,9 @@
 """Errors of the member cloud, all answered as RFC 9457 ``application/problem+json``.
 
-Exception tree (each class carries its problem type, title and HTTP status)::
+Exception tree (each class carries its problem type, title and HTTP status; the base and the
+classes every HTTP service has are the broker's, from :mod:`broker.wire.problems`)::
 
-    MemberError                  500 internal-error
+    ProblemError                 500 internal-error
     ├── BadRequest               400 bad-request
     │   └── ChecksumMismatch     400 checksum-mismatch
     ├── NotAuthenticated         401 not-authenticated
@@ -29,64 +30,52 @@ from starlette.types import ASGIApp
 
 # The problem+json machinery is the federation's wire contract, shared with the broker.
 from broker.wire import problems
-from broker.wire.problems import PROBLEM_MEDIA_TYPE, responses
+from broker.wire.problems import (
+    PROBLEM_MEDIA_TYPE,
+    BadRequest,
+    Conflict,
+    NotAuthenticated,
+    NotFound,
+    NotReady,
+    ProblemError,
+    responses,
+)
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "install_handlers", "responses"]
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "BadRequest",
+    "Conflict",
+    "NotAuthenticated",
+    "NotFound",
+    "NotReady",
+    "ProblemError",
+    "install_handlers",
+    "responses",
+]
 
 SIGNATURE_CHALLENGE = 'FedbrokerSignature realm="inbox"'
-
-
-class MemberError(Exception):
-    type = "internal-error"
-    title = "Internal error"
-    status = 500
-
-    def __init__(self, detail: str, headers: dict[str, str] | None = None):
-        super().__init__(detail)
-        self.detail = detail
-        self.headers = dict(headers or {})
-
-
-class BadRequest(MemberError):
-    type, title, status = "bad-request", "Bad request", 400
 
 
 class ChecksumMismatch(BadRequest):
     type, title = "checksum-mismatch", "The body does not match its checksum"
 
 
-class NotAuthenticated(MemberError):
-    type, title, status = "not-authenticated", "Not authenticated", 401
-
-
 class Replayed(NotAuthenticated):
     type, title = "replayed-delivery", "This delivery was received before"
 
 
-class NotForThisMember(MemberError):
+class NotForThisMember(ProblemError):
     type, title, status = "not-for-this-member", "Not addressed to this member", 403
 
 
-class NotFound(MemberError):
-    type, title, status = "not-found", "Not found", 404
-
-
-class Conflict(MemberError):
-    type, title, status = "conflict", "Conflict", 409
-
-
-class InvalidName(MemberError):
+class InvalidName(ProblemError):
     type, title, status = "invalid-name", "Invalid name", 422
 
 
-class BrokerUnreachable(MemberError):
+class BrokerUnreachable(ProblemError):
     type, title, status = "broker-unreachable", "The broker does not answer", 502
-
-
-class NotReady(MemberError):
-    type, title, status = "not-ready", "Not ready", 503
 
 
 def install_handlers(app: FastAPI, wrap: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
     """Answer every error, ours or the framework's, in the one problem+json shape."""
-    problems.install(app, MemberError, "this member cloud", SIGNATURE_CHALLENGE, wrap)
+    problems.install(app, "this member cloud", SIGNATURE_CHALLENGE, wrap)

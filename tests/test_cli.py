@@ -1,6 +1,7 @@
 """``fedbroker analyze`` as a user runs it: a real process, real files, exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -484,3 +485,146 @@ def test_admins_are_created_listed_and_revoked_on_the_database(tmp_path, monkeyp
         assert not admins.bootstrap_active(session)
         assert admins.authenticate(session, token) is not None
     engine.dispose()
+
+
+# What a fresh interpreter holds after the command line has answered a request for help.
+_LOADED_AFTER = """
+import contextlib, io, sys
+from broker.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(sys.argv[1:])
+print(",".join(sorted(m for m in ("pandas", "numpy", "pyarrow", "sqlalchemy", "fastapi",
+      "duckdb", "opendp", "rich") if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["--help"],
+        ["analyze", "--help"],
+        ["anonymize", "--help"],
+        ["release", "--help"],
+        ["serve", "--help"],
+        ["audit", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_help_and_version_load_no_heavy_library(args):
+    """Asking the command line how to use it loads neither the numerical libraries nor the web
+    or database stack (they took 1.5-2 s before it answered); the commands load them to run."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
+    assert loaded == ""
+
+
+def test_a_command_still_loads_what_it_measures_with():
+    """The lazy loading above must not leave a command without its libraries."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOADED_AFTER, "analyze", str(FIXTURES / "patients_original.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout.strip()
+    assert "pandas" in loaded.split(",")
+
+
+def test_the_command_alone_prints_its_help(capsys):
+    assert main([]) == 0
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_short_options_mean_the_long_ones(tmp_path):
+    """``-k 2`` is ``--k 2`` (and ``-s``, ``-m``, ``-f``): the same result, byte for byte."""
+    source = str(FIXTURES / "patients_original.csv")
+    outputs = []
+    for options in (
+        ["-k", "2", "-s", "Disease", "-m", "mondrian", "-f", "json"],
+        ["--k", "2", "--sensitive", "Disease", "--method", "mondrian", "--format", "json"],
+    ):
+        out = tmp_path / f"out{len(outputs)}.csv"
+        result = run("anonymize", source, "--qi", "Age,Gender", *options, "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        outputs.append((json.loads(result.stdout)["summary"], out.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_a_misspelt_column_is_answered_with_the_near_miss():
+    result = run("analyze", str(FIXTURES / "patients_original.csv"), "--qi", "Age,Gendre")
+    assert result.returncode == 2
+    assert "did you mean 'Gender'?" in result.stderr
+
+
+def test_a_list_setting_that_is_not_json_names_the_variable_and_the_form(tmp_path):
+    environment = os.environ | {"BROKER_INBOX_ALLOWED_HOSTS": "inbox.example.org"}
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "db", "upgrade"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "fedbroker db: error: BROKER_INBOX_ALLOWED_HOSTS must be a JSON list, for example"
+    )
+    assert len(result.stderr.splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", [["admins", "list"], ["audit", "head"]])
+def test_commands_on_a_broker_database_create_none_where_there_is_none(tmp_path, command):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "broker.cli", *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "no broker database at data/broker.db" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no folder, no file
+
+
+def test_auto_counts_a_csv_larger_than_the_threshold_out_of_core(tmp_path, monkeypatch):
+    """``--engine auto`` (the default) decides as the broker does for an upload: DuckDB above
+    BROKER_IN_MEMORY_MAX_BYTES' default for a CSV file, pandas below it, for JSON and Parquet
+    (read whole) and for standard input."""
+    import argparse
+
+    import broker.engines
+    from broker.cli.common import choose_engine
+
+    source = FIXTURES / "patients_original.csv"
+    parquet = tmp_path / "patients.parquet"
+    pd.read_csv(source).to_parquet(parquet)
+    size = source.stat().st_size
+    auto = argparse.Namespace(engine="auto")
+    monkeypatch.setattr(broker.engines, "IN_MEMORY_MAX_BYTES", size - 1)
+    assert choose_engine(auto, str(source)) == "duckdb"
+    assert choose_engine(auto, str(parquet)) == "pandas"
+    assert choose_engine(auto, "-") == "pandas"
+    assert choose_engine(argparse.Namespace(engine="pandas"), str(source)) == "pandas"
+    monkeypatch.setattr(broker.engines, "IN_MEMORY_MAX_BYTES", size)
+    assert choose_engine(auto, str(source)) == "pandas"
+
+
+def test_a_plain_install_counts_out_of_core(tmp_path):
+    """DuckDB is part of the runtime: --engine duckdb needs no extra, and gives the in-memory
+    engine's figures on the same file."""
+    source = str(FIXTURES / "patients_original.csv")
+    reports = [
+        json.loads(run("analyze", source, "--qi", "Age,Gender", "-f", "json", "--engine", e).stdout)
+        for e in ("duckdb", "pandas")
+    ]
+    assert reports[0]["quasi_identifiers"] == reports[1]["quasi_identifiers"]
+    assert reports[0]["attributes"] == reports[1]["attributes"]

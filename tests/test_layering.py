@@ -155,3 +155,36 @@ def test_the_number_guard_holds_where_the_parser_would_crash():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[nan, 28.0, nan]"
+
+
+def test_both_services_answer_errors_from_one_base():
+    """The broker's and the member cloud's errors are one tree rooted in the wire: a class that
+    carries a problem status is a ``ProblemError``, so one handler answers them all alike."""
+    import broker.errors
+    import member_cloud.errors
+    from broker.wire.problems import ProblemError
+
+    carriers = [
+        value
+        for module in (broker.errors, member_cloud.errors)
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, Exception) and hasattr(value, "status")
+    ]
+    assert len(carriers) > 20
+    assert all(issubclass(error, ProblemError) for error in carriers)
+    assert member_cloud.errors.NotFound is broker.errors.NotFound
+
+
+@pytest.mark.parametrize("package", ["broker.metrics", "broker.anonymize"])
+def test_lazily_exported_names_are_not_their_modules_names(package):
+    """A package that loads its names on first use must not export a name its submodules also
+    have: once the submodule is imported, the package's attribute is that module, not the name
+    (``from broker.anonymize import mondrian`` would give the module)."""
+    import importlib
+    import pkgutil
+
+    module = importlib.import_module(package)
+    submodules = {found.name for found in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None

@@ -25,6 +25,8 @@ def test_a_repeated_declaration_is_deduplicated():
             r"'Age' is not a column .*did you mean 'age'.*'age', 'sex'",
         ),
         ({"sensitive": ["diagnosis"]}, "Sensitive attribute 'diagnosis' is not a column"),
+        ({"sensitive": ["desease"]}, r"'desease' is not a column .*did you mean 'disease'\?"),
+        ({"quasi_identifiers": ["zipp", "se x"]}, r"'zipp' .*did you mean 'zip'\?"),
         ({"person_key": "id"}, "Person key 'id' is not a column"),
         ({"quasi_identifiers": ["age"], "sensitive": ["age"]}, "both quasi-identifier"),
         ({"quasi_identifiers": ["patient_ref"], "person_key": "patient_ref"}, "person key"),

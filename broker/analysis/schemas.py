@@ -37,9 +37,10 @@ class AttributeMeasure(MmaqFields):
         "or text"
     )
     direct_identifier: str | None = Field(
-        description="email, phone, iban, payment_card, passport, national_id or person_name "
-        "when the values hold such identifiers (the column is then an identifier whatever its "
-        "counts or declared role)"
+        description="email, phone, iban, payment_card, passport, national_id, person_name, "
+        "device (IMEI, MAC, IP address), vehicle (VIN, number plate) or location (GPS "
+        "coordinates) when the values hold such identifiers (the column is then an identifier "
+        "whatever its counts or declared role)"
     )
     identifier_evidence: str | None = Field(
         None,

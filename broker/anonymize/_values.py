@@ -140,19 +140,6 @@ def format_number(value: float) -> str:
     return np.format_float_positional(float(value), trim="-")
 
 
-def range_label(low: float, high: float) -> str:
-    """``"lo-hi"``, or the single number when ``low == high``.
-
-    Examples
-    --------
-    >>> range_label(20, 30), range_label(5, 5)
-    ('20-30', '5')
-    """
-    if low == high:
-        return format_number(low)
-    return f"{format_number(low)}-{format_number(high)}"
-
-
 def labels_to_rows(
     labels: np.ndarray, codes: np.ndarray, original: pd.Series, keep_missing: bool = True
 ) -> pd.Series:

@@ -27,15 +27,13 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize.ladder import climb, climbed_reason, labels_of, rungs
+from broker.anonymize.limits import WHOLE_TABLE_ROWS
 from broker.anonymize.planner import dropped_because, plan_remedy
 from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step
 from broker.anonymize.target import Remedy, Target
 from broker.anonymize.verify import Check, describe, verify_counts
 from broker.engines.base import CountTable, Engine, Grouped, RecodePlan, composed, dictionary_of
 from broker.metrics.mmaq import mmaq_from_counts
-
-# Mondrian and the partition method load the rows; above this many they are refused.
-WHOLE_TABLE_ROWS = 1_000_000
 
 
 def plan_on_engine(
@@ -137,7 +135,7 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
     if ignored:
         notes.append(
             f"mmaq bounds on sensitive attributes {ignored} are not applied: sensitive attributes "
-            "are judged by l and t (SPEC section 2)"
+            "are judged by l and t only"
         )
     for name, bound in target.max_mmaq_index.items():
         if name in drop or name in qis or name in sensitive or name not in engine.columns:

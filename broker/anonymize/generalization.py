@@ -32,11 +32,10 @@ import pandas as pd
 from broker.anonymize._values import (
     SUPPRESSED,
     factorize,
-    format_number,
     labels_to_rows,
     parse_numbers,
-    range_label,
 )
+from broker.anonymize.labels import range_label
 from broker.precision import SAFE_HARBOR, age_label, births, date_labels, postcode_label
 from broker.roles import require_columns
 
@@ -88,9 +87,7 @@ def generalize_range(
     # Round away float residue (0.1 * 3 = 0.30000000000000004) before writing the ends.
     starts, which = np.unique(np.round(low, 10), return_inverse=True)
     ends = np.round(starts + width, 10)
-    written = [
-        f"{format_number(lo)}-{format_number(hi)}" for lo, hi in zip(starts, ends, strict=True)
-    ]
+    written = [range_label(lo, hi) for lo, hi in zip(starts, ends, strict=True)]
     return _replace(frame, column, np.asarray(written, dtype=object)[which], codes)
 
 

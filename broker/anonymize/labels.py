@@ -19,17 +19,155 @@ spell out what it hides):
 
 Missing values (NA or a blank string) order after every other value and are written ``"NA"`` in a
 label (``"20-30, NA"``; a class holding only missing values shows ``"NA"``).
+
+The grammar. Every label the broker releases is written with the functions of this module and
+read back with :func:`read_label` (the linkage check, :mod:`broker.fsla.linkage`, reads earlier
+releases' labels with it), so the two cannot drift; a round-trip property test holds them
+together. A label is one of: a value as written (a category, a number); ``*`` (anything, a
+suppressed value); ``NA`` (a missing value); a closed range of numbers ``lo-hi``
+(:func:`range_label`); a range of years ``first/last`` (:func:`years_label`); a calendar unit
+``2024``, ``2024-03`` or ``2024-03-17`` (a date's prefix); a top category ``90+``
+(:func:`top_label`); a masked prefix ``570*`` (:func:`mask_label`); or a set of these joined by
+``", "`` (:func:`set_label`). A category that itself holds ``", "`` reads as a set of its parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import MISSING_LABEL, SUPPRESSED, format_number
 from broker.anonymize.cuts import DATE, NUMERIC, Dimension
+
+# --- the grammar: written and read here ----------------------------------------------------------
+
+ANY = SUPPRESSED  # "*": any value (a suppressed one)
+MISSING = MISSING_LABEL  # "NA": a missing value
+SEPARATOR = ", "  # between the members of a set
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_RANGE = re.compile(rf"({_NUMBER})-({_NUMBER})")
+_YEARS = re.compile(r"(\d{4})/(\d{4})")
+_CALENDAR = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
+_TOP = re.compile(r"(\d+)\+")
+
+
+def range_label(low: float, high: float) -> str:
+    """``"lo-hi"``, or the single number when ``low == high``.
+
+    Examples
+    --------
+    >>> range_label(20, 30), range_label(5, 5), range_label(-5, -2.5)
+    ('20-30', '5', '-5--2.5')
+    """
+    if low == high:
+        return format_number(low)
+    return f"{format_number(low)}-{format_number(high)}"
+
+
+def years_label(first: int, last: int) -> str:
+    """The years ``first`` to ``last``, both included: ``"2020/2024"``."""
+    return f"{first}/{last}"
+
+
+def top_label(lowest: int) -> str:
+    """The top category of everything from ``lowest`` on: ``"90+"``."""
+    return f"{lowest}+"
+
+
+def mask_label(prefix: str) -> str:
+    """``prefix`` followed by anything: ``"570*"`` (``"*"`` alone for an empty prefix)."""
+    return f"{prefix}{ANY}"
+
+
+def set_label(members: Iterable[str]) -> str:
+    """Members joined: ``"F, M"``."""
+    return SEPARATOR.join(members)
+
+
+@dataclass(frozen=True)
+class Label:
+    """A released label read back: every reading it allows (a label such as ``"2020"`` is both
+    a number and a calendar year; the linkage check tests each)."""
+
+    text: str
+    any: bool = False
+    missing: bool = False
+    number: float | None = None
+    range: tuple[float, float] | None = None
+    years: tuple[int, int] | None = None
+    calendar: str | None = None
+    top: int | None = None
+    prefix: str | None = None
+    members: tuple[Label, ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """Whether the label holds exactly the values written as it is (a category)."""
+        return (
+            bool(self.text.strip())
+            and not self.any
+            and not self.missing
+            and self.number is None
+            and self.range is None
+            and self.years is None
+            and self.calendar is None
+            and self.top is None
+            and self.prefix is None
+            and not self.members
+        )
+
+
+def read_label(label: str) -> Label:
+    """Every reading of ``label`` the grammar allows (see the module docstring).
+
+    Examples
+    --------
+    >>> read_label("30-39").range, read_label("2020/2024").years, read_label("90+").top
+    ((30.0, 39.0), (2020, 2024), 90)
+    >>> [m.text for m in read_label("20-30, NA").members], read_label("570*").prefix
+    (['20-30', 'NA'], '570')
+    """
+    number = float(label) if re.fullmatch(_NUMBER, label) else None
+    ranged = _RANGE.fullmatch(label)
+    bounds = (float(ranged[1]), float(ranged[2])) if ranged else None
+    years = _YEARS.fullmatch(label)
+    top = _TOP.fullmatch(label)
+    masked = len(label) > 1 and label.endswith(ANY) and SEPARATOR not in label.rstrip(ANY)
+    prefix = label.rstrip(ANY) if masked and label.rstrip(ANY) else None
+    members = (
+        tuple(read_label(part) for part in label.split(SEPARATOR)) if SEPARATOR in label else ()
+    )
+    return Label(
+        text=label,
+        any=label == ANY,
+        missing=label == MISSING,
+        number=number,
+        range=bounds if bounds and bounds[0] <= bounds[1] else None,
+        years=(int(years[1]), int(years[2])) if years else None,
+        calendar=label if _CALENDAR.fullmatch(label) else None,
+        top=int(top[1]) if top else None,
+        prefix=prefix,
+        members=members,
+    )
+
+
+def number_of(label: Any) -> float | None:
+    """The number a released label is, when it is one (it then holds the values equal to it)."""
+    if isinstance(label, bool):
+        return None
+    if isinstance(label, (int, float, np.integer, np.floating)):
+        return float(label) if np.isfinite(label) else None
+    if isinstance(label, str):
+        return read_label(label).number
+    return None
+
+
+# --- labels of classes -----------------------------------------------------------------------
 
 # Categorical label sets are found with per-class bitmasks up to this many categories.
 _BITMASK_CATEGORIES = 256
@@ -73,7 +211,7 @@ def _extremes(dimension: Dimension, codes, starts):
 def _with_missing(labels: np.ndarray, present: np.ndarray, has_missing) -> np.ndarray:
     labels = np.where(present, labels, "")
     if has_missing is not None:
-        with_missing = np.where(present, labels + ", " + MISSING_LABEL, MISSING_LABEL)
+        with_missing = np.where(present, labels + SEPARATOR + MISSING, MISSING)
         labels = np.where(has_missing, with_missing, labels)
     return labels.astype(object)
 
@@ -146,9 +284,9 @@ def _grid_labels(dimension: Dimension, codes, starts) -> np.ndarray:
     written = [
         format_number(a)
         if one
-        else f"{format_number(a)}-{format_number(b)}"
+        else range_label(a, b)
         if np.isfinite(a) and np.isfinite(b)
-        else SUPPRESSED  # no grid holds the class: say nothing of it
+        else ANY  # no grid holds the class: say nothing of it
         for a, b, one in unique.T
     ]
     labels = np.asarray(written, dtype=object)[inverse.reshape(-1)]
@@ -169,7 +307,7 @@ def _calendar_labels(dimension: Dimension, codes, starts) -> np.ndarray:
     years_low, years_high = grid_bounds(
         first.year.to_numpy(dtype=float), last.year.to_numpy(dtype=float) + 1
     )
-    years = [f"{int(a)}/{int(b) - 1}" for a, b in zip(years_low, years_high, strict=True)]
+    years = [years_label(int(a), int(b) - 1) for a, b in zip(years_low, years_high, strict=True)]
     whole = present if has_missing is None else present & ~has_missing
     labels = np.where(
         (low == high) & whole,  # the value itself only when every row of the class holds it
@@ -213,7 +351,7 @@ def _set_labels(
     rare_code = dimension.card
     codes = np.where(frequency[codes] >= k, codes, rare_code)
     card = dimension.card + 1
-    names = np.append(np.append(dimension.values.astype(object), MISSING_LABEL), SUPPRESSED)
+    names = np.append(np.append(dimension.values.astype(object), MISSING), ANY)
     if not dimension.has_missing:
         names = np.delete(names, len(dimension.values))
     class_of_row = np.repeat(np.arange(starts.size), np.diff(np.append(starts, codes.size)))
@@ -231,9 +369,9 @@ def _set_labels(
         bits = np.unpackbits(unique_masks.astype("<u8").view(np.uint8), axis=1, bitorder="little")
         label_row, member = np.nonzero(bits)
         bounds = np.searchsorted(label_row, np.arange(1, unique_masks.shape[0]))
-        labels = [", ".join(group) for group in np.split(names[member], bounds)]
+        labels = [set_label(group) for group in np.split(names[member], bounds)]
         labels = np.asarray(labels, dtype=object)[inverse.reshape(-1)]
     else:  # many categories: the distinct (class, code) pairs, joined per class
-        joined = pd.Series(names[pair_code]).groupby(pair_class, sort=True).agg(", ".join)
+        joined = pd.Series(names[pair_code]).groupby(pair_class, sort=True).agg(set_label)
         labels = joined.to_numpy(dtype=object)
-    return np.where(named > _SET_LABEL_NAMES, SUPPRESSED, labels).astype(object)
+    return np.where(named > _SET_LABEL_NAMES, ANY, labels).astype(object)

@@ -13,8 +13,9 @@ Strategy (each step recorded as a :class:`~broker.anonymize.steps.Step`, replaya
    ``precision`` steps (dates to the year, postcodes to a prefix, ages top-coded), whatever the
    column's role: the rules on identifying precision ask it of every column that leaves.
 2. For each other attribute over its ``max_mmaq_index`` bound (not quasi-identifiers, which step 3
-   handles; not sensitive ones, which SPEC section 2 judges by l and t only, so their bounds are
-   ignored), the mildest generalization that brings it under (:mod:`broker.anonymize.ladder`).
+   handles; not sensitive ones, which are judged by l and t only (docs/explanations/measures.md),
+   so their bounds are ignored), the mildest generalization that brings it under
+   (:mod:`broker.anonymize.ladder`).
 3. When ``k``, ``l`` or ``t`` is asked, Mondrian on the quasi-identifiers with
    ``k0 = max(k, l, 2 if only t)`` and the distinct l condition on every sensitive attribute.
 4. Verify. If t-closeness or a quasi-identifier's mmaq bound still fails, or the caller's
@@ -127,7 +128,7 @@ def plan_remedy(
     if ignored:
         notes.append(
             f"mmaq bounds on sensitive attributes {ignored} are not applied: sensitive attributes "
-            "are judged by l and t (SPEC section 2)"
+            "are judged by l and t only"
         )
     generalized = []
     for name, bound in target.max_mmaq_index.items():

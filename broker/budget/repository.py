@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from broker.budget.models import DatasetSketch, PrivacySpend
 from broker.privacy.budget import Spend, parse_amount
-from broker.privacy.identity import SAME_DATASET, Sketch
+from broker.privacy.identity import CONTAINED_SIZE, Sketch
 
 
 def lock_pair(session: Session, source_id: str, destination_id: str) -> None:
@@ -58,7 +58,7 @@ def sketches_near(session: Session, source_id: str, distinct_rows: int) -> list[
     """The stored sketches of ``source_id`` whose sizes allow a match with a table of
     ``distinct_rows`` distinct rows (:func:`broker.privacy.identity.sizes_compatible`, in
     integers), newest first, with their dataset keys."""
-    tenths = round(SAME_DATASET * 10)
+    tenths = round(CONTAINED_SIZE * 10)
     query = (
         select(DatasetSketch)
         .where(

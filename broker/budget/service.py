@@ -98,7 +98,7 @@ def submit(
     # The person key stays a column: each query counts (person, its columns), bounded per person.
     table = open_upload(upload, settings, (), (), None)
     with counting_limits():
-        _validate(table.engine, planned, person)
+        _validate(table.engine, planned, person, request.quasi_identifiers)
         rows = Rows(sketch_of(table.engine, table.engine.columns), content_key(table, upload))
     parties = transfers_service._read_parties(session, caller.member_id, request.destination)
     identity = identify(session, parties.source.id, rows)
@@ -119,7 +119,7 @@ def submit(
     answers = None
     if decision.approved:
         with counting_limits():
-            answers = compute(table.engine, planned, person)
+            answers = compute(table.engine, planned, person, quasi=request.quasi_identifiers)
     try:
         transfer = _record(
             session, parties, request, rows, planned, answers, upload, table, transfer_id
@@ -152,14 +152,14 @@ def _plan(request: TransferRequest, contributions: int) -> Plan:
         raise InvalidQuery(str(error)) from None
 
 
-def _validate(engine: Engine, planned: Plan, person: str | None) -> None:
+def _validate(engine: Engine, planned: Plan, person: str | None, quasi=()) -> None:
     if person is not None and person not in engine.columns:
         raise UnknownColumn(
             f"Person key {person!r} is not a column of the dataset; its {len(engine.columns):,} "
             f"columns: {listed_columns(engine.columns)}"
         )
     try:
-        validate(engine, planned, person)
+        validate(engine, planned, person, quasi)
     except UnknownQueryColumn as error:
         raise UnknownColumn(
             f"{error}; its {len(engine.columns):,} columns: {listed_columns(engine.columns)}"

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from broker.fsla.models import RuleSet
 from broker.fsla.offers import Offer, Terms
+from broker.fsla.stricter import HIGHER, LOWER, declaration
 from broker.wire.statuses import OfferKind
 
 VOCAB = "urn:fedbroker:vocab:"
@@ -145,15 +147,19 @@ def _offer(entry: dict[str, Any], offer: Offer) -> dict[str, Any]:
     }
 
 
+# The ODRL operator of a rule, from its declared stricter direction (broker.fsla.stricter).
+_OPERATORS = {HIGHER: "odrl:gteq", LOWER: "odrl:lteq"}
+
+
 def policy(terms: Terms) -> dict[str, Any]:
     """The ODRL rules of ``terms``: a permission to use for the purpose with its duties, and
     the prohibition to distribute (unless the terms allow onward transfer)."""
     anonymize = [
-        _constraint(f"fedbroker:{name}", operator, value)
-        for name, operator, value in (
-            ("k", "odrl:gteq", terms.min_k),
-            ("l", "odrl:gteq", terms.min_l),
-            ("t", "odrl:lteq", terms.max_t),
+        _constraint(f"fedbroker:{name}", _OPERATORS[declaration(RuleSet, rule)["stricter"]], value)
+        for name, rule, value in (
+            ("k", "min_k", terms.min_k),
+            ("l", "min_l", terms.min_l),
+            ("t", "max_t", terms.max_t),
         )
         if value is not None
     ]

@@ -27,12 +27,12 @@ from broker.engines.pandas import PandasEngine
 from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_
 from broker.fsla.decide import measure as measure_table
+from broker.fsla.identifying import dropped, identifying
 from broker.fsla.models import FSLARecord
 from broker.members import repository as members_repository
 from broker.members.health import health_read
 from broker.members.models import Member
 from broker.metrics.content import contact_in_text
-from broker.metrics.mmaq import IDENTIFIER
 from broker.names import attribute_key
 from broker.tables import counting_limits, open_upload
 from broker.transfers import repository as transfers
@@ -92,6 +92,11 @@ def summary_of(stored: dict[str, Any] | None) -> offers_.Summary | None:
         t=stored.get("t"),
         identifiers=tuple(stored.get("identifiers", ())),
         utility_at_k={int(k): v for k, v in stored.get("utility_at_k", {}).items()},
+        dropped_at_k=(
+            {int(k): tuple(v) for k, v in stored["dropped_at_k"].items()}
+            if "dropped_at_k" in stored
+            else None  # measured before the broker recorded them
+        ),
     )
 
 
@@ -358,11 +363,6 @@ def _summary(report, quasi_identifiers, sensitive, engine) -> dict[str, Any]:
     """What the catalog keeps of a measurement: figures, never values."""
     qi = report.quasi_identifiers
     measured = report.sensitive
-    identifiers = [
-        a.name
-        for a in report.attributes
-        if a.measure.attribute_class == IDENTIFIER or a.content.direct_identifier
-    ]
     return {
         "rows": report.rows,
         "quasi_identifiers": list(quasi_identifiers),
@@ -371,29 +371,35 @@ def _summary(report, quasi_identifiers, sensitive, engine) -> dict[str, Any]:
         "max_prosecutor_risk": qi.anonymity.prosecutor_risk.max if qi else None,
         "l": min((m.l_diversity for m in measured), default=None),
         "t": max((m.t_closeness for m in measured), default=None),
-        "identifiers": identifiers,
-        "utility_at_k": _utility(engine, quasi_identifiers, sensitive, identifiers),
+        "identifiers": [a.name for a in report.attributes if identifying(a, sensitive)],
+        "utility_at_k": _utility(engine, report, quasi_identifiers, sensitive),
+        # What a transfer's remedy would drop as identifiers, per k: what an offer keeps home.
+        "dropped_at_k": {
+            str(k): dropped(report, quasi_identifiers, sensitive, k, engine.dictionary)
+            for k in UTILITY_KS
+        },
     }
 
 
-def _utility(engine, quasi_identifiers, sensitive, identifiers) -> dict[str, float]:
+def _utility(engine, report, quasi_identifiers, sensitive) -> dict[str, float]:
     """The share of information (non-uniform entropy) a Mondrian generalization to each k of
-    :data:`UTILITY_KS` keeps, the other columns that identify dropped: what an offer asking that
+    :data:`UTILITY_KS` keeps, the columns the remedy would drop as identifiers at that k dropped
+    (:func:`broker.fsla.identifying.dropped`, as a transfer's remedy): what an offer asking that
     k can expect. Only for a table in memory, up to :data:`UTILITY_MAX_ROWS` rows."""
     if not isinstance(engine, PandasEngine) or not quasi_identifiers:
         return {}
     if engine.rows > UTILITY_MAX_ROWS:
         return {}
     frame = engine.frame
-    measured = {*quasi_identifiers, *sensitive}
     found = {}
     for k in UTILITY_KS:
         if k > engine.rows:
             break
+        drop = dropped(report, quasi_identifiers, sensitive, k, frame.__getitem__)
         target = Target(
-            quasi_identifiers=tuple(quasi_identifiers),
-            sensitive=tuple(sensitive),
-            drop=tuple(i for i in identifiers if i not in measured and i in frame.columns),
+            quasi_identifiers=tuple(q for q in quasi_identifiers if q not in drop),
+            sensitive=tuple(s for s in sensitive if s not in drop),
+            drop=tuple(drop),
             k=k,
         )
         try:

@@ -11,7 +11,7 @@ import argparse
 import getpass
 import re
 
-from broker.cli.common import CommandError, CommandFailed, database_errors, load_settings
+from broker.cli.common import CommandError, CommandFailed, broker_session, database_errors
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -37,15 +37,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     revoke_cmd.set_defaults(handler=_revoke)
 
 
-def _session():
-    from broker.db import Timeouts, make_engine, make_sessionmaker
-
-    settings = load_settings()
-    with database_errors():
-        engine = make_engine(settings.database_url, Timeouts.of(settings))
-    return make_sessionmaker(engine)()
-
-
 def _actor() -> str:
     try:
         login = getpass.getuser()
@@ -55,12 +46,12 @@ def _actor() -> str:
 
 
 def _run(action):
-    from broker.errors import BrokerError
+    from broker.errors import ProblemError
 
-    with database_errors(), _session() as session:
+    with database_errors(), broker_session() as session:
         try:
             return action(session)
-        except BrokerError as error:
+        except ProblemError as error:
             raise CommandFailed(error.detail) from None
 
 

@@ -1,4 +1,7 @@
-"""``fedbroker analyze DATA``: the measurement report of a dataset file, as a table or JSON."""
+"""``fedbroker analyze DATA``: the measurement report of a dataset file, as a table or JSON.
+
+Building its parser loads no numerical library; the handler loads them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.cli.common import (
     STDIN,
@@ -13,19 +17,18 @@ from broker.cli.common import (
     CommandFailed,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     column_list,
     duckdb_engine,
     read_input,
     refuse_to_overwrite,
 )
-from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
-from broker.cli.render import render_table
 from broker.cli.verdict import check_conditions, condition, fail_if_help, verdict
-from broker.engines.base import Engine, PlansCounts
-from broker.engines.pandas import PandasEngine
-from broker.metrics.combinations import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
-from broker.metrics.report import report_of
+from broker.metrics.defaults import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
+
+if TYPE_CHECKING:
+    from broker.engines.base import Engine
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -46,6 +49,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--qi", type=column_list, default=[], metavar="A,B,C", help="declared quasi-identifiers"
     )
     command.add_argument(
+        "-s",
         "--sensitive",
         type=column_list,
         default=[],
@@ -110,6 +114,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help=fail_if_help(),
     )
     command.add_argument(
+        "-f",
         "--format",
         choices=("table", "json", "html"),
         default="table",
@@ -130,6 +135,13 @@ def _fraction(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # The measuring libraries load here, not at import: --help and --version stay instant.
+    from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
+    from broker.cli.render import render_table
+    from broker.engines.pandas import PandasEngine
+    from broker.metrics.report import report_of
+
+    args.engine = choose_engine(args, args.data)
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
         raise CommandError("--sampling-fraction and --weights need --qi")
     check_conditions(args.fail_if, args)
@@ -221,12 +233,16 @@ def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
     """The steps :func:`report_of` announces: the one pass of an engine that plans its counts,
     the attributes, the quasi-identifiers, the population estimates, one per size of combination
     searched (at most)."""
+    from broker.engines.base import PlansCounts
+
     combinations = min(max(args.combinations, 0), len(engine.columns))
     sampled = args.sampling_fraction is not None or args.weights or args.population
     return isinstance(engine, PlansCounts) + 1 + bool(args.qi) * (1 + bool(sampled)) + combinations
 
 
 def _open(args: argparse.Namespace, path: str) -> Engine:
+    from broker.engines.pandas import PandasEngine
+
     if args.engine == "pandas":
         return PandasEngine(read_input(path).frame)
     engines = duckdb_engine()

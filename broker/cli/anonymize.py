@@ -1,4 +1,7 @@
-"""``fedbroker anonymize DATA``: anonymize, measure the result again, write it, report."""
+"""``fedbroker anonymize DATA``: anonymize, measure the result again, write it, report.
+
+Building its parser loads no numerical library; each step loads what it uses.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +9,26 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from broker.anonymize.counts import WHOLE_TABLE_ROWS
+from broker.anonymize.limits import WHOLE_TABLE_ROWS
 from broker.cli.common import (
     STDIN,
     CommandError,
     CommandFailed,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     column_list,
     duckdb_engine,
     read_input,
     refuse_to_overwrite,
 )
-from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
-from broker.cli.render import render_anonymization, render_qid_dimension, summarize_anonymization
-from broker.datasets import CSV, JSON, PARQUET, Dataset, read_path, write_dataset
-from broker.metrics.report import analyze, report_of
 from broker.roles import require_columns
+
+if TYPE_CHECKING:
+    from broker.cli.progress import Steps
+    from broker.datasets import Dataset
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -48,6 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="quasi-identifiers to generalize",
     )
     command.add_argument(
+        "-s",
         "--sensitive",
         type=column_list,
         default=[],
@@ -55,14 +61,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="sensitive attributes (kept; l and t are checked on them)",
     )
     command.add_argument(
+        "-k",
         "--k",
         type=int,
         required=True,
         help="smallest class size to reach; the planner raises it (and says so) when --l or "
         "--t needs larger classes",
     )
-    command.add_argument("--l", type=int, help="distinct l-diversity to reach")
-    command.add_argument("--t", type=float, help="t-closeness to reach")
+    command.add_argument("-l", "--l", type=int, help="distinct l-diversity to reach")
+    command.add_argument("-t", "--t", type=float, help="t-closeness to reach")
     command.add_argument(
         "--drop",
         type=column_list,
@@ -71,6 +78,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="columns to remove first (each must be a column, with its exact case)",
     )
     command.add_argument(
+        "-m",
         "--method",
         choices=("mondrian", "partition", "generalization"),
         default="mondrian",
@@ -113,13 +121,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="also report privacy gain and utility of k-anonymizing the first d quasi-"
         "identifiers (by falling QIR risk), d = 1..m, and the recommended d",
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument("-f", "--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from broker.anonymize import Target, plan_remedy
+    from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
+    from broker.metrics.report import analyze
 
+    args.engine = choose_engine(args, args.data)
     output = Path(args.output)
     if args.method != "partition" and output.suffix.lower() not in (".csv", ".json", ".parquet"):
         raise CommandError(f"{output}: the output must end in .csv, .json or .parquet")
@@ -178,6 +189,8 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     """Plan on DuckDB's count tables and write from DuckDB; Mondrian and partition load the rows
     only up to ``--whole-table-rows``."""
     from broker.anonymize import plan_on_engine
+    from broker.datasets import CSV, PARQUET, read_path
+    from broker.metrics.report import report_of
 
     if args.qid_dimension:
         raise CommandError("--qid-dimension k-anonymizes the rows in memory: use --engine pandas")
@@ -218,6 +231,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
 def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) -> int:
     """Write a remedy planned on a frame and print the report."""
     from broker.anonymize import qid_dimension
+    from broker.metrics.report import analyze
 
     if not remedy.satisfied:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
@@ -250,6 +264,12 @@ def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) ->
 
 
 def _print(args, dimension, before, after, remedy, output: Path) -> None:
+    from broker.cli.render import (
+        render_anonymization,
+        render_qid_dimension,
+        summarize_anonymization,
+    )
+
     summary = summarize_anonymization(args.k, args.l, args.t, after, remedy)
     if args.format == "json":
         json.dump(
@@ -274,6 +294,8 @@ def _print(args, dimension, before, after, remedy, output: Path) -> None:
 def _write(frame, path, source: Dataset) -> None:
     """The frame to a file in the format its suffix names, written as the broker writes every
     dataset (:func:`broker.datasets.write_dataset`); a path it cannot write is one line."""
+    from broker.datasets import CSV, JSON, PARQUET, Dataset, write_dataset
+
     fmt = {".parquet": PARQUET, ".json": JSON}.get(path.suffix.lower(), CSV)
     like = source if source.format == fmt else Dataset(frame, fmt)
     try:

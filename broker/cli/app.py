@@ -13,7 +13,6 @@ from importlib import metadata
 
 from broker.cli import admins, analyze, anonymize, audit, db, keys, release, serve
 from broker.cli.common import CommandError, CommandFailed
-from broker.datasets import DatasetError
 
 USAGE_ERROR = 2
 BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `| head`
@@ -30,12 +29,16 @@ class Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # the command alone: what it can do, not an error
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
     try:
         status = args.handler(args)
         sys.stdout.flush()  # inside the try: a reader gone before the last bytes is handled
         return status
-    except (CommandError, DatasetError, ValueError) as error:
+    except (CommandError, ValueError) as error:  # a DatasetError is a ValueError
         print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
     except BrokenPipeError:  # the reader of our output went away (``| head``): nothing to say

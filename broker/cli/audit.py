@@ -15,8 +15,8 @@ from pathlib import Path
 from broker.cli.common import (
     CommandError,
     CommandFailed,
+    broker_session,
     database_errors,
-    load_settings,
     refuse_to_overwrite,
 )
 
@@ -46,15 +46,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     check_cmd.set_defaults(handler=_check)
 
 
-def _session():
-    from broker.db import Timeouts, make_engine, make_sessionmaker
-
-    settings = load_settings()
-    with database_errors():
-        engine = make_engine(settings.database_url, Timeouts.of(settings))
-    return make_sessionmaker(engine)()
-
-
 def _head(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -62,7 +53,7 @@ def _head(args: argparse.Namespace) -> int:
 
     if args.output:
         refuse_to_overwrite(Path(args.output), args.force)
-    with database_errors(), _session() as session:
+    with database_errors(), broker_session() as session:
         verification = verify(session)
     if not verification.valid:
         raise CommandFailed(
@@ -92,7 +83,7 @@ def _check(args: argparse.Namespace) -> int:
         raise CommandError(
             f"{args.anchor}: not a head written by `fedbroker audit head` ({error})"
         ) from None
-    with database_errors(), _session() as session:
+    with database_errors(), broker_session() as session:
         verification = check_anchor(session, anchor_id, anchor_hash)
     if not verification.valid:
         raise CommandFailed(f"the audit log does not hold its anchor: {verification.reason}")

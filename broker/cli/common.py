@@ -23,15 +23,18 @@ class CommandFailed(Exception):
 
 
 def add_engine_options(command: argparse.ArgumentParser, duckdb_does: str) -> None:
-    """``--engine pandas|duckdb`` and ``--memory-limit``; ``duckdb_does`` says what DuckDB does
-    for this command."""
+    """``--engine auto|pandas|duckdb`` and ``--memory-limit``; ``duckdb_does`` says what DuckDB
+    does for this command."""
+    from broker.engines import IN_MEMORY_MAX_BYTES
+
     command.add_argument(
         "--engine",
-        choices=("pandas", "duckdb"),
-        default="pandas",
+        choices=("auto", "pandas", "duckdb"),
+        default="auto",
         help=f"pandas: read the file into memory (fastest when it fits); duckdb: {duckdb_does}, "
-        "in memory that follows the number of distinct values, not the file size (CSV in; "
-        "needs the duckdb extra)",
+        "in memory that follows the number of distinct values, not the file size (CSV in); "
+        f"auto (the default): duckdb for a CSV file larger than {IN_MEMORY_MAX_BYTES // 2**20} "
+        "MiB, as the broker decides for an upload, else pandas",
     )
     command.add_argument(
         "--memory-limit",
@@ -43,13 +46,27 @@ def add_engine_options(command: argparse.ArgumentParser, duckdb_does: str) -> No
 
 
 def duckdb_engine():
-    """The DuckDB engine module, or the one line saying how to install it."""
-    try:
-        from broker.engines import duckdb
-    except ImportError:
-        message = "--engine duckdb needs DuckDB: pip install 'fedbroker[duckdb]'"
-        raise CommandError(message) from None
+    """The DuckDB engine module (loaded when a command counts out of core)."""
+    from broker.engines import duckdb
+
     return duckdb
+
+
+def choose_engine(args: argparse.Namespace, path: str) -> str:
+    """``--engine auto`` made definite, as the broker chooses for an upload: DuckDB for a CSV
+    file larger than :data:`broker.engines.IN_MEMORY_MAX_BYTES` (its name does not end in
+    ``.json`` or ``.parquet``; those are read whole), pandas for the rest and for stdin."""
+    from broker.engines import IN_MEMORY_MAX_BYTES
+
+    if args.engine != "auto":
+        return args.engine
+    if path == STDIN or Path(path).suffix.lower() in (".json", ".parquet"):
+        return "pandas"
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return "pandas"  # reading it says what is wrong, in one line
+    return "duckdb" if size > IN_MEMORY_MAX_BYTES else "pandas"
 
 
 def column_list(text: str) -> list[str]:
@@ -61,19 +78,18 @@ def column_list(text: str) -> list[str]:
 
 
 def load_settings(**overrides):
-    """The broker's settings from ``BROKER_*`` variables; a bad one is one line naming it."""
+    """The broker's settings from ``BROKER_*`` variables; a bad one is one line naming it and
+    the form it expects."""
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     from broker.config import Settings
+    from broker.wire.environment import describe
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as error:
-        from broker.wire.problems import field_errors
-
-        first = error.errors()[0]
-        field = "BROKER_" + "_".join(str(p) for p in first["loc"]).upper()
-        raise CommandError(f"{field}: {field_errors([first])[0]['reason']}") from None
+    except (ValidationError, SettingsError) as error:
+        raise CommandError(describe(error, "BROKER_", Settings)) from None
 
 
 @contextmanager
@@ -90,6 +106,27 @@ def database_errors() -> Iterator[None]:
         raise CommandError(f"cannot use the database: {first}") from None
     except (SQLAlchemyError, OSError) as error:
         raise CommandError(f"cannot use the database: {error}") from None
+
+
+def broker_session():
+    """A session on the broker's database as it is. Commands that read or change what a broker
+    keeps (administrators, the audit log) never create one: a SQLite file that does not exist is
+    an error that says so, and nothing is left behind."""
+    from sqlalchemy.engine import make_url
+
+    from broker.db import Timeouts, make_engine, make_sessionmaker
+
+    settings = load_settings()
+    with database_errors():
+        url = make_url(settings.database_url)
+        database = url.database if url.get_backend_name() == "sqlite" else None
+        if database and database != ":memory:" and not Path(database).is_file():
+            raise CommandError(
+                f"no broker database at {database} (BROKER_DATABASE_URL): run this where the "
+                "broker runs, with its settings, or create one with fedbroker db upgrade"
+            )
+        engine = make_engine(settings.database_url, Timeouts.of(settings))
+    return make_sessionmaker(engine)()
 
 
 STDIN = "-"

@@ -19,23 +19,25 @@ import argparse
 import json
 import sys
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from broker.cli.common import (
     CommandError,
     add_engine_options,
     add_input_format_option,
+    choose_engine,
     duckdb_engine,
     read_input,
 )
 from broker.cli.render import _aligned
-from broker.engines.base import Engine
-from broker.engines.pandas import PandasEngine
 from broker.privacy.budget import BudgetError, delta_amount, positive_epsilon, show
-from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
 from broker.roles import listed_columns
 
-# broker.privacy.release loads OpenDP (its library takes 0.3 s to load): imported by the
-# command itself, so that other commands do not wait for it.
+if TYPE_CHECKING:
+    from broker.engines.base import Engine
+
+# The queries' checks load the identifier detector (pandas) and broker.privacy.release loads
+# OpenDP (0.3 s): both are imported by the command itself, so that --help does not wait.
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -67,12 +69,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--queries", metavar="FILE", help="a JSON file holding a list of queries (added to --query)"
     )
     command.add_argument(
-        "--epsilon", required=True, help="the epsilon the release spends (e.g. 0.5 or 1/3)"
+        "-e", "--epsilon", required=True, help="the epsilon the release spends (e.g. 0.5 or 1/3)"
     )
     command.add_argument(
         "--delta", default="0", help="the delta it may spend (keys from the data need one)"
     )
-    command.add_argument("--format", choices=("table", "json"), default="table")
+    command.add_argument("-f", "--format", choices=("table", "json"), default="table")
     add_engine_options(command, "count out of core")
     command.set_defaults(handler=_run)
 
@@ -132,8 +134,10 @@ def parse_short(text: str) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
     from broker.privacy.release import compute, plan, validate
 
+    args.engine = choose_engine(args, args.data)
     items = [parse_short(q) for q in args.query]
     if args.queries:
         with open(args.queries, encoding="utf-8") as file:
@@ -168,6 +172,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _open(args: argparse.Namespace) -> Engine:
+    from broker.engines.pandas import PandasEngine
+
     if args.engine == "pandas":
         return PandasEngine(read_input(args.data, args.input_format).frame)
     if args.data == "-":

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker.metrics.report import AnalysisReport
+if TYPE_CHECKING:
+    from broker.metrics.report import AnalysisReport
 
 
 def class_name(value: str) -> str:

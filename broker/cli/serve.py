@@ -29,11 +29,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
     from broker.db import Timeouts, make_engine
     from broker.delivery.keyring import KeyRing
-    from broker.main import create_app
     from broker.policies.seed import load_records
     from broker.requests_log import configure_logging
     from broker.wire.probes import port_in_use
@@ -66,6 +64,8 @@ def _run(args: argparse.Namespace) -> int:
     where = f"http://{settings.host}:{settings.port}"
     # uvicorn's records go to the JSON handler, with their request id (log_config=None).
     if settings.workers == 1:
+        from broker.main import create_app
+
         uvicorn.run(
             create_app(settings),
             host=settings.host,
@@ -76,8 +76,9 @@ def _run(args: argparse.Namespace) -> int:
         _stopped(where)
         return 0
     # Each worker process builds its own app from the same BROKER_* environment; migrations and
-    # seeding run under the database's startup lock, so the workers can start together.
-    config = uvicorn.Config(
+    # seeding run under the database's startup lock, so the workers can start together. This
+    # process only supervises them: it does not build an app of its own.
+    serve_workers(
         "broker.main:worker_app",
         factory=True,
         workers=settings.workers,
@@ -86,9 +87,19 @@ def _run(args: argparse.Namespace) -> int:
         log_level="info",
         log_config=None,
     )
-    Multiprocess(config, sockets=[listening_socket(config)]).run()
     _stopped(where)
     return 0
+
+
+def serve_workers(app: str, **options) -> None:
+    """Run ``app`` (an import string) in uvicorn worker processes that share one listening
+    socket with Nagle's algorithm off: how the broker is served with more than one worker, and
+    how its benchmarks serve the baseline they compare it with."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(app, **options)
+    Multiprocess(config, sockets=[listening_socket(config)]).run()
 
 
 def _stopped(where: str) -> None:

@@ -12,8 +12,11 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from broker.metrics.report import AnalysisReport
+if TYPE_CHECKING:
+    from broker.metrics.report import AnalysisReport
+
 
 IDENTIFIER = "identifier"
 
@@ -72,7 +75,8 @@ _CONDITION = re.compile(
 
 def identifiers(report: AnalysisReport) -> list[str]:
     """The attributes of Mmaq class identifier, but the declared sensitive ones: those are the
-    values to protect, judged by l and t (SPEC section 2), and may well be all distinct."""
+    values to protect, judged by l and t only (docs/explanations/measures.md), and may well be all
+    distinct."""
     sensitive = {s.name for s in report.sensitive}
     return [
         a.name

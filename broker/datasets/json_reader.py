@@ -12,11 +12,12 @@ import pandas as pd
 
 from broker.datasets.dataset import JSON, Dataset, DatasetError
 from broker.datasets.limits import ReadLimits, check_cell_length, check_size
+from broker.wire import json_limits
 
 
 def read_json(data: bytes, label: str, limits: ReadLimits) -> Dataset:
     try:
-        records = json.loads(
+        records = json_limits.loads(
             data,
             parse_constant=_refuse_constant,
             object_pairs_hook=_object_without_duplicate_keys,
@@ -27,6 +28,9 @@ def read_json(data: bytes, label: str, limits: ReadLimits) -> Dataset:
         raise DatasetError(f"{label} is not valid UTF-8 text") from None
     except RecursionError:
         raise DatasetError(f"{label} is nested too deeply: send an array of flat records") from None
+    except json_limits.JsonTooComplex as error:
+        reason = "is nested too deeply" if "nested" in str(error) else "cannot be read"
+        raise DatasetError(f"{label} {reason} ({error}): send an array of flat records") from None
     except json.JSONDecodeError as error:
         raise DatasetError(
             f"{label} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"

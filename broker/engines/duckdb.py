@@ -11,8 +11,8 @@ collision can only make a decision stricter. Memory follows the number of distin
 the size of the file.
 
 CSV is read as the canonical reader reads it (:mod:`broker.datasets.csv_reader`): every value is
-text as written, an empty field is the empty string, never missing. DuckDB is an optional extra
-(``pip install 'fedbroker[duckdb]'``); only this module imports it.
+text as written, an empty field is the empty string, never missing. DuckDB is part of every
+install; only this module imports it.
 
 A full disk, where the engine spills or writes, is the ``OSError`` it is (``ENOSPC``), never a
 malformed dataset or too little memory: the broker answers it 507, to be tried again.

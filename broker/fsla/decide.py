@@ -14,7 +14,7 @@ from broker.fsla.evaluate import applicable_rule_sets, combine, evaluate
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.offers import Terms
-from broker.fsla.remedy import VerifiedRemedy, find_remedy
+from broker.fsla.remedy import Effort, VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
 from broker.fsla.rules import aggregate_instead
 from broker.metrics.mmaq import QUASI_IDENTIFIER
@@ -130,6 +130,23 @@ class Measured:
     report: AnalysisReport
 
 
+@dataclass(frozen=True, eq=False)
+class Case:
+    """Everything one transfer's decision reads, as the service found it: the parties and their
+    policy versions, the request, the table as measured with its roles, the earlier releases to
+    the same destination the rules look back on (``history``), the agreement the transfer is
+    made under (``agreed``) and an earlier delivery of the same data to the source that may not
+    be sent on (``onward``)."""
+
+    parties: Parties
+    request: TransferRequest
+    roles: Roles
+    measured: Measured
+    history: History | None = None
+    agreed: Agreed | None = None
+    onward: Onward | None = None
+
+
 def lookback_days(parties: Parties, request: TransferRequest) -> int | None:
     """How far back the rules of this transfer look for earlier releases to the same
     destination (the longest of the rule sets that apply); None when none does."""
@@ -150,29 +167,16 @@ def _records_rule_sets(parties: Parties, request: TransferRequest):
     )
 
 
-def decide(
-    parties: Parties,
-    request: TransferRequest,
-    roles: Roles,
-    measured: Measured,
-    max_suppression: float,
-    budget_seconds: float | None = None,
-    history: History | None = None,
-    agreed: Agreed | None = None,
-    onward: Onward | None = None,
-) -> Outcome:
-    """``history``: the earlier releases to the same destination the rules look back on;
-    ``agreed``: the agreement the transfer is made under (its terms are one more rule set, and
-    it must be between these parties for this purpose); ``onward``: an earlier delivery of this
-    same data to the source that may not be sent on.
+def decide(case: Case, effort: Effort) -> Outcome:
+    """The decision of ``case`` (see :class:`Case`); an agreement's terms are one more rule set,
+    and it must be between these parties for this purpose.
 
     A transfer whose rows may not leave as sent (rejected, or needing anonymization) past the
     gate carries a note when every rule set would allow an aggregate release of the data
     instead (``aggregate_release_possible``, a passed rule).
     """
-    outcome = _decide_rows(
-        parties, request, roles, measured, max_suppression, budget_seconds, history, agreed, onward
-    )
+    outcome = _decide_rows(case, effort)
+    parties, request = case.parties, case.request
     if outcome.status == TransferStatus.APPROVED or any(
         not rule.passed and rule.rule in _GATE for rule in outcome.rules
     ):
@@ -199,17 +203,9 @@ _GATE = frozenset(
 )
 
 
-def _decide_rows(
-    parties: Parties,
-    request: TransferRequest,
-    roles: Roles,
-    measured: Measured,
-    max_suppression: float,
-    budget_seconds: float | None = None,
-    history: History | None = None,
-    agreed: Agreed | None = None,
-    onward: Onward | None = None,
-) -> Outcome:
+def _decide_rows(case: Case, effort: Effort) -> Outcome:
+    parties, request, roles, measured = case.parties, case.request, case.roles, case.measured
+    history, agreed, onward = case.history, case.agreed, case.onward
     report = measured.report
     source, destination = parties.source, parties.destination
     source_policy, source_version = parties.policies[source.jurisdiction]
@@ -251,8 +247,7 @@ def _decide_rows(
         context,
         source_policy,
         destination_policy,
-        max_suppression,
-        budget_seconds,
+        effort,
         history,
     )
     if found.verified:

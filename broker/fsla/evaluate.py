@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from broker.fsla import stricter
 from broker.fsla.linkage import Joint, linkage_rules
 from broker.fsla.models import FSLARecord, RuleSet
-from broker.fsla.precision import strictest
 from broker.fsla.results import (
     AGREEMENT,
     EXPORT,
@@ -36,7 +36,6 @@ from broker.fsla.results import (
 )
 from broker.fsla.rules import data_rules, gate_rules
 from broker.metrics.report import AnalysisReport
-from broker.names import attribute_key
 from broker.wire.statuses import TransferStatus
 
 
@@ -61,56 +60,20 @@ def applicable_rule_sets(
 def combine(
     rule_sets: list[RuleSet], where: Sequence[tuple[str, str]] | None = None
 ) -> Requirements:
-    """Stricter wins: the highest minimum, the lowest maximum, every prohibition, the coarsest
-    precision (:func:`broker.fsla.precision.strictest` says how for its rules).
+    """Stricter wins, rule by rule as each declares (:mod:`broker.fsla.stricter`): the highest
+    minimum, the lowest maximum, every prohibition, the coarsest precision.
 
     ``where``: each rule set's (scope, jurisdiction), which names its budgets.
     """
     where = list(where) if where is not None else [("", "")] * len(rule_sets)
-
-    def highest(values):
-        present = [v for v in values if v is not None]
-        return max(present) if present else None
-
-    def lowest(values):
-        present = [v for v in values if v is not None]
-        return min(present) if present else None
-
+    strictest = stricter.combine(RuleSet, rule_sets)
     return Requirements(
-        identifiers_allowed=all(r.identifiers_allowed for r in rule_sets),
-        min_log10_mmaq=highest(r.min_log10_mmaq for r in rule_sets),
-        max_mmaq_index=lowest(r.max_mmaq_index for r in rule_sets),
-        qi_max_mmaq_index=lowest(r.qi_max_mmaq_index for r in rule_sets),
-        min_k=highest(r.min_k for r in rule_sets),
-        max_journalist_risk=lowest(r.max_journalist_risk for r in rule_sets),
-        max_marketer_risk=lowest(r.max_marketer_risk for r in rule_sets),
-        max_population_uniqueness=lowest(r.max_population_uniqueness for r in rule_sets),
+        **{name: getattr(strictest, name) for name in RuleSet.model_fields},
         expected_reidentification_bounds=tuple(
             (r.sampling_fraction, r.max_expected_reidentifications)
             for r in rule_sets
             if r.max_expected_reidentifications is not None
         ),
-        min_l=highest(r.min_l for r in rule_sets),
-        max_alpha=lowest(r.max_alpha for r in rule_sets),
-        recursive_c=lowest(r.recursive_c_l.c for r in rule_sets if r.recursive_c_l),
-        recursive_l=highest(r.recursive_c_l.l for r in rule_sets if r.recursive_c_l),
-        max_beta=lowest(r.max_beta for r in rule_sets),
-        max_enhanced_beta=lowest(r.max_enhanced_beta for r in rule_sets),
-        max_delta=lowest(r.max_delta for r in rule_sets),
-        max_t=lowest(r.max_t for r in rule_sets),
-        linkage_lookback_days=highest(r.linkage_lookback_days for r in rule_sets),
-        precision=strictest(rule_sets),
-        forbidden_attributes=frozenset(
-            attribute_key(a) for r in rule_sets for a in r.forbidden_attributes
-        ),
-        require_person_key=any(r.require_person_key for r in rule_sets),
-        min_utility_percent=highest(r.min_utility_percent for r in rule_sets),
-        auto_anonymize=all(r.auto_anonymize for r in rule_sets),
-        max_retention_days=lowest(r.max_retention_days for r in rule_sets),
-        aggregate_releases_allowed=bool(rule_sets)
-        and all(r.aggregate_releases_allowed for r in rule_sets),
-        max_epsilon_per_release=lowest(r.max_epsilon_per_release for r in rule_sets),
-        max_delta_per_release=min((r.max_delta_per_release or 0.0 for r in rule_sets), default=0.0),
         budgets=tuple(
             BudgetRule(scope, jurisdiction, per, limit, r.budget_period_days)
             for r, (scope, jurisdiction) in zip(rule_sets, where, strict=True)

@@ -28,24 +28,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from broker.fsla.models import ANY_DESTINATION, FSLARecord, RuleSet
-from broker.fsla.precision import FIELDS as PRECISION_RULES
-from broker.fsla.precision import stricter as precision_stricter
+from broker.fsla.stricter import HIGHER, LOWER, NESTED, at_least_as_strict, declaration, shown
 from broker.names import attribute_key
 
 RULE_SETS = ("domestic_export", "cross_border_export", "import_rules")
-# Rules where a smaller value is stricter, and where a larger one is.
-_AT_MOST = (
-    "max_mmaq_index",
-    "qi_max_mmaq_index",
-    "max_journalist_risk",
-    "max_marketer_risk",
-    "max_alpha",
-    "max_beta",
-    "max_enhanced_beta",
-    "max_delta",
-    "max_t",
-)
-_AT_LEAST = ("min_log10_mmaq", "min_k", "min_l")
 
 
 class WarningCode(StrEnum):
@@ -182,35 +168,30 @@ def _common_purposes(record: FSLARecord, known: dict[str, FSLARecord]) -> list[P
 
 
 def _domestic_stricter(record: FSLARecord) -> list[PolicyWarning]:
+    """Every threshold ``domestic_export`` sets where it asks more than
+    ``cross_border_export``, in the direction each rule declares (:mod:`broker.fsla.stricter`).
+    Permissions and prohibitions are left out: a record may well allow less at home (no
+    aggregate releases, more forbidden attributes) for reasons of its own."""
     if not record.allowed_destinations:
         return []
     home, abroad = record.domestic_export, record.cross_border_export
     found = []
-    for rule in (*_AT_LEAST, *_AT_MOST, *PRECISION_RULES):
+    thresholds = [
+        rule
+        for rule in RuleSet.model_fields
+        if declaration(RuleSet, rule)["stricter"] in (HIGHER, LOWER, NESTED)
+    ]
+    for rule in thresholds:
         inside, outside = getattr(home, rule), getattr(abroad, rule)
-        if inside is None:
+        if inside is None or at_least_as_strict(RuleSet, rule, outside, inside):
             continue
-        if rule in PRECISION_RULES:
-            stricter = precision_stricter(rule, inside, outside)
-        else:
-            stricter = (
-                outside is None
-                or (rule in _AT_LEAST and inside > outside)
-                or (rule in _AT_MOST and inside < outside)
+        found.append(
+            PolicyWarning(
+                WarningCode.DOMESTIC_STRICTER,
+                f"domestic_export.{rule}",
+                f"domestic_export.{rule} {shown(RuleSet, rule, inside)} is stricter than "
+                f"cross_border_export.{rule} {shown(RuleSet, rule, outside)}: data would "
+                "leave the country more easily than it moves inside it",
             )
-        if stricter:
-            found.append(
-                PolicyWarning(
-                    WarningCode.DOMESTIC_STRICTER,
-                    f"domestic_export.{rule}",
-                    f"domestic_export.{rule} {_shown(inside)} is stricter than "
-                    f"cross_border_export.{rule} "
-                    f"{'(not set)' if outside is None else _shown(outside)}: data would "
-                    "leave the country more easily than it moves inside it",
-                )
-            )
+        )
     return found
-
-
-def _shown(value) -> str:
-    return value if isinstance(value, str) else f"{value:g}"

@@ -3,6 +3,11 @@
 Pure pydantic models (no web or database code). The same model validates the seed YAML files,
 the API's request bodies and the documents stored for each version, so an error always names the
 field and the reason in the same way.
+
+Every rule declares which of two of its values is the stricter (``json_schema_extra``'s
+``stricter``, read by :mod:`broker.fsla.stricter`): combining rule sets and comparing an
+agreement's terms follow the declarations, so a new rule states its direction where it is
+defined.
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from broker.names import attribute_key
+from broker.precision import DATE_LEVELS
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
@@ -21,8 +29,8 @@ class RecursiveDiversityRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    c: float = Field(gt=0, examples=[3.0])
-    l: int = Field(ge=2, examples=[2])
+    c: float = Field(json_schema_extra={"stricter": "lower"}, gt=0, examples=[3.0])
+    l: int = Field(json_schema_extra={"stricter": "higher"}, ge=2, examples=[2])
 
 
 class RuleSet(BaseModel):
@@ -32,12 +40,14 @@ class RuleSet(BaseModel):
 
     identifiers_allowed: bool = Field(
         False,
+        json_schema_extra={"stricter": "false"},
         description="May an attribute whose Mmaq class is `identifier` (every value distinct) "
         "pass? Declared sensitive attributes are judged by l and t instead.",
         examples=[False],
     )
     min_log10_mmaq: float | None = Field(
         None,
+        json_schema_extra={"stricter": "higher"},
         le=0,
         description="Lowest log10 Mmaq allowed for any single non-sensitive attribute "
         "(0 = anonymous; a 200-row identifier scores -460.2).",
@@ -45,6 +55,7 @@ class RuleSet(BaseModel):
     )
     max_mmaq_index: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=1,
         description="Highest Mmaq index (0 anonymous, 1 identifier) allowed for any single "
@@ -53,6 +64,7 @@ class RuleSet(BaseModel):
     )
     qi_max_mmaq_index: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=1,
         description="Highest Mmaq index allowed for the combination of the quasi-identifiers.",
@@ -60,12 +72,14 @@ class RuleSet(BaseModel):
     )
     min_k: int | None = Field(
         None,
+        json_schema_extra={"stricter": "higher"},
         ge=1,
         description="Smallest equivalence class allowed on the quasi-identifiers (k-anonymity).",
         examples=[3],
     )
     max_journalist_risk: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         le=1,
         description="Highest re-identification risk allowed for any row by someone who knows "
@@ -75,6 +89,7 @@ class RuleSet(BaseModel):
     )
     max_marketer_risk: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         le=1,
         description="Highest share of rows an attacker linking the whole table re-identifies "
@@ -83,15 +98,18 @@ class RuleSet(BaseModel):
     )
     sampling_fraction: float | None = Field(
         None,
-        gt=0,
+        json_schema_extra={"stricter": "higher"},
+        ge=1e-6,
         le=1,
         description="The share of its population a dataset sent under these rules is taken to "
-        "be (a 10% sample: 0.1). The population rules below assume it; without it they cannot "
-        "be set.",
+        "be (a 10% sample: 0.1; at least one in a million). The population rules below assume "
+        "it; without it they cannot be set. A larger share is the stricter: each sample unique "
+        "is then likelier unique in the population.",
         examples=[0.1],
     )
     max_population_uniqueness: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=1,
         description="Highest share of the population allowed to be unique on the "
@@ -101,6 +119,7 @@ class RuleSet(BaseModel):
     )
     max_expected_reidentifications: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         description="Highest expected number of re-identified rows: the sum of sdcMicro's "
         "individual risks (Benedetti-Franconi) with every row weighing 1 / sampling_fraction.",
@@ -108,6 +127,7 @@ class RuleSet(BaseModel):
     )
     min_l: int | None = Field(
         None,
+        json_schema_extra={"stricter": "higher"},
         ge=1,
         description="Fewest distinct sensitive values allowed in an equivalence class "
         "(distinct l-diversity), for every declared sensitive attribute.",
@@ -115,6 +135,7 @@ class RuleSet(BaseModel):
     )
     max_alpha: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         le=1,
         description="Largest share one value of each declared sensitive attribute may hold in "
@@ -123,6 +144,7 @@ class RuleSet(BaseModel):
     )
     recursive_c_l: RecursiveDiversityRule | None = Field(
         None,
+        json_schema_extra={"stricter": "nested"},
         description="Recursive (c, l)-diversity (Machanavajjhala et al. 2007) of every declared "
         "sensitive attribute: in each class the most frequent value's count stays below c times "
         "the sum of the counts from the l-th most frequent on.",
@@ -130,6 +152,7 @@ class RuleSet(BaseModel):
     )
     max_beta: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="Largest relative gain (q - p) / p allowed for a value's share q in a "
         "class over its share p in the table, for every declared sensitive attribute (basic "
@@ -138,6 +161,7 @@ class RuleSet(BaseModel):
     )
     max_enhanced_beta: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="As max_beta, each gain also at most -ln p (enhanced beta-likeness): a "
         "frequent value cannot become near certain in a class.",
@@ -145,6 +169,7 @@ class RuleSet(BaseModel):
     )
     max_delta: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="Delta-disclosure privacy (Brickell and Shmatikov 2008) of every declared "
         "sensitive attribute: |ln(q / p)| below this for each value's share q in a class and "
@@ -153,6 +178,7 @@ class RuleSet(BaseModel):
     )
     max_t: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=1,
         description="Largest distance allowed between a class's and the table's distribution "
@@ -161,6 +187,7 @@ class RuleSet(BaseModel):
     )
     linkage_lookback_days: int | None = Field(
         None,
+        json_schema_extra={"stricter": "higher"},
         ge=0,
         description="How many days back the broker looks for earlier transfers from the same "
         "source to the same destination: it joins the new release with each of them (the same "
@@ -171,6 +198,7 @@ class RuleSet(BaseModel):
     )
     max_date_precision: Literal["year", "month", "day"] | None = Field(
         None,
+        json_schema_extra={"stricter": "lower", "order": list(DATE_LEVELS)},
         description="Finest date that may leave, in any column of dates (recognized by their "
         "values, or by a name such as birth_date and one date): `year` as HIPAA's Safe Harbor "
         "keeps only the year of a date, `month`, or `day` (no limit). Finer dates fail; the "
@@ -179,6 +207,7 @@ class RuleSet(BaseModel):
     )
     max_postcode_prefix: int | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=10,
         description="Most leading characters of a postcode that may leave, in a column named "
@@ -189,6 +218,7 @@ class RuleSet(BaseModel):
     )
     max_age: int | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=0,
         le=150,
         description="Highest age that may leave as written, in a column named for ages that "
@@ -198,12 +228,14 @@ class RuleSet(BaseModel):
     )
     forbidden_attributes: list[str] = Field(
         default_factory=list,
+        json_schema_extra={"stricter": "union"},
         description="Attribute names that may never pass (compared without regard to case, "
         "look-alike letters or invisible characters).",
         examples=[["NIN", "passport_number"]],
     )
     require_person_key: bool = Field(
         False,
+        json_schema_extra={"stricter": "true"},
         description="Must the sender declare a person key (a pseudonymous column naming the "
         "person of each row)? k then counts people: one person's rows sent several times, or "
         "repeated visits, cannot pass for several people. The key itself never leaves.",
@@ -211,6 +243,7 @@ class RuleSet(BaseModel):
     )
     min_utility_percent: float | None = Field(
         None,
+        json_schema_extra={"stricter": "higher"},
         ge=0,
         le=100,
         description="Least information a remedy must keep, in percent of the non-uniform "
@@ -221,12 +254,14 @@ class RuleSet(BaseModel):
     )
     auto_anonymize: bool = Field(
         False,
+        json_schema_extra={"stricter": "false"},
         description="May the broker anonymize the data itself when the request asks for "
         "`anonymize=auto`?",
         examples=[True],
     )
     max_retention_days: int | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         ge=1,
         description="How many days the destination may keep data sent under these rules. Each "
         "delivery says until when (the shortest limit of the rule sets and of the agreement "
@@ -236,6 +271,7 @@ class RuleSet(BaseModel):
     )
     aggregate_releases_allowed: bool = Field(
         False,
+        json_schema_extra={"stricter": "false"},
         description="May statistics of the data (counts, histograms, sums, means, quantiles) "
         "leave under differential privacy, as an aggregate release (`kind=aggregate`), where "
         "the rows themselves may not? Needs max_epsilon_per_release and epsilon_budget.",
@@ -243,6 +279,7 @@ class RuleSet(BaseModel):
     )
     max_epsilon_per_release: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="Most epsilon one aggregate release may spend (the sum over its queries). "
         "Smaller is more private: at 0.1 one person changes any answer's probability by at "
@@ -251,6 +288,7 @@ class RuleSet(BaseModel):
     )
     max_delta_per_release: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower", "empty": "strictest"},
         ge=0,
         lt=1,
         description="Most delta one aggregate release may spend: the chance, beyond epsilon, "
@@ -260,6 +298,7 @@ class RuleSet(BaseModel):
     )
     epsilon_budget: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="Most epsilon the aggregate releases of one dataset (by its content) to one "
         "destination member may spend together within budget_period_days (they compose: the "
@@ -268,6 +307,7 @@ class RuleSet(BaseModel):
     )
     source_epsilon_budget: float | None = Field(
         None,
+        json_schema_extra={"stricter": "lower"},
         gt=0,
         description="Most epsilon the aggregate releases of one source member to one "
         "destination member may spend together within budget_period_days, whatever the "
@@ -276,6 +316,7 @@ class RuleSet(BaseModel):
     )
     budget_period_days: int | None = Field(
         None,
+        json_schema_extra={"stricter": "higher", "empty": "strictest"},
         ge=1,
         description="The window, in days, over which epsilon_budget and source_epsilon_budget "
         "count what was spent (a release leaves the count once older). Empty: for ever.",
@@ -302,6 +343,11 @@ class RuleSet(BaseModel):
                     "taken to be"
                 )
         return self
+
+    def forbids(self, name: str) -> bool:
+        """Whether ``name`` is a forbidden attribute (compared as
+        :func:`broker.names.attribute_key` folds names)."""
+        return attribute_key(name) in {attribute_key(a) for a in self.forbidden_attributes}
 
     @field_validator("forbidden_attributes")
     @classmethod

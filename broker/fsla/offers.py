@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla import stricter
 from broker.fsla.evaluate import applicable_rule_sets, combine
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import TransferContext
@@ -46,9 +47,20 @@ class Summary:
     k: int | None  # on the declared quasi-identifiers, in people; None without any
     l: int | None  # the fewest distinct sensitive values in a class, over the sensitive columns
     t: float | None  # the largest t-closeness over the sensitive columns
-    identifiers: tuple[str, ...] = ()  # columns every row of which differs, or direct identifiers
+    identifiers: tuple[str, ...] = ()  # the columns that identify (broker.fsla.identifying)
     # Share of information a generalization to k kept on the measured data (k -> percent).
     utility_at_k: dict[int, float] = field(default_factory=dict)
+    # The columns a remedy asking k drops as identifiers (k -> names): what cannot leave.
+    dropped_at_k: dict[int, tuple[str, ...]] | None = None
+
+    def dropped(self, k: int | None) -> tuple[str, ...] | None:
+        """The columns a remedy asking ``k`` drops as identifiers, read at the next k measured
+        up (a larger k drops as many or more); None when the summary did not record them."""
+        if not self.dropped_at_k:
+            return None
+        asked = max(k or 2, 2)
+        found = sorted(at for at in self.dropped_at_k if at >= asked)
+        return self.dropped_at_k[found[0] if found else max(self.dropped_at_k)]
 
     def expected_utility(self, k: int | None) -> float | None:
         """The utility measured at the smallest k at least ``k`` (None when none was)."""
@@ -108,7 +120,9 @@ class Terms:
 
     def weaker_than(self, other: Terms) -> list[str]:
         """How these terms ask less than ``other`` (empty: they ask as much or more): what a
-        counter-offer may not do, and what an F-SLA change that requires more breaks. Onward
+        counter-offer may not do, and what an F-SLA change that requires more breaks. The
+        purpose must be the same and the columns among ``other``'s; every rule is compared as
+        a rule set's, in the direction it declares (:mod:`broker.fsla.stricter`). Onward
         transfer is the provider's to allow (the records govern each transfer anyway)."""
         found = []
         if self.purpose.casefold() != other.purpose.casefold():
@@ -117,21 +131,7 @@ class Terms:
         extra = [c for c in self.columns if attribute_key(c) not in allowed]
         if extra:
             found.append(f"columns {', '.join(extra)} beyond those allowed")
-        for name, label in (("min_k", "k"), ("min_l", "l")):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if theirs is not None and (mine is None or mine < theirs):
-                found.append(f"{label} >= {mine} where {theirs} is required")
-        if other.max_t is not None and (self.max_t is None or self.max_t > other.max_t):
-            found.append(f"t <= {self.max_t} where {other.max_t} is required")
-        if self.identifiers_allowed and not other.identifiers_allowed:
-            found.append("identifiers allowed where they are not")
-        if other.retention_days is not None and (
-            self.retention_days is None or self.retention_days > other.retention_days
-        ):
-            found.append(
-                f"retention of {self.retention_days or 'unlimited'} days where at most "
-                f"{other.retention_days} are allowed"
-            )
+        found += stricter.weaker(RuleSet, self.rule_set(), other.rule_set())
         return found
 
 
@@ -184,22 +184,16 @@ def offer(
     rule_sets = applicable_rule_sets(context, provider.record, consumer.record)
     requirements = combine([rule_set for _scope, _whose, rule_set in rule_sets])
     asked = list(columns) if columns is not None else listing.names()
+    stays_home = _dropped(listing, requirements.min_k)
     reasons = []
     kept = []
     for name in asked:
         role = dict(listing.columns)[name]
         if role == ColumnRole.PERSON_KEY:
             reasons.append(f"{name!r} is the person key: measured, never delivered")
-        elif attribute_key(name) in requirements.forbidden_attributes:
+        elif requirements.forbids(name):
             reasons.append(f"{name!r} may not leave: the records forbid it")
-        elif (
-            not requirements.identifiers_allowed
-            and role == ColumnRole.OTHER
-            and listing.summary is not None
-            and name in listing.summary.identifiers
-        ):
-            # A quasi-identifier is generalized and a sensitive attribute judged by l and t;
-            # any other column that identifies cannot be made to pass.
+        elif not requirements.identifiers_allowed and name in stays_home:
             reasons.append(f"{name!r} identifies the rows (measured): it stays home")
         else:
             kept.append(name)
@@ -207,7 +201,8 @@ def offer(
         return Offer(
             purpose, OfferKind.REFUSED, None, (*reasons, "no column the records let leave")
         )
-    retention = _shortest(requirements.max_retention_days, retention_days)
+    retention_limits = [requirements.max_retention_days, retention_days]
+    retention = stricter.strictest(RuleSet, "max_retention_days", retention_limits)
     terms = Terms(
         purpose,
         tuple(kept),
@@ -261,6 +256,21 @@ def _refusal(listing, provider: Party, consumer: Party, purpose: str, columns) -
     return reasons
 
 
+def _dropped(listing: Listing, k: int | None) -> set[str]:
+    """The columns the remedy of a transfer would drop as identifiers
+    (:func:`broker.fsla.identifying.dropped`, recorded in the summary per k). A summary stored
+    before they were recorded: the identifying columns that are neither quasi-identifiers
+    (generalized) nor sensitive."""
+    summary = listing.summary
+    if summary is None:
+        return set()
+    recorded = summary.dropped(k)
+    if recorded is not None:
+        return set(recorded)
+    other = set(listing.names(ColumnRole.OTHER))
+    return {name for name in summary.identifiers if name in other}
+
+
 def _meets(summary: Summary, terms: Terms, kept: Sequence[str]) -> bool:
     """Whether the data as measured meets ``terms`` (identifiers among the kept columns
     included), so that it could leave as it is."""
@@ -271,8 +281,3 @@ def _meets(summary: Summary, terms: Terms, kept: Sequence[str]) -> bool:
     if terms.min_l is not None and (summary.l is None or summary.l < terms.min_l):
         return False
     return terms.max_t is None or (summary.t is not None and summary.t <= terms.max_t)
-
-
-def _shortest(*days: int | None) -> int | None:
-    present = [d for d in days if d is not None]
-    return min(present) if present else None

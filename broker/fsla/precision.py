@@ -23,10 +23,11 @@ The check. Every column that leaves is read (:mod:`broker.precision`, whatever i
 role): dates are recognized by their values (or a name that says date), postcodes and ages by
 name and values, each value read however it is written. A column fails when one of its values is
 finer than the rule, or cannot be read (its precision is then unknown). Stricter wins across the
-rule sets that apply (:func:`strictest`): the coarsest date level, the fewest characters, the
-lowest age. The remedy (:func:`remedy_steps`): the date generalized to the year (or month), the
-postcode cut to its prefix followed by ``*``, ages top-coded, an unreadable value masked; the
-anonymized table is measured and judged again, as every remedy is.
+rule sets that apply, as each rule declares (:mod:`broker.fsla.stricter`): the coarsest date
+level, the fewest characters, the lowest age. The remedy (:func:`remedy_steps`): the date
+generalized to the year (or month), the postcode cut to its prefix followed by ``*``, ages
+top-coded, an unreadable value masked; the anonymized table is measured and judged again, as
+every remedy is.
 
 What the broker cannot know: whether a postcode area is small. Safe Harbor turns the prefixes of
 areas of 20,000 people or fewer into ``000``; the broker has no census of the members'
@@ -41,7 +42,7 @@ from broker.anonymize.steps import Step
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
 from broker.metrics.report import AnalysisReport, AttributeReport
-from broker.precision import AGE, DATE, DATE_LEVELS, POSTCODE, Limits, bound, describe
+from broker.precision import AGE, DATE, POSTCODE, Limits, bound, describe
 
 FIELDS = ("max_date_precision", "max_postcode_prefix", "max_age")
 _WHAT = {DATE: "dates", POSTCODE: "postcodes", AGE: "ages"}
@@ -50,35 +51,6 @@ _SOURCE = "HIPAA Safe Harbor, 45 CFR 164.514(b)(2)"
 
 def limits_of(rule_set: RuleSet) -> Limits:
     return Limits(rule_set.max_date_precision, rule_set.max_postcode_prefix, rule_set.max_age)
-
-
-def strictest(rule_sets: Sequence[RuleSet]) -> Limits:
-    """Stricter wins: the coarsest date level, the fewest postcode characters, the lowest age.
-
-    >>> strictest([RuleSet(max_date_precision="month", max_age=89),
-    ...            RuleSet(max_date_precision="year", max_postcode_prefix=2)])
-    Limits(date='year', postcode=2, age=89)
-    """
-    dates = [r.max_date_precision for r in rule_sets if r.max_date_precision is not None]
-    prefixes = [r.max_postcode_prefix for r in rule_sets if r.max_postcode_prefix is not None]
-    ages = [r.max_age for r in rule_sets if r.max_age is not None]
-    return Limits(
-        min(dates, key=DATE_LEVELS.index) if dates else None,
-        min(prefixes) if prefixes else None,
-        min(ages) if ages else None,
-    )
-
-
-def stricter(rule: str, value, other) -> bool:
-    """Whether ``value`` of the precision rule ``rule`` is stricter than ``other`` (None: no
-    rule, the loosest)."""
-    if value is None:
-        return False
-    if other is None:
-        return True
-    if rule == "max_date_precision":
-        return DATE_LEVELS.index(value) < DATE_LEVELS.index(other)
-    return value < other
 
 
 def precision_rules(

@@ -8,7 +8,6 @@ passes every rule that applies (the same :func:`evaluate` as the original decisi
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,21 +17,19 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_remedy
-from broker.anonymize._values import ordered
 from broker.anonymize.counts import plan_on_engine
 from broker.anonymize.steps import GENERALIZATION
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.identifying import dropped
 from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
-from broker.fsla.precision import remedy_steps
+from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import identifying, k_for, l_for
-from broker.metrics.mmaq import IDENTIFIER
+from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
+from broker.fsla.rules.base import Aim
 from broker.metrics.report import AnalysisReport, analyze, report_of
-from broker.metrics.uniqueness import k_for_expected_reidentifications
-from broker.names import attribute_key
 from broker.wire.statuses import TransferStatus
 
 
@@ -83,6 +80,10 @@ def _with_reason(step: dict[str, Any]) -> dict[str, Any]:
     return step
 
 
+# The families whose rules a k-anonymizing step serves, in the order the answer names them.
+K_FAMILIES = (k_anonymity, risk, identifiers, diversity, closeness)
+
+
 def target_for(
     values: Callable[[str], pd.Series],
     decision: Decision,
@@ -95,70 +96,30 @@ def target_for(
     column's values (all of them, or its distinct ones: only their kind matters)."""
     req = decision.requirements
     sensitive = set(context.sensitive)
-    drop = [a.name for a in report.attributes if attribute_key(a.name) in req.forbidden_attributes]
+    drop = [a.name for a in report.attributes if req.forbids(a.name)]
     if not req.identifiers_allowed:
         # An identifier leaves only as ranges of ordered values (a quasi-identifier Mondrian can
-        # generalize on a grid); a text identifier (names, e-mails, record numbers) would become
-        # a list of its values, and a sensitive one is not generalized at all: both are dropped.
-        drop += [
-            a.name
-            for a in report.attributes
-            if identifying(a, sensitive, req.min_k)
-            and a.name not in drop
-            and not (
-                a.name in context.quasi_identifiers
-                and not a.content.direct_identifier
-                and ordered(values(a.name))
-            )
-        ]
+        # generalize on a grid); the others are dropped (broker.fsla.identifying).
+        identifiers = dropped(
+            report, context.quasi_identifiers, context.sensitive, req.min_k, values
+        )
+        drop += [name for name in identifiers if name not in drop]
     quasi = tuple(q for q in context.quasi_identifiers if q not in drop)
     kept_sensitive = tuple(s for s in context.sensitive if s not in drop)
-    bound = _index_bound(req.max_mmaq_index, req.min_log10_mmaq, report.rows)
+    bound = mmaq.index_bound(req, report.rows)
     limits = {
         a.name: bound
         for a in report.attributes
         if bound is not None and a.name not in sensitive and a.name not in drop
     }
-    # Each source of k, as (k, why); the largest wins and the answer says which and why.
-    sources: list[tuple[int, str]] = []
-    if req.min_k:
-        sources.append((req.min_k, f"the rule sets ask min_k = {req.min_k}"))
-    risks = (("journalist", req.max_journalist_risk), ("marketer", req.max_marketer_risk))
-    for label, risk in risks:
-        if risk is not None:
-            sources.append(
-                (k_for(risk), f"the rule sets bound {label} risk at {risk:g} <= 1/{k_for(risk)}")
-            )
-    failing = {rule.rule for rule in decision.failed}
-    if "max_population_uniqueness" in failing:
-        # no sample unique: every estimate is 0
-        sources.append((2, "population uniqueness is 0 once no class holds a single row"))
-    if "max_expected_reidentifications" in failing:
-        for fraction, bound_ in req.expected_reidentification_bounds:
-            sources.append(
-                (
-                    k_for_expected_reidentifications(report.rows, fraction, bound_),
-                    f"at most {bound_:g} expected re-identifications at sampling fraction "
-                    f"{fraction:g}",
-                )
-            )
-    if not req.identifiers_allowed and any(
-        report.attribute(q).measure.attribute_class == IDENTIFIER for q in quasi
-    ):
-        sources.append((2, "a class of one row is an identifier, which the rule sets forbid"))
+    # Each family's sources of k, as (k, why); the largest wins and the answer says which and
+    # why. The anonymizer targets distinct l, k and t; the other models ask for the l they imply
+    # and for k, which the caller's verification raises until they pass.
     diverse = bool(quasi and kept_sensitive)
-    # The anonymizer targets distinct l, k and t; the other models ask for the l they imply and
-    # for k, which the caller's verification raises until they pass.
-    needed_l = req.min_l
-    if req.max_alpha is not None:
-        needed_l = max(needed_l or 1, l_for(req.max_alpha))
-    if req.recursive_l is not None:
-        needed_l = max(needed_l or 1, req.recursive_l)
-    if needed_l and diverse:
-        sources.append((needed_l, f"l = {needed_l} needs classes of at least {needed_l} rows"))
-    likeness = (req.max_beta, req.max_enhanced_beta, req.max_delta)
-    if any(bound_ is not None for bound_ in likeness) and diverse:
-        sources.append((2, "beta-likeness and delta-disclosure need classes of 2 rows or more"))
+    failing = frozenset(rule.rule for rule in decision.failed)
+    aim = Aim(req, report, failing, quasi, diverse)
+    sources = [source for family in K_FAMILIES for source in family.k_sources(aim)]
+    needed_l = diversity.l_needed(req)
     needed_k = max([1, *(k for k, _ in sources)])
     reasons = {name: _drop_reason(name, decision, report) for name in drop}
     if quasi:
@@ -167,7 +128,7 @@ def target_for(
         quasi_identifiers=quasi,
         sensitive=kept_sensitive if quasi else (),
         drop=tuple(drop),
-        precision=remedy_steps(report, req.precision, drop),
+        precision=remedy_steps(report, limits_of(req), drop),
         k=needed_k if quasi and sources else None,  # no rule asks k: no k-anonymizing step
         l=needed_l if diverse else None,
         t=req.max_t if diverse else None,
@@ -215,12 +176,13 @@ def _drop_reason(name: str, decision: Decision, report: AnalysisReport) -> str:
     )
 
 
-def _index_bound(max_index: float | None, min_log10: float | None, rows: int) -> float | None:
-    """Both per-attribute rules as one bound: log10 Mmaq >= m <=> index <= m / (-N log10 N)."""
-    bounds = [] if max_index is None else [max_index]
-    if min_log10 is not None and rows > 1:
-        bounds.append(min_log10 / (-rows * math.log10(rows)))
-    return min(bounds) if bounds else None
+@dataclass(frozen=True)
+class Effort:
+    """How far the broker goes for a remedy: the share of rows it may suppress, and the seconds
+    it may spend (None: no limit)."""
+
+    max_suppression: float = 0.05
+    budget_seconds: float | None = None
 
 
 def find_remedy(
@@ -230,8 +192,7 @@ def find_remedy(
     context: TransferContext,
     source: FSLARecord,
     destination: FSLARecord,
-    max_suppression: float = 0.05,
-    budget_seconds: float | None = None,
+    effort: Effort = Effort(),
     history: History | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
@@ -245,10 +206,12 @@ def find_remedy(
     count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
     result decides whether the remedy is offered.
     """
-    search = _Search(report, decision, context, source, destination, max_suppression, history)
+    search = _Search(
+        report, decision, context, source, destination, effort.max_suppression, history
+    )
     if isinstance(engine, PandasEngine):
-        return _in_memory(engine, search, budget_seconds)
-    return _on_counts(engine, search, budget_seconds)
+        return _in_memory(engine, search, effort.budget_seconds)
+    return _on_counts(engine, search, effort.budget_seconds)
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,12 +34,12 @@ from typing import Any
 
 from broker.engines.base import PERSON_KEY
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
+from broker.fsla.identifying import identifying
 from broker.fsla.linkage import RULE as LINKAGE
 from broker.fsla.linkage import lookback
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.precision import FIELDS, limits_of
 from broker.fsla.results import RuleResult, TransferContext
-from broker.fsla.rules import identifying
 from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk, SensitiveMeasure
 from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure

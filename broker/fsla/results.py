@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ConfigDict
+
 from broker.fsla.models import RuleSet
-from broker.precision import Limits
 from broker.wire.statuses import TransferStatus
 
 EXPORT = "export"
@@ -68,44 +69,18 @@ class BudgetRule:
     days: int | None
 
 
-@dataclass(frozen=True)
-class Requirements:
-    """The strictest combination of every rule set that applies: what the data must meet."""
+class Requirements(RuleSet):
+    """The strictest combination of every rule set that applies: what the data must meet.
 
-    identifiers_allowed: bool = True
-    min_log10_mmaq: float | None = None
-    max_mmaq_index: float | None = None
-    qi_max_mmaq_index: float | None = None
-    min_k: int | None = None
-    max_journalist_risk: float | None = None
-    max_marketer_risk: float | None = None
-    # Population rules: each rule set states its own sampling fraction, so the uniqueness bound
-    # is the lowest (k >= 2 meets any) and the expected re-identifications stay per rule set.
-    max_population_uniqueness: float | None = None
+    Each rule is the strictest of the rule sets' as the rule declares
+    (:mod:`broker.fsla.stricter`); besides them, what stays per rule set: the expected
+    re-identification bounds, each with its own sampling fraction, and the privacy budgets,
+    each counted in its own window.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     expected_reidentification_bounds: tuple[tuple[float, float], ...] = ()  # (fraction, bound)
-    min_l: int | None = None
-    max_alpha: float | None = None
-    # Recursive (c, l)-diversity: the smallest c with the largest l, which implies every pair.
-    recursive_c: float | None = None
-    recursive_l: int | None = None
-    max_beta: float | None = None
-    max_enhanced_beta: float | None = None
-    max_delta: float | None = None
-    max_t: float | None = None
-    linkage_lookback_days: int | None = None
-    # Identifying precision (broker.fsla.precision): the coarsest date, shortest postcode
-    # prefix and lowest top age of the rule sets.
-    precision: Limits = field(default_factory=Limits)
-    forbidden_attributes: frozenset[str] = field(default_factory=frozenset)
-    require_person_key: bool = False
-    min_utility_percent: float | None = None
-    max_retention_days: int | None = None
-    auto_anonymize: bool = True
-    # Aggregate releases: allowed only when every rule set allows them; the smallest caps win
-    # (an empty delta cap is 0); each rule set's budgets count in its own window.
-    aggregate_releases_allowed: bool = False
-    max_epsilon_per_release: float | None = None
-    max_delta_per_release: float = 0.0
     budgets: tuple[BudgetRule, ...] = ()
 
 

@@ -26,6 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla.models import RuleSet
+from broker.fsla.stricter import HIGHER, LOWER, at_least_as_strict, declaration
+
 PROBLEM, NOTE = "problem", "note"
 
 # Rules on single attributes: the attribute's own figures.
@@ -322,16 +325,26 @@ def _labels(group: _Group) -> list[str]:
 
 
 _ANONYMITY = {
-    "min_k": ("k", "at least"),
-    "max_journalist_risk": ("journalist risk", "at most"),
-    "max_marketer_risk": ("marketer risk", "at most"),
-    "qi_max_mmaq_index": ("combined Mmaq index", "at most"),
-    "max_population_uniqueness": ("population uniqueness", "at most"),
-    "max_expected_reidentifications": ("expected re-identifications", "at most"),
-    "min_l": ("l", "at least"),
-    "max_t": ("t", "at most"),
-    "max_alpha": ("alpha", "at most"),
+    "min_k": "k",
+    "max_journalist_risk": "journalist risk",
+    "max_marketer_risk": "marketer risk",
+    "qi_max_mmaq_index": "combined Mmaq index",
+    "max_population_uniqueness": "population uniqueness",
+    "max_expected_reidentifications": "expected re-identifications",
+    "min_l": "l",
+    "max_t": "t",
+    "max_alpha": "alpha",
 }
+
+
+def _bound(rule: str) -> str:
+    """How the measured figure must stand to the threshold, from the rule's declared stricter
+    direction (:mod:`broker.fsla.stricter`)."""
+    if rule not in RuleSet.model_fields:
+        return "within"
+    return {HIGHER: "at least", LOWER: "at most"}.get(
+        declaration(RuleSet, rule)["stricter"], "within"
+    )
 
 
 def _anonymity_problem(group: _Group) -> str:
@@ -344,7 +357,7 @@ def _anonymity_problem(group: _Group) -> str:
         if earlier is None or _stricter(rule, earlier):
             seen[key] = rule
     for (name, attribute), rule in seen.items():
-        label, bound = _ANONYMITY.get(name, (name, "within"))
+        label, bound = _ANONYMITY.get(name, name), _bound(name)
         measured = _figure(rule.get("measured"))
         text = f"{label} = {measured} (needs {bound} {_figure(rule.get('threshold'))})"
         if name in PER_ATTRIBUTE:
@@ -358,8 +371,10 @@ def _stricter(rule: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     a, b = rule.get("threshold"), other.get("threshold")
     if not isinstance(a, int | float) or not isinstance(b, int | float):
         return False
-    at_least = _ANONYMITY.get(rule["rule"], ("", "at most"))[1] == "at least"
-    return a > b if at_least else a < b
+    name = rule["rule"]
+    if _bound(name) == "within":
+        return False
+    return a != b and at_least_as_strict(RuleSet, name, a, b)
 
 
 def _anonymized_columns(group: _Group, remedy: Mapping[str, Any]) -> list[str]:

@@ -6,7 +6,7 @@ report's content classification), its column names, a catalog entry's text, the 
 of aggregate releases and the paths of references (through
 :func:`broker.metrics.content.identifier_in_text`). What it finds, how each kind is checked and
 how well (recall per kind and disguise, false positives on ordinary data) is explained in
-docs/identifier-detection.md.
+docs/explanations/identifier-detection.md.
 """
 
 from broker.identifiers.numbers import (
@@ -21,6 +21,7 @@ from broker.identifiers.numbers import (
     STRONG,
     WEAK,
 )
+from broker.identifiers.patterns import DEVICE, LOCATION, VEHICLE
 from broker.identifiers.scan import (
     DEFAULT_REGIONS,
     BudgetSpent,
@@ -33,8 +34,10 @@ from broker.identifiers.scan import (
 
 __all__ = [
     "DEFAULT_REGIONS",
+    "DEVICE",
     "EMAIL",
     "IBAN",
+    "LOCATION",
     "MEDIUM",
     "NATIONAL_ID",
     "PASSPORT",
@@ -42,6 +45,7 @@ __all__ = [
     "PERSON_NAME",
     "PHONE",
     "STRONG",
+    "VEHICLE",
     "WEAK",
     "BudgetSpent",
     "Finding",

@@ -18,7 +18,8 @@ a bounded pattern, and answers from its check digits or its format:
   and the formats that have no public check digit: Nigeria's NIN and BVN (11 digits), Senegal's
   NIN on the ECOWAS card (13 digits, the first the holder's sex), the US SSN.
 - **Phone numbers**: Google's libphonenumber (``phonenumbers``), valid for one of the regions
-  or written in international form.
+  or written in international form; or written as a region of :data:`NATIONAL_FORM_REGIONS`
+  writes its numbers nationally (the groups of ``(415) 555-2671``, ``020 7946 0018``).
 
 Strength says what one hit proves: ``strong`` (a check that a random run passes about once in a
 hundred or less, a structure no ordinary value has), ``medium`` (a check digit a tenth of
@@ -81,6 +82,7 @@ PERSONAL_IDS: tuple[tuple[str, str, str, str], ...] = (
     ("cn.ric", "CN", "Chinese resident identity card number", STRONG),
     ("fi.hetu", "FI", "Finnish personal identity code", STRONG),
     ("ke.pin", "KE", "Kenyan KRA PIN", STRONG),
+    ("de.idnr", "DE", "German tax id (Steuer-ID)", STRONG),
     ("pt.cc", "PT", "Portuguese citizen card number", MEDIUM),
     ("dk.cpr", "DK", "Danish CPR number", MEDIUM),
     ("at.vnr", "AT", "Austrian social security number", MEDIUM),
@@ -106,6 +108,7 @@ _LENGTHS = {
     "cn.ric": (18,), "fi.hetu": (10, 11), "ke.pin": (11,), "pt.cc": (12,), "dk.cpr": (10,),
     "at.vnr": (10,), "cz.rc": (9, 10), "sk.rc": (9, 10), "in_.aadhaar": (12,),
     "nl.bsn": (8, 9), "gb.nhs": (10,), "il.idnr": (8, 9), "sn.ninea": (7, 9, 10),
+    "de.idnr": (11,),
 }  # fmt: skip
 # Formats with no public check digit: (pattern over the digits, country, name).
 ID_FORMATS: tuple[tuple[re.Pattern, str, str], ...] = (
@@ -293,14 +296,23 @@ def _checks(line: str, fields: Sequence[tuple[int, int]]) -> bool:
     return True
 
 
+# Regions whose national forms are read whatever the transfer's regions, besides those: the
+# United States and the United Kingdom write to and from every member state.
+NATIONAL_FORM_REGIONS = ("US", "GB")
+
+
 def phone(candidate: str, regions: Sequence[str]) -> Hit | None:
     """A phone number valid in one of ``regions`` (asked only of the regions whose national
-    numbers have its length), or in international form (+ or 00).
+    numbers have its length), or in international form (+ or 00), or written in the groups
+    that one of ``regions`` or :data:`NATIONAL_FORM_REGIONS` prints its national numbers in
+    (a run of digits alone, an amount or a date has other groups).
 
     >>> phone("77 123 45 67", ["SN"]).what, phone("06 12 34 56 78", ["FR"]).what
     ('phone number (SN)', 'phone number (FR)')
     >>> phone("4 4111 1111", ["FR"]), phone("4012 8888", ["KE"])  # no trunk prefix, too short
     (None, None)
+    >>> phone("(415) 555-2671", ["SN"]).what, phone("4155552671", ["SN"])  # US groups, or none
+    ('phone number (US)', None)
     """
     stripped = candidate.strip()
     digits = re.sub(r"\D", "", stripped)
@@ -317,7 +329,33 @@ def phone(candidate: str, regions: Sequence[str]) -> Hit | None:
             hit = _valid_phone(stripped, region)
             if hit:
                 return hit
+    groups = re.findall(r"\d+", stripped)
+    if len(groups) < 2 or not 9 <= len(digits) <= 12:
+        return None
+    for region in dict.fromkeys((*regions, *NATIONAL_FORM_REGIONS)):
+        hit = _written_nationally(stripped, groups, region)
+        if hit:
+            return hit
     return None
+
+
+def _written_nationally(stripped: str, groups: list[str], region: str) -> Hit | None:
+    """A valid number of ``region`` whose digit groups are those of its national format
+    (the trunk prefix may stand as a group of its own: ``1-415-555-2671``)."""
+    try:
+        number = phonenumbers.parse(stripped, region)
+    except phonenumbers.NumberParseException:
+        return None
+    if not phonenumbers.is_valid_number(number):  # of the region's country code
+        return None
+    national = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+    expected = [len(g) for g in re.findall(r"\d+", national)]
+    written = [len(g) for g in groups]
+    prefix, _ = _national_lengths(region)
+    if written != expected and not (prefix and groups[0] == prefix and written[1:] == expected):
+        return None
+    where = phonenumbers.region_code_for_number(number)
+    return Hit(PHONE, STRONG, f"phone number ({where})", where)
 
 
 def _valid_phone(text: str, region: str | None) -> Hit | None:

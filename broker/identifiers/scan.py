@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from broker.identifiers import numbers
+from broker.identifiers import numbers, patterns
 from broker.identifiers.numbers import EMAIL, MEDIUM, STRONG, WEAK, Hit
 from broker.identifiers.people import full_names
 from broker.identifiers.text import Reading, readings
@@ -165,6 +165,8 @@ def _hits(reading: Reading, regions: Sequence[str], budget: ScanBudget):
         for hit in hits:
             yield _near_keyword(hit, text, match.start()), None
     for hit in full_names(text):
+        yield hit, None
+    for hit in patterns.found(text, lambda: _spend(budget)):  # devices, vehicles, places, ...
         yield hit, None
 
 

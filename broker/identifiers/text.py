@@ -24,6 +24,8 @@ from urllib.parse import unquote
 import regex
 from confusable_homoglyphs import utils as confusables_data
 
+from broker.identifiers.folding import letter_forms
+
 MAX_DEPTH = 3
 _IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
@@ -186,4 +188,5 @@ def _to_ascii() -> _AsciiReading:
             other = _IGNORABLE.sub("", homoglyph["c"])
             if len(other) == 1 and not other.isascii() and unicodedata.category(other) != "Nd":
                 look_alikes.setdefault(ord(other), key)
+    look_alikes.update(letter_forms())  # small capitals, negative circled letters: folding.py
     return _AsciiReading(look_alikes)

@@ -30,10 +30,9 @@ from itertools import combinations as subsets
 import numpy as np
 
 from broker.engines.base import Engine
+from broker.metrics.defaults import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
 from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts
 
-DEFAULT_MAX_SIZE = 3
-DEFAULT_UNIQUE_THRESHOLD = 0.1
 MAX_EVALUATIONS = 20_000
 MAX_CELLS = 3_000_000_000
 MAX_REPORTED = 100

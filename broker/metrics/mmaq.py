@@ -9,7 +9,7 @@ rows and S categories of sizes n_1..n_S, p_i = n_i / N:
 - Mmaq (Gaye et al. 2024) ``= P`` when Hn = 1 (S = N), else ``P / (1 - Hn)``, with
   ``1 - Hn = sum n_i ln n_i / (N ln N)`` computed directly to avoid cancellation near Hn = 1.
   The paper writes H in nats, which makes 1 - H negative once S > e; the normalized index is the
-  reading under which all of the paper's claims hold (see SPEC section 2).
+  reading under which all of the paper's claims hold (docs/explanations/measures.md).
 - Mmaq index ``= log10 Mmaq / (-N log10 N)`` in [0, 1]: 0 anonymous, 1 identifier; about the average
   prosecutor risk 1/k for equal classes of size k, whatever N is.
 

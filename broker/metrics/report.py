@@ -230,7 +230,7 @@ class AnalysisReport:
 
 
 def attribute_classes(engine: Engine) -> dict[str, str]:
-    """Each column's Mmaq class from its number of categories alone (SPEC section 2: one
+    """Each column's Mmaq class from its number of categories alone (the Mmaq classes: one
     category is anonymous, one per row an identifier, anything between a quasi-identifier).
 
     The cheap first look that decides which attributes the full report treats as

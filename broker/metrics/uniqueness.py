@@ -370,9 +370,11 @@ def k_for_expected_reidentifications(rows: int, sampling_fraction: float, bound:
     11
     >>> k_for_expected_reidentifications(1000, 1.0, 10.0)  # no sampling: classes <= bound
     100
+    >>> k_for_expected_reidentifications(10, 1.0, 5e-324)  # no k can: more than the rows
+    11
     """
     _check_fraction(sampling_fraction)
-    if bound <= 0:
+    if bound <= 0 or rows * sampling_fraction / bound > rows:  # (also when it overflows)
         return rows + 1
     return max(3, math.ceil(rows * sampling_fraction / bound + 1 - sampling_fraction - 1e-9))
 

@@ -45,6 +45,7 @@ from broker.fsla.offers import Terms
 from broker.negotiations import repository
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.negotiations.states import FINAL, IllegalTransition, Message, Role, next_state
+from broker.negotiations.texts import first_identifier, labels
 from broker.wire.statuses import AgreementState, NegotiationState
 
 BROKER = "broker"
@@ -71,6 +72,7 @@ def request(
     by default; ``retention_days``: at most this long). The broker answers with the terms the
     records require (REQUESTED, waiting for the provider) or ends it with their reason."""
     consumer = _member(caller)
+    _no_values([("purpose", purpose), *labels("columns", columns)])
     asked = {"purpose": purpose, "columns": columns, "retention_days": retention_days}
     if idempotency_key:
         earlier = repository.request_by_key(session, consumer, idempotency_key)
@@ -115,6 +117,7 @@ def counter_request(
 ) -> Answered:
     """The consumer answers an offer with another request (other columns, a shorter retention;
     the purpose stays): REQUESTED again, the broker's terms computed again."""
+    _no_values(labels("columns", columns))
     body = {"columns": columns, "retention_days": retention_days}
     found = _message(session, caller, negotiation_id, Message.REQUEST, body, idempotency_key)
     if found.replayed:
@@ -136,6 +139,7 @@ def offer(
 ) -> Answered:
     """The provider offers the broker's terms as they are (``terms`` None), or stricter ones
     (fewer columns, a higher k or l, a lower t, a shorter retention): never weaker."""
+    _no_values(labels("terms.columns", (terms or {}).get("columns")))
     found = _message(
         session, caller, negotiation_id, Message.OFFER, {"terms": terms}, idempotency_key
     )
@@ -202,6 +206,7 @@ def terminate(
     idempotency_key: str | None,
 ) -> Answered:
     """Either party (or an administrator, for the broker) ends the negotiation."""
+    _no_values([], [("reason", reason)])
     found = _message(
         session, caller, negotiation_id, Message.TERMINATE, {"reason": reason}, idempotency_key
     )
@@ -558,6 +563,18 @@ def _member(caller: Caller) -> str:
     if caller.member_id is None:
         raise Forbidden("Only a member cloud negotiates (administrators may end a negotiation)")
     return caller.member_id
+
+
+def _no_values(label_texts: list[tuple[str, str]], free_texts=()) -> None:
+    """Refuse a message whose text for the other party holds an identifier
+    (:mod:`broker.negotiations.texts`): before anything is looked up or stored."""
+    found = first_identifier(label_texts, free_texts)
+    if found is not None:
+        field, what = found
+        raise Unprocessable(
+            f"The message's {field} holds {what}: the other party reads it; a negotiation "
+            "names columns, purposes and reasons, never values of the data"
+        )
 
 
 def _commit(session: Session) -> None:

@@ -19,15 +19,20 @@ the same people. So a dataset is known by its rows:
    using bottom-k sketches", PODC 2007), and the number of distinct fingerprints. Row order
    does not matter; nothing of a value can be read back from a sketch of 64-bit hashes.
 4. **The same dataset** (:func:`same_dataset`): the Jaccard similarity of the two sets of row
-   fingerprints, estimated from the sketches, is at least :data:`SAME_DATASET` (0.9). Since
-   Jaccard is at most the ratio of the sets' sizes, the sizes must be within 0.9 of each other.
+   fingerprints, estimated from the sketches, is at least :data:`SAME_DATASET` (0.9); or the
+   smaller set lies within the larger one (:func:`containment`: at least 0.9 of its rows are
+   the larger one's) and holds at least :data:`CONTAINED_SIZE` (half) of its rows. The second
+   rule is for *differencing*: a release of a table and one of the same table without one
+   person who holds many rows (150 of 750: J = 0.8) are one dataset, so both are charged to
+   one budget and the guarantee composes over them.
 
 Which edits make a new dataset, for a table of n distinct rows: changing more than n / 19 rows
 (about 5 %; a changed row leaves the set and a new one enters, J = (n - x) / (n + x)), adding
-more than n / 9 rows (11 %) or removing more than n / 10 (10 %), or any edit that touches every
-row: adding, dropping or splitting a column, changing a value's spelling throughout (``F`` to
-``female``). The estimate from 1024 hashes has a standard error of about 0.01 near 0.9, so
-edits close to these bounds may go either way. Those copies are bounded by the source's budget
+more than n rows (doubling it) or removing more than half of them, or any edit that touches
+every row: adding, dropping or splitting a column, changing a value's spelling throughout (``F``
+to ``female``). Removing rows and changing some of the rest at once falls between the rules.
+The estimate from 1024 hashes has a standard error of about 0.01 near 0.9, so edits close to
+these bounds may go either way. Those copies are bounded by the source's budget
 over every dataset (``source_epsilon_budget``), not by this one.
 """
 
@@ -46,6 +51,7 @@ from typing import Any
 import numpy as np
 
 SKETCH_SIZE = 1024
+CONTAINED_SIZE = 0.5  # the smallest share of the larger set a contained one may be
 SAME_DATASET = 0.9
 _DECIMAL_ZEROS = re.compile(r"^([+-]?[0-9]+\.[0-9]*?)0+$")
 _POINT = re.compile(r"^([+-]?[0-9]+)\.$")
@@ -160,15 +166,43 @@ def similarity(a: Sketch, b: Sketch) -> float:
     return float(both.sum()) / union.size
 
 
+def containment(a: Sketch, b: Sketch) -> float:
+    """The estimated share of the smaller row set that lies in the larger: the intersection
+    ``J (|A| + |B|) / (1 + J)`` over the smaller size (at most 1).
+
+    Examples
+    --------
+    >>> a = Sketch.of(np.arange(100, dtype=np.uint64))
+    >>> containment(a, Sketch.of(np.arange(20, 100, dtype=np.uint64)))  # 80 rows, all of A's
+    1.0
+    """
+    jaccard = similarity(a, b)
+    smaller = min(a.distinct, b.distinct)
+    if smaller == 0:
+        return 1.0
+    return min(1.0, jaccard * (a.distinct + b.distinct) / (1 + jaccard) / smaller)
+
+
 def sizes_compatible(a: int, b: int) -> bool:
-    """Whether two tables of ``a`` and ``b`` distinct rows can be :data:`SAME_DATASET`-similar
-    (Jaccard is at most the smaller size over the larger)."""
-    return min(a, b) >= SAME_DATASET * max(a, b)
+    """Whether two tables of ``a`` and ``b`` distinct rows can be one dataset: the smaller at
+    least :data:`CONTAINED_SIZE` of the larger (Jaccard alone needs :data:`SAME_DATASET`)."""
+    return min(a, b) >= CONTAINED_SIZE * max(a, b)
 
 
 def same_dataset(a: Sketch, b: Sketch) -> bool:
-    """Whether two tables are one dataset for the budget (module docstring)."""
-    return sizes_compatible(a.distinct, b.distinct) and similarity(a, b) >= SAME_DATASET
+    """Whether two tables are one dataset for the budget (module docstring).
+
+    Examples
+    --------
+    >>> a = Sketch.of(np.arange(750, dtype=np.uint64))
+    >>> same_dataset(a, Sketch.of(np.arange(150, 750, dtype=np.uint64)))  # 150 rows fewer
+    True
+    >>> same_dataset(a, Sketch.of(np.arange(375, 1125, dtype=np.uint64)))  # half of them
+    False
+    """
+    if not sizes_compatible(a.distinct, b.distinct):
+        return False
+    return similarity(a, b) >= SAME_DATASET or containment(a, b) >= SAME_DATASET
 
 
 def sketch_of(engine: Any, columns: list[str]) -> Sketch:

@@ -290,7 +290,7 @@ def quantile(
 ) -> Calibrated:
     """One quantile chosen among ``candidates`` by the exponential mechanism. Its error is in
     ranks, not in the value's unit, and depends on how the data spreads near the quantile: no
-    half-width is given (README)."""
+    half-width is given (docs/explanations/differential-privacy.md)."""
     scale = _scale_for(lambda s: _quantile(candidates, alpha, s), epsilon, d_in)
     spent = _quantile(candidates, alpha, scale).map(d_in)
     return Calibrated(QUANTILE, scale, spent, 0.0, None, d_in)

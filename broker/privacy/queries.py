@@ -44,6 +44,7 @@ from typing import Any
 from broker.metrics.content import identifier_in_text
 from broker.names import attribute_key, visible_text
 from broker.privacy.budget import BudgetError, positive_epsilon
+from broker.wire import json_limits
 
 COUNT, COUNT_BY, SUM, MEAN, QUANTILE = "count", "count_by", "sum", "mean", "quantile"
 TYPES = (COUNT, COUNT_BY, SUM, MEAN, QUANTILE)
@@ -136,7 +137,9 @@ def parse_queries(text: str | Sequence[Any]) -> Queries:
         if not text.strip():
             raise QueryError('no query: send queries as JSON, e.g. [{"type": "count"}]')
         try:
-            loaded = json.loads(text)
+            loaded = json_limits.loads(text)
+        except json_limits.JsonTooComplex as error:
+            raise QueryError(f"the queries cannot be read: {error}") from None
         except json.JSONDecodeError as error:
             raise QueryError(
                 f"the queries are not JSON: {error.msg} at line {error.lineno}, column "

@@ -18,19 +18,22 @@ at most ``contributions`` rows of each person (:func:`bounded_rows`, on the coun
 (person, the query's columns): which rows a person keeps depends on their rows alone), and is
 calibrated to that many rows a person (Wilson et al. 2020). Without one, each row is taken to be
 one person, or ``contributions`` rows to be at most one person's if the query says so: the
-sender's statement, which the broker cannot check.
+sender's statement, which the broker cannot check. With or without a key, the rows of a rare
+quasi-identifier tuple are one person at worst (:mod:`broker.privacy.persons`).
 
 Keys that leave. A key column taken from the data whose values look like identifiers, or whose
 values nearly all belong to one person each, is refused before anything is decided
-(:func:`check_key_columns`); a released key that holds an identifier is withheld, a function
-of the released keys alone (post-processing: the guarantee holds), and the answer says how many
-were withheld.
+(:func:`check_key_columns`), and so is a key one person's rows dominate, whatever its text
+(:func:`broker.privacy.persons.singled_out`); a released key that holds an identifier is
+withheld, a function of the released keys alone (post-processing: the guarantee holds), and the
+answer says how many were withheld.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -39,11 +42,17 @@ import numpy as np
 import pandas as pd
 
 from broker.engines.base import CountTable, Engine
-from broker.engines.people import key_codes
 from broker.metrics.content import content_of, sample_distinct
 from broker.numbers import numbers_of
 from broker.privacy import mechanisms
 from broker.privacy.budget import show, split, stored, total
+from broker.privacy.persons import (  # bounded_rows: where it was first
+    People,
+    bounded_table,
+    people_of,
+    persons_per_value,
+    singled_out,
+)
 from broker.privacy.queries import (
     COUNT,
     COUNT_BY,
@@ -184,14 +193,20 @@ def cell_names(query: Query) -> list[str]:
     return [json.dumps(list(cell)) for cell in itertools.product(*query.keys)]
 
 
-def validate(engine: Engine, planned: Plan, person: str | None = None) -> None:
+def validate(
+    engine: Engine, planned: Plan, person: str | None = None, quasi: Sequence[str] = ()
+) -> People:
     """What the data must be for the queries to be answered (rows, the columns named, numbers
-    where a sum, mean or quantile reads them, key columns that do not identify people, the
-    person key read by no query): checked before any decision, so that a mistake is an error
-    that spends nothing, never a refusal or a release."""
+    where a sum, mean or quantile reads them, key columns that do not identify people, keys
+    that do not single one out, the person key read by no query): checked before any decision,
+    so that a mistake is an error that spends nothing, never a refusal or a release. Returns
+    who the possible persons are (:func:`broker.privacy.persons.people_of`; ``quasi``: the
+    declared quasi-identifiers)."""
     if engine.rows == 0:
         raise ReleaseError("the dataset has no rows: there is nothing to release")
     check_columns(Queries(tuple(p.query for p in planned.parts)), engine.columns)
+    people = None
+    read = Queries(tuple(p.query for p in planned.parts)).columns()
     for position, part in enumerate(planned.parts, 1):
         if person is not None and person in part.query.columns:
             raise ReleaseError(
@@ -201,14 +216,31 @@ def validate(engine: Engine, planned: Plan, person: str | None = None) -> None:
         if part.query.type in (SUM, MEAN, QUANTILE):
             numeric_values(engine, part.query)
         if part.query.type == COUNT_BY and part.query.keys is None:
-            check_key_columns(engine, part.query, position, person)
+            people = people or people_of(engine, person, quasi, read)
+            check_key_columns(engine, part.query, position, people)
+            _check_keys_of_one_person(people, part, position)
+    return people or people_of(engine, person, quasi, read)
 
 
-def check_key_columns(engine: Engine, query: Query, position: int, person: str | None) -> None:
+def _check_keys_of_one_person(people: People, part: Part, position: int) -> None:
+    """Refuse keys from the data that one person dominates (:func:`persons.singled_out`),
+    whatever their text: judged on every key of at least half the threshold's rows."""
+    found = singled_out(people, part.query.columns, (part.mechanisms[0].threshold or 2) // 2)
+    if found is not None:
+        raise ReleaseError(
+            f"query {position} (count_by {', '.join(part.query.columns)}): a key of "
+            f"{found.rows:,} rows taken from the data is one person's ({found.view} holds most "
+            "of its rows, and they most of that value's): its presence would single them out, "
+            "whatever it spells; declare the keys, count a coarser column, or drop that "
+            "person's rows"
+        )
+
+
+def check_key_columns(engine: Engine, query: Query, position: int, people: People) -> None:
     """Refuse a column whose values would become keys when they identify people: content the
     detector classifies as a direct identifier (e-mail addresses, phone numbers, national ids,
-    in a sample of its distinct values), or values that belong to one person each for at least
-    :data:`ONE_PERSON_SHARE` of them (every value held by one row, without a person key)."""
+    in a sample of its distinct values), or values that belong to one possible person each
+    (:mod:`broker.privacy.persons`) for at least :data:`ONE_PERSON_SHARE` of them."""
     label = f"query {position} (count_by {', '.join(query.columns)})"
     for column in query.columns:
         found = content_of(sample_distinct(engine.dictionary(column))).direct_identifier
@@ -218,18 +250,14 @@ def check_key_columns(engine: Engine, query: Query, position: int, person: str |
                 "taken from the data cross the border, so such a column cannot give them: "
                 "declare the keys, or count another column"
             )
-        if person is None:
-            [table] = engine.counts([[column]])
-            people = table.rows
-        else:
-            [table] = engine.counts([[column, person]])
-            ids, size = table.tuple_ids([column])
-            people = np.bincount(ids, minlength=size)
-        if people.size > 1 and Fraction(int((people == 1).sum()), people.size) >= ONE_PERSON_SHARE:
+        persons = persons_per_value(people, column)
+        persons = persons[persons > 0]
+        alone = int((persons == 1).sum())
+        if persons.size > 1 and Fraction(alone, persons.size) >= ONE_PERSON_SHARE:
             raise ReleaseError(
-                f"{label}: {column!r} identifies people ({int((people == 1).sum()):,} of its "
-                f"{people.size:,} values belong to one person each): its keys would name them; "
-                "count a coarser column, or declare the keys"
+                f"{label}: {column!r} identifies people ({alone:,} of its {persons.size:,} "
+                "values belong to one person each): its keys would name them; count a coarser "
+                "column, or declare the keys"
             )
 
 
@@ -238,12 +266,15 @@ def compute(
     planned: Plan,
     person: str | None = None,
     rng: np.random.Generator | None = None,
+    quasi: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Answer every planned query from ``engine``; one dict a query (see :func:`_described`)
-    with its ``result``. ``person``: the column naming each row's person (every query then
-    reads at most its ``contributions`` rows of each); ``rng`` chooses which (tests seed it)."""
-    validate(engine, planned, person)
-    counter = _Counter(engine, person, rng or np.random.default_rng())
+    with its ``result``. ``person``: the column naming each row's person; every query then
+    reads at most its ``contributions`` rows of each possible person (the person key's, merged
+    by rare quasi-identifier tuples: :mod:`broker.privacy.persons`; ``quasi``: the declared
+    quasi-identifiers); ``rng`` chooses which rows (tests seed it)."""
+    people = validate(engine, planned, person, quasi)
+    counter = _Counter(engine, people, rng or np.random.default_rng())
     answers = []
     for part in planned.parts:
         answer = _described(part)
@@ -254,55 +285,17 @@ def compute(
 
 @dataclass(frozen=True)
 class _Counter:
-    """Count tables of the rows a query reads: every row, or each person's bounded share."""
+    """Count tables of the rows a query reads: each possible person's bounded share."""
 
     engine: Engine
-    person: str | None
+    people: People
     rng: np.random.Generator
 
     def table(self, columns: tuple[str, ...], contributions: int) -> CountTable:
-        if self.person is None:
-            [table] = self.engine.counts([list(columns)])
-            return table
-        [table] = self.engine.counts([[self.person, *columns]])
-        # Keys folded first (``P001``, ``p001 ``, ``P0O1`` are one person): a key only merges.
-        people = key_codes(self.engine.dictionary(self.person))[table.codes(self.person)]
-        kept = bounded_rows(people, table.rows, contributions, self.rng)
-        ids, size = table.tuple_ids(list(columns))
-        rows = np.bincount(ids, weights=kept, minlength=size).astype(np.int64)
-        first = np.full(size, -1, dtype=np.int64)
-        first[ids[::-1]] = np.arange(ids.size - 1, -1, -1)
-        present = rows > 0  # a tuple whose every row was left out is not in the bounded table
-        codes = [table.codes(c)[first[present]] for c in columns]
-        return CountTable.of(columns, codes, rows[present])
+        return bounded_table(self.people, columns, contributions, self.rng)
 
     def dictionary(self, column: str) -> pd.Series:
         return self.engine.dictionary(column)
-
-
-def bounded_rows(
-    person: np.ndarray, rows: np.ndarray, limit: int, rng: np.random.Generator
-) -> np.ndarray:
-    """How many of each tuple's ``rows`` to keep so that each person (``person``: each
-    tuple's person code) keeps at most ``limit`` rows in all: a person's tuples are taken in a
-    random order and filled until the limit. What one person keeps depends on their own rows
-    only, so adding or removing a person changes the bounded table by at most ``limit`` rows.
-
-    Examples
-    --------
-    >>> kept = bounded_rows(np.array([0, 0, 1]), np.array([150, 2, 1]), 3, np.random.default_rng(1))
-    >>> int(kept[:2].sum()), int(kept[2])
-    (3, 1)
-    """
-    order = np.lexsort((rng.random(person.size), person))
-    who, count = person[order], rows[order].astype(np.int64)
-    ends = np.cumsum(count)
-    starts = ends - count
-    first = np.r_[True, who[1:] != who[:-1]] if who.size else np.zeros(0, dtype=bool)
-    person_start = np.maximum.accumulate(np.where(first, starts, 0))
-    kept = np.empty_like(count)
-    kept[order] = np.clip(limit - (starts - person_start), 0, count)
-    return kept
 
 
 def _described(part: Part) -> dict[str, Any]:

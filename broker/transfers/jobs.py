@@ -9,10 +9,15 @@ over.
 
 A supervisor thread watches the slots. It extends the lease of every job still being worked on
 (a stage may take longer than a lease), and fails a job past its wall-clock deadline
-(``BROKER_JOB_DEADLINE_SECONDS``) at once, whatever it is doing: its slot gets a fresh thread,
-and the old one, once its call returns, finds the job settled and records nothing. The job
-itself checks the deadline between stages (and the cluster before each file it reads), so that
-work past it stops soon. Between passes the supervisor also keeps house: it removes the spool
+(``BROKER_JOB_DEADLINE_SECONDS``) at once, whatever it is doing: its member gets the answer,
+and the old thread, once its call returns, finds the job settled and records nothing. The slot
+gets a fresh thread only once the old one has ended: a thread stuck in a call that does not
+return (a reader that blocks) keeps its slot, so the process never runs more job threads than
+``BROKER_JOB_SLOTS``, however many jobs get stuck (the others wait in the queue, or go to
+another process). The job itself checks the deadline between stages (and the cluster before
+each file it reads), so that work past it stops soon and gives its slot back.
+
+Between passes the supervisor also keeps house: it removes the spool
 files a dead process left, and ends the contract negotiations that waited too long for their
 next message.
 """
@@ -46,7 +51,7 @@ class _Slot:
     job_id: str | None = None
     deadline: Deadline | None = None
     renewed_at: float = 0.0  # time.monotonic() of its last lease extension
-    replaced: bool = False  # past its deadline: its thread ends once its call returns
+    replaced: bool = False  # past its deadline: a fresh thread once this one has ended
 
 
 class JobRunner:
@@ -152,6 +157,7 @@ class JobRunner:
 
     def _supervise(self) -> int:
         self._keep_house()
+        self._reopen_ended_slots()
         now = time.monotonic()
         renew_every = self.settings.job_lease_seconds / 3
         with self._lock:
@@ -165,21 +171,33 @@ class JobRunner:
         return 0  # it polls at its period
 
     def _replace(self, slot: _Slot, job_id: str, deadline: Deadline) -> None:
-        """Fail the job past its deadline and give its slot a fresh thread."""
+        """Fail the job past its deadline and stop its thread; the slot gets a fresh thread
+        once that one has ended (:meth:`_reopen_ended_slots`), never before."""
         failed = service.fail_job(self.factory, job_id, self.owner, self.settings, deadline.error())
         with self._lock:
             if slot.job_id != job_id or slot.replaced:  # it just ended by itself
                 return
             slot.replaced = True
-            self._slots.remove(slot)
         slot.poller.stop_soon()
         log.warning(
-            "job %s ran past its deadline (%s s)%s; its slot gets a fresh thread",
+            "job %s ran past its deadline (%s s)%s; its slot gets a fresh thread once this one "
+            "has stopped",
             job_id,
             self.settings.job_deadline_seconds,
             ": failed" if failed else "",
         )
-        self._open_slot()
+        self._reopen_ended_slots()
+
+    def _reopen_ended_slots(self) -> None:
+        """A fresh thread for each slot whose stopped thread has ended: the live job threads
+        never outnumber ``job_slots``."""
+        with self._lock:
+            ended = [s for s in self._slots if s.replaced and not s.poller.alive]
+            for slot in ended:
+                self._slots.remove(slot)
+        for _ in ended:
+            if not self._supervisor.stopping:
+                self._open_slot()
 
     def _keep_house(self) -> None:
         now = time.time()

@@ -28,17 +28,19 @@ from broker.delivery.models import Delivery
 from broker.deps import Caller
 from broker.engines.base import Engine
 from broker.errors import (
-    BrokerError,
     Conflict,
     Forbidden,
     IdempotencyKeyReused,
     NotFound,
+    ProblemError,
     TooManyRequests,
     Unprocessable,
     storage_faults,
 )
 from broker.fsla.decide import (
     Agreed,
+    Case,
+    Effort,
     Measured,
     Onward,
     Outcome,
@@ -241,17 +243,17 @@ def _decide(
     session.rollback()
     progress("deciding", 0.5)
     with counting_limits():
-        outcome = decide(
+        case = Case(
             parties,
             request,
             Roles(quasi_identifiers, roles.sensitive, roles.person_key),
             Measured(table.engine, report),
-            settings.anonymize_max_suppression,
-            settings.remedy_seconds,
             history,
             agreed,
             onward,
         )
+        effort = Effort(settings.anonymize_max_suppression, settings.remedy_seconds)
+        outcome = decide(case, effort)
     source = parties.source
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
@@ -511,7 +513,7 @@ def claim_job(factory: sessionmaker[Session], owner: str, settings: Settings) ->
             if job.attempts <= settings.job_max_attempts:
                 session.commit()
                 return job_id
-            failed = BrokerError(
+            failed = ProblemError(
                 f"The broker stopped {settings.job_max_attempts} times while deciding this "
                 "transfer; it was not decided. Send it again or ask the federation's admins."
             )
@@ -562,7 +564,7 @@ def run_job(
             decided = _decide(
                 session, source_id, job_id, upload, request, settings, progress, deadline
             )
-        except BrokerError as error:  # the data cannot be decided: say why, store nothing
+        except ProblemError as error:  # the data cannot be decided: say why, store nothing
             session.rollback()
             state = _settle(session, job_id, owner, JobState.FAILED, error.as_problem())
         else:
@@ -576,7 +578,7 @@ def run_job(
 
 
 def fail_job(
-    factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings, error: BrokerError
+    factory: sessionmaker[Session], job_id: str, owner: str, settings: Settings, error: ProblemError
 ) -> bool:
     """Fail a job this process holds without waiting for it (past its deadline, stuck in a
     call that does not return): whatever it records later is refused, as the lease is gone.

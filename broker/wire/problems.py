@@ -1,14 +1,15 @@
 """RFC 9457 ``application/problem+json`` for a FastAPI service: one shape for every error.
 
-Shared by the broker and the member clouds (it knows nothing of either): each service keeps its
-own exception tree, whose classes carry ``type``, ``title``, ``status`` and ``detail``, and
-calls :func:`install` with it. The framework's own errors (404, 405, validation, body size)
-are answered in the same shape. Every body names its request (``request_id``, from
+Shared by the broker and the member clouds (it knows nothing of either): one base,
+:class:`ProblemError`, whose classes carry ``type``, ``title``, ``status`` and ``detail``, with
+the errors every HTTP service has (:class:`BadRequest`, :class:`NotFound`, ...); each service adds
+its own subclasses and calls :func:`install`. The framework's own errors (404, 405, validation,
+body size) are answered in the same shape. Every body names its request (``request_id``, from
 :mod:`broker.wire.request_id`).
 
 Faults are answered as what they are, not as bugs: a full disk is a 507 with ``Retry-After``
 (:func:`insufficient_storage`), and an unexpected error is a 500 that leaves the connection open
-for the client's next request (:class:`AnsweredErrorsEndHere`). See ``docs/operations-faults.md``.
+for the client's next request (:class:`AnsweredErrorsEndHere`). See ``docs/operations/faults.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from broker.wire import json_limits
 from broker.wire.headers import REQUEST_ID
 from broker.wire.request_id import RequestIdMiddleware
 from broker.wire.request_id import current as current_request_id
@@ -52,6 +54,68 @@ DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 # Seconds a client waits before trying again after a full disk: room comes back as other
 # requests end and remove their copies, or once an operator frees some.
 STORAGE_RETRY_AFTER = 30
+
+
+class ProblemError(Exception):
+    """An error answered as an RFC 9457 problem; its class carries the type, title and status.
+
+    ``headers`` go out with the answer (``Retry-After``, a 401's own challenge); ``errors``
+    lists the fields at fault.
+    """
+
+    type = "internal-error"
+    title = "Internal error"
+    status = 500
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ):
+        super().__init__(detail)
+        self.detail = detail
+        self.headers = dict(headers or {})
+        self.errors = errors
+
+    def as_problem(self) -> dict[str, Any]:
+        """The RFC 9457 body of this error, kept where a job records why it failed."""
+        body = {
+            "type": f"urn:fedbroker:problem:{self.type}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        return body | ({"errors": self.errors} if self.errors else {})
+
+
+class BadRequest(ProblemError):
+    type, title, status = "bad-request", "Bad request", 400
+
+
+class NotAuthenticated(ProblemError):
+    type, title, status = "not-authenticated", "Not authenticated", 401
+
+
+class Forbidden(ProblemError):
+    type, title, status = "forbidden", "Forbidden", 403
+
+
+class NotFound(ProblemError):
+    type, title, status = "not-found", "Not found", 404
+
+
+class Conflict(ProblemError):
+    type, title, status = "conflict", "Conflict", 409
+
+
+class Unprocessable(ProblemError):
+    type, title, status = "unprocessable", "Unprocessable request", 422
+
+
+class NotReady(ProblemError):
+    type, title, status = "not-ready", "Not ready", 503
 
 
 class Problem(BaseModel):
@@ -288,22 +352,24 @@ class DeclaredOversizeAsProblem:
 
 def install(
     app: FastAPI,
-    error_class: type[Exception],
     service: str,
     authenticate_header: str,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> None:
-    """Answer ``error_class`` and the framework's errors as problems.
+    """Answer every :class:`ProblemError` and the framework's errors as problems.
 
     ``service`` names the service in messages ("the broker"); ``authenticate_header`` is the
     ``WWW-Authenticate`` value of 401 answers; ``wrap`` adds an outermost layer of the service's
-    own around the body-size one.
+    own around the body-size one. JSON bodies nested too deeply or holding a number too long
+    to parse are 422 problems (:mod:`broker.wire.json_limits`).
     """
     build_stack = app.build_middleware_stack
     limit = app.max_body_size or 2**62
 
     def outermost() -> ASGIApp:
-        stack = DeclaredOversizeAsProblem(AnsweredErrorsEndHere(build_stack()), limit, service)
+        stack = DeclaredOversizeAsProblem(
+            AnsweredErrorsEndHere(JsonBodyLimits(build_stack())), limit, service
+        )
         return RequestIdMiddleware(wrap(stack) if wrap else stack)
 
     app.build_middleware_stack = outermost  # wraps what FastAPI builds, its body limit included
@@ -318,9 +384,9 @@ def install(
 
     app.openapi = openapi  # type: ignore[method-assign]
 
-    @app.exception_handler(error_class)
-    def service_error(request: Request, error: Any) -> JSONResponse:
-        headers = dict(getattr(error, "headers", None) or {})
+    @app.exception_handler(ProblemError)
+    def service_error(request: Request, error: ProblemError) -> JSONResponse:
+        headers = dict(error.headers)
         if error.status == 401:  # the error's own challenge, else the service's
             headers.setdefault("WWW-Authenticate", authenticate_header)
         return problem(
@@ -329,7 +395,7 @@ def install(
             error.type,
             error.title,
             error.detail,
-            getattr(error, "errors", None),
+            error.errors,
             headers,
         )
 
@@ -396,3 +462,43 @@ def install(
             f"{first['field']}: {first['reason']}",
             errors,
         )
+
+
+def _is_json(headers: Headers) -> bool:
+    """Whether the framework parses this request's body as JSON (its media type)."""
+    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+class JsonBodyLimits:
+    """ASGI layer: a JSON request body over the bounds is answered 422 when the route reads
+    it. The body is checked as its last chunk arrives (the route's read of it raises an
+    ``HTTPException`` the problem handlers answer), so the framework's body-size limit still
+    applies first, and a request that never reads its body is not slowed."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _is_json(Headers(scope=scope)):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+
+        async def checked() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    body = b"".join(chunks)
+                    chunks.clear()
+                    try:
+                        json_limits.check(body)
+                    except json_limits.JsonTooComplex as error:
+                        raise StarletteHTTPException(
+                            422, f"The request body cannot be read: {error}"
+                        ) from None
+            return message
+
+        await self.app(scope, checked, send)

@@ -87,8 +87,10 @@ def settings_page() -> str:
         [
             "# Settings",
             "",
-            "Every setting is read from the environment (or a `.env` file) by pydantic-settings. "
-            "This page is generated from the settings classes at each build of the site, so it "
+            "Every setting is read from the environment (or a `.env` file) by pydantic-settings, "
+            "or from a file named after it in `/run/secrets`, where Docker and Kubernetes mount "
+            "secrets ([secrets as files](../operations/deployment.md#secrets-as-files)). This "
+            "page is generated from the settings classes at each build of the site, so it "
             "lists exactly what the code reads.",
             "",
             "## The broker (`BROKER_*`) {#broker}",
@@ -129,6 +131,42 @@ def _model_types(annotation: object) -> Iterable[type[BaseModel]]:
         yield from _model_types(argument)
 
 
+def _stricter(model: type[BaseModel], name: str) -> str:
+    """The rule's declared stricter direction in words (none for a field that is no rule)."""
+    from broker.fsla import stricter
+
+    try:
+        declared = stricter.declaration(model, name)
+    except KeyError:
+        return ""
+    words = {
+        stricter.HIGHER: "higher",
+        stricter.LOWER: "lower",
+        stricter.TRUE: "`true`",
+        stricter.FALSE: "`false`",
+        stricter.UNION: "more names",
+        stricter.NESTED: "each of its fields",
+    }[declared["stricter"]]
+    if "order" in declared:
+        words = "earlier in " + ", ".join(f"`{v}`" for v in declared["order"])
+    if declared.get("empty") == "strictest":
+        words += " (empty: the strictest)"
+    return words
+
+
+def _rules_table(model: type[BaseModel]) -> str:
+    rows = [
+        "| name | type | default | stricter | what it is |",
+        "|---|---|---|---|---|",
+    ]
+    for name, field in model.model_fields.items():
+        rows.append(
+            f"| `{name}` | `{_cell(_type(field.annotation))}` | {_default(field)} | "
+            f"{_stricter(model, name)} | {_cell(field.description or '')} |"
+        )
+    return "\n".join(rows)
+
+
 def fsla_page() -> str:
     from broker.fsla.models import FSLARecord
 
@@ -137,12 +175,18 @@ def fsla_page() -> str:
         "",
         "An F-SLA record is one YAML or JSON document per jurisdiction (the seeds are in the "
         "repository's `policies/` folder). This page is generated from the record's model, the "
-        "one the broker validates every record with.",
+        "one the broker validates every record with. Each rule declares which of two of its "
+        "values is the stricter (the *stricter* column): when several rule sets apply to a "
+        "transfer, the strictest value of each rule wins, and an agreement's terms may never "
+        "be looser than the records'. Empty sets no rule, unless the column says otherwise.",
         "",
     ]
     for model in _models_below(FSLARecord):
         parts += [f"## `{model.__name__}`", "", (model.__doc__ or "").strip(), ""]
-        parts += [_fields_table(model, lambda name: name), ""]
+        if model is FSLARecord:
+            parts += [_fields_table(model, lambda name: name), ""]
+        else:
+            parts += [_rules_table(model), ""]
     return "\n".join(parts)
 
 

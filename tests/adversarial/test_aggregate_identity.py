@@ -113,9 +113,26 @@ def test_a_person_with_150_rows_never_puts_their_own_village_through_the_thresho
     source = fresh_source(broker)
     data = patients(seed=22).to_csv(index=False).encode()
     asked = [{"type": "count_by", "columns": ["village"]}]
+    # their village is their key alone: refused, with or without a person key
+    for person_key in ("patient", None):
+        answer = release(broker, source, data, asked, delta="1e-6", person_key=person_key)
+        assert answer.status_code == 422, answer.text
+        assert "is one person's" in answer.json()["detail"]
+        assert VILLAGE not in answer.text and EMAIL not in answer.text
+    # counted without that person's village: each person counts once
     documents = []
+    shared = patients(seed=22).assign(
+        village=lambda f: f.village.where(f.patient != "p-x", "Dakar")
+    )
     for _ in range(4):  # 4 x 0.5 = FR's budget of 2 for this dataset
-        answer = release(broker, source, data, asked, delta="1e-6", person_key="patient")
+        answer = release(
+            broker,
+            source,
+            shared.to_csv(index=False).encode(),
+            asked,
+            delta="1e-6",
+            person_key="patient",
+        )
         _headers, body = settle(broker, answer.json())
         documents.append(json.loads(body))
     text = json.dumps(documents)
@@ -125,7 +142,8 @@ def test_a_person_with_150_rows_never_puts_their_own_village_through_the_thresho
         assert answer["contributions"] == 1  # BROKER_AGGREGATE_CONTRIBUTIONS
         assert {c["key"][0] for c in answer["result"]["cells"]} <= {"Dakar", "Thies", "Kaolack"}
         assert "at most 1 row of each query" in document["guarantee"]
-        # 301 people over three villages: each released count is about 100, not 300
+        # 301 people over three villages: each released count is about 100 (Dakar 101), not
+        # the 250 rows Dakar holds with the person's 150
         assert all(c["count"] < 200 for c in answer["result"]["cells"])
 
 

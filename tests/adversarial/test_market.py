@@ -183,3 +183,107 @@ def test_a_measured_entry_shows_figures_never_values(broker):
         assert all(name not in shown for name in frame["name"][:50])
     admin = broker.client.get(f"{broker.url}/v1/catalog/datasets/{entry['id']}", headers=ADMIN)
     assert "+221" not in admin.text
+
+
+PHONE = "+221 77 123 45 67"
+EMAIL = "awa.diop@example.sn"
+NIR = "1850578006084"  # a French NIR (13 digits)
+HIDDEN = ["awa.diop@\u200bexample.sn", "ａｗａ．ｄｉｏｐ＠ｅｘａｍｐｌｅ．ｓｎ"]
+
+
+def _requested(broker) -> str:
+    entry = _call(
+        broker,
+        SOURCE,
+        "POST",
+        "/v1/catalog/datasets",
+        json={"title": "admissions", "columns": COLUMNS, "purposes": ["research"]},
+    ).json()
+    asked = _call(
+        broker,
+        DESTINATION,
+        "POST",
+        "/v1/negotiations",
+        json={"dataset_id": entry["id"], "purpose": "research"},
+    )
+    assert asked.status_code in (200, 201), asked.text
+    return asked.json()["id"]
+
+
+def _unseen(broker, negotiation: str, secret: str) -> None:
+    for member in (SOURCE, DESTINATION):
+        shown = _call(broker, member, "GET", f"/v1/negotiations/{negotiation}").text
+        assert secret not in shown
+    audit = broker.client.get(f"{broker.url}/v1/audit", headers=ADMIN, params={"limit": 100})
+    assert secret not in audit.text
+
+
+def _refused(answer, secret: str, field: str) -> None:
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert field in answer.json()["detail"] and "never values" in answer.json()["detail"]
+    assert secret not in answer.text
+
+
+@pytest.mark.parametrize("secret", [EMAIL, PHONE, NIR, *HIDDEN])
+def test_a_termination_reason_carries_no_value_to_the_other_party(broker, secret):
+    negotiation = _requested(broker)
+    for member in (DESTINATION, SOURCE):
+        answer = _call(
+            broker,
+            member,
+            "POST",
+            f"/v1/negotiations/{negotiation}/terminate",
+            json={"reason": f"the patient ({secret}) withdrew consent"},
+        )
+        _refused(answer, secret, "reason")
+    _unseen(broker, negotiation, secret)
+    # a reason without a value ends it, and the other party reads it
+    ended = _call(
+        broker,
+        SOURCE,
+        "POST",
+        f"/v1/negotiations/{negotiation}/terminate",
+        json={"reason": "no longer shared after 2026-11-30"},
+    )
+    assert ended.status_code == 200 and ended.json()["state"] == "TERMINATED", ended.text
+
+
+@pytest.mark.parametrize("secret", [EMAIL, PHONE, NIR, *HIDDEN])
+def test_a_purpose_or_column_list_carries_no_value_to_the_provider(broker, secret):
+    entry = _call(
+        broker,
+        SOURCE,
+        "POST",
+        "/v1/catalog/datasets",
+        json={"title": "admissions", "columns": COLUMNS, "purposes": ["research"]},
+    ).json()
+    for body, field in (
+        ({"dataset_id": entry["id"], "purpose": f"research on {secret}"}, "purpose"),
+        (
+            {"dataset_id": entry["id"], "purpose": "research", "columns": ["sex", secret]},
+            "columns[1]",
+        ),
+    ):
+        answer = _call(broker, DESTINATION, "POST", "/v1/negotiations", json=body)
+        _refused(answer, secret, field)
+    listed = _call(broker, SOURCE, "GET", "/v1/negotiations", params={"limit": 100}).text
+    assert secret not in listed
+    negotiation = _requested(broker)
+    counter = _call(
+        broker,
+        DESTINATION,
+        "POST",
+        f"/v1/negotiations/{negotiation}/request",
+        json={"columns": ["age_band", secret]},
+    )
+    _refused(counter, secret, "columns[1]")
+    offered = _call(
+        broker,
+        SOURCE,
+        "POST",
+        f"/v1/negotiations/{negotiation}/offer",
+        json={"terms": {"columns": ["age_band", secret]}},
+    )
+    _refused(offered, secret, "terms.columns[1]")
+    _unseen(broker, negotiation, secret)

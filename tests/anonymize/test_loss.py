@@ -5,7 +5,8 @@ from math import log2
 import pandas as pd
 import pytest
 
-from broker.anonymize import information_loss, mondrian
+from broker.anonymize import information_loss
+from broker.anonymize.mondrian import mondrian
 from tests.anonymize.helpers import read_fixture
 
 

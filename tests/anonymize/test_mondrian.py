@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity as pycanon
 
-from broker.anonymize import AnonymizationError, mondrian
+from broker.anonymize import AnonymizationError
+from broker.anonymize.mondrian import mondrian
 from broker.metrics import k_anonymity, sensitive_measure
 from tests.anonymize.helpers import label_holds, read_fixture
 

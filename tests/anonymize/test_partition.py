@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.anonymize import AnonymizationError, Link, partition
+from broker.anonymize import AnonymizationError, Link
+from broker.anonymize.partition import partition
 from broker.metrics import k_anonymity, sensitive_measure
 from tests.anonymize.helpers import read_fixture
 

@@ -8,7 +8,8 @@ import pytest
 from pycanon import anonymity as pycanon
 
 from broker.anonymize import Remedy, Step, Target, apply_steps, plan_remedy
-from broker.metrics import k_anonymity, mmaq, sensitive_measure
+from broker.metrics import k_anonymity, sensitive_measure
+from broker.metrics.mmaq import mmaq
 from tests.anonymize.helpers import read_fixture
 
 

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from broker.anonymize import information_loss, mondrian, qid_dimension
+from broker.anonymize import information_loss, qid_dimension
+from broker.anonymize.mondrian import mondrian
 from broker.metrics import k_anonymity
 
 

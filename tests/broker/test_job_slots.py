@@ -1,6 +1,7 @@
 """Job slots: several background decisions at a time, fair across members, each with a
 wall-clock deadline after which it fails and frees its slot, whatever it is stuck in."""
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -141,3 +142,49 @@ def test_a_long_stage_keeps_its_lease_while_its_process_lives(running_broker, st
         release.set()
         until(lambda: job(federation, stuck)["state"] == "done", "the job ended")
         assert job(federation, stuck)["attempts"] == 1
+
+
+def job_threads(before: set[int]) -> int:
+    """The live job-slot threads started since ``before`` (idents) was taken."""
+    return sum(
+        1
+        for t in threading.enumerate()
+        if t.ident not in before and re.fullmatch(r"transfer-jobs-\d+", t.name) and t.is_alive()
+    )
+
+
+def test_jobs_stuck_past_their_deadline_never_make_more_threads_than_slots(
+    running_broker, stuck_jobs
+):
+    """Six jobs whose reads never return, two slots, a deadline of 0.3 s: each stuck job is
+    failed at its deadline, but its thread keeps its slot until it ends; before the fix each
+    deadline started a fresh thread beside the stuck one, which took the next job and stuck
+    too, so threads piled up without bound."""
+    release, ended = stuck_jobs
+    before = {t.ident for t in threading.enumerate()}
+    seen: list[int] = []
+    with running_broker(
+        job_slots_per_member=10, jobs_per_member=10, job_deadline_seconds=0.3
+    ) as client:
+        federation = Federation(client)
+        jobs = [accepted(federation, filename=STUCK) for _ in range(6)]
+
+        def failed() -> list[str]:
+            seen.append(job_threads(before))
+            return [j for j in jobs if job(federation, j)["state"] == "failed"]
+
+        until(lambda: len(failed()) >= 2, "the deadline failed the first two")
+        for _ in range(20):  # a second of supervisor passes (0.05 s each), threads sampled
+            seen.append(job_threads(before))
+            time.sleep(0.05)
+        assert sorted(job(federation, j)["state"] for j in jobs) == ["failed"] * 2 + ["queued"] * 4
+        assert max(seen) <= 2, seen
+        release.set()  # the stuck reads return: their threads end, the slots get fresh ones
+        until(
+            lambda: all(job(federation, j)["state"] in ("done", "failed") for j in jobs),
+            "every job settled",
+        )
+        seen.append(job_threads(before))
+        assert max(seen) <= 2, seen
+        assert sum(job(federation, j)["state"] == "done" for j in jobs) == 4
+        assert len(ended) == 6

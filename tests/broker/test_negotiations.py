@@ -127,9 +127,9 @@ def test_what_the_records_do_not_allow_ends_at_once_with_the_reason(federation, 
 @pytest.mark.parametrize(
     ("terms", "complaint"),
     [
-        ({"min_k": 2}, "k >= 2 where 3 is required"),
+        ({"min_k": 2}, "min_k: 2 where at least 3 is required"),
         ({"columns": ["Age", "Gender", "Disease", "NIN"]}, "columns NIN beyond"),
-        ({"max_t": 0.9}, "t <= 0.9 where 0.7"),
+        ({"max_t": 0.9}, "max_t: 0.9 where at most 0.7"),
         ({"onward_transfer": True}, None),  # the provider's to allow
     ],
 )
@@ -274,7 +274,7 @@ def test_an_fsla_change_that_breaks_an_agreement_suspends_it_and_tells_both(fede
     put_policy(federation, "FR", stricter)
     agreement = federation.client.get(f"/v1/agreements/{agreement_id}", headers=ADMIN).json()
     assert agreement["state"] == "suspended"
-    assert "k >= 3 where 10 is required" in agreement["reason"]
+    assert "min_k: 3 where at least 10 is required" in agreement["reason"]
     for member in ("sn-hospital", "fr-research"):
         [notice] = federation.client.get(
             "/v1/notifications", headers=bearer(federation.keys[member])

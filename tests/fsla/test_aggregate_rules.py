@@ -78,7 +78,7 @@ def test_stricter_epsilon_and_delta_caps_win():
     assert failed(decision) == [("max_epsilon_per_release", "FR"), ("max_delta_per_release", "FR")]
     requirements = combine([RuleSet(**ALLOW), RuleSet(**strict)])
     assert requirements.max_epsilon_per_release == 0.25
-    assert requirements.max_delta_per_release == 0.0
+    assert requirements.max_delta_per_release is None  # empty: no delta at all
     assert not combine([RuleSet(**ALLOW), RuleSet()]).aggregate_releases_allowed
 
 

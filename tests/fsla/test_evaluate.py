@@ -152,7 +152,7 @@ def test_the_remedy_search_stops_at_its_time_budget():
     table's mix (t = 0.5), so the search raises k again; with no time left it stops after the
     first attempt and says why."""
     from broker.engines.pandas import PandasEngine
-    from broker.fsla.remedy import find_remedy
+    from broker.fsla.remedy import Effort, find_remedy
 
     frame = pd.DataFrame(
         {"age": [str(20 + i) for i in range(40)], "disease": ["flu"] * 20 + ["hiv"] * 20}
@@ -164,7 +164,9 @@ def test_the_remedy_search_stops_at_its_time_budget():
     decision = evaluate(report, context, source, destination)
     assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
     engine = PandasEngine(frame)
-    found = find_remedy(engine, report, decision, context, source, destination, budget_seconds=0)
+    found = find_remedy(
+        engine, report, decision, context, source, destination, Effort(budget_seconds=0)
+    )
     assert not found.verified
     assert "0 s budget (BROKER_REMEDY_SECONDS) after 1 attempt(s)" in found.reason
     assert find_remedy(engine, report, decision, context, source, destination).verified

@@ -23,7 +23,7 @@ from broker.fsla.linkage import (
     released_classes,
 )
 from broker.fsla.models import RuleSet
-from broker.fsla.remedy import find_remedy
+from broker.fsla.remedy import Effort, find_remedy
 from broker.fsla.results import TransferContext
 from broker.metrics.report import analyze
 from broker.wire.statuses import TransferStatus
@@ -227,7 +227,9 @@ def test_the_decision_fails_and_the_verified_remedy_passes_joined():
     assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
     assert "linkage" in {r.rule for r in decision.failed}
     history = History(NOW, (FIRST,))
-    found = find_remedy(engine, report, decision, context, source, destination, 0.0, None, history)
+    found = find_remedy(
+        engine, report, decision, context, source, destination, Effort(0.0), history
+    )
     assert found.verified
     assert all(r.passed for r in found.decision.rules)
     linkage = [r for r in found.decision.rules if r.rule == "linkage"]

@@ -149,11 +149,11 @@ REQUIRED = Terms("research", ("Age", "Gender"), 3, 2, 0.7, False, 90)
         ({"min_k": 5, "columns": ("Age",), "retention_days": 30, "max_t": 0.5}, None),
         ({"purpose": "marketing"}, "purpose 'marketing' instead of 'research'"),
         ({"columns": ("Age", "Gender", "Name")}, "columns Name beyond those allowed"),
-        ({"min_k": 2}, "k >= 2 where 3 is required"),
-        ({"min_l": None}, "l >= None where 2 is required"),
-        ({"max_t": 0.8}, "t <= 0.8 where 0.7 is required"),
-        ({"identifiers_allowed": True}, "identifiers allowed where they are not"),
-        ({"retention_days": None}, "retention of unlimited days where at most 90"),
+        ({"min_k": 2}, "min_k: 2 where at least 3 is required"),
+        ({"min_l": None}, "min_l: no limit where at least 2 is required"),
+        ({"max_t": 0.8}, "max_t: 0.8 where at most 0.7 is required"),
+        ({"identifiers_allowed": True}, "identifiers_allowed: yes where no is required"),
+        ({"retention_days": None}, "max_retention_days: no limit where at most 90 is required"),
         ({"onward_transfer": True}, None),  # the provider's to allow
     ],
 )

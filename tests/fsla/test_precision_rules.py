@@ -10,6 +10,7 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.lint import warnings
 from broker.fsla.models import RuleSet
+from broker.fsla.precision import limits_of
 from broker.fsla.remedy import find_remedy
 from broker.fsla.replay import replay
 from broker.fsla.results import TransferContext
@@ -86,7 +87,7 @@ def test_stricter_wins_across_rule_sets():
         RuleSet(max_date_precision="month", max_postcode_prefix=3),
         RuleSet(max_date_precision="year", max_postcode_prefix=2, max_age=89),
     ]
-    assert combine(rule_sets).precision == Limits("year", 2, 89)
+    assert limits_of(combine(rule_sets)) == Limits("year", 2, 89)
     *_, decision = decide(
         export={"max_date_precision": "day"}, incoming={"max_date_precision": "month"}
     )

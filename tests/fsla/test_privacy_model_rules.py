@@ -86,7 +86,7 @@ def test_recursive_c_l_rule_stricter_wins():
     assert (failing.passed, failing.measured, failing.threshold) == (False, 2.0, "c = 2, l = 3")
     assert "l >= 3" in failing.detail and "measured again" in failing.detail
     combined = combine([source.cross_border_export, destination.import_rules])
-    assert (combined.recursive_c, combined.recursive_l) == (2, 3)
+    assert (combined.recursive_c_l.c, combined.recursive_c_l.l) == (2, 3)
 
 
 def test_recursive_c_l_fails_when_a_class_has_fewer_than_l_values():

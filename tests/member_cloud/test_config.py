@@ -9,7 +9,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from member_cloud.config import MemberSettings, describe_error
+from broker.wire.environment import describe
+from member_cloud.config import ENV_PREFIX, MemberSettings
 from tests.member_cloud.conftest import LOCAL_TOKEN, closed_port
 
 
@@ -58,7 +59,7 @@ def test_settings_come_from_member_variables(monkeypatch, tmp_path):
 def test_a_key_or_an_admin_token_is_required(tmp_path):
     with pytest.raises(ValidationError) as caught:
         MemberSettings(id="sn-a", jurisdiction="SN", data_dir=tmp_path)
-    assert describe_error(caught.value).startswith("set MEMBER_API_KEY")
+    assert describe(caught.value, ENV_PREFIX, MemberSettings).startswith("set MEMBER_API_KEY")
 
 
 def test_a_key_file_from_an_earlier_registration_is_enough(tmp_path):
@@ -79,7 +80,7 @@ def test_a_key_file_from_an_earlier_registration_is_enough(tmp_path):
 def test_bad_values_name_their_variable(values, message):
     with pytest.raises(ValidationError) as caught:
         MemberSettings(**({"id": "sn-a", "jurisdiction": "SN", "api_key": "k"} | values))
-    assert describe_error(caught.value).startswith(message)
+    assert describe(caught.value, ENV_PREFIX, MemberSettings).startswith(message)
 
 
 def test_the_local_token_comes_from_member_local_token(monkeypatch):
@@ -92,7 +93,7 @@ def test_the_local_token_comes_from_member_local_token(monkeypatch):
 def test_a_short_local_token_is_refused():
     with pytest.raises(ValidationError) as caught:
         MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", local_token="x" * 15)
-    assert describe_error(caught.value) == (
+    assert describe(caught.value, ENV_PREFIX, MemberSettings) == (
         "MEMBER_LOCAL_TOKEN: must be at least 16 characters long"
     )
 
@@ -101,7 +102,7 @@ def test_a_short_local_token_is_refused():
 def test_without_a_local_token_only_a_loopback_address_is_allowed(host):
     with pytest.raises(ValidationError) as caught:
         MemberSettings(id="sn-a", jurisdiction="SN", api_key="k", host=host)
-    message = describe_error(caught.value)
+    message = describe(caught.value, ENV_PREFIX, MemberSettings)
     assert message.startswith("set MEMBER_LOCAL_TOKEN")
     assert repr(host) in message
     # with a token, any address

@@ -103,9 +103,18 @@ def test_a_changed_cell_and_a_few_rows_more_or_less_are_the_same_dataset():
     assert same_dataset(BASE, sketch(as_csv(more)))  # 8.3 % more rows
 
 
+def test_the_same_table_without_many_rows_is_the_same_dataset():
+    # differencing: one person's many rows removed (J = 0.8, and 0.6), the rest unchanged
+    assert same_dataset(BASE, sketch(as_csv(ORIGINAL.iloc[600:])))  # 20 % fewer rows
+    assert same_dataset(BASE, sketch(as_csv(ORIGINAL.iloc[1200:])))  # 40 % fewer rows
+    more = pd.concat([ORIGINAL, patients(1500, seed=6).assign(ref=lambda f: "N" + f.ref)])
+    assert same_dataset(BASE, sketch(as_csv(more)))  # 50 % more rows: the first within it
+
+
 def test_edits_past_the_threshold_or_of_every_row_make_a_new_dataset():
     assert not same_dataset(BASE, changed_rows(450))  # 15 %: J = 2550 / 3450 = 0.74
-    assert not same_dataset(BASE, sketch(as_csv(ORIGINAL.iloc[600:])))  # 20 % fewer rows
+    assert not same_dataset(BASE, sketch(as_csv(ORIGINAL.iloc[1800:])))  # 60 % fewer rows
+    assert not same_dataset(BASE, sketch(as_csv(ORIGINAL.iloc[:1400])))  # under half, a subset
     assert not same_dataset(BASE, sketch(as_csv(ORIGINAL.assign(extra="x"))))  # a new column
     assert not same_dataset(BASE, sketch(as_csv(patients(seed=99))))  # other people
 

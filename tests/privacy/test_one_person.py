@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 
 from broker.engines.pandas import PandasEngine
-from broker.privacy import mechanisms
+from broker.privacy import mechanisms, release
+from broker.privacy.persons import bounded_rows
 from broker.privacy.queries import parse_queries
-from broker.privacy.release import ReleaseError, _Counter, bounded_rows, compute, plan
+from broker.privacy.release import ReleaseError, compute, plan
 
 SIGMAS = 5
 KEYS = 100_000  # one-person keys released in one call: each is one independent trial
@@ -96,7 +97,8 @@ def one_dominant_person(rows: int = 600, seed: int = 4) -> pd.DataFrame:
         {
             "patient": [f"p{i // 2}" for i in range(rows)],
             "contact": rng.choice(["ward A", "ward B", "ward C"], rows),
-            "age": rng.integers(1, 95, rows).astype(str),
+            # under 90: an age over 89 is a rare tuple, whose rows are one person at worst
+            "age": rng.integers(1, 90, rows).astype(str),
         }
     )
     dominant = pd.DataFrame(
@@ -119,20 +121,6 @@ def test_a_person_with_150_rows_counts_as_the_bound_says():
     assert abs(np.mean(errors, axis=0)).max() < SIGMAS * 2 * planned.parts[1].mechanisms[0].scale
 
 
-def test_look_alike_keys_are_one_person_bounded_once():
-    """One person's 150 rows under ``p-x``, ``P-X `` and ``p-X`` (50 each) and 300 people of
-    one row: bounded to one row a person, 301 rows, not 303."""
-    frame = pd.DataFrame(
-        {
-            "patient": [f"q{i}" for i in range(300)] + ["p-x", "P-X ", "p-X"] * 50,
-            "age": ["40"] * 450,
-        }
-    )
-    counter = _Counter(PandasEngine(frame), "patient", np.random.default_rng(0))
-    assert counter.table(("age",), 1).rows.tolist() == [301]
-    assert counter.table(("age",), 2).rows.tolist() == [302]
-
-
 def test_each_person_keeps_at_most_the_bound_and_only_their_own_rows():
     person = np.array([0, 0, 0, 1, 2, 2])
     rows = np.array([150, 1, 2, 1, 1, 5])
@@ -147,20 +135,25 @@ def test_each_person_keeps_at_most_the_bound_and_only_their_own_rows():
     assert np.bincount([0, 0, 0, 2, 2], weights=without).tolist() == [3, 0, 3]
 
 
-def test_a_one_person_key_from_the_data_shows_no_more_often_than_delta_through_compute():
-    # the person's 150 rows under one key of their own (a village no one else lives in)
+def test_a_one_person_key_from_the_data_shows_no_more_often_than_delta_when_bounded():
+    # the person's 150 rows under one key of their own (a village no one else lives in):
+    # compute refuses it outright (below); the bounded count under the threshold, measured
+    # here on the same path, still shows it no more often than delta
     frame = one_dominant_person()
     frame["village"] = np.where(frame.patient == "p-x", "Ndiaganiao", "Dakar")
     queries = parse_queries([{"type": "count_by", "columns": ["village"], "contributions": 3}])
     planned = plan(queries, Fraction(1), Fraction(1, 10))
     engine = PandasEngine(frame.drop(columns=["contact"]))
+    with pytest.raises(ReleaseError, match="one person holds most of its rows"):
+        compute(engine, planned, "patient")
+    people = release.people_of(engine, "patient")
     runs = 2000
     shown = sum(
         any(
             c["key"] == ["Ndiaganiao"]
-            for c in compute(engine, planned, "patient", np.random.default_rng(i))[0]["result"][
-                "cells"
-            ]
+            for c in release._from_data_keys(
+                release._Counter(engine, people, np.random.default_rng(i)), planned.parts[0]
+            )["cells"]
         )
         for i in range(runs)
     )

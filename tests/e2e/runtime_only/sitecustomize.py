@@ -6,7 +6,6 @@ from importlib.abc import MetaPathFinder
 
 DEV_ONLY = frozenset(
     {
-        "duckdb",
         "dask",
         "distributed",
         "pytest",

@@ -1,0 +1,59 @@
+"""What a party writes that the other party reads: checked by the broker's one detector first.
+
+A negotiation carries the sender's own text to the other party, unmeasured: the consumer's
+purpose and the columns it asks for (in a request or a counter-request), the columns of a
+provider's offer, the reason either party gives for ending it. Each is shown to the other
+member in the negotiation and its events, so none may carry a value of the data: every one
+goes through the detector (:mod:`broker.metrics.content`, which calls :mod:`broker.identifiers`)
+as the catalog's descriptions do, on the text as written and on its NFKC form without invisible
+characters (so that a full-width or zero-width-split e-mail address is seen). Free text (a
+reason) is read as the catalog reads a description (:func:`~broker.metrics.content.contact_in_text`:
+numbers alone, a date or a count, pass); a label (a purpose, a column name) as a key of an
+aggregate is (:func:`~broker.metrics.content.identifier_in_text`: more than six digits, or a
+long encoded-looking run, are refused too). A refusal names the field, never the text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+from broker.metrics.content import contact_in_text, identifier_in_text
+from broker.names import visible_text
+
+
+def identifier_in(text: str, free: bool = False) -> str | None:
+    """What identifier ``text`` holds (``free``: read as free text), or None.
+
+    Examples
+    --------
+    >>> identifier_in("research"), identifier_in("call +221 77 123 45 67 first", free=True)
+    (None, 'a phone number (SN)')
+    >>> identifier_in("ａｗａ．ｄｉｏｐ＠ｅｘａｍｐｌｅ．ｓｎ")  # doctest: +ELLIPSIS
+    'an e-mail address...'
+    """
+    detect = contact_in_text if free else identifier_in_text
+    found = detect(text)
+    if found is None:
+        folded = visible_text(unicodedata.normalize("NFKC", text))
+        if folded != text:
+            found = detect(folded)
+    return found
+
+
+def labels(field: str, texts: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``field[i]`` and each text, for :func:`first_identifier`."""
+    return [(f"{field}[{i}]", text) for i, text in enumerate(texts or ())]
+
+
+def first_identifier(
+    labels_: Iterable[tuple[str, str]], free: Iterable[tuple[str, str]] = ()
+) -> tuple[str, str] | None:
+    """The first (field, what it holds) among label texts and free texts, or None."""
+    for field, text in labels_:
+        if found := identifier_in(text):
+            return field, found
+    for field, text in free:
+        if found := identifier_in(text, free=True):
+            return field, found
+    return None
