@@ -234,6 +234,7 @@ _POSTCODE_WRITTEN = re.compile(_POSTCODE_FORMATS)
 # France, Nigeria, Germany, the United States...).
 _POSTCODE_IN_TEXT = re.compile(rf"(?<![\dA-Z])(?:{_POSTCODE_FORMATS}|\d{{5,6}})(?![\dA-Z])")
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more: free text
+_ADDRESS_WORD = re.compile(r"[^\W\d_]{4,}")  # in a postcode column: not ``VLT 1117`` (Malta)
 # Free text shaped as an address, under any name: a postcode next to a town's capitalized name
 # at its end (``..., 75011 Paris``, ``Lagos 101241``), or in a writing that says postcode.
 _ADDRESS_SHAPE = re.compile(
@@ -387,7 +388,7 @@ def read_postcode(value: object) -> Read:
     text = _text(value)
     if text in (MASK, MISSING_LABEL):
         return _NOTHING
-    if _WORD.search(text) and _DIGIT.search(text):  # an address: the postcode within it
+    if " " in text and _ADDRESS_WORD.search(text) and _DIGIT.search(text):  # an address
         found = _POSTCODE_IN_TEXT.findall(text.upper())
         if found:
             compact = re.sub(r"[\s\-]", "", found[-1])
@@ -701,8 +702,9 @@ class ColumnPrecision:
 
     def too_old(self, limits: Limits) -> bool:
         """Whether a birth year tells an age over ``limits.age`` (Safe Harbor: "all elements of
-        dates (including year) indicative of such age"), apart from the top category."""
-        if self.oldest_birth_year is None or limits.age is None:
+        dates (including year) indicative of such age"), apart from the top category; judged
+        where a rule sets how precise dates may leave too (the remedy writes them so)."""
+        if self.oldest_birth_year is None or limits.age is None or limits.date is None:
             return False
         return self.oldest_birth_year <= last_old_birth_year(limits.age)
 
