@@ -97,11 +97,16 @@ def test_coarse_repeats_are_counted_as_before():
     assert report.sensitive[0].l_diversity == 2
 
 
-def test_a_failing_k_says_the_worst_case_and_how_to_count_people():
-    report = measured(SENT.iloc[3:6])
+def test_a_failing_k_says_the_worst_case_and_that_a_key_would_not_split_it():
     context = TransferContext("SN", "FR", "research", ("born", "sex"), ("diagnosis",))
     source = record("SN", export={"identifiers_allowed": True, "min_k": 2})
-    decision = evaluate(report, context, source, record("FR"))
+    decision = evaluate(measured(SENT.iloc[3:6]), context, source, record("FR"))
     [k] = [r for r in decision.failed if r.rule == "min_k"]
     assert "k = 1 people at worst (3 counted in rows" in k.detail
-    assert "rare tuple(s)" in k.detail and "declare person_key" in k.detail
+    assert "rare tuple(s)" in k.detail and "a person key would not split them" in k.detail
+    # Three fresh keys on the one person's three rows: the same count, and it says why.
+    lying = SENT.iloc[3:6].assign(person=["x1", "x2", "x3"])
+    decision = evaluate(measured(lying, person_key="person"), context, source, record("FR"))
+    [k] = [r for r in decision.failed if r.rule == "min_k"]
+    assert "k = 1 people by the declared person key, which only joins rows" in k.detail
+    assert "whatever the key says" in k.detail
