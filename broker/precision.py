@@ -13,23 +13,34 @@ values here.
 
 Which columns. A column holds *dates* when at least a tenth of its present values (and one) are
 dates to the month or the day in a writing read here, or when its name says date (``birth``,
-``dob``, ``naissance``, ...) and one value is a date; *postcodes* when its name says postcode
-(``zip``, ``postcode``, ``code_postal``, ``cp``, ``plz``, ...) and half its values look like
-one; *ages* when its name says age (``age``, ``âge``) and half its values read as ages. Names
-are compared folded (:func:`broker.names.attribute_key`, accents removed), word by word, so
-``Âge``, ``A\\u200bGE`` or ``DateNaissance`` are recognized. A postcode or an age under a name
-that says nothing cannot be told from any other code or number, and is not recognized.
+``dob``, ``naissance``, ``yob``, ...) and one value is a date; *postcodes* when its name says
+postcode (``zip``, ``zip5``, ``postcode``, ``code_postal``, ``cp``, ``plz``, ...) or address
+(``adresse``, ``street``, ...) and half its values read as one, or, whatever its name, when half
+its values are written as only a postcode is (``SW1A 1AA``, ``K1A 0B1``, ``1012 AB``,
+``20500-0003``, ``2A004``) or are free text shaped as an address (ending with a postcode and a
+town's capitalized name, in either order: ``12 rue X, 75011 Paris``, ``Lagos 101241``); *ages*
+when its name says age (``age``, ``âge``, ``age1``, ``edad``, ``años``, ``years``, ``alter``)
+and half its values read as ages, or when half read as ages and a fifth carry their unit
+(``93 ans``). Names are compared folded (:func:`broker.names.attribute_key`, accents removed),
+word by word, digits glued to a word removed, so ``Âge``, ``A\u200bGE``, ``zip5`` or
+``DateNaissance`` are recognized. A postcode or an age written as a bare number under a name that
+says nothing cannot be told from any other code or number, and is not recognized.
 
 Writings read:
 
 - dates: date and datetime objects; ``2024-03-17`` (ISO 8601, with or without a time);
   ``2024/03/17``; ``17/03/2024``, ``17-03-2024`` and ``17.03.2024`` (day first, as in Senegal
-  and France, unless only the other reading is a date); ``17 mars 2024``, ``17 March 2024`` and
-  ``March 17, 2024`` (French and English month names); to the month ``2024-03``, ``03/2024``,
+  and France, unless only the other reading is a date); ``17/03/24`` (a two-digit year, this
+  century's unless in the future); ``20240317``; ``17 mars 2024``, ``17-Mar-2024``,
+  ``17 de marzo de 2024``, ``17 March 2024`` and ``March 17, 2024`` (English, French, Spanish,
+  Portuguese and German month names); in a column whose name says date, spreadsheet day numbers
+  (``45368``, Excel's count from 1899-12-30); to the month ``2024-03``, ``03/2024``,
   ``mars 2024``; to the year ``2024`` and ranges of years ``2020/2024``, ``2020-2024`` (those
   only in a column recognized as dates: a bare number says nothing on its own);
 - postcodes: letters and digits once blanks and hyphens are removed (``75 011``, ``SW1A 1AA``),
-  or a prefix with a mask (``750*``); its precision is the number of characters it keeps;
+  or a prefix with a mask (``750*``); its precision is the number of characters it keeps; in
+  free text (a word of three letters or more), the last postcode written in it (five or six
+  digits standing alone, or a writing above), and free text holding none is unreadable;
 - ages: numbers from 0 to 150, with or without a unit (``93``, ``93 ans``, ``93 years``), in any
   digits (full-width too), ranges ``80-89`` (as precise as their lower end: they mix the
   old with younger people) and top categories ``90+``.
@@ -83,10 +94,20 @@ SAFE_HARBOR = Limits(YEAR, 3, 89)
 # --- names -------------------------------------------------------------------------------------
 
 _DATE_WORDS = (
-    "date dob dod birth birthdate birthday born naissance datenaissance ddn deces death deceased"
+    "date dob dod yob birth birthdate birthday birthyear born naissance datenaissance ddn "
+    "deces death deceased nacimiento fecha nascimento geburt geburtsdatum geburtsjahr"
 )
-_POSTCODE_WORDS = "zip zipcode postcode postal postalcode codepostal cp plz postleitzahl npa"
-_AGE_WORDS = "age ages aged agee"
+_POSTCODE_WORDS = (
+    "zip zipcode postcode postal postalcode codepostal cp cpostal plz postleitzahl npa cep "
+    "pincode eircode"
+)
+_AGE_WORDS = "age ages aged agee edad anos idade alter jahre years yrs umri"
+_ADDRESS_WORDS = "address adresse addr direccion endereco anschrift street rue domicile residence"
+# Words a name may begin with, glued to others (``zipcode5``, ``birthplace`` is not one).
+_DATE_STEMS = ("birth", "naissance", "nacimiento", "geburt")
+_POSTCODE_STEMS = ("zip", "postcode", "postal", "codepostal", "plz")
+_AGE_STEMS = ("age",)
+_DIGITS_AROUND = re.compile(r"^\d+|\d+$")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
@@ -110,16 +131,47 @@ def name_words(name: str) -> set[str]:
     return {attribute_key(word) for word in re.split(r"[\W_]+", text) if word}
 
 
+def _words_without_digits(name: str) -> set[str]:
+    """:func:`name_words` with the digits around each word removed first (``zip5``)."""
+    text = _CAMEL.sub(r"\1 \2", visible_text(_plain(str(name))))
+    words = (_DIGITS_AROUND.sub("", word) for word in re.split(r"[\W_]+", text))
+    return {attribute_key(word) for word in words if word}
+
+
 def _folded(words: str) -> frozenset[str]:
     return frozenset(attribute_key(word) for word in words.split())
 
 
-_NAMED = {DATE: _folded(_DATE_WORDS), POSTCODE: _folded(_POSTCODE_WORDS), AGE: _folded(_AGE_WORDS)}
+_NAMED = {
+    DATE: _folded(_DATE_WORDS),
+    POSTCODE: _folded(_POSTCODE_WORDS),
+    AGE: _folded(_AGE_WORDS),
+    "address": _folded(_ADDRESS_WORDS),
+}
+_STEMS = {
+    DATE: tuple(attribute_key(w) for w in _DATE_STEMS),
+    POSTCODE: tuple(attribute_key(w) for w in _POSTCODE_STEMS),
+    AGE: tuple(attribute_key(w) for w in ("ageyear", "ageans", "ageat", "agein")),
+    "address": tuple(attribute_key(w) for w in ("address", "adress", "adresse")),
+}
+ADDRESS = "address"  # a name that says address: a postcode column if its values hold them
 
 
 def named(name: str, kind: str) -> bool:
-    """Whether a column's name says it holds ``kind`` (one of its words does)."""
-    return bool(name_words(name) & _NAMED[kind])
+    """Whether a column's name says it holds ``kind``: one of its words does, digits around it
+    removed (``zip5``, ``age1``), or begins with a word that only says it (``zipcode_home``,
+    ``birthyear``, ``ageyears``; ``age`` only before ``years``, ``ans``, ``at``, ``in``).
+
+    >>> [named(n, AGE) for n in ("age1", "edad", "Años", "years", "stage", "page")]
+    [True, True, True, True, False, False]
+    >>> [named(n, POSTCODE) for n in ("zip5", "CP", "code_postal", "PLZ", "zipcity")]
+    [True, True, True, True, True]
+    """
+    words = name_words(name) | _words_without_digits(name)
+    if words & _NAMED[kind]:
+        return True
+    stems = _STEMS[kind]
+    return any(word.startswith(stem) for word in words for stem in stems)
 
 
 # --- one value ---------------------------------------------------------------------------------
@@ -137,13 +189,31 @@ _MONTHS = {
     **dict.fromkeys(["october", "oct", "octobre"], 10),
     **dict.fromkeys(["november", "nov", "novembre"], 11),
     **dict.fromkeys(["december", "dec", "decembre"], 12),
+    # Spanish, Portuguese, German (accents are removed before the look-up)
+    **dict.fromkeys(["enero", "janeiro", "januar", "jan"], 1),
+    **dict.fromkeys(["febrero", "fevereiro", "februar"], 2),
+    **dict.fromkeys(["marzo", "marco", "marz"], 3),
+    **dict.fromkeys(["abril", "abr"], 4),
+    **dict.fromkeys(["mayo", "maio"], 5),
+    **dict.fromkeys(["junio", "junho", "juni"], 6),
+    **dict.fromkeys(["julio", "julho", "juli"], 7),
+    **dict.fromkeys(["agosto", "ago"], 8),
+    **dict.fromkeys(["septiembre", "setembro", "set"], 9),
+    **dict.fromkeys(["octubre", "outubro", "oktober", "okt", "out"], 10),
+    **dict.fromkeys(["noviembre", "novembro"], 11),
+    **dict.fromkeys(["diciembre", "dezembro", "dezember", "dic", "dez"], 12),
 }
-_MONTH = r"([a-z]+)\.?"
+_MONTH = r"([^\W\d_]+)\.?"
 _TIME = r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"
 _ISO = re.compile(rf"(\d{{4}})-(\d{{1,2}})-(\d{{1,2}}){_TIME}")
 _YMD = re.compile(rf"(\d{{4}})[/.](\d{{1,2}})[/.](\d{{1,2}}){_TIME}")
 _DMY = re.compile(rf"(\d{{1,2}})[/.-](\d{{1,2}})[/.-](\d{{4}}){_TIME}")
-_D_MONTH_Y = re.compile(rf"(\d{{1,2}})(?:er)? {_MONTH} (\d{{4}})")
+_D_MONTH_Y = re.compile(
+    rf"(\d{{1,2}})(?:er|st|nd|rd|th)?[ /.-]?(?:de )?{_MONTH}[ /.,-] ?(?:de )?(\d{{4}})"
+)
+_DMY_SHORT = re.compile(rf"(\d{{1,2}})[/.-](\d{{1,2}})[/.-](\d{{2}}){_TIME}")
+_COMPACT = re.compile(r"(1[89]\d{2}|20\d{2})(\d{2})(\d{2})(?:\.0+)?")  # 19500301
+_SERIAL = re.compile(r"(\d{5})(?:\.0+)?")  # a spreadsheet's day number, in a date column
 _MONTH_D_Y = re.compile(rf"{_MONTH} (\d{{1,2}}),? (\d{{4}})")
 _YM = re.compile(r"(\d{4})[-/](\d{1,2})")
 _MY = re.compile(r"(\d{1,2})[/.-](\d{4})")
@@ -152,6 +222,28 @@ _YEAR = re.compile(r"(\d{4})")
 _YEARS = re.compile(r"(\d{4}) ?[-/] ?(\d{4})")
 _DIGIT = re.compile(r"\d")
 _POSTCODE = re.compile(r"[0-9A-Z]{1,10}")
+# Postcodes whose writing says what they are, in any column (compared uppercase): the United
+# Kingdom's (SW1A 1AA), Canada's (K1A 0B1), the Netherlands' (1012 AB), ZIP+4 (20500-0003),
+# Brazil's CEP (01310-100), Corsica's (2A004).
+_POSTCODE_FORMATS = (
+    r"[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}|[A-Z]\d[A-Z] ?\d[A-Z]\d|\d{4} ?[A-Z]{2}|\d{5}-\d{4}"
+    r"|\d{5}-\d{3}|2[AB] ?\d{3}"
+)
+_POSTCODE_WRITTEN = re.compile(_POSTCODE_FORMATS)
+# In free text (an address): one of those, or five or six digits standing alone (Senegal,
+# France, Nigeria, Germany, the United States...).
+_POSTCODE_IN_TEXT = re.compile(rf"(?<![\dA-Z])(?:{_POSTCODE_FORMATS}|\d{{5,6}})(?![\dA-Z])")
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more: free text
+_ADDRESS_WORD = re.compile(r"[^\W\d_]{4,}")  # in a postcode column: not ``VLT 1117`` (Malta)
+# Free text shaped as an address, under any name: a postcode next to a town's capitalized name
+# at its end (``..., 75011 Paris``, ``Lagos 101241``), or in a writing that says postcode.
+_ADDRESS_SHAPE = re.compile(
+    rf"(?:(?<![\dA-Z])\d{{5,6}} [A-ZÀ-Þ][\w' -]*|[A-ZÀ-Þ][\w'-]* \d{{5,6}})$"
+    rf"|(?<![\dA-Z])(?:{_POSTCODE_FORMATS})(?![\dA-Z])"
+)
+_AGE_WITH_UNIT = re.compile(
+    r"\d ?(?:ans?|years?(?: old)?|yrs?|yo|jahre|anos|años|a)$", re.IGNORECASE
+)
 _PREFIX = re.compile(r"([0-9A-Z]{0,10})\*")
 _AGE_UNIT = r"(?: ?(?:ans?|years?(?: old)?|yrs?|y|yo|a|jahre))?"
 _AGE = re.compile(rf"(\d{{1,3}}(?:[.,]\d+)?){_AGE_UNIT}")
@@ -247,6 +339,18 @@ def _date_of(text: str, years: bool) -> Read | None:
         first, second, year = map(int, match.groups()[:3])
         # Day first (Senegal, France), unless only the month-first reading is a date.
         return _day(year, second, first) or _day(year, first, second)
+    if match := _DMY_SHORT.fullmatch(text):
+        first, second, short = map(int, match.groups()[:3])
+        # A two-digit year: this century's when not in the future, else the last one's.
+        now = datetime.date.today().year
+        year = 2000 + short if 2000 + short <= now else 1900 + short
+        return _day(year, second, first) or _day(year, first, second)
+    if match := _COMPACT.fullmatch(text):
+        return _day(*map(int, match.groups()[:3]))
+    if years and (match := _SERIAL.fullmatch(text)):
+        # Excel's day numbers count from 1899-12-30; 10000 to 99999 are 1927 to 2173.
+        serial = datetime.date(1899, 12, 30) + datetime.timedelta(days=int(match.group(1)))
+        return _day(serial.year, serial.month, serial.day)
     if match := _D_MONTH_Y.fullmatch(text):
         month = _month_named(match.group(2))
         return None if month is None else _day(int(match.group(3)), month, int(match.group(1)))
@@ -284,6 +388,12 @@ def read_postcode(value: object) -> Read:
     text = _text(value)
     if text in (MASK, MISSING_LABEL):
         return _NOTHING
+    if " " in text and _ADDRESS_WORD.search(text) and _DIGIT.search(text):  # an address
+        found = _POSTCODE_IN_TEXT.findall(text.upper())
+        if found:
+            compact = re.sub(r"[\s\-]", "", found[-1])
+            return Read(compact, float(len(compact)))
+        return _unreadable()
     if ", " in text:
         return _finest([read_postcode(part) for part in text.split(", ")])
     compact = re.sub(r"[\s\-]", "", text).upper()
@@ -379,11 +489,26 @@ def column_kind(name: str, sample: Sequence) -> str | None:
         return DATE
     if named(name, DATE) and any(r.precision is not None for r in dated):
         return DATE
+    half = _NAMED_SHARE * len(present)
     for kind in (POSTCODE, AGE):
-        if named(name, kind):
+        if named(name, kind) or (kind == POSTCODE and named(name, ADDRESS)):
             read = [READERS[kind](v) for v in present]
-            if sum(r.precision is not None for r in read) >= _NAMED_SHARE * len(present):
+            if sum(r.precision is not None for r in read) >= half:
                 return kind
+    # By content alone: postcodes in a writing that says so, addresses holding one, ages
+    # with their unit.
+    texts = [_text(v).upper() for v in present if isinstance(v, str)]
+    if sum(bool(_POSTCODE_WRITTEN.fullmatch(t)) for t in texts) >= half:
+        return POSTCODE
+    written = [_text(v) for v in present if isinstance(v, str)]
+    in_text = [t for t in written if _WORD.search(t) and _ADDRESS_SHAPE.search(t)]
+    if texts and len(in_text) >= half:
+        return POSTCODE
+    read = [read_age(v) for v in present]
+    ages = sum(r.precision is not None for r in read)
+    units = sum(bool(_AGE_WITH_UNIT.search(t)) for t in texts)
+    if ages >= half and units >= max(1, 0.2 * len(present)):
+        return AGE
     return None
 
 
@@ -542,6 +667,9 @@ class ColumnPrecision:
     kind: str
     finest: float | None
     unreadable: int = 0
+    # Of a column of birth dates (its name says birth): the earliest year a value may be (the
+    # latest year of its range), the values that are already the top category left out.
+    oldest_birth_year: int | None = None
 
     @classmethod
     def of(cls, name: str, values: pd.Series, numbers: bool = False) -> ColumnPrecision | None:
@@ -549,26 +677,45 @@ class ColumnPrecision:
         no dates, postcodes or ages). ``numbers``: the content detector found only numbers in
         them, so they hold no dates (a tenth of dates would have shown): only a name can still
         make them postcodes or ages, and the values need not be sampled otherwise."""
+        sample = sample_of(values)  # chosen by hash: every engine sees the same values
         if numbers and not (named(name, POSTCODE) or named(name, AGE) or named(name, DATE)):
-            return None
-        kind = column_kind(name, sample_of(values))
+            # Numbers hold dates only written 19500301: a tenth of them would show.
+            compact = sum(bool(_COMPACT.fullmatch(_text(v))) for v in sample)
+            if compact < max(1, _DATES_SHARE * len(sample)):
+                return None
+        kind = column_kind(name, sample)
         if kind is None:
             return None
         reading = read_column(kind, values)
-        return cls(kind, reading.finest(), int(reading.unreadable.sum()))
+        oldest = oldest_birth_year(reading) if kind == DATE and births(name) else None
+        return cls(kind, reading.finest(), int(reading.unreadable.sum()), oldest)
 
     def exceeds(self, limits: Limits) -> bool:
-        """Whether a value is more precise than ``limits`` allow, or unreadable."""
+        """Whether a value is more precise than ``limits`` allow, or unreadable, or (birth
+        dates) a year that tells an age over ``limits.age``."""
+        if self.too_old(limits):
+            return True
         limit = bound(self.kind, limits)
         if limit is None:
             return False
         return self.unreadable > 0 or (self.finest is not None and self.finest > limit)
 
+    def too_old(self, limits: Limits) -> bool:
+        """Whether a birth year tells an age over ``limits.age`` (Safe Harbor: "all elements of
+        dates (including year) indicative of such age"), apart from the top category; judged
+        where a rule sets how precise dates may leave too (the remedy writes them so)."""
+        if self.oldest_birth_year is None or limits.age is None or limits.date is None:
+            return False
+        return self.oldest_birth_year <= last_old_birth_year(limits.age)
+
     def as_dict(self) -> dict:
         finest = self.finest
         if finest is not None:
             finest = DATE_LEVELS[int(finest)] if self.kind == DATE else int(finest)
-        return {"kind": self.kind, "finest": finest, "unreadable": self.unreadable}
+        found = {"kind": self.kind, "finest": finest, "unreadable": self.unreadable}
+        if self.oldest_birth_year is not None:
+            found["oldest_birth_year"] = self.oldest_birth_year
+        return found
 
     @classmethod
     def from_dict(cls, data: dict | None) -> ColumnPrecision | None:
@@ -578,7 +725,71 @@ class ColumnPrecision:
         finest = data.get("finest")
         if isinstance(finest, str):
             finest = DATE_LEVELS.index(finest)
-        return cls(data["kind"], None if finest is None else float(finest), data["unreadable"])
+        return cls(
+            data["kind"],
+            None if finest is None else float(finest),
+            data["unreadable"],
+            data.get("oldest_birth_year"),
+        )
+
+
+# --- birth years that tell an age over the cap -------------------------------------------------
+
+# The top category of birth years: every year up to the last one that tells an age over the cap
+# (``1800/1936`` in 2026 for 89), its lower end a year nobody alive was born in, not a value.
+TOP_BIRTH_FLOOR = 1800
+_BIRTH_WORDS = _folded(
+    "dob yob birth birthdate birthday birthyear born naissance datenaissance ddn "
+    "nacimiento nascimento geburt geburtsdatum geburtsjahr"
+)
+
+
+def births(name: str) -> bool:
+    """Whether a column's name says it holds birth dates or years (``dob``, ``birth_year``,
+    ``DateNaissance``, ``yob``).
+
+    >>> births("DateNaissance"), births("birth_year"), births("date_of_visit")
+    (True, True, False)
+    """
+    words = name_words(name) | _words_without_digits(name)
+    return bool(words & _BIRTH_WORDS) or any(
+        word.startswith(stem) for word in words for stem in _STEMS[DATE]
+    )
+
+
+def last_old_birth_year(max_age: int, today: datetime.date | None = None) -> int:
+    """The latest birth year that may tell an age over ``max_age`` (born that year, a person
+    is ``max_age + 1`` or ``max_age`` today): 1936 in 2026 for 89."""
+    return (today or datetime.date.today()).year - (max_age + 1)
+
+
+def _years_of(canonical: str) -> tuple[int, int] | None:
+    """The earliest and latest year a canonical date, year or range of years may be; a set
+    ``"a, b"`` as its oldest member (that member is told).
+
+    >>> _years_of("1983-04-12"), _years_of("1930/1939"), _years_of("1930, 1985")
+    ((1983, 1983), (1930, 1939), (1930, 1930))
+    """
+    if ", " in canonical:
+        parts = [_years_of(part) for part in canonical.split(", ")]
+        told = [p for p in parts if p is not None]
+        return min(told, key=lambda p: p[1]) if told else None
+    if match := re.fullmatch(r"(\d{4})/(\d{4})", canonical):
+        return int(match.group(1)), int(match.group(2))
+    if match := re.match(r"(\d{4})(?:-|$)", canonical):
+        return int(match.group(1)), int(match.group(1))
+    return None
+
+
+def oldest_birth_year(reading: ColumnReading) -> int | None:
+    """The earliest of the latest years the values may be, the top category left out."""
+    oldest = None
+    for canonical in dict.fromkeys(c for c in reading.canonical.tolist() if c is not None):
+        years = _years_of(canonical)
+        if years is None or years[0] <= TOP_BIRTH_FLOOR:
+            continue
+        oldest = years[1] if oldest is None else min(oldest, years[1])
+    return oldest
 
 
 # --- values made less precise (the remedy's labels) --------------------------------------------
@@ -593,7 +804,7 @@ def _kept(value: object, read: Read) -> object:
     return MASK if read.unreadable else value
 
 
-def date_labels(values: pd.Series, level: str) -> np.ndarray:
+def date_labels(values: pd.Series, level: str, max_age: int | None = None) -> np.ndarray:
     """Each of ``values`` (a column's distinct values) as a date at ``level`` (``year`` or
     ``month``; a day-first writing that could also be read month first becomes its year, which
     both readings share); a value with a digit that reads as no date is masked (its precision is
@@ -603,6 +814,9 @@ def date_labels(values: pd.Series, level: str) -> np.ndarray:
     array(['1983', '1983', '*', ''], dtype=object)
     >>> date_labels(pd.Series(["12/04/1983", "25/04/1983"]), "month")
     array(['1983', '1983-04'], dtype=object)
+
+    With ``max_age`` (birth dates), a year that may tell an age over it leaves as the top
+    category of birth years (``1800/1936`` in 2026 for 89), as Safe Harbor aggregates them.
     """
     values = pd.Series(values, dtype=object).reset_index(drop=True)
     reading = read_column(DATE, values)  # the common writings at once
@@ -620,6 +834,12 @@ def date_labels(values: pd.Series, level: str) -> np.ndarray:
             labels[i] = canonical[:4]
         else:
             labels[i] = canonical[:7]
+    if max_age is not None:
+        last = last_old_birth_year(max_age)
+        for i, canonical in enumerate(reading.canonical.tolist()):
+            years = None if canonical is None else _years_of(canonical)
+            if years is not None and years[0] > TOP_BIRTH_FLOOR and years[1] <= last:
+                labels[i] = f"{TOP_BIRTH_FLOOR}/{last}"
     return labels
 
 

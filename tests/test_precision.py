@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker.anonymize.generalization import coarsen_dates
 from broker.precision import (
     AGE,
     DATE,
@@ -100,8 +101,54 @@ def test_postcode_prefixes_and_letters():
     assert read_postcode("750*").precision == 3
     assert read_postcode("sw1a 1aa").canonical == "SW1A1AA"
     assert read_postcode("75").precision == 2
-    assert read_postcode("Paris 11").precision == 7  # letters count: PAR* at most leaves
+    # Free text is an address: its postcode is what it tells; with none, it is unreadable
+    # (its precision unknown: the remedy masks it).
+    assert read_postcode("Paris 11").unreadable
     assert postcode_label("75011 Paris", 3) == "750*"
+
+
+@pytest.mark.parametrize(
+    ("address", "postcode"),
+    [
+        ("12 rue X, 75011 Paris", "75011"),
+        ("Villa 4, Cité Keur Gorgui, 10200 Dakar", "10200"),
+        ("Plot 5 Adeola Odeku Street, Victoria Island, Lagos 101241", "101241"),
+        ("10 Downing Street, London SW1A 2AA", "SW1A2AA"),
+        ("1600 Pennsylvania Ave NW, Washington, DC 20500-0003", "205000003"),
+    ],
+)
+def test_a_postcode_inside_an_address(address, postcode):
+    assert read_postcode(address).canonical == postcode
+    assert postcode_label(address, 2) == postcode[:2] + "*"
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "kind"),
+    [
+        ("age1", ["34", "93", "61"], AGE),
+        ("edad", ["34", "93", "61"], AGE),
+        ("\u00e2ge", ["34", "93", "61"], AGE),
+        ("years", ["34", "93", "61"], AGE),
+        ("x", ["34 ans", "93 ans", "61"], AGE),  # by content: the unit
+        ("stage", ["3", "4", "2"], None),
+        ("zip5", ["10230", "10240"], POSTCODE),
+        ("cp", ["10230", "10240"], POSTCODE),
+        ("code_postal", ["10230", "10240"], POSTCODE),
+        ("PLZ", ["10230", "10240"], POSTCODE),
+        ("c1", ["SW1A 1AA", "EC1A 1BB", "K1A 0B1"], POSTCODE),  # by content: the writing
+        ("where", ["12 rue X, 75011 Paris", "3 av. Y, 75012 Paris"], POSTCODE),
+        ("city", ["Paris", "Dakar"], None),
+        ("notes", ["lab ref 10234 ok", "invoice 123456 paid", "ref 10235"], None),  # no town
+        ("c5", ["Villa 4, Cité Keur Gorgui, 10200 Dakar", "Lagos 101241"], POSTCODE),
+        ("c2", ["19500301", "19611224"], DATE),  # by content: yyyymmdd
+        ("c3", ["01-Mar-1950", "3 mars 1950", "3 de marzo de 1950"], DATE),
+        ("c4", ["01/03/50", "24/12/61"], DATE),
+        ("date_of_visit", ["18322", "18400"], DATE),  # spreadsheet day numbers, named dates
+        ("count", ["18322", "18400"], None),
+    ],
+)
+def test_columns_recognized_by_name_and_by_content(name, values, kind):
+    assert column_kind(name, values) == kind
 
 
 @pytest.mark.parametrize(
@@ -161,11 +208,34 @@ def test_a_tenth_of_full_dates_among_other_values_makes_a_date_column():
 
 def test_column_precision_and_limits():
     found = ColumnPrecision.of("born", pd.Series(["1983-04-12", "1983", "13/13/1983"]))
-    assert found.as_dict() == {"kind": "date", "finest": "day", "unreadable": 1}
+    assert found.as_dict() == {
+        "kind": "date",
+        "finest": "day",
+        "unreadable": 1,
+        "oldest_birth_year": 1983,  # "born": birth dates
+    }
     assert found.exceeds(Limits(date="day"))  # unreadable: its precision is unknown
     assert ColumnPrecision.from_dict(found.as_dict()) == found
     ages = ColumnPrecision.of("age", pd.Series(["34", "90+"]))
     assert not ages.exceeds(SAFE_HARBOR) and ages.exceeds(Limits(age=80))
+
+
+def test_birth_years_that_tell_an_age_over_the_cap():
+    year = datetime.date.today().year
+    old, young = str(year - 90), str(year - 89)  # 89 or 90 years old; 88 or 89
+    for name in ("birth_year", "yob", "DateNaissance"):
+        found = ColumnPrecision.of(name, pd.Series([young, "1990"]))
+        assert found.oldest_birth_year == year - 89
+        assert not found.exceeds(Limits(date="year", age=89))
+        found = ColumnPrecision.of(name, pd.Series([old, "1990"]))
+        assert found.exceeds(Limits(date="year", age=89))
+        assert not found.exceeds(Limits(date="year"))  # no age cap: the year may leave
+    # The top category (every older year) and a visit's year tell no age.
+    assert not ColumnPrecision.of("yob", pd.Series([f"1800/{old}"])).exceeds(SAFE_HARBOR)
+    assert ColumnPrecision.of("visit_date", pd.Series([old])).oldest_birth_year is None
+    assert date_label(f"{old}-05-01", "year") == old  # not a birth column: the year
+    frame = pd.DataFrame({"dob": [f"{old}-05-01", "1990-02-03"]})
+    assert coarsen_dates(frame, "dob")["dob"].tolist() == [f"1800/{old}", "1990"]
 
 
 # --- labels: true, and no more precise than allowed (threat: labels that spell out) -----------

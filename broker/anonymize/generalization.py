@@ -36,7 +36,7 @@ from broker.anonymize._values import (
     parse_numbers,
 )
 from broker.anonymize.labels import range_label
-from broker.precision import age_label, date_labels, postcode_label
+from broker.precision import SAFE_HARBOR, age_label, births, date_labels, postcode_label
 from broker.roles import require_columns
 
 DATE_LEVELS = ("month", "year")
@@ -336,7 +336,9 @@ def generalize_hierarchy(
 def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.DataFrame:
     """Dates written any way :mod:`broker.precision` reads (ISO, day first, month names, with a
     time) to their year (or month); a value with a digit that reads as no date is masked
-    (``*``: its precision is unknown). Missing and digit-free values stay.
+    (``*``: its precision is unknown). Missing and digit-free values stay. In a column of
+    birth dates (its name says birth), the years that may tell an age over 89 leave as one top
+    category (``1800/1936`` in 2026), as Safe Harbor aggregates them.
 
     >>> frame = pd.DataFrame({"born": ["1983-04-12", "12/04/1983", "12 avril 1983", "n/a"]})
     >>> coarsen_dates(frame, "born")["born"].tolist()
@@ -346,7 +348,8 @@ def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.D
     if level not in DATE_LEVELS:
         raise ValueError(f"Date level for column {column!r} must be one of {DATE_LEVELS}")
     codes, uniques, _blank = factorize(frame[column])
-    labels = date_labels(pd.Series(np.asarray(uniques, dtype=object)), level)
+    max_age = SAFE_HARBOR.age if births(column) else None
+    labels = date_labels(pd.Series(np.asarray(uniques, dtype=object)), level, max_age)
     return _replace(frame, column, labels, codes)
 
 

@@ -5,7 +5,10 @@ without a client, the local threads). Every count table is a ``groupby(..., drop
 computed there; only the distinct tuples come back, and are numbered here by each column's
 dictionary. Who the rows are travels with them: a 64-bit hash of each whole row, computed when
 the engine is made (``pandas.util.hash_pandas_object``; two different rows with one hash would
-count as one person: fewer people, never more), and the person key when one is declared.
+count as one person: fewer people, never more), and the person key when one is declared: each
+row's person is then labelled once (``__fedbroker_person``), the rows sharing a folded key, a
+row hash or a rare tuple joined (:func:`broker.engines.people.components`, on the distinct
+(key, row) pairs the workers send back).
 
 Columns must hold one type each (text, as the canonical CSV reader gives, or numbers): the hash
 of a row compares values as pandas hashes them. Dask is an optional extra
@@ -31,12 +34,15 @@ from broker.engines.base import (
     RecodePlan,
     dictionary_of,
 )
-from broker.engines.people import RareTuples, rare_tuples
+from broker.engines.people import RareTuples, components, rare_tuples
+from broker.precision import fold
 from broker.roles import require_columns
 
 _ROW = "__fedbroker_row"
 _KEY = "__fedbroker_key"
 _WORST = "__fedbroker_worst"  # the row hash, or its rare tuple's (the worst case)
+_FOLDED = "__fedbroker_folded"  # the person key, folded
+_PERSON = "__fedbroker_person"  # with a person key: the rows it, identical rows, rare tuples join
 
 
 def _row_hashes(partition: pd.DataFrame, columns: list[str]) -> pd.Series:
@@ -109,8 +115,10 @@ class DaskEngine:
     def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
         """Each row is labelled on the workers with its possible person (its rare tuple's, or
         its hash), which a recoded table keeps."""
-        if self._person_key or _WORST in self._frame.columns:
+        if _WORST in self._frame.columns:
             return
+        if _PERSON in self._frame.columns:  # labelled before the worst case: again, with it
+            self._frame = self._frame.drop(columns=[_PERSON])
         rare = rare_tuples(self, quasi_identifiers)
         if not rare.empty:
             indexes = {name: self._indexes[name] for name in rare.columns}
@@ -119,6 +127,25 @@ class DaskEngine:
             )
             self._frame = self._frame.assign(**{_WORST: labels})
         self._rare = rare
+        self._label_people()
+
+    def _label_people(self) -> None:
+        """With a person key, each row's person: the components of the rows sharing a folded
+        key, or a row hash (or a rare tuple: the worst case, once assumed). The key only
+        merges; computed on the distinct (key, row) pairs, then labelled on the workers."""
+        if not self._person_key or _PERSON in self._frame.columns:
+            return
+        base = _WORST if _WORST in self._frame.columns else _ROW
+        folded = self._frame[_KEY].map_partitions(_fold_keys, meta=(_FOLDED, object))
+        frame = self._frame.assign(**{_FOLDED: folded})
+        pairs = frame[[_FOLDED, base]].drop_duplicates().compute()
+        keys, distinct = pd.factorize(pairs[_FOLDED].to_numpy(dtype=object))
+        found = components(keys, pairs[base].to_numpy())
+        person = np.empty(len(distinct), dtype=np.int64)
+        person[keys] = found
+        index = pd.Index(distinct, dtype=object)
+        labels = frame[_FOLDED].map_partitions(_people_of, index, person, meta=(_PERSON, "int64"))
+        self._frame = frame.drop(columns=[_FOLDED]).assign(**{_PERSON: labels})
 
     def dictionary(self, column: str) -> pd.Series:
         self._learn([column])
@@ -185,7 +212,10 @@ class DaskEngine:
         keys to lose, and the codes come back as they are."""
         column_sets = [list(columns) for columns in column_sets]
         self._learn([name for columns in column_sets for name in columns])
-        persons_of = [_ROW, _KEY] if self._person_key else [_WORST if self._worst else _ROW]
+        persons_of = []
+        if people:
+            self._label_people()
+            persons_of = [_PERSON] if self._person_key else [_WORST if self._worst else _ROW]
         named = sorted({name for columns in column_sets for name in columns})
         selected = self._frame[[*named, *persons_of]]
         meta = selected._meta.astype({name: "int64" for name in named})
@@ -217,6 +247,17 @@ class DaskEngine:
                 )
             results.append((_keys(sizes.index, len(columns)), sizes.to_numpy(np.int64), persons))
         return results
+
+
+def _fold_keys(keys: pd.Series) -> pd.Series:
+    return pd.Series(fold(keys), index=keys.index, name=_FOLDED, dtype=object)
+
+
+def _people_of(folded: pd.Series, index: pd.Index, person: np.ndarray) -> pd.Series:
+    found = index.get_indexer(folded.to_numpy(dtype=object))
+    if (found < 0).any():  # every key was among the pairs counted
+        raise RuntimeError("a person key is missing from the people labelled")
+    return pd.Series(person[found], index=folded.index, name=_PERSON)
 
 
 def _encode(partition: pd.DataFrame, indexes: dict[str, pd.Index]) -> pd.DataFrame:

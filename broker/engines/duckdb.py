@@ -48,7 +48,13 @@ from broker.engines.base import (
     dictionary_of,
     mixed_radix_strides,
 )
-from broker.engines.people import RareTuples, counted_with, rare_tuples
+from broker.engines.people import (
+    RareTuples,
+    components,
+    counted_with,
+    key_codes,
+    rare_tuples,
+)
 from broker.engines.recoded import Recoded
 from broker.roles import require_columns
 
@@ -150,6 +156,7 @@ class DuckDBEngine:
         keep: object = None,
         table: str | None = None,
         max_tuples: int | None = None,
+        labelled: bool = False,
     ):
         self._con = connection
         self._source = source  # SQL of the rows: the columns, the row hash and the person key
@@ -167,6 +174,12 @@ class DuckDBEngine:
         # enum_code() (a missing value, which an ENUM cannot hold, has the dictionary's last code).
         self._enums: dict[str, str] = {}
         self._rare: RareTuples | None = None  # told by assume_worst
+        # With a person key: whether the source's key column already holds each row's person
+        # (:meth:`_label_people`), and the column sets planned with people (counted again then).
+        self._fixed = labelled  # a recoded copy: its people are the table as sent's
+        self._labelled = labelled
+        self._written_source = source  # the source with the key as written
+        self._planned_people: list[list[str]] = []
 
     # --- construction -------------------------------------------------------------------------
 
@@ -285,11 +298,63 @@ class DuckDBEngine:
 
     def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
         """The worst case is read off the count tables (:func:`counted_with`): nothing is
-        counted again."""
-        if self._person_key:
+        counted again. With a person key, which only merges, each row's person is labelled
+        with it (:meth:`_label_people`)."""
+        if self._fixed:
             return
         self._rare = None  # the tuples are counted as they are
         self._rare = rare_tuples(self, quasi_identifiers)
+        if self._person_key:
+            self._labelled = False  # labelled again, with the rare tuples
+            self._label_people()
+
+    def _label_people(self) -> None:
+        """With a person key, the key column of the source becomes each row's person: the
+        rows sharing a folded key (:func:`broker.engines.people.key_codes`), a row hash or a
+        rare tuple, joined (:func:`broker.engines.people.components`), computed on the
+        distinct (key, row hash) pairs; what was counted with people is counted again."""
+        if not self._person_key or self._labelled:
+            return
+        self._labelled = True
+        rare = self._rare if self._rare is not None and not self._rare.empty else None
+        codes, joins = [], []
+        for position, column in enumerate(rare.columns if rare else ()):
+            code, join = self._code(column, f"t.{_quote(column)}", typed=False)
+            codes.append(f", any_value({code}) AS c{position}")
+            joins.append(join)
+        query = (
+            f"SELECT t.{_KEY} AS k, t.{_ROW} AS r{''.join(codes)} FROM {self._written_source} t "
+            f"{' '.join(joins)} GROUP BY t.{_KEY}, t.{_ROW}"
+        )
+        try:
+            pairs = self._con.execute(query).df()
+        except duckdb.Error as error:
+            raise DatasetError(str(error).splitlines()[0]) from None
+        worst = pd.factorize(pairs["r"].to_numpy())[0].astype(np.int64)
+        if rare is not None:
+            at = CountTable.of(
+                rare.columns,
+                [pairs[f"c{i}"].to_numpy(dtype=np.int64) for i in range(len(rare.columns))],
+                np.ones(len(pairs), dtype=np.int64),
+            )
+            group = rare.group_of(at)
+            worst = np.where(group >= 0, len(pairs) + group, worst)
+        person = components(worst, key_codes(pairs["k"]))
+        alias = f"__fedbroker_people_{next(_NAMES)}"
+        mapping = pd.DataFrame({"k": pairs["k"], "p": person}).drop_duplicates("k")
+        self._con.register(alias, mapping)  # one person a key as written
+        self._source = (
+            f"(SELECT s.* EXCLUDE ({_KEY}), m.p AS {_KEY} FROM {self._written_source} s "
+            f"JOIN {alias} m ON s.{_KEY} IS NOT DISTINCT FROM m.k)"
+        )
+        # What was counted with the key as written is counted again, with the people.
+        self._passes = [counted for counted in self._passes if not counted.people]
+        self._recent = RecentTables()
+        if self._table is not None:
+            self._con.sql(f"DROP TABLE {self._table}")
+            self._table, self._enums = None, {}
+        if self._planned_people:
+            self.plan(self._planned_people, people=True)
 
     @property
     def rare(self) -> RareTuples | None:
@@ -303,6 +368,8 @@ class DuckDBEngine:
         :class:`~broker.datasets.DatasetTooLarge`, found before any of them reaches Python."""
         if self._table is not None:
             return
+        if people:
+            self._planned_people += [list(c) for c in column_sets]
         sets = [list(c) for c in column_sets if self._pass_answering(list(c), people) is None]
         if sets or (people and not any(counted.people for counted in self._passes)):
             self._count_within_memory(sets, people)
@@ -341,8 +408,12 @@ class DuckDBEngine:
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False
     ) -> list[CountTable]:
+        if people:
+            self._label_people()
         found = [self._count_table(list(columns), people) for columns in column_sets]
-        return counted_with(self, self._rare, column_sets, found) if people else found
+        if not people or self._person_key:  # a key's people hold the rare tuples' merges
+            return found
+        return counted_with(self, self._rare, column_sets, found)
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         found = []
@@ -405,6 +476,7 @@ class DuckDBEngine:
         of their own."""
         if not self._person_key:
             return Recoded(self, plan)
+        self._label_people()
         selected, joins = self._relabelled(plan)
         target = f"__fedbroker_recoded_{next(_NAMES)}"
         self._con.sql(
@@ -412,7 +484,9 @@ class DuckDBEngine:
             f"FROM {self._loaded()} t {joins}"
         )
         kept = [c for c in self._names if c not in plan.drop]
-        return DuckDBEngine(self._con, target, kept, self._person_key, self._keep, target)
+        return DuckDBEngine(
+            self._con, target, kept, self._person_key, self._keep, target, labelled=True
+        )
 
     def profile(self) -> ValueProfile:
         """Each column's longest value (characters) and number of distinct values, exact, from

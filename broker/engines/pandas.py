@@ -29,7 +29,7 @@ from broker.engines.codes import (
     encode_columns,
     map_in_threads,
 )
-from broker.engines.people import RareTuples, rare_tuples
+from broker.engines.people import RareTuples, components, key_codes, rare_tuples
 from broker.roles import require_columns
 
 if TYPE_CHECKING:
@@ -49,14 +49,14 @@ _RECENT_GROUPINGS = 2
 
 
 class People:
-    """Who each row of a table as sent may be: identical rows are one person, and so are rows
-    that share a declared person key. A tuple counts the fewer of the two. Without a key, the
-    rows of a rare quasi-identifier tuple are one person too, once the engine is told the
-    quasi-identifiers (``worst``: :mod:`broker.engines.people`).
+    """Who each row of a table as sent may be: identical rows are one person, and so are the
+    rows of a rare quasi-identifier tuple (the worst case, once the engine is told the
+    quasi-identifiers: :mod:`broker.engines.people`) and rows that share a declared person key
+    (folded: ``P001``, ``p001 `` and ``P0O1`` are one key). A key only merges: a person is every
+    row joined to another by any of these (their connected components), so a member that
+    invents one key per row, or look-alike keys, still sends one person.
 
-    A key can only lower the count: a member that invents one key per row (one person's row
-    sent three times, with three keys) still sends three identical rows, one person. Fixed on
-    the table as sent and looked up by row label in its anonymized versions, where
+    Fixed on the table as sent and looked up by row label in its anonymized versions, where
     generalization makes different people's rows identical on purpose.
     """
 
@@ -69,9 +69,10 @@ class People:
         rare: RareTuples | None = None,
     ):
         self.rows = rows  # identical-row codes, one per row of the table as sent, in order
-        self.key = key  # person-key codes, when a key was declared
+        self.key = key  # folded person-key codes, when a key was declared
         self.by = by  # PERSON_KEY, IDENTICAL_ROWS or WORST_CASE
-        self.worst = worst  # identical rows, and each rare tuple's rows, as one code each
+        # identical rows, each rare tuple's rows and (with a key) a key's rows as one code each
+        self.worst = worst
         self.rare = rare  # the rare tuples behind ``worst``
         self._own: list[Grouping] | None = None  # the table as sent's rows, grouped
 
@@ -148,24 +149,29 @@ class PandasEngine:
         if self._people is not None:
             return self._people
         rows = self.rows_grouping().codes
+        worst = None
+        if self._rare is not None and not self._rare.empty:
+            grouping = self.grouping(self._rare.columns)
+            one = grouping.representatives()
+            at = CountTable.of(
+                self._rare.columns,
+                [self._columns[name].codes[one] for name in self._rare.columns],
+                grouping.counts(),
+            )
+            group = self._rare.group_of(at)[grouping.codes]
+            worst = np.where(group >= 0, int(rows.max()) + 1 + group, rows)
         if self._person_key is not None:
-            codes, _uniques = pd.factorize(self._person_key.to_numpy(), use_na_sentinel=False)
-            return People(rows, codes.astype(np.int64), PERSON_KEY)
-        if self._rare is None or self._rare.empty:
+            # The key only merges: its people are the rows sharing a (folded) key, identical
+            # rows or a rare tuple's rows, joined (broker.engines.people).
+            key = key_codes(self._person_key)
+            together = components(rows if worst is None else worst, key)
+            return People(rows, key, PERSON_KEY, together, self._rare)
+        if worst is None:
             return People(rows, None, IDENTICAL_ROWS)
-        grouping = self.grouping(self._rare.columns)
-        one = grouping.representatives()
-        at = CountTable.of(
-            self._rare.columns,
-            [self._columns[name].codes[one] for name in self._rare.columns],
-            grouping.counts(),
-        )
-        group = self._rare.group_of(at)[grouping.codes]
-        worst = np.where(group >= 0, int(rows.max()) + 1 + group, rows)
         return People(rows, None, WORST_CASE, worst, self._rare)
 
     def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
-        if self._people is not None or self._person_key is not None:
+        if self._people is not None:
             return
         self._rare = rare_tuples(self, quasi_identifiers)
         self.__dict__.pop("people", None)  # counted again, with the worst case

@@ -21,19 +21,28 @@ Definitions (the quasi-identifiers as declared and inferred for the transfer):
   the United States population unique on a full birth date, a 5-digit ZIP code and sex); the
   broker has no census to tell how many people share any other tuple, and a tuple of coarse
   values (an age band, a sex, a region) is taken to be shared.
-- Without a person key, all the rows of a rare tuple held by two rows or more are one person:
-  its *worst case*. A class of released rows then counts one person per rare tuple among its
-  rows, plus its other rows' people as before (identical rows as one); k counts those people,
-  and l counts no more distinct values than the class has people (the values of one person's
-  rows are all that person's: a recipient who knows the class is one person learns them all).
+- Two rare tuples are *nudged* apart when they hold a date to the day and agree on every other
+  value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes that differ in their
+  last character: one person's copies written a little differently so that no tuple repeats
+  (a birth date a day later, a postcode's last digit changed) are still one person's, since
+  the release generalizes them into one class. Tuples join transitively (runs of close days).
+- All the rows of a rare tuple, and of the rare tuples nudged apart from it, held by two rows
+  or more, are one person: its *worst case*. A class of released rows then counts one person
+  per rare tuple among its rows, plus its other rows' people as before (identical rows as
+  one); k counts those people, and l counts no more distinct values than the class has people
+  (the values of one person's rows are all that person's: a recipient who knows the class is
+  one person learns them all).
 
 What does not change: a table where no rare tuple repeats is counted as before (a table of age
 bands, sexes and regions, however many rows repeat each combination; a table of unique rows).
 What does: rows that legitimately repeat a rare tuple, the visits of one patient given by birth
 date and postcode, count as that one patient, which they are; and distinct people who happen
 to share a rare tuple (twins born in one postcode) count as one, which they may not be.
-A member that knows who its rows are says so with a person key (``person_key``): the key then
-decides, the worst case is not assumed, and the count is honest.
+A member that knows who its rows are says so with a person key (``person_key``), and the key
+only merges: a row's person is every row joined to it by a shared key (folded:
+:func:`key_codes`), identical content or the worst case (:func:`components`). A key cannot
+split what the worst case joins (a fresh key on each copy, look-alike keys), so a lying key
+gains nothing; an honest key still joins one person's visits under different values.
 
 Every engine computes the same thing: the pandas engine labels each row with its possible person
 and counts distinct labels per class (:class:`broker.engines.pandas.People`), the Dask engine
@@ -51,8 +60,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import CountTable, Engine, Grouped
-from broker.precision import SAFE_HARBOR, column_kind, fold, read_column, sample_of
+from broker.engines.base import CountTable, Engine, Grouped, tuple_keys
+from broker.precision import (
+    DATE,
+    DATE_LEVELS,
+    DAY,
+    POSTCODE,
+    SAFE_HARBOR,
+    column_kind,
+    fold,
+    read_column,
+    sample_of,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,17 +139,29 @@ def _one_class(table: CountTable) -> CountTable:
     return CountTable((), np.array([int(table.rows.sum())]), people)
 
 
+# One person's copies written a little apart ("nudged") are still one person at worst: dates
+# up to this many days apart, postcodes that differ in their last character.
+NUDGE_DAYS = 3
+_NO_DAY = np.iinfo(np.int64).min
+
+
 def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
-    """The rare tuples of ``quasi_identifiers`` held by two rows or more (see the module
-    docstring), from the engine's count table of them and their dictionaries."""
+    """The rare tuples of ``quasi_identifiers`` whose rows may be one person (see the module
+    docstring), from the engine's count table of them and their dictionaries: the rows of one
+    tuple read by meaning, and of tuples *nudged* apart (:func:`_nudges`), held by two rows or
+    more."""
     columns = tuple(quasi_identifiers)
     if not columns:
         return RareTuples((), (), np.zeros(0, dtype=np.int64), 0, 0)
     [table] = engine.counts([list(columns)])
     meanings, identifying = [], np.zeros(table.size, dtype=bool)
-    for name in columns:
+    days = np.full(table.size, _NO_DAY, dtype=np.int64)  # the first day column's day, if told
+    day_column = None
+    postcodes = []  # (position among the columns, each tuple's postcode when identifying)
+    for position, name in enumerate(columns):
         dictionary = engine.dictionary(name)
         kind = column_kind(name, sample_of(dictionary))
+        codes = table.codes(name)
         if kind is None:
             spelled = fold(dictionary)
         else:
@@ -138,18 +169,148 @@ def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
             unread = np.array([c is None for c in reading.canonical], dtype=bool)
             spelled = np.array([f"{kind}:{c}" for c in reading.canonical], dtype=object)
             spelled[unread] = fold(dictionary[unread])
-            identifying |= reading.exceeding(SAFE_HARBOR)[table.codes(name)]
-        codes, uniques = pd.factorize(spelled)
-        meanings.append((codes.astype(np.int64)[table.codes(name)], len(uniques)))
+            exceeding = reading.exceeding(SAFE_HARBOR)
+            identifying |= exceeding[codes]
+            if kind == DATE and day_column is None:
+                found_days = _day_numbers(reading)[codes]
+                if (found_days != _NO_DAY).any():
+                    days, day_column = found_days, position
+            elif kind == POSTCODE:
+                told = np.where(exceeding & ~reading.unreadable, reading.canonical, None)
+                postcodes.append((position, told[codes]))
+        found, uniques = pd.factorize(spelled)
+        meanings.append((found.astype(np.int64)[codes], len(uniques)))
     tuples = Grouped.of([m for m, _ in meanings], [w for _, w in meanings])
-    rows = tuples.added(table.rows)
-    rare = (tuples.added(identifying.astype(np.int64)) > 0) & (rows >= 2)
-    chosen = rare[tuples.inverse]
-    groups, _ = pd.factorize(tuples.inverse[chosen])
+    nudged = _nudges(meanings, day_column, days, postcodes, identifying)
+    person = components(tuples.inverse, *nudged)
+    groups, first = pd.factorize(person)
+    rows = np.bincount(groups, weights=table.rows, minlength=len(first)).astype(np.int64)
+    rare = (np.bincount(groups, weights=identifying, minlength=len(first)) > 0) & (rows >= 2)
+    chosen = rare[groups]
+    compact, _ = pd.factorize(groups[chosen])
     return RareTuples(
         columns,
         tuple(table.codes(name)[chosen] for name in columns),
-        groups.astype(np.int64),
+        compact.astype(np.int64),
         int(rare.sum()),
         int(rows[rare].sum()),
     )
+
+
+def _day_numbers(reading) -> np.ndarray:
+    """Each value's day (days since 1970-01-01) when it is a date to the day, else
+    :data:`_NO_DAY`."""
+    day = np.full(len(reading.canonical), _NO_DAY, dtype=np.int64)
+    told = np.flatnonzero(reading.precision == DATE_LEVELS.index(DAY))
+    if told.size:
+        written = [reading.canonical[i] for i in told.tolist()]
+        day[told] = np.array(written, dtype="datetime64[D]").astype(np.int64)
+    return day
+
+
+def _nudges(meanings, day_column, days, postcodes, identifying) -> list[np.ndarray]:
+    """A labelling of the tuples under which a label joins tuples *nudged* apart: identifying
+    tuples holding a date to the day (in ``day_column``, the first such column) that agree on
+    every other value but that date, up to :data:`NUDGE_DAYS` days apart, and postcodes that
+    differ in their last character. Tuples are sorted by day within their other values (each
+    postcode without its last character), and each run of days no more than ``NUDGE_DAYS``
+    apart is one label: close days join (no grid whose edges a sender could straddle), along
+    one axis within one block, so a dense table joins short runs, never the whole table."""
+    eligible = identifying & (days != _NO_DAY)
+    if day_column is None or not eligible.any():
+        return []
+    block = list(meanings)
+    for position, told in postcodes:
+        block[position] = _without_last(told, meanings[position])
+    others = [block[i] for i in range(len(block)) if i != day_column]
+    if others:
+        key, _ = tuple_keys([c for c, _ in others], [w for _, w in others])
+        key = pd.factorize(key)[0].astype(np.int64)
+    else:
+        key = np.zeros(days.size, dtype=np.int64)
+    return [_runs(np.where(eligible, key, -1 - np.arange(days.size)), days)]
+
+
+def _without_last(told: np.ndarray, meaning: tuple[np.ndarray, int]):
+    """Codes of each tuple's postcode without its last character (a tuple whose postcode is
+    not identifying keeps its meaning, apart from every shortened one)."""
+    spelled = np.array(
+        [
+            f"m:{c[:-1]}" if c is not None else f"v:{v}"
+            for c, v in zip(told.tolist(), meaning[0].tolist(), strict=True)
+        ],
+        dtype=object,
+    )
+    codes, uniques = pd.factorize(spelled)
+    return codes.astype(np.int64), len(uniques)
+
+
+def _runs(key: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """A label for each element: those of one ``key`` whose days, in order, are no more than
+    :data:`NUDGE_DAYS` apart from the next share it (a negative key is alone)."""
+    order = np.lexsort((days, key))
+    sorted_key, sorted_day = key[order], days[order]
+    start = np.ones(key.size, dtype=bool)
+    start[1:] = (sorted_key[1:] != sorted_key[:-1]) | (
+        sorted_day[1:] - sorted_day[:-1] > NUDGE_DAYS
+    )
+    start |= sorted_key < 0
+    labels = np.empty(key.size, dtype=np.int64)
+    labels[order] = np.cumsum(start)
+    return labels
+
+
+# --- a declared person key: it may merge, never split -----------------------------------------
+
+
+def key_codes(keys: pd.Series) -> np.ndarray:
+    """One code per declared person key, the keys folded first (:func:`broker.precision.fold`:
+    NFKC, case, blanks, invisible characters and look-alike characters such as ``0`` and ``O``
+    removed or joined; ``P001``, ``P001 ``, ``p001`` and ``P0O1`` share one code; every missing
+    key one code). Coarser than equality on purpose: keys it joins are one person at worst.
+
+    >>> key_codes(pd.Series(["P001", "P001 ", "p001", "P0O1", "P002"])).tolist()
+    [0, 0, 0, 0, 1]
+    """
+    keys = pd.Series(keys, dtype=object).reset_index(drop=True)
+    raw, distinct = pd.factorize(keys, use_na_sentinel=False)
+    folded, _ = pd.factorize(fold(pd.Series(distinct, dtype=object)))
+    return folded.astype(np.int64)[raw]
+
+
+def components(*labellings: np.ndarray) -> np.ndarray:
+    """Each row's person when rows sharing a label in any of ``labellings`` (one integer label
+    a row each) are one person: the connected components of that relation, numbered by the
+    smallest row of each (a row-aligned array).
+
+    Union by hooking each labelling's groups to their smallest member and pointer jumping,
+    vectorized: a few passes over the rows, even for long chains.
+
+    >>> components(np.array([0, 0, 1, 2]), np.array([5, 6, 6, 7])).tolist()
+    [0, 0, 0, 3]
+    """
+    size = labellings[0].size if labellings else 0
+    parent = np.arange(size, dtype=np.int64)
+    groups = []
+    for labels in labellings:
+        codes, uniques = pd.factorize(np.asarray(labels))
+        groups.append((codes.astype(np.int64), len(uniques)))
+    while True:
+        changed = False
+        for codes, width in groups:
+            lowest = np.full(width, size, dtype=np.int64)
+            np.minimum.at(lowest, codes, parent)
+            target = lowest[codes]
+            # Hook each row's root to the smallest root its group reaches.
+            roots = parent
+            moved = target < parent[roots]
+            if moved.any():
+                np.minimum.at(parent, roots[moved], target[moved])
+                changed = True
+            while True:  # pointer jumping: every row points at its root
+                jumped = parent[parent]
+                if np.array_equal(jumped, parent):
+                    break
+                parent = jumped
+        if not changed:
+            return parent

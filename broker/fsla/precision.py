@@ -129,6 +129,8 @@ def _failure(attribute: AttributeReport, limits: Limits, where: str) -> str:
     parts = []
     if found.finest is not None and found.finest > limit:
         parts.append(f"holds {what} {describe(found.kind, found.finest)}")
+    if found.too_old(limits):
+        parts.append(f"holds birth years that tell ages over {limits.age}")
     if found.unreadable:
         parts.append(
             f"holds {found.unreadable} value(s) the broker cannot read as {what} (their "

@@ -19,6 +19,7 @@ delivery's ``content-type``, and lists every way they could identify someone:
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import math
@@ -271,14 +272,48 @@ def _number(value: object) -> float | None:
     return float(match.group()) if match else None
 
 
+_COMPACT_DAY = re.compile(r"(1[89]\d\d|20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
+_SHORT_YEAR = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{2})")
+_NAMED_MONTH = re.compile(r"(\d{1,2}) ?[-. ] ?([^\W\d_]+)\.? ?[-. ] ?(\d{4})")
+# Month names a recipient reads (English and French, as written in the tests' tables).
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("jan", "january", "janvier"),
+            ("feb", "february", "fevrier", "février"),
+            ("mar", "march", "mars"),
+            ("apr", "april", "avril"),
+            ("may", "mai"),
+            ("jun", "june", "juin"),
+            ("jul", "july", "juillet"),
+            ("aug", "august", "août", "aout"),
+            ("sep", "september", "septembre"),
+            ("oct", "october", "octobre"),
+            ("nov", "november", "novembre"),
+            ("dec", "december", "décembre", "decembre"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+
+
 def _date(value: object) -> tuple[int, int | None, int | None] | None:
-    """(year, month, day) of a date written ISO-style or day first; None otherwise."""
+    """(year, month, day) of a date written ISO-style, day first (with a four- or two-digit
+    year), ``19500301``, or ``1 Mar 1950`` / ``3 mars 1950``; None otherwise."""
     text = _plain(value)
     if match := _ISO_DAY.fullmatch(text):
         day = match.group(3)
         return int(match.group(1)), int(match.group(2)), int(day) if day else None
     if match := _DAY_FIRST.fullmatch(text):
         return int(match.group(3)), int(match.group(2)), int(match.group(1))
+    if match := _COMPACT_DAY.fullmatch(text):
+        return int(match.group(1)), int(match.group(2)), int(match.group(3))
+    if match := _SHORT_YEAR.fullmatch(text):
+        return 1900 + int(match.group(3)), int(match.group(2)), int(match.group(1))
+    if (match := _NAMED_MONTH.fullmatch(text)) and match.group(2).lower() in _MONTHS:
+        return int(match.group(3)), _MONTHS[match.group(2).lower()], int(match.group(1))
     return None
 
 
@@ -350,6 +385,7 @@ def precision(
     ages: Sequence[str] = (),
     postcode_characters: int = 3,
     max_age: int = 89,
+    births: Sequence[str] = (),
 ) -> list[str]:
     """(g) Identifying precision, as HIPAA's Safe Harbor draws it: no date finer than its year,
     no postcode beyond its first ``postcode_characters``, no age over ``max_age`` (but as one
@@ -386,4 +422,27 @@ def precision(
                 old.append(value)
         if old:
             problems.append(f"(g) {column!r} delivers {len(old)} ages over {max_age}")
+    # Birth years that tell an age over the cap ("all elements of dates (including year)
+    # indicative of such age"), unless one category holds every older year (it starts before
+    # 1900: nobody alive was born then).
+    last = datetime.date.today().year - (max_age + 1)
+    for column in (c for c in births if c in frame.columns):
+        told = []
+        for value in cells(column):
+            span = re.fullmatch(r"(\d{4}) ?[/-] ?(\d{4})", value)
+            date = _date(value) or (
+                (int(value), None, None) if re.fullmatch(r"\d{4}", value) else None
+            )
+            if span:
+                low, high = int(span[1]), int(span[2])
+            elif date:
+                low = high = date[0]
+            else:
+                continue
+            if high <= last and low >= 1900:
+                told.append(value)
+        if told:
+            problems.append(
+                f"(g) {column!r} delivers {len(told)} birth years of people over {max_age}"
+            )
     return problems

@@ -19,33 +19,33 @@ from broker.transfers.models import ReleasedClasses
 from broker.uploads import Upload
 from tests.broker.conftest import ADMIN, Federation
 
-# Twenty-two people: ages 23, 27, 33, 37 in postcodes 75001 and 75002, three of an age in one
+# Twenty-two people: ages 23, 27, 33, 37 in postcodes 101 and 102, three of an age in one
 # postcode and one in the other, and six in a postcode far off (so that the broker's Mondrian
 # splits on age first). Every class of either release holds three diseases or more, but the
-# 23-year-old of 75001 is the only one with flu both among the 23-year-olds and in (20-29, 75001).
+# 23-year-old of 101 is the only one with flu both among the 23-year-olds and in (20-29, 101).
 RAW = """age,zip,disease,pid
-23,75001,flu,P01
-23,75002,asthma,P02
-23,75002,diabetes,P03
-23,75002,gout,P04
-27,75001,cold,P05
-27,75001,hiv,P06
-27,75001,mumps,P07
-27,75002,flu,P08
-33,75001,hiv,P09
-33,75002,flu,P10
-33,75002,cold,P11
-33,75002,asthma,P12
-37,75001,flu,P13
-37,75001,cold,P14
-37,75001,gout,P15
-37,75002,hiv,P16
-45,75999,cold,P17
-45,75999,hiv,P18
-45,75999,flu,P19
-55,75999,cold,P20
-55,75999,hiv,P21
-55,75999,flu,P22
+23,101,flu,P01
+23,102,asthma,P02
+23,102,diabetes,P03
+23,102,gout,P04
+27,101,cold,P05
+27,101,hiv,P06
+27,101,mumps,P07
+27,102,flu,P08
+33,101,hiv,P09
+33,102,flu,P10
+33,102,cold,P11
+33,102,asthma,P12
+37,101,flu,P13
+37,101,cold,P14
+37,101,gout,P15
+37,102,hiv,P16
+45,199,cold,P17
+45,199,hiv,P18
+45,199,flu,P19
+55,199,cold,P20
+55,199,hiv,P21
+55,199,flu,P22
 """
 
 
@@ -62,8 +62,9 @@ def decades(csv: str) -> bytes:
     return ("\n".join([lines[0], *body]) + "\n").encode()
 
 
-# Each row is one person, and says so: full postcodes make every repeated (age, zip) a rare
-# tuple, which without a person key would count as one person at worst.
+# Each row is one person, and says so. The postcodes are three characters long, as Safe Harbor
+# lets them leave: with full postcodes every repeated (age, zip) would be a rare tuple, one
+# person at worst, and a person key only merges (it cannot split what the worst case joins).
 ROLES = {"quasi_identifiers": "age,zip", "sensitive": "disease", "person_key": "pid"}
 
 
@@ -112,12 +113,12 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
         assert (stored.source_id, stored.destination_id) == ("sn-hospital", "fr-research")
         assert (stored.quasi_identifiers, stored.sensitive) == (["age", "zip"], ["disease"])
         assert sorted((tuple(labels), n) for labels, n in stored.classes) == [
-            (("20-29", "75001"), 4),
-            (("20-29", "75002"), 4),
-            (("30-39", "75001"), 4),
-            (("30-39", "75002"), 4),
-            (("40-49", "75999"), 3),
-            (("50-59", "75999"), 3),
+            (("20-29", "101"), 4),
+            (("20-29", "102"), 4),
+            (("30-39", "101"), 4),
+            (("30-39", "102"), 4),
+            (("40-49", "199"), 3),
+            (("50-59", "199"), 3),
         ]
         assert stored.class_count == 6
         # Read back as the rule reads it, and only for this pair.
@@ -131,8 +132,8 @@ def test_the_second_release_is_refused_together_with_the_first(federation, conne
         )
 
     # Alone, the raw table anonymized by the broker keeps ages exact and sets the postcode to
-    # "75001-75002": six classes of three or four, approved (to another destination: no
-    # history). Joined with release 1, one person of 23 lives in 75001: the attack.
+    # "101-102": six classes of three or four, approved (to another destination: no
+    # history). Joined with release 1, one person of 23 lives in 101: the attack.
     alone = send(federation, RAW.encode(), "fr-lab", anonymize="auto")
     assert alone["status"] == "approved" and linkage(alone) == []
     assert alone["report"]["quasi_identifiers"]["k"] == 3
@@ -174,9 +175,9 @@ def test_without_a_look_back_both_are_approved_and_disclose_a_disease(federation
     assert first["status"] == second["status"] == "approved" and linkage(second) == []
     one, two = (received(connection, body["id"]) for body in (first, second))
     # What the destination can do with the bytes it received, in plain pandas: it knows a
-    # 23-year-old of 75001 is in both releases (the composition attack of Ganta et al.).
-    in_one = one[(one.age == "20-29") & (one.zip == "75001")]
-    in_two = two[(two.age == "23") & two.zip.map(lambda label: holds_number(label, 75001))]
+    # 23-year-old of 101 is in both releases (the composition attack of Ganta et al.).
+    in_one = one[(one.age == "20-29") & (one.zip == "101")]
+    in_two = two[(two.age == "23") & two.zip.map(lambda label: holds_number(label, 101))]
     assert len(in_one) >= 3 and len(in_two) >= 3  # each release alone hides them
     assert set(in_one.disease) & set(in_two.disease) == {"flu"}  # together: disclosed
 

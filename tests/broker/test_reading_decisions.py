@@ -320,8 +320,8 @@ def test_an_unknown_column_lists_the_file_columns(federation):
     problem = answer.json()
     assert problem["type"].endswith("unknown-column")
     assert problem["detail"] == (
-        "Quasi-identifier 'Ag' is not a column of the dataset; its 5 columns: 'NIN', 'Name', "
-        "'Age', 'Gender', 'Disease'"
+        "Quasi-identifier 'Ag' is not a column of the dataset (did you mean 'Age'?); its 5 "
+        "columns: 'NIN', 'Name', 'Age', 'Gender', 'Disease'"
     )
 
 

@@ -9,6 +9,7 @@ either, for every fixture and for generated tables. An engine added later (DuckD
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -27,10 +28,12 @@ from broker.engines.base import IDENTICAL_ROWS, WORST_CASE, CountTable, RecodePl
 from broker.engines.dask import DaskEngine
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
+from broker.engines.people import NUDGE_DAYS
 from broker.metrics.anonymity import ORDERED
 from broker.metrics.report import report_of
 from broker.precision import (
     DATE,
+    POSTCODE,
     READERS,
     SAFE_HARBOR,
     bound,
@@ -141,11 +144,14 @@ class ReferenceEngine:
 
     def assume_worst(self, quasi_identifiers: Sequence[str]) -> None:
         """The worst case as broker.engines.people defines it, row by row: each value read by
-        its meaning, a tuple rare when it holds a value finer than Safe Harbor, and the rows of
-        a rare tuple held by two rows or more one person."""
+        its meaning, a tuple rare when it holds a value finer than Safe Harbor, two such tuples
+        with a date to the day one person's when they differ only by that date (up to
+        NUDGE_DAYS days) and postcodes that differ in their last character, every pair
+        compared and joined transitively; the rows of a rare person held by two rows or more
+        one person."""
         if not quasi_identifiers:
             return
-        meanings, identifying = [], []
+        meanings, identifying, kinds = [], [], []
         for name in quasi_identifiers:
             values = [None if v is _NA else v for v in self._values(name)]
             distinct = pd.Series(list(dict.fromkeys(self._codes(name))), dtype=object)
@@ -167,15 +173,67 @@ class ReferenceEngine:
                 )
             meanings.append(meaning)
             identifying.append(finer)
+            kinds.append(kind)
         tuples = list(zip(*meanings, strict=True))
         rows_of = Counter(tuples)
         fine = {t for t, *flags in zip(tuples, *identifying, strict=True) if any(flags)}
-        rare = {t for t in fine if rows_of[t] >= 2}
+        person = {t: t for t in rows_of}  # union-find over the distinct tuples
+
+        def root(t):
+            while person[t] != t:
+                t = person[t]
+            return t
+
+        dated = [t for t in fine if _day_of(t, kinds) is not None]
+        for first, second in combinations(dated, 2):
+            if _nudged_apart(first, second, kinds, fine):
+                person[root(first)] = root(second)
+        members: dict = {}
+        for t in rows_of:
+            members.setdefault(root(t), []).append(t)
+        rare = {
+            r: ts
+            for r, ts in members.items()
+            if any(t in fine for t in ts) and sum(rows_of[t] for t in ts) >= 2
+        }
+        one = {t: r for r, ts in rare.items() for t in ts}
         persons = zip(tuples, self._rows, strict=True)
-        self._persons = [("rare", t) if t in rare else row for t, row in persons]
-        self.rare = SimpleNamespace(people=len(rare), rows=sum(rows_of[t] for t in rare))
+        self._persons = [("rare", one[t]) if t in one else row for t, row in persons]
+        self.rare = SimpleNamespace(
+            people=len(rare), rows=sum(rows_of[t] for ts in rare.values() for t in ts)
+        )
         if rare:
             self.people_counted_by = WORST_CASE
+
+
+def _day_of(meaning: tuple, kinds: list) -> datetime.date | None:
+    """The first date column's day in a tuple of meanings, when it is a date to the day."""
+    for kind, value in zip(kinds, meaning, strict=True):
+        if kind == DATE:
+            if isinstance(value, tuple) and len(value[1]) == 10:
+                return datetime.date.fromisoformat(value[1])
+            return None
+    return None
+
+
+def _nudged_apart(first: tuple, second: tuple, kinds: list, fine: set) -> bool:
+    """Whether two identifying tuples differ only by the first date (up to NUDGE_DAYS days)
+    and by the last character of each postcode."""
+    if abs((_day_of(first, kinds) - _day_of(second, kinds)).days) > NUDGE_DAYS:
+        return False
+    seen_date = False
+    for kind, a, b in zip(kinds, first, second, strict=True):
+        if kind == DATE and not seen_date:
+            seen_date = True
+            continue
+        if a == b:
+            continue
+        if kind != POSTCODE or not (isinstance(a, tuple) and isinstance(b, tuple)):
+            return False
+        x, y = a[1], b[1]
+        if len(x) <= SAFE_HARBOR.postcode or len(x) != len(y) or x[:-1] != y[:-1]:
+            return False
+    return True
 
 
 def _decoded(engine, table: CountTable) -> Counter:
@@ -273,9 +331,9 @@ def _repeated_rare_tuples() -> pd.DataFrame:
     written three ways and the postcode with blanks; four more with a year of birth only (no
     rare tuple), sent twice; and one row with an unreadable date."""
     rows = []
-    for i in range(8):
-        day = f"{1 + i:02d}"
-        dates = [f"1983-04-{day}", f"{day}/04/1983", f"1983-04-{day} 08:30"]
+    for i in range(8):  # a month apart: not nudged copies of one another
+        month = f"{1 + i:02d}"
+        dates = [f"1983-{month}-12", f"12/{month}/1983", f"1983-{month}-12 08:30"]
         zips = ["10230", "10 230", "\u00a010230"] if i % 2 else ["10200"] * 3
         for j in range(3):
             rows.append((dates[j], zips[j], "FM"[i % 2], f"d{(i + j) % 5}"))
@@ -302,6 +360,47 @@ def test_the_worst_case_counts_the_rows_of_a_rare_tuple_as_one_person(engine_nam
     [classes] = engine.counts([quasi], people=True)
     assert sorted(classes.people.tolist()) == [1] * 25 + [2] * 4  # each writing alone
     _assert_same_report(frame, ENGINES[engine_name](frame), quasi, ["diagnosis"])
+
+
+def _nudged_copies() -> pd.DataFrame:
+    """Four people sent three times each, the copies' birth dates a day apart (and for two of
+    them the postcode's last digit changed); two people born a week apart in one postcode;
+    one whose copies differ in the postcode's first digit (not a nudge)."""
+    rows = []
+    for i, (date, nudge_zip) in enumerate(
+        [("1950-03-01", False), ("1960-06-30", True), ("1970-12-31", True), ("1980-01-01", False)]
+    ):
+        day = datetime.date.fromisoformat(date)
+        for j in range(3):
+            postcode = f"1023{j}" if nudge_zip else "10230"
+            written = (day + datetime.timedelta(days=j)).isoformat()
+            rows.append((written, postcode if i % 2 else f"2{postcode[1:]}", "F", f"d{j}"))
+    rows += [("1990-05-01", "30000", "M", "d0"), ("1990-05-08", "30000", "M", "d1")]
+    rows += [("2000-01-01", "40000", "M", "d0"), ("2000-01-01", "50000", "M", "d1")]
+    return pd.DataFrame(rows, columns=["birth_date", "zip", "sex", "diagnosis"])
+
+
+@pytest.mark.parametrize("engine_name", sorted(ENGINES))
+def test_copies_nudged_apart_are_one_person(engine_name):
+    frame = _nudged_copies()
+    quasi = ["birth_date", "zip", "sex"]
+    engine, reference = ENGINES[engine_name](frame), ReferenceEngine(frame)
+    engine.assume_worst(quasi)
+    reference.assume_worst(quasi)
+    # By hand: the four people's three rows each; not the week apart, not the first digit.
+    assert (engine.rare.people, engine.rare.rows) == (4, 12)
+    assert (reference.rare.people, reference.rare.rows) == (4, 12)
+    sets = [quasi, ["sex"], ["zip", "sex"], []]
+    for ours, theirs in zip(
+        engine.counts(sets, people=True), reference.counts(sets, people=True), strict=True
+    ):
+        assert _decoded(engine, ours) == _decoded(reference, theirs), ours.columns
+    [everyone] = engine.counts([[]], people=True)
+    assert everyone.people.tolist() == [4 + 2 + 2]
+    years = {v: v[:4] for v in frame["birth_date"]}
+    recoded = engine.recode(RecodePlan({"birth_date": years, "zip": {}}))
+    [classes] = recoded.counts([["birth_date", "sex"]], people=True)
+    assert _decoded(recoded, classes)[("1960", "F")] == (3, 1)
 
 
 @pytest.mark.parametrize("engine_name", sorted(ENGINES))

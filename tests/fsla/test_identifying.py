@@ -5,8 +5,8 @@ before it estimates the utility it advertises, and an offer keeps the same ones 
 import pandas as pd
 import pytest
 
+from broker.catalog import entries
 from broker.catalog import service as catalog
-from broker.catalog.entries import summary_of
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord, RuleSet
@@ -82,7 +82,7 @@ def test_the_catalog_records_what_the_remedy_drops_and_offers_keep_it_home(k):
     columns = tuple((name, "other") for name in FRAME.columns if name not in QI + SENSITIVE)
     columns += tuple((q, "quasi_identifier") for q in QI)
     columns += tuple((s, "sensitive") for s in SENSITIVE)
-    listing = Listing("provider", "SN", columns, summary=summary_of(summary))
+    listing = Listing("provider", "SN", columns, summary=entries.summary_of(summary))
     provider = Party("provider", "SN", record("SN", RuleSet(min_k=k)))
     consumer = Party("consumer", "FR", record("FR", RuleSet()))
     found = offer(listing, provider, consumer, "research")

@@ -52,7 +52,7 @@ def test_l_counts_no_more_values_than_people():
     assert as_keyed.l_diversity == 1  # the key says the same: one person
 
 
-def test_a_person_key_gives_the_honest_count():
+def test_a_person_key_only_merges():
     twins = pd.DataFrame(
         {
             "born": ["1990-01-05"] * 4,
@@ -62,10 +62,24 @@ def test_a_person_key_gives_the_honest_count():
         }
     )
     assert measured(twins).quasi_identifiers.anonymity.k_people == 1  # at worst
+    # Two keys on one rare tuple look the same as one person's copies with a fresh key each:
+    # the key cannot split what the worst case joins.
     keyed = measured(twins, person_key="person")
     assert keyed.people_counted_by == "person_key"
+    assert keyed.quasi_identifiers.anonymity.k_people == 1
+    # It joins what nothing else would: person a's two rows of a coarse tuple.
+    coarse = pd.DataFrame(
+        {
+            "born": ["1990"] * 3,
+            "sex": ["F"] * 3,
+            "diagnosis": ["flu", "hiv", "cold"],
+            "person": ["a", "a", "b"],
+        }
+    )
+    assert measured(coarse).quasi_identifiers.anonymity.k_people == 3  # rows, as before
+    keyed = measured(coarse, person_key="person")
     assert keyed.quasi_identifiers.anonymity.k_people == 2
-    assert keyed.sensitive[0].l_diversity == 2  # flu, hiv, cold among two people
+    assert keyed.sensitive[0].l_diversity == 2  # three values, two people
 
 
 def test_coarse_repeats_are_counted_as_before():
@@ -83,11 +97,16 @@ def test_coarse_repeats_are_counted_as_before():
     assert report.sensitive[0].l_diversity == 2
 
 
-def test_a_failing_k_says_the_worst_case_and_how_to_count_people():
-    report = measured(SENT.iloc[3:6])
+def test_a_failing_k_says_the_worst_case_and_that_a_key_would_not_split_it():
     context = TransferContext("SN", "FR", "research", ("born", "sex"), ("diagnosis",))
     source = record("SN", export={"identifiers_allowed": True, "min_k": 2})
-    decision = evaluate(report, context, source, record("FR"))
+    decision = evaluate(measured(SENT.iloc[3:6]), context, source, record("FR"))
     [k] = [r for r in decision.failed if r.rule == "min_k"]
     assert "k = 1 people at worst (3 counted in rows" in k.detail
-    assert "rare tuple(s)" in k.detail and "declare person_key" in k.detail
+    assert "rare tuple(s)" in k.detail and "a person key would not split them" in k.detail
+    # Three fresh keys on the one person's three rows: the same count, and it says why.
+    lying = SENT.iloc[3:6].assign(person=["x1", "x2", "x3"])
+    decision = evaluate(measured(lying, person_key="person"), context, source, record("FR"))
+    [k] = [r for r in decision.failed if r.rule == "min_k"]
+    assert "k = 1 people by the declared person key, which only joins rows" in k.detail
+    assert "whatever the key says" in k.detail

@@ -61,17 +61,23 @@ def _in_people(report: AnalysisReport, k: int, rows_k: int) -> str:
     """What the people count means, when it differs from the row count."""
     if k == rows_k:
         return ""
+    rare = (
+        f"{report.rare_tuple_rows:,} rows repeat {report.rare_tuples:,} rare tuple(s) of the "
+        "quasi-identifiers (or tuples nudged a little apart), each one person at worst, as the "
+        "broker cannot tell one person sent several times from several"
+    )
     if report.people_counted_by == PERSON_KEY:
-        return f" people by the declared person key ({rows_k} counted in rows)"
+        joined = f"; {rare}, whatever the key says" if report.rare_tuples else ""
+        return (
+            f" people by the declared person key, which only joins rows ({rows_k} counted in "
+            f"rows{joined})"
+        )
     if report.people_counted_by == WORST_CASE:
         return (
-            f" people at worst ({rows_k} counted in rows: {report.rare_tuple_rows:,} rows repeat "
-            f"{report.rare_tuples:,} rare tuple(s) of the quasi-identifiers, and without a person "
-            "key the broker counts each such tuple's rows as one person, as it cannot tell one "
-            "person sent several times from several; declare person_key to count people)"
+            f" people at worst ({rows_k} counted in rows: {rare}; a person key would not split "
+            "them, it only joins rows: generalize the quasi-identifiers)"
         )
     return (
         f" people ({rows_k} counted in rows: {report.duplicate_rows:,} rows repeat another row "
-        "exactly and, without a person key, the broker counts identical rows as one person; "
-        "declare person_key to count people)"
+        "exactly, and identical rows are one person; a person key only joins rows)"
     )
