@@ -75,7 +75,7 @@ def _measure(data: MmaqFields) -> MmaqMeasure:
 
 def report_from_dict(data: dict[str, Any] | StoredReport) -> AnalysisReport:
     """The report a decision stored (:meth:`AnalysisReport.stored`), read with its model
-    (:class:`broker.metrics.StoredReport`, which gives an older row its defaults) and
+    (:class:`broker.metrics.stored.StoredReport`, which gives an older row its defaults) and
     rebuilt for the rules.
 
     What the rules read is rebuilt exactly, except each attribute's value-class sizes: only the

@@ -54,6 +54,12 @@ class ColumnPrecision(BaseModel):
         "characters, the highest age told apart; None when no value tells any"
     )
     unreadable: int = Field(description="Values that hold a digit and read as none of the kind")
+    oldest_birth_year: int | None = Field(
+        None,
+        description="Of a column of birth dates: the earliest year a value may be (the latest "
+        "year of its range), the values already in the top category left out; absent otherwise",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class AttributeMeasure(MmaqFields):

@@ -38,7 +38,10 @@ def old(commit: str) -> dict:
 
 
 def test_write_store_read_serve_is_the_same_report():
-    report = analyze(table(), ["age", "sex"], ["disease"], sampling_fraction=0.5)
+    frame = table().assign(birth_date=["1931-02-03", "1950-01-01", "1962-05-05"] * 2)
+    report = analyze(frame, ["age", "sex"], ["disease"], sampling_fraction=0.5)
+    birth = report.attribute("birth_date").precision
+    assert birth is not None and birth.oldest_birth_year == 1931  # what must survive the trip
     written = report.stored()
     assert written["schema_version"] == REPORT_VERSION
     column = json.loads(json.dumps(written))  # what a JSON column gives back
