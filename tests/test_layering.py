@@ -83,6 +83,8 @@ PURE = [
     "broker.delivery.states",
     "broker.federation.overview",
     "broker.callers",  # who calls: a domain type that services take, with no web import
+    "broker.transfers.facts",  # the stored documents: pydantic only
+    "broker.catalog.summary",
 ]
 
 

@@ -14,6 +14,7 @@ from broker.callers import Caller
 from broker.catalog import repository
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.catalog.schemas import DatasetDescription
+from broker.catalog.summary import CatalogSummary
 from broker.errors import NotFound
 from broker.fsla import offers as offers_
 from broker.fsla.models import FSLARecord
@@ -42,7 +43,9 @@ class Entry:
             "jurisdiction": self.provider.jurisdiction,
             "version": self.version.version,
             "description": self.version.description,
-            "summary": self.version.summary,
+            "summary": None
+            if self.version.summary is None
+            else CatalogSummary.model_validate(self.version.summary).stored(),
             "measured_at": self.version.measured_at,
             "withdrawn": self.dataset.withdrawn_at is not None,
             "created_at": self.dataset.created_at,
@@ -61,20 +64,20 @@ class Entry:
 
 
 def summary_of(stored: dict[str, Any] | None) -> offers_.Summary | None:
+    """The summary a version stored (:class:`~broker.catalog.summary.CatalogSummary`), as an
+    offer reads it."""
     if stored is None:
         return None
+    summary = CatalogSummary.model_validate(stored)
+    dropped = summary.dropped_at_k
     return offers_.Summary(
-        rows=stored["rows"],
-        k=stored.get("k"),
-        l=stored.get("l"),
-        t=stored.get("t"),
-        identifiers=tuple(stored.get("identifiers", ())),
-        utility_at_k={int(k): v for k, v in stored.get("utility_at_k", {}).items()},
-        dropped_at_k=(
-            {int(k): tuple(v) for k, v in stored["dropped_at_k"].items()}
-            if "dropped_at_k" in stored
-            else None  # measured before the broker recorded them
-        ),
+        rows=summary.rows,
+        k=summary.k,
+        l=summary.l,
+        t=summary.t,
+        identifiers=tuple(summary.identifiers),
+        utility_at_k={int(k): v for k, v in summary.utility_at_k.items()},
+        dropped_at_k=None if dropped is None else {int(k): tuple(v) for k, v in dropped.items()},
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from broker.catalog.summary import CatalogSummary
 from broker.names import attribute_key
 from broker.wire.statuses import ColumnRole
 
@@ -102,7 +103,7 @@ class CatalogEntryRead(BaseModel):
     jurisdiction: str = Field(examples=["SN"])
     version: int = Field(description="Starts at 1; every revision adds one", examples=[1])
     description: DatasetDescription
-    summary: dict[str, Any] | None = Field(
+    summary: CatalogSummary | None = Field(
         None,
         description="The broker's measurement of the file the provider sent for this version "
         "(rows, the quasi-identifiers it measured, k, l, t, the columns that identify, the "

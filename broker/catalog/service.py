@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -21,6 +20,7 @@ from broker.catalog import repository
 from broker.catalog.entries import Entry, entry, party_map, with_health
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.catalog.schemas import DatasetDescription
+from broker.catalog.summary import CatalogSummary
 from broker.config import Settings
 from broker.engines.pandas import PandasEngine
 from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
@@ -127,7 +127,7 @@ def measure(
     summary = _summary(report, measured_qis, sensitive, table.engine)
     dataset = _owned(session, caller, dataset_id)
     row = repository.version(session, dataset.id, dataset.version)
-    row.summary = summary
+    row.summary = summary.stored()
     row.measured_sha256 = upload.sha256
     row.measured_at = datetime.now(UTC)
     audit.record(
@@ -135,7 +135,7 @@ def measure(
         caller.name,
         "catalog.measured",
         dataset.id,
-        {"version": row.version, "dataset_sha256": upload.sha256, "k": summary["k"]},
+        {"version": row.version, "dataset_sha256": upload.sha256, "k": summary.k},
     )
     session.commit()
     return _entry(session, dataset, row)
@@ -249,26 +249,26 @@ def _delimited(words) -> str:
     return "\n" + "\n".join(w.strip().casefold() for w in words) + "\n"
 
 
-def _summary(report, quasi_identifiers, sensitive, engine) -> dict[str, Any]:
+def _summary(report, quasi_identifiers, sensitive, engine) -> CatalogSummary:
     """What the catalog keeps of a measurement: figures, never values."""
     qi = report.quasi_identifiers
     measured = report.sensitive
-    return {
-        "rows": report.rows,
-        "quasi_identifiers": list(quasi_identifiers),
-        "sensitive": list(sensitive),
-        "k": qi.anonymity.k_people if qi else None,
-        "max_prosecutor_risk": qi.anonymity.prosecutor_risk.max if qi else None,
-        "l": min((m.l_diversity for m in measured), default=None),
-        "t": max((m.t_closeness for m in measured), default=None),
-        "identifiers": [a.name for a in report.attributes if identifying(a, sensitive)],
-        "utility_at_k": _utility(engine, report, quasi_identifiers, sensitive),
+    return CatalogSummary(
+        rows=report.rows,
+        quasi_identifiers=list(quasi_identifiers),
+        sensitive=list(sensitive),
+        k=qi.anonymity.k_people if qi else None,
+        max_prosecutor_risk=qi.anonymity.prosecutor_risk.max if qi else None,
+        l=min((m.l_diversity for m in measured), default=None),
+        t=max((m.t_closeness for m in measured), default=None),
+        identifiers=[a.name for a in report.attributes if identifying(a, sensitive)],
+        utility_at_k=_utility(engine, report, quasi_identifiers, sensitive),
         # What a transfer's remedy would drop as identifiers, per k: what an offer keeps home.
-        "dropped_at_k": {
-            str(k): dropped(report, quasi_identifiers, sensitive, k, engine.dictionary)
+        dropped_at_k={
+            str(k): list(dropped(report, quasi_identifiers, sensitive, k, engine.dictionary))
             for k in UTILITY_KS
         },
-    }
+    )
 
 
 def _utility(engine, report, quasi_identifiers, sensitive) -> dict[str, float]:

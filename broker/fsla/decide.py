@@ -288,7 +288,7 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     remedy.update(
         applied=True,
-        before={"report": report.as_dict(), "rules": [r.as_dict() for r in rules]},
+        before={"report": report.stored(), "rules": [r.as_dict() for r in rules]},
     )
     after_rules = federation + list(found.decision.rules)
     return Outcome(

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from broker.engines.base import PERSON_KEY
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.identifying import identifying
@@ -44,6 +46,7 @@ from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk,
 from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
 from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
+from broker.metrics.stored import MmaqFields, StoredReport
 from broker.precision import ColumnPrecision, Limits
 from broker.wire.statuses import TransferStatus
 
@@ -57,21 +60,23 @@ PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 RuleKey = tuple[str, str, str, str | None]
 
 
-def _measure(data: dict[str, Any]) -> MmaqMeasure:
+def _measure(data: MmaqFields) -> MmaqMeasure:
     return MmaqMeasure(
-        rows=data["rows"],
-        categories=data["categories"],
-        shannon=data["shannon"],
-        shannon_normalized=data["shannon_normalized"],
-        log10_stabilizer=data["log10_stabilizer"],
-        log10_mmaq=data["log10_mmaq"],
-        mmaq_index=data["mmaq_index"],
-        attribute_class=data["class"],
+        rows=data.rows,
+        categories=data.categories,
+        shannon=data.shannon,
+        shannon_normalized=data.shannon_normalized,
+        log10_stabilizer=data.log10_stabilizer,
+        log10_mmaq=data.log10_mmaq,
+        mmaq_index=data.mmaq_index,
+        attribute_class=data.class_,
     )
 
 
-def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
-    """The report a decision stored (:meth:`AnalysisReport.as_dict`), rebuilt for the rules.
+def report_from_dict(data: dict[str, Any] | StoredReport) -> AnalysisReport:
+    """The report a decision stored (:meth:`AnalysisReport.stored`), read with its model
+    (:class:`broker.metrics.stored.StoredReport`, which gives an older row its defaults) and
+    rebuilt for the rules.
 
     What the rules read is rebuilt exactly, except each attribute's value-class sizes: only the
     number of rows whose value no other row holds is stored, so ``class_sizes`` is
@@ -84,77 +89,84 @@ def report_from_dict(data: dict[str, Any]) -> AnalysisReport:
     >>> import pandas as pd
     >>> frame = pd.DataFrame({"age": [30, 30, 40, 40], "zip": ["1", "1", "2", "3"]})
     >>> report = analyze(frame, quasi_identifiers=["age", "zip"])
-    >>> again = report_from_dict(report.as_dict())
+    >>> again = report_from_dict(report.stored())
     >>> again.quasi_identifiers.anonymity.k, again.attribute("zip").singled_out
     (1, 2)
     """
-    qi = data.get("quasi_identifiers")
+    document = StoredReport.model_validate(data)
+    qi = document.quasi_identifiers
     quasi_identifiers = None
     if qi is not None:
-        journalist = qi.get("journalist_risk")
         quasi_identifiers = QuasiIdentifierReport(
-            attributes=tuple(qi["attributes"]),
+            attributes=tuple(qi.attributes),
             anonymity=KAnonymity(
-                k=qi["k"],
-                equivalence_classes=qi["equivalence_classes"],
+                k=qi.k,
+                equivalence_classes=qi.equivalence_classes,
                 class_size_histogram={
-                    int(size): count for size, count in qi["class_size_histogram"].items()
+                    int(size): count for size, count in qi.class_size_histogram.items()
                 },
-                prosecutor_risk=ProsecutorRisk(**qi["prosecutor_risk"]),
-                k_people=qi.get("k_people", qi["k"]),
-                journalist_risk=JournalistRisk(**journalist) if journalist else None,
-                marketer_risk=qi.get("marketer_risk", 0.0),
-                against_population=qi.get("risk_population") == "population_table",
+                prosecutor_risk=ProsecutorRisk(**qi.prosecutor_risk.model_dump()),
+                k_people=qi.k_people,
+                journalist_risk=JournalistRisk(**qi.journalist_risk.model_dump()),
+                marketer_risk=qi.marketer_risk,
+                against_population=qi.risk_population == "population_table",
             ),
             measure=_measure(qi),
         )
     return AnalysisReport(
-        rows=data["rows"],
+        rows=document.rows,
         attributes=[
             AttributeReport(
-                name=a["name"],
+                name=a.name,
                 measure=_measure(a),
-                qir_risk_percent=a["qir_risk_percent"],
-                qir_class=a["qir_class"],
-                content=Content(
-                    a["values"], a.get("direct_identifier"), a.get("identifier_evidence")
+                qir_risk_percent=a.qir_risk_percent,
+                qir_class=a.qir_class,
+                content=Content(a.values, a.direct_identifier, a.identifier_evidence),
+                singled_out=a.singled_out_rows,
+                class_sizes=(0, a.singled_out_rows),
+                precision=ColumnPrecision.from_dict(
+                    None if a.precision is None else a.precision.model_dump()
                 ),
-                singled_out=a.get("singled_out_rows", 0),
-                class_sizes=(0, a.get("singled_out_rows", 0)),
-                precision=ColumnPrecision.from_dict(a.get("precision")),
             )
-            for a in data["attributes"]
+            for a in document.attributes
         ],
         combinations=[],
         quasi_identifiers=quasi_identifiers,
         sensitive=[
             SensitiveMeasure(
-                name=s["name"],
-                l_diversity=s["l_diversity"],
-                entropy_l_diversity=s["entropy_l_diversity"],
-                t_closeness=s["t_closeness"],
-                t_closeness_method=s["t_closeness_method"],
-                k=s.get("k", 0),
-                known_attributes=tuple(s.get("known_attributes", ())),
-                alpha=s.get("alpha", 1.0),
-                recursive_c=s.get("recursive_c"),
+                name=s.name,
+                l_diversity=s.l_diversity,
+                entropy_l_diversity=s.entropy_l_diversity,
+                t_closeness=s.t_closeness,
+                t_closeness_method=s.t_closeness_method,
+                k=s.k,
+                known_attributes=tuple(s.known_attributes),
+                alpha=s.alpha,
+                recursive_c=s.recursive_c,
                 recursive_c_bounds=tuple(
                     bound
-                    for _, bound in sorted(
-                        (int(l), b) for l, b in (s.get("recursive_c_bounds") or {}).items()
-                    )
+                    for _, bound in sorted((int(l), b) for l, b in s.recursive_c_bounds.items())
                 ),
-                beta_likeness=s.get("beta_likeness", 0.0),
-                enhanced_beta_likeness=s.get("enhanced_beta_likeness"),
-                delta_disclosure=s.get("delta_disclosure", 0.0),
+                beta_likeness=s.beta_likeness,
+                enhanced_beta_likeness=s.enhanced_beta_likeness,
+                delta_disclosure=s.delta_disclosure,
             )
-            for s in data.get("sensitive", [])
+            for s in document.sensitive
         ],
-        duplicate_rows=data.get("duplicate_rows", 0),
-        people_counted_by=data.get("people_counted_by", "identical_rows"),
-        rare_tuples=data.get("rare_tuples", 0),
-        rare_tuple_rows=data.get("rare_tuple_rows", 0),
+        duplicate_rows=document.duplicate_rows,
+        people_counted_by=document.people_counted_by,
+        rare_tuples=document.rare_tuples,
+        rare_tuple_rows=document.rare_tuple_rows,
     )
+
+
+def _first_problem(error: Exception) -> str:
+    """Where a stored report does not fit its model and why, without the stored values."""
+    if not isinstance(error, ValidationError):
+        return f"{type(error).__name__}: {error}"
+    [first, *_] = error.errors(include_input=False, include_url=False)
+    where = ".".join(str(part) for part in first["loc"]) or "the report"
+    return f"{where}: {first['msg']}"
 
 
 @dataclass(frozen=True)
@@ -329,13 +341,14 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
     applied = bool(past.remedy and past.remedy.get("applied"))
     before = past.remedy["before"] if applied else {"report": past.report, "rules": past.rules}
     try:
-        report = report_from_dict(before["report"])
+        document = StoredReport.model_validate(before["report"])
+        report = report_from_dict(document)
     except (KeyError, TypeError, ValueError) as error:
         return Replay(
             past.transfer_id,
             past.status,
             False,
-            note=f"the stored report cannot be read back ({type(error).__name__}: {error})",
+            note=f"the stored report cannot be read back ({_first_problem(error)})",
         )
     context = TransferContext(
         past.source_jurisdiction,
@@ -364,7 +377,7 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
         )
 
     # A report stored before precision was measured says nothing of its dates, postcodes, ages.
-    unknown = any("precision" not in a for a in before["report"].get("attributes", []))
+    unknown = not document.precision_measured
     # The stored report must give the stored results again under the versions then used.
     recorded = _comparable(_state(before["rules"]), undecided, unknown)
     again = _comparable(_state(then.rules), undecided, unknown)

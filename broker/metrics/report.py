@@ -1,7 +1,9 @@
 """The full measurement report of a dataset: every attribute, combinations, QI set, sensitive.
 
 This is the one place that decides the report's shape; the CLI's JSON and the broker's API both
-serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract.
+serialize :meth:`AnalysisReport.as_dict`, so its keys are a stable contract, described by
+:class:`broker.metrics.stored.StoredReport`: what the broker stores (:meth:`AnalysisReport.stored`),
+serves and reads back.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from broker.metrics.mmaq import (
 )
 from broker.metrics.population import population_class_sizes
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
+from broker.metrics.stored import StoredReport
 from broker.metrics.uniqueness import (
     IndividualRisk,
     PopulationUniqueness,
@@ -197,6 +200,11 @@ class AnalysisReport:
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
+
+    def stored(self) -> dict:
+        """The report as the broker stores it: :class:`~broker.metrics.stored.StoredReport`'s
+        JSON (the fields of :meth:`as_dict` and the shape's ``schema_version``)."""
+        return StoredReport.model_validate(self.as_dict()).model_dump(mode="json")
 
     def as_dict(self) -> dict:
         """The report's fields; ``population`` only when one was asked for (see

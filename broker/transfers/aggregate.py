@@ -57,6 +57,7 @@ from broker.references import Reference
 from broker.roles import listed_columns
 from broker.tables import Table, counting_limits, open_upload
 from broker.transfers import ledger, recording
+from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import DatasetSketch, PrivacySpend, Transfer
 from broker.transfers.parties import policy_spelling, read_parties
 from broker.uploads import Upload
@@ -158,7 +159,9 @@ def record(session: Session, decided: Decided, request_fingerprint: str) -> Tran
     spent: list[Any] = []
     if answers is not None:
         payload = _payload(transfer, planned, answers, bool(request.person_key))
-        transfer.dataset["delivered_sha256"] = hashlib.sha256(payload).hexdigest()
+        digest = hashlib.sha256(payload).hexdigest()
+        facts = DatasetFacts.of(transfer.dataset)
+        transfer.dataset = facts.model_copy(update={"delivered_sha256": digest}).stored()
         delivery = recording.outbox_row(transfer, MEDIA_TYPE, payload=payload, due=now)
         spent = [
             PrivacySpend(
@@ -319,22 +322,16 @@ def _transfer(
         rules=[r.as_dict() for r in decision.rules],
         remedy=None,
         policy_versions=decision.versions,
-        dataset={
-            "sha256": upload.sha256,
-            "size_bytes": upload.size,
-            "rows": table.engine.rows,
-            "columns": table.columns,
-            "filename": upload.filename,
-            "location": None,
-            "format": table.format,
-            "notes": list(table.notes),
-            "anonymized": False,
-            "delivered_filename": name if approved else None,
-            "delivered_sha256": None,
-            "delivered_rows": None,
-            "delivered_columns": None,
-            "preview": None,
-        },
+        dataset=DatasetFacts(
+            sha256=upload.sha256,
+            size_bytes=upload.size,
+            rows=table.engine.rows,
+            columns=table.columns,
+            filename=upload.filename,
+            format=table.format,
+            notes=list(table.notes),
+            delivered_filename=name if approved else None,
+        ).stored(),
         idempotency_key=None if request.dry_run else request.idempotency_key,
         request_fingerprint="",
         created_at=datetime.now(UTC),

@@ -46,6 +46,7 @@ from broker.references import REFERENCE, Reference, open_reference
 from broker.roles import Roles
 from broker.tables import counting_limits, open_upload
 from broker.transfers import dry_runs, recording, repository
+from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import ReleasedClasses, Transfer
 from broker.transfers.parties import policy_spelling, read_parties
 from broker.uploads import Upload
@@ -139,22 +140,22 @@ def decide(
     if request.dry_run:  # what would leave, kept a while for its source to fetch
         suffix = EXTENSIONS[table.format]
         preview = dry_runs.preview(table, outcome, transfer_id, source.id, suffix, settings)
-    dataset = {
-        "sha256": upload.sha256,
-        "size_bytes": upload.size,
-        "rows": table.engine.rows,
-        "columns": table.columns,
-        "filename": getattr(upload, "filename", None),
-        "location": getattr(upload, "location", None),
-        "format": table.format,
-        "notes": list(table.notes),
-        "anonymized": outcome.anonymized is not None,
-        "delivered_filename": delivered_name,
-        "delivered_sha256": written and written.sha256,
-        "delivered_rows": leaving.rows,
-        "delivered_columns": len(leaving.columns),
-        "preview": preview,
-    }
+    dataset = DatasetFacts(
+        sha256=upload.sha256,
+        size_bytes=upload.size,
+        rows=table.engine.rows,
+        columns=table.columns,
+        filename=getattr(upload, "filename", None),
+        location=getattr(upload, "location", None),
+        format=table.format,
+        notes=list(table.notes),
+        anonymized=outcome.anonymized is not None,
+        delivered_filename=delivered_name,
+        delivered_sha256=written and written.sha256,
+        delivered_rows=leaving.rows,
+        delivered_columns=len(leaving.columns),
+        preview=preview,
+    )
     transfer = Transfer(
         id=transfer_id,
         source_id=source.id,
@@ -165,11 +166,11 @@ def decide(
         quasi_identifiers=list(quasi_identifiers),
         quasi_identifiers_inferred=inferred,
         sensitive=list(request.sensitive),
-        report=outcome.report.as_dict(),
+        report=outcome.report.stored(),
         rules=[r.as_dict() for r in outcome.rules],
         remedy=outcome.remedy,
         policy_versions=outcome.versions,
-        dataset=dataset,
+        dataset=dataset.stored(),
         idempotency_key=None if request.dry_run else request.idempotency_key,
         request_fingerprint=request_fingerprint,
         created_at=datetime.now(UTC),
@@ -201,7 +202,7 @@ def decide(
         "purpose": request.purpose,
         "policy_versions": outcome.versions,
         "dataset_sha256": upload.sha256,
-        "anonymized": dataset["anonymized"],
+        "anonymized": dataset.anonymized,
         "failed_rules": [
             f"{r.rule}:{r.attribute}" if r.attribute else r.rule
             for r in outcome.rules

@@ -23,6 +23,7 @@ from broker.audit import service as audit
 from broker.db import Base
 from broker.delivery.models import Delivery
 from broker.transfers import repository
+from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import Transfer
 from broker.wire import headers as h
 from broker.wire.signing import content_digest
@@ -61,13 +62,13 @@ def delivery_headers(transfer: Transfer, payload_type: str) -> dict[str, str]:
     ``Content-Length`` and the signature, which each attempt adds. The digest is of what was
     written, hashed when it was (``dataset.delivered_sha256``): the member checks it against
     what arrives, so data altered since is refused, never delivered as approved."""
-    dataset = transfer.dataset
+    dataset = DatasetFacts.of(transfer.dataset)
     # The broker's own name for what it wrote: the sender's file name is free text that would
     # cross the border unmeasured, so it is never a fallback.
-    filename = dataset.get("delivered_filename") or ""
+    filename = dataset.delivered_filename or ""
     return {
         h.CONTENT_TYPE: payload_type,
-        h.CONTENT_DIGEST: content_digest(dataset["delivered_sha256"]),
+        h.CONTENT_DIGEST: content_digest(dataset.delivered_sha256),
         h.IDEMPOTENCY_KEY: transfer.id,
         h.RECIPIENT: transfer.destination_id,
         h.TRANSFER: transfer.id,
@@ -76,7 +77,7 @@ def delivery_headers(transfer: Transfer, payload_type: str) -> dict[str, str]:
         h.PURPOSE: quote(transfer.purpose, safe=""),
         h.DECISION: transfer.status,
         h.FILENAME: quote(filename, safe=""),
-        h.ANONYMIZED: "true" if dataset.get("anonymized") else "false",
+        h.ANONYMIZED: "true" if dataset.anonymized else "false",
         h.AGREEMENT: transfer.agreement_id or "",
         h.RETAIN_UNTIL: h.retain_until(transfer.retain_until),
     }

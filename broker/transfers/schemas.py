@@ -13,6 +13,7 @@ from broker.delivery.schemas import DeliveryRead
 from broker.fsla.decide import TransferRequest
 from broker.fsla.summary import summarize
 from broker.roles import NAMES_MAX_LENGTH, parse_names
+from broker.transfers.facts import DatasetFacts
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -74,6 +75,11 @@ class RemedyStep(BaseModel):
         return "" if reason is None else reason
 
 
+class RemedyBefore(BaseModel):
+    report: Report = Field(description="The report of the data as uploaded")
+    rules: list[dict[str, Any]] = Field(description="Its rules' results, as `rules` shows them")
+
+
 class RemedyRead(BaseModel):
     verified: bool = Field(
         description="True when the broker applied the steps to this very data, measured the "
@@ -93,67 +99,15 @@ class RemedyRead(BaseModel):
     )
     suppressed_rows: int | None = None
     after: dict[str, Any] | None = Field(None, description="Rows, k and classes after the steps")
-    before: dict[str, Any] | None = Field(
+    before: RemedyBefore | None = Field(
         None, description="The report and rules of the data as uploaded (when applied)"
     )
 
 
-class DryRunPreview(BaseModel):
-    """What a dry run's transfer would deliver, fetchable for a while by whoever ran it."""
-
-    url: str = Field(
-        description="GET it (same credentials) for the data",
-        examples=["/v1/transfers/dry-runs/0b7c.../data"],
-    )
-    expires_at: datetime = Field(description="Until when (BROKER_DRY_RUN_RETENTION_SECONDS)")
-    filename: str
-    media_type: str = Field(description="The input's format, as a delivery is written")
-    sha256: str
-    size_bytes: int
-    rows: int
-    columns: int
-    what: str = Field(
-        description="Which table this is: the data as delivered, the anonymized data "
-        "(anonymize=auto), or the verified remedy's result (what anonymize=auto would deliver)"
-    )
-    note: str = Field(description="Rows are shuffled on purpose, as in every delivery")
-
-
-class DatasetRead(BaseModel):
-    sha256: str = Field(
-        description="SHA-256 of the data as uploaded (by reference: of the files it named, "
-        "as pinned at the request: paths, sizes, inodes and times)"
-    )
-    size_bytes: int
-    rows: int
-    columns: int
-    format: str = Field(
-        description="csv, json or parquet: the format the data is delivered in; reference: "
-        "a document naming Parquet files on the federation's storage"
-    )
-    filename: str | None = Field(description="The name it was uploaded with (never delivered)")
-    location: str | None = Field(None, description="Where the data lies (by reference)")
-    notes: list[str] = Field(
-        default_factory=list,
-        description="What reading the data changed (a JSON column of mixed types becomes text)",
-    )
-    anonymized: bool = Field(
-        False,
-        description="True when the broker delivers an anonymized version instead of the upload",
-    )
-    delivered_sha256: str | None = Field(
-        None,
-        description="SHA-256 of the bytes delivered: the broker writes them from the table it "
-        "measured (rows shuffled, person key removed), never forwards the upload",
-    )
-    delivered_filename: str | None = None
-    delivered_rows: int | None = None
-    delivered_columns: int | None = None
-    preview: DryRunPreview | None = Field(
-        None,
-        description="Dry runs only: where to fetch what the transfer would deliver (None when "
-        "nothing would leave)",
-    )
+# A transfer's ``dataset`` as served: the stored facts, field for field (no docstring, so that
+# the OpenAPI document describes it as before).
+class DatasetRead(DatasetFacts):
+    pass
 
 
 class AggregateRead(BaseModel):
@@ -260,7 +214,7 @@ class TransferRead(BaseModel):
         sent that was not delivered (no report, rules or remedy of the upload, not its columns,
         file name, hash or size: all would cross the border unmeasured), and of an aggregate
         release not the dataset's key in the privacy budget ledger."""
-        dataset = transfer.dataset
+        dataset = DatasetFacts.of(transfer.dataset)
         aggregate = transfer.aggregate
         if aggregate is not None:
             aggregate = {k: v for k, v in aggregate.items() if k != "dataset_key"}
@@ -279,19 +233,19 @@ class TransferRead(BaseModel):
             rules=[],
             remedy=None,
             policy_versions=transfer.policy_versions,
-            dataset={
-                "sha256": dataset.get("delivered_sha256") or "",
-                "size_bytes": 0,
-                "rows": dataset.get("delivered_rows") or 0,
-                "columns": dataset.get("delivered_columns") or 0,
-                "format": dataset["format"],
-                "filename": None,
-                "anonymized": dataset.get("anonymized", False),
-                "delivered_sha256": dataset.get("delivered_sha256"),
-                "delivered_filename": dataset.get("delivered_filename"),
-                "delivered_rows": dataset.get("delivered_rows"),
-                "delivered_columns": dataset.get("delivered_columns"),
-            },
+            dataset=DatasetRead(
+                sha256=dataset.delivered_sha256 or "",
+                size_bytes=0,
+                rows=dataset.delivered_rows or 0,
+                columns=dataset.delivered_columns or 0,
+                format=dataset.format,
+                filename=None,
+                anonymized=dataset.anonymized,
+                delivered_sha256=dataset.delivered_sha256,
+                delivered_filename=dataset.delivered_filename,
+                delivered_rows=dataset.delivered_rows,
+                delivered_columns=dataset.delivered_columns,
+            ),
             delivery=transfer.delivery,
             agreement_id=transfer.agreement_id,
             retain_until=transfer.retain_until,

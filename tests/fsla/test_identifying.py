@@ -77,7 +77,7 @@ def test_the_remedy_and_the_catalog_drop_the_same_identifiers(monkeypatch, k):
 @pytest.mark.parametrize("k", [2, 3])
 def test_the_catalog_records_what_the_remedy_drops_and_offers_keep_it_home(k):
     report = analyze(FRAME, list(QI), list(SENSITIVE), max_combination_size=0)
-    summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME))
+    summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME)).stored()
     assert set(summary["dropped_at_k"][str(k)]) == BY_HAND
     columns = tuple((name, "other") for name in FRAME.columns if name not in QI + SENSITIVE)
     columns += tuple((q, "quasi_identifier") for q in QI)
