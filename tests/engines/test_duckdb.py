@@ -174,16 +174,17 @@ def test_a_pass_duckdb_cannot_hold_is_split_into_passes_with_the_same_report(tmp
     # can meet the memory limit where two of half as many do not. Passes of more than two sets
     # "run out" here; the report is still the in-memory one, counted in several passes, with
     # no copy of the rows; a single set that cannot be counted is a one-line error.
-    from broker.engines import duckdb as engine_module
+    from broker.engines.duckdb import OutOfMemory
+    from broker.engines.duckdb.passes import Pass
 
-    real = engine_module._Pass.__init__
+    real = Pass.__init__
 
     def limited(self, engine, column_sets, people):
         if len(column_sets) + people > 2:
-            raise engine_module.OutOfMemory("Out of Memory Error: could not allocate block")
+            raise OutOfMemory("Out of Memory Error: could not allocate block")
         real(self, engine, column_sets, people)
 
-    monkeypatch.setattr(engine_module._Pass, "__init__", limited)
+    monkeypatch.setattr(Pass, "__init__", limited)
     rows = [[str(i % 7), f"id{i}", "FM"[i % 2], "yn"[i % 3 == 0]] for i in range(200)]
     rows += [rows[5], rows[5]]
     path = tmp_path / "data.csv"
@@ -195,9 +196,9 @@ def test_a_pass_duckdb_cannot_hold_is_split_into_passes_with_the_same_report(tmp
     assert len(engine._passes) > 2 and engine._table is None
 
     monkeypatch.setattr(
-        engine_module._Pass,
+        Pass,
         "__init__",
-        lambda *_: (_ for _ in ()).throw(engine_module.OutOfMemory("Out of Memory Error")),
+        lambda *_: (_ for _ in ()).throw(OutOfMemory("Out of Memory Error")),
     )
     with pytest.raises(DatasetError, match="Out of Memory"):
         report_of(DuckDBEngine.from_path(path), ["age"], [], max_combination_size=0)
@@ -207,7 +208,7 @@ def test_a_real_memory_limit_error_names_the_limit_and_how_to_raise_it(tmp_path)
     engine = DuckDBEngine.from_path(_small_file(tmp_path))
     engine._con.sql("SET memory_limit = '1MB'")
     with pytest.raises(DatasetError, match=r"memory limit .*BROKER_DUCKDB_MEMORY_LIMIT"):
-        engine._read(
+        engine._con.read(
             "CREATE TABLE big AS SELECT range AS i, md5(range::VARCHAR) AS h "
             "FROM range(3000000) ORDER BY h"
         )
