@@ -43,7 +43,7 @@ import harness
 from adult import adult_like
 
 from broker.metrics.anonymity import sensitive_measure
-from broker.metrics.report import AnalysisReport, analyze
+from broker.metrics.report import AnalysisReport, ReportOptions, analyze
 
 QUASI_IDENTIFIERS = ["age", "sex", "race", "native-country"]
 SENSITIVE = ["income", "occupation"]
@@ -63,7 +63,7 @@ def our_report(
         frame,
         quasi_identifiers=quasi_identifiers,
         sensitive=SENSITIVE,
-        max_combination_size=max_combination_size,
+        options=ReportOptions(max_combination_size=max_combination_size),
     )
 
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from broker.metrics import content as ours  # noqa: E402
-from broker.metrics.report import analyze  # noqa: E402
+from broker.metrics.report import ReportOptions, analyze  # noqa: E402
 from broker.numbers import _HUGE_EXPONENT as HUGE_EXPONENT  # noqa: E402
 
 BASELINE_COMMIT = "07cf876"
@@ -127,7 +127,7 @@ def false_positives(before) -> None:
     line("UCI Adult distinct values", values, lambda m, v: found(m, v) or None, before)
     samples = [list(adult[c].unique()) for c in adult.columns]
     line("UCI Adult columns", samples, lambda m, s: m.content_of(s).direct_identifier, before)
-    report = analyze(adult, max_combination_size=0)
+    report = analyze(adult, options=ReportOptions(max_combination_size=0))
     flagged = [a.name for a in report.attributes if a.content.direct_identifier] or "none"
     print(f"  UCI Adult report, adjacent columns read together too: flagged {flagged}")
 
@@ -181,15 +181,15 @@ def cost(before) -> None:
 REPORT = """
 import sys, time
 import pandas as pd
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 adult = pd.read_csv(sys.argv[1], sep=";", dtype=str, keep_default_na=False)
 rows = int(sys.argv[2])
 frame = pd.concat([adult] * (rows // len(adult) + 1), ignore_index=True).head(rows)
-analyze(frame.head(100), max_combination_size=0)  # imports and name lists loaded
+analyze(frame.head(100), options=ReportOptions(max_combination_size=0))  # loads the name lists
 times = []
 for _ in range(3 if rows <= 10_000 else 1):
     start = time.perf_counter()
-    analyze(frame, max_combination_size=0)
+    analyze(frame, options=ReportOptions(max_combination_size=0))
     times.append(time.perf_counter() - start)
 print(min(times))
 """

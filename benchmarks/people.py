@@ -42,7 +42,7 @@ from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.engines.people import rare_tuples
 from broker.metrics.content import NUMBER, content_of, sample_distinct
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from broker.precision import ColumnPrecision
 
 QUASI_IDENTIFIERS = ["birth_date", "zip", "sex"]
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     for frame, quasi, sensitive in tables:
         for name, make in engines.items():
             engine = make(frame)
-            report_of(engine, quasi, sensitive, max_combination_size=0)  # warm
+            report_of(engine, quasi, sensitive, ReportOptions(max_combination_size=0))  # warm
             found = engine.rare
             dictionaries = {c: engine.dictionary(c) for c in engine.columns}
 
@@ -151,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                     _ = engine.people.labellings()
 
             def report(make=make, frame=frame, quasi=quasi, sensitive=sensitive):
-                report_of(make(frame), quasi, sensitive, max_combination_size=0)
+                report_of(make(frame), quasi, sensitive, ReportOptions(max_combination_size=0))
 
             ignoring = without_worst(make)
 
             def before(make=ignoring, frame=frame, quasi=quasi, sensitive=sensitive):
-                report_of(make(frame), quasi, sensitive, max_combination_size=0)
+                report_of(make(frame), quasi, sensitive, ReportOptions(max_combination_size=0))
 
             reading = best(precision, args.repeats)
             finding = best(rare, args.repeats)

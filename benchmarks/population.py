@@ -30,7 +30,7 @@ from adult import adult_like
 
 from broker.engines.pandas import PandasEngine
 from broker.metrics.anonymity import k_anonymity_of, sensitive_measure_of
-from broker.metrics.report import _weight_sums, analyze
+from broker.metrics.report import ReportOptions, _weight_sums, analyze
 from broker.metrics.uniqueness import individual_risk, population_uniqueness
 
 QUASI_IDENTIFIERS = ["age", "sex", "race", "native-country"]
@@ -40,7 +40,7 @@ FRACTIONS = (0.01, 0.1, 0.5)
 
 def best_of_one(function, frame, **options) -> float:
     start = time.perf_counter()
-    function(frame, QUASI_IDENTIFIERS, SENSITIVE, 0, **options)
+    function(frame, QUASI_IDENTIFIERS, SENSITIVE, ReportOptions(max_combination_size=0, **options))
     return time.perf_counter() - start
 
 

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Form, Request
 from broker.analysis.schemas import Report
 from broker.deps import RateLimitedCaller, SettingsDep
 from broker.errors import FAULT_EXAMPLES, Unprocessable, responses
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.tables import counting_limits, open_upload
@@ -75,10 +75,12 @@ def analyze_dataset(
                 table.engine,
                 roles.quasi_identifiers,
                 roles.sensitive,
-                combinations,
-                QirThresholds(alpha, beta),
-                sampling_fraction=sampling_fraction,
-                weights=weights or None,
+                ReportOptions(
+                    max_combination_size=combinations,
+                    thresholds=QirThresholds(alpha, beta),
+                    sampling_fraction=sampling_fraction,
+                    weights=weights or None,
+                ),
             )
     except ValueError as error:
         raise Unprocessable(str(error)) from None

@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
     from broker.cli.render import render_table
     from broker.engines.pandas import PandasEngine
-    from broker.metrics.report import report_of
+    from broker.metrics.report import ReportOptions, report_of
 
     args.engine = choose_engine(args, args.data)
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
@@ -176,13 +176,15 @@ def _run(args: argparse.Namespace) -> int:
                 engine,
                 args.qi,
                 args.sensitive,
-                args.combinations,
-                thresholds,
-                args.unique_threshold,
-                progress=steps,
-                population=population,
-                sampling_fraction=args.sampling_fraction,
-                weights=args.weights,
+                ReportOptions(
+                    max_combination_size=args.combinations,
+                    thresholds=thresholds,
+                    unique_threshold=args.unique_threshold,
+                    progress=steps,
+                    population=population,
+                    sampling_fraction=args.sampling_fraction,
+                    weights=args.weights,
+                ),
             )
         except ValueError as error:  # a population that lacks a column or a class of the data
             if population is None:

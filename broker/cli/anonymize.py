@@ -128,7 +128,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from broker.anonymize import Target, plan_remedy
     from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
-    from broker.metrics.report import analyze
+    from broker.metrics.report import ReportOptions, analyze
 
     args.engine = choose_engine(args, args.data)
     output = Path(args.output)
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         steps.shown |= len(frame) >= LARGE_INPUT_ROWS
         steps.expect(2 + _finish_steps(args))
         steps(f"measuring {args.data}")
-        before = analyze(frame, args.qi, args.sensitive, max_combination_size=0)
+        before = analyze(frame, args.qi, args.sensitive, ReportOptions(max_combination_size=0))
         steps(_anonymizing(args))
         remedy = plan_remedy(frame, target, method=args.method)
         remedy = _with_reading_notes(remedy, dataset)
@@ -190,7 +190,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     only up to ``--whole-table-rows``."""
     from broker.anonymize import plan_on_engine
     from broker.datasets import CSV, PARQUET, read_path
-    from broker.metrics.report import report_of
+    from broker.metrics.report import ReportOptions, report_of
 
     if args.qid_dimension:
         raise CommandError("--qid-dimension k-anonymizes the rows in memory: use --engine pandas")
@@ -201,7 +201,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     steps(f"counting {args.data}")
     engine = engines.DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
     require_columns(engine.columns, args.drop, "Column to drop")
-    before = report_of(engine, args.qi, args.sensitive, max_combination_size=0)
+    before = report_of(engine, args.qi, args.sensitive, ReportOptions(max_combination_size=0))
     loaded: list[Dataset] = []
 
     def load():
@@ -221,7 +221,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
         remedy.engine,
         [q for q in args.qi if q in remedy.engine.columns],
         [s for s in args.sensitive if s in remedy.engine.columns],
-        max_combination_size=0,
+        ReportOptions(max_combination_size=0),
     )
     steps.close()
     _print(args, None, before, after, remedy, output)
@@ -231,7 +231,7 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
 def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) -> int:
     """Write a remedy planned on a frame and print the report."""
     from broker.anonymize import qid_dimension
-    from broker.metrics.report import analyze
+    from broker.metrics.report import ReportOptions, analyze
 
     if not remedy.satisfied:
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
@@ -245,7 +245,7 @@ def _finish(args, frame, dataset, before, remedy, output: Path, steps: Steps) ->
             remedy.frame,
             kept_qi,
             [s for s in args.sensitive if s in remedy.frame.columns],
-            max_combination_size=0,
+            ReportOptions(max_combination_size=0),
         )
     else:
         output.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
 from broker.fsla.rules.base import Aim
-from broker.metrics.report import AnalysisReport, analyze, report_of
+from broker.metrics.report import AnalysisReport, ReportOptions, analyze, report_of
 from broker.wire.statuses import TransferStatus
 
 
@@ -278,7 +278,7 @@ def _in_memory(
 
     def accept(anonymized: pd.DataFrame) -> str | None:
         kept = search.kept(anonymized.columns)
-        after = analyze(anonymized, *kept, max_combination_size=0, people=people)
+        after = analyze(anonymized, *kept, ReportOptions(max_combination_size=0), people=people)
         joints = search.linkage(*_released_beside(frame, anonymized, people, kept))
         return search.judge(after, kept, accepted, joints)
 
@@ -308,7 +308,7 @@ def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) ->
         if not remedy.satisfied:
             return _verified(remedy, accepted, budget_seconds)
         kept = search.kept(remedy.engine.columns)
-        after = report_of(remedy.engine, *kept, max_combination_size=0)
+        after = report_of(remedy.engine, *kept, ReportOptions(max_combination_size=0))
         joints = search.linkage(engine, kept, relabel=remedy.recode)
         failing = search.judge(after, kept, accepted, joints)
         if failing is None:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what the names are, for readers and type checkers; loaded on first use
     from broker.metrics.anonymity import k_anonymity, sensitive_measure
     from broker.metrics.mmaq import mmaq_from_counts
-    from broker.metrics.report import AnalysisReport, analyze
+    from broker.metrics.report import AnalysisReport, ReportOptions, analyze
 
 __all__ = [
     "AnalysisReport",
+    "ReportOptions",
     "analyze",
     "k_anonymity",
     "mmaq_from_counts",
@@ -27,6 +28,7 @@ _HOMES = {
     "sensitive_measure": "broker.metrics.anonymity",
     "mmaq_from_counts": "broker.metrics.mmaq",
     "AnalysisReport": "broker.metrics.report",
+    "ReportOptions": "broker.metrics.report",
     "analyze": "broker.metrics.report",
 }
 

@@ -267,31 +267,64 @@ def attribute_classes(engine: Engine) -> dict[str, str]:
     return classes
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions:
+    """How a report measures, besides the table and the roles of its columns: what
+    :func:`report_of` and :func:`analyze` take, and pass on unchanged.
+
+    ``max_combination_size`` is the largest column set the combination search tries (0 skips
+    the search), ``unique_threshold`` the share of unique rows that makes a combination
+    identifying. ``thresholds`` are the QIR risk classes' bounds. ``regions`` are the
+    jurisdictions whose phone numbers and national ids count as direct identifiers.
+
+    ``population``, a population table that contains the measured one (with the
+    quasi-identifiers among its columns; an engine, or a frame counted by the pandas engine),
+    gives the journalist and marketer risk of the quasi-identifiers; without it the table is
+    taken as the whole population. ``sampling_fraction`` (the share of the population the
+    table holds), ``weights`` (a column of sampling weights: the people each row stands for)
+    or ``population`` add the ``population`` section: population uniqueness, individual risk
+    and, with a population table, k-map. The fraction, unless stated, is N / the population
+    table's rows, or N / the sum of the weights.
+
+    ``progress`` is told each step, in a few words.
+
+    Examples
+    --------
+    >>> ReportOptions(max_combination_size=0).unique_threshold == DEFAULT_UNIQUE_THRESHOLD
+    True
+    """
+
+    max_combination_size: int = DEFAULT_MAX_SIZE
+    unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD
+    thresholds: QirThresholds = DEFAULT_THRESHOLDS
+    regions: Sequence[str] = DEFAULT_REGIONS
+    population: Engine | pd.DataFrame | None = field(default=None, compare=False)
+    sampling_fraction: float | None = None
+    weights: str | None = None
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+
+DEFAULT_OPTIONS = ReportOptions()
+
+
 def analyze(
     frame: pd.DataFrame,
     quasi_identifiers: Sequence[str] = (),
     sensitive: Sequence[str] = (),
-    max_combination_size: int = DEFAULT_MAX_SIZE,
-    thresholds: QirThresholds = DEFAULT_THRESHOLDS,
-    unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
-    progress: Callable[[str], None] | None = None,
-    regions: Sequence[str] = DEFAULT_REGIONS,
+    options: ReportOptions = DEFAULT_OPTIONS,
+    *,
     people: People | None = None,
-    population: pd.DataFrame | None = None,
-    sampling_fraction: float | None = None,
-    weights: str | None = None,
 ) -> AnalysisReport:
     """The report of a frame in memory (see :func:`report_of`), with the pandas engine.
 
     ``people`` says who each row is (see :class:`broker.engines.pandas.People`; pass the one of
-    the table as sent when measuring its anonymized version). ``population`` is a population
-    table holding the frame, for journalist and marketer risk.
+    the table as sent when measuring its anonymized version).
 
     Examples
     --------
     >>> frame = pd.DataFrame({"age": ["20-30"] * 3 + ["30-40"] * 3, "sex": list("FMFMFM"),
     ...                       "disease": ["flu", "hiv", "flu", "flu", "flu", "hiv"]})
-    >>> report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    >>> report = analyze(frame, ["age"], ["disease"], ReportOptions(max_combination_size=0))
     >>> report.quasi_identifiers.anonymity.k, report.sensitive[0].l_diversity
     (3, 2)
     """
@@ -300,46 +333,27 @@ def analyze(
     duplicated = frame.columns[frame.columns.duplicated()].tolist()
     if duplicated:
         raise ValueError(f"Column {duplicated[0]!r} appears more than once")
-    say = progress or (lambda _message: None)
+    say = options.progress or (lambda _message: None)
     say(f"encoding {len(frame.columns)} columns of {len(frame)} rows")
-    return report_of(
-        PandasEngine(frame, people=people),
-        quasi_identifiers,
-        sensitive,
-        max_combination_size,
-        thresholds,
-        unique_threshold,
-        progress,
-        regions,
-        None if population is None else PandasEngine(population),
-        sampling_fraction,
-        weights,
-    )
+    return report_of(PandasEngine(frame, people=people), quasi_identifiers, sensitive, options)
 
 
 def report_of(
     engine: Engine,
     quasi_identifiers: Sequence[str] = (),
     sensitive: Sequence[str] = (),
-    max_combination_size: int = DEFAULT_MAX_SIZE,
-    thresholds: QirThresholds = DEFAULT_THRESHOLDS,
-    unique_threshold: float = DEFAULT_UNIQUE_THRESHOLD,
-    progress: Callable[[str], None] | None = None,
-    regions: Sequence[str] = DEFAULT_REGIONS,
-    population: Engine | None = None,
-    sampling_fraction: float | None = None,
-    weights: str | None = None,
+    options: ReportOptions = DEFAULT_OPTIONS,
 ) -> AnalysisReport:
-    """Measure every column of a table, its identifying combinations, QI set and sensitive ones.
+    """Measure every column of a table, its identifying combinations, QI set and sensitive ones,
+    as ``options`` say (:class:`ReportOptions`).
 
-    ``max_combination_size = 0`` skips the combination search. ``regions`` are the jurisdictions
-    whose phone numbers and national ids count as direct identifiers. Each sensitive attribute is
-    measured (l, t and the smallest class k) within the classes formed by every *other* declared
-    attribute: the quasi-identifiers and, when there are several, the other sensitive attributes.
-    That is multi-attribute l-diversity (Machanavajjhala et al. 2007, section 7.1): whoever knows
-    all but one attribute of a person must still not single out the row or learn the last one, so
-    declaring a known attribute sensitive does not take it out of the check. With neither
-    quasi-identifiers nor other sensitive attributes, the whole table is one class.
+    Each sensitive attribute is measured (l, t and the smallest class k) within the classes
+    formed by every *other* declared attribute: the quasi-identifiers and, when there are
+    several, the other sensitive attributes. That is multi-attribute l-diversity
+    (Machanavajjhala et al. 2007, section 7.1): whoever knows all but one attribute of a person
+    must still not single out the row or learn the last one, so declaring a known attribute
+    sensitive does not take it out of the check. With neither quasi-identifiers nor other
+    sensitive attributes, the whole table is one class.
 
     k is also counted in people (``k_people``, and the sensitive attributes' ``k``), as the
     engine knows them: identical rows are one person, since one person sent three times looks
@@ -348,16 +362,12 @@ def report_of(
     quasi-identifiers, and counts so from then on, for whatever else is measured on it).
     ``duplicate_rows`` counts the rows identical to an earlier one, ``rare_tuples`` and
     ``rare_tuple_rows`` the rare tuples held by several rows and their rows.
-
-    ``population``, a population table that contains this one (with the quasi-identifiers among
-    its columns), gives the journalist and marketer risk of the quasi-identifiers; without it the
-    table is taken as the whole population.
-
-    ``sampling_fraction`` (the share of the population the table holds), ``weights`` (a column of
-    sampling weights: the people each row stands for) or ``population`` add the ``population``
-    section: population uniqueness, individual risk and, with a population table, k-map. The
-    fraction, unless stated, is N / the population table's rows, or N / the sum of the weights.
     """
+    max_combination_size, regions = options.max_combination_size, options.regions
+    sampling_fraction, weights = options.sampling_fraction, options.weights
+    population = options.population
+    if isinstance(population, pd.DataFrame):
+        population = PandasEngine(population)
     quasi_identifiers, sensitive = list(quasi_identifiers), list(sensitive)
     require_columns(engine.columns, quasi_identifiers, "Quasi-identifier")
     if weights is not None:
@@ -374,7 +384,7 @@ def report_of(
     require_distinct_roles(quasi_identifiers, sensitive)
     if max_combination_size < 0:
         raise ValueError(f"The combination size cannot be negative, got {max_combination_size}")
-    say = progress or (lambda _message: None)
+    say = options.progress or (lambda _message: None)
     if isinstance(engine, PlansCounts):
         say("counting the report's column sets in one pass")
         engine.plan(_column_sets(engine.columns, quasi_identifiers, sensitive, weights))
@@ -404,7 +414,7 @@ def report_of(
                 name,
                 measure,
                 risk,
-                qir_class(risk, thresholds),
+                qir_class(risk, options.thresholds),
                 content,
                 int(histogram[1]),
                 tuple(int(c) for c in histogram[:_SIZES_KEPT]),
@@ -441,7 +451,7 @@ def report_of(
     found, search = [], None
     if max_combination_size > 0:
         found, search = identifying_combinations(
-            engine, engine.columns, max_combination_size, unique_threshold, say
+            engine, engine.columns, max_combination_size, options.unique_threshold, say
         )
     return AnalysisReport(
         engine.rows,

@@ -13,7 +13,7 @@ from broker.engines import pandas as pandas_engine
 from broker.engines.base import CountTable
 from broker.engines.codes import Grouping, combine, combined_counts, encode_column
 from broker.engines.pandas import PandasEngine
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 
 # Equal strings built separately are distinct objects; None, NaN and pd.NA are all missing.
 ATOMS = st.sampled_from(
@@ -121,10 +121,13 @@ def test_combined_counts_are_the_combination_sizes(monkeypatch, dense_limit):
 def test_threaded_combination_search_matches_serial(monkeypatch):
     rng = np.random.default_rng(11)
     frame = pd.DataFrame({name: rng.integers(0, 6, 300) for name in "abcde"})
-    serial = analyze(frame, max_combination_size=3).as_dict()["combinations"]
+    serial = analyze(frame, options=ReportOptions(max_combination_size=3)).as_dict()["combinations"]
     monkeypatch.setattr(codes, "_THREADED_CELLS", 0)
     monkeypatch.setattr(codes, "_available_cores", lambda: 2)
-    assert analyze(frame, max_combination_size=3).as_dict()["combinations"] == serial
+    assert (
+        analyze(frame, options=ReportOptions(max_combination_size=3)).as_dict()["combinations"]
+        == serial
+    )
     assert serial  # the case is not vacuous
 
 

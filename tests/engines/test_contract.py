@@ -30,7 +30,7 @@ from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.engines.people import NUDGE_DAYS
 from broker.metrics.anonymity import ORDERED
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from broker.precision import (
     DATE,
     POSTCODE,
@@ -268,8 +268,10 @@ def _assert_same_counts(frame: pd.DataFrame, engine) -> None:
 
 
 def _assert_same_report(frame: pd.DataFrame, engine, qis, sensitive) -> None:
-    ours = report_of(engine, qis, sensitive, max_combination_size=2).as_dict()
-    theirs = report_of(ReferenceEngine(frame), qis, sensitive, max_combination_size=2).as_dict()
+    ours = report_of(engine, qis, sensitive, ReportOptions(max_combination_size=2)).as_dict()
+    theirs = report_of(
+        ReferenceEngine(frame), qis, sensitive, ReportOptions(max_combination_size=2)
+    ).as_dict()
     assert close(ours, theirs)
 
 
@@ -436,7 +438,7 @@ def test_the_combination_search_leaves_out_twins_and_only_twins(engine_name):
             "c4": ["x", "y", "y", "x"],
         }
     )
-    report = report_of(ENGINES[engine_name](frame), max_combination_size=2)
+    report = report_of(ENGINES[engine_name](frame), options=ReportOptions(max_combination_size=2))
     assert [c.attributes for c in report.combinations] == [("id",), ("c2", "c3")]
     assert report.combination_search.evaluations == 4 + 1  # (id, ...) contain an identifier
     _assert_same_report(frame, ENGINES[engine_name](frame), [], [])
@@ -450,7 +452,7 @@ def test_blank_cells_rank_last_in_ordered_t_closeness(engine_name):
     rows += [("C", None), ("C", "2"), ("C", "10"), ("C", "7"), ("A", "10"), ("B", "")]
     frame = pd.DataFrame(rows, columns=["q", "s"], dtype=object)
     engine = ENGINES[engine_name](frame)
-    [measure] = report_of(engine, ["q"], ["s"], max_combination_size=0).sensitive
+    [measure] = report_of(engine, ["q"], ["s"], ReportOptions(max_combination_size=0)).sensitive
     assert measure.t_closeness_method == ORDERED
     assert measure.t_closeness == pytest.approx(float(exact_t_missing_last(rows)), abs=1e-12)
     _assert_same_report(frame, engine, ["q"], ["s"])
@@ -469,10 +471,12 @@ def test_journalist_risk_against_a_population_table_in_another_engine(engine_nam
     sample = population.sample(60, random_state=1).reset_index(drop=True)
     qis = ["zip", "age"]
     ours = report_of(
-        ENGINES[engine_name](sample), qis, population=ENGINES[engine_name](population)
+        ENGINES[engine_name](sample),
+        qis,
+        options=ReportOptions(population=ENGINES[engine_name](population)),
     ).as_dict()
     theirs = report_of(
-        ReferenceEngine(sample), qis, population=ReferenceEngine(population)
+        ReferenceEngine(sample), qis, options=ReportOptions(population=ReferenceEngine(population))
     ).as_dict()
     assert ours["quasi_identifiers"]["risk_population"] == "population_table"
     assert close(ours, theirs)

@@ -9,7 +9,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from broker.engines.dask import DaskEngine
 from broker.engines.pandas import PandasEngine, People
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from tests.engines.close import close
 
 
@@ -42,10 +42,15 @@ def test_a_cluster_report_is_the_in_memory_report(client):
     measured = frame.drop(columns=["person"])
     distributed = DaskEngine.from_dask(dd.from_pandas(measured, npartitions=6))
     with dask.config.set(scheduler="dask.distributed"), get_task_stream(client) as tasks:
-        ours = report_of(distributed, ["age", "zip", "sex"], ["disease"], max_combination_size=2)
+        ours = report_of(
+            distributed, ["age", "zip", "sex"], ["disease"], ReportOptions(max_combination_size=2)
+        )
     assert {task["worker"] for task in tasks.data} == set(client.scheduler_info()["workers"])
     theirs = report_of(
-        PandasEngine(measured), ["age", "zip", "sex"], ["disease"], max_combination_size=2
+        PandasEngine(measured),
+        ["age", "zip", "sex"],
+        ["disease"],
+        ReportOptions(max_combination_size=2),
     )
     assert close(ours.as_dict(), theirs.as_dict())
 
@@ -56,7 +61,11 @@ def test_a_person_key_counts_people_on_the_cluster_as_in_memory(client):
     in_memory = PandasEngine(measured, people=People.of(measured, frame["person"]))
     distributed = DaskEngine.from_dask(dd.from_pandas(frame, npartitions=4), person_key="person")
     with dask.config.set(scheduler="dask.distributed"):
-        ours = report_of(distributed, ["age", "sex"], ["disease"], max_combination_size=0)
-    theirs = report_of(in_memory, ["age", "sex"], ["disease"], max_combination_size=0)
+        ours = report_of(
+            distributed, ["age", "sex"], ["disease"], ReportOptions(max_combination_size=0)
+        )
+    theirs = report_of(
+        in_memory, ["age", "sex"], ["disease"], ReportOptions(max_combination_size=0)
+    )
     assert ours.people_counted_by == "person_key"
     assert close(ours.as_dict(), theirs.as_dict())

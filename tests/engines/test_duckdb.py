@@ -13,7 +13,7 @@ from broker.cli import main
 from broker.datasets import DatasetError, read_path
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from tests.engines.close import close
 from tests.engines.test_contract import _assert_same_counts, _assert_same_report
 
@@ -46,8 +46,12 @@ def test_a_generated_csv_file_gives_the_in_memory_report(tmp_path_factory, rows,
     in_memory = PandasEngine(read_path(path).frame)
     out_of_core = DuckDBEngine.from_path(path)
     for qis, sensitive in ((["age", "zip"], ["disease"]), ([], ["sex", "disease"]), ([], [])):
-        ours = report_of(out_of_core, qis, sensitive, max_combination_size=3).as_dict()
-        theirs = report_of(in_memory, qis, sensitive, max_combination_size=3).as_dict()
+        ours = report_of(
+            out_of_core, qis, sensitive, ReportOptions(max_combination_size=3)
+        ).as_dict()
+        theirs = report_of(
+            in_memory, qis, sensitive, ReportOptions(max_combination_size=3)
+        ).as_dict()
         assert close(ours, theirs)
 
 
@@ -161,9 +165,16 @@ def test_the_report_is_counted_from_the_file_without_a_copy(tmp_path):
     path = tmp_path / "data.csv"
     _write(path, ["age", "ref", "sex", "note", "flu"], rows)
     engine = DuckDBEngine.from_path(path)
-    ours = report_of(engine, ["age", "sex"], ["flu", "note"], max_combination_size=0).as_dict()
+    ours = report_of(
+        engine, ["age", "sex"], ["flu", "note"], ReportOptions(max_combination_size=0)
+    ).as_dict()
     in_memory = PandasEngine(read_path(path).frame)
-    assert ours == report_of(in_memory, ["age", "sex"], ["flu", "note"], 0).as_dict()
+    assert (
+        ours
+        == report_of(
+            in_memory, ["age", "sex"], ["flu", "note"], ReportOptions(max_combination_size=0)
+        ).as_dict()
+    )
     assert ours["duplicate_rows"] == 5
     assert ours["quasi_identifiers"]["k_people"] == 1
     assert engine._table is None  # no copy of the rows was made
@@ -174,40 +185,48 @@ def test_a_pass_duckdb_cannot_hold_is_split_into_passes_with_the_same_report(tmp
     # can meet the memory limit where two of half as many do not. Passes of more than two sets
     # "run out" here; the report is still the in-memory one, counted in several passes, with
     # no copy of the rows; a single set that cannot be counted is a one-line error.
-    from broker.engines import duckdb as engine_module
+    from broker.engines.duckdb import OutOfMemory
+    from broker.engines.duckdb.passes import Pass
 
-    real = engine_module._Pass.__init__
+    real = Pass.__init__
 
     def limited(self, engine, column_sets, people):
         if len(column_sets) + people > 2:
-            raise engine_module.OutOfMemory("Out of Memory Error: could not allocate block")
+            raise OutOfMemory("Out of Memory Error: could not allocate block")
         real(self, engine, column_sets, people)
 
-    monkeypatch.setattr(engine_module._Pass, "__init__", limited)
+    monkeypatch.setattr(Pass, "__init__", limited)
     rows = [[str(i % 7), f"id{i}", "FM"[i % 2], "yn"[i % 3 == 0]] for i in range(200)]
     rows += [rows[5], rows[5]]
     path = tmp_path / "data.csv"
     _write(path, ["age", "ref", "sex", "flu"], rows)
     engine = DuckDBEngine.from_path(path)
-    ours = report_of(engine, ["age", "sex"], ["flu"], max_combination_size=0).as_dict()
+    ours = report_of(
+        engine, ["age", "sex"], ["flu"], ReportOptions(max_combination_size=0)
+    ).as_dict()
     in_memory = PandasEngine(read_path(path).frame)
-    assert ours == report_of(in_memory, ["age", "sex"], ["flu"], 0).as_dict()
+    assert (
+        ours
+        == report_of(
+            in_memory, ["age", "sex"], ["flu"], ReportOptions(max_combination_size=0)
+        ).as_dict()
+    )
     assert len(engine._passes) > 2 and engine._table is None
 
     monkeypatch.setattr(
-        engine_module._Pass,
+        Pass,
         "__init__",
-        lambda *_: (_ for _ in ()).throw(engine_module.OutOfMemory("Out of Memory Error")),
+        lambda *_: (_ for _ in ()).throw(OutOfMemory("Out of Memory Error")),
     )
     with pytest.raises(DatasetError, match="Out of Memory"):
-        report_of(DuckDBEngine.from_path(path), ["age"], [], max_combination_size=0)
+        report_of(DuckDBEngine.from_path(path), ["age"], [], ReportOptions(max_combination_size=0))
 
 
 def test_a_real_memory_limit_error_names_the_limit_and_how_to_raise_it(tmp_path):
     engine = DuckDBEngine.from_path(_small_file(tmp_path))
     engine._con.sql("SET memory_limit = '1MB'")
     with pytest.raises(DatasetError, match=r"memory limit .*BROKER_DUCKDB_MEMORY_LIMIT"):
-        engine._read(
+        engine._con.read(
             "CREATE TABLE big AS SELECT range AS i, md5(range::VARCHAR) AS h "
             "FROM range(3000000) ORDER BY h"
         )
@@ -235,8 +254,15 @@ def test_a_person_key_with_repeated_keys_counts_people_in_the_planned_pass(tmp_p
     measured = frame.drop(columns=["person"])
     in_memory = PandasEngine(measured, people=People.of(measured, frame["person"]))
     out_of_core = DuckDBEngine.from_path(path, person_key="person")
-    ours = report_of(out_of_core, ["age", "sex"], ["flu"], max_combination_size=0).as_dict()
-    assert ours == report_of(in_memory, ["age", "sex"], ["flu"], 0).as_dict()
+    ours = report_of(
+        out_of_core, ["age", "sex"], ["flu"], ReportOptions(max_combination_size=0)
+    ).as_dict()
+    assert (
+        ours
+        == report_of(
+            in_memory, ["age", "sex"], ["flu"], ReportOptions(max_combination_size=0)
+        ).as_dict()
+    )
     assert out_of_core._table is None
 
 

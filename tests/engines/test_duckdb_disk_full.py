@@ -13,7 +13,8 @@ import tempfile
 import duckdb
 import pytest
 
-from broker.engines.duckdb import DuckDBEngine, _Connection, disk_full, write
+from broker.engines.duckdb import DuckDBEngine, disk_full, write
+from broker.engines.duckdb.opening import Connection
 from tests.faults import fill, small_filesystem
 
 CSV = "age,sex,disease\n" + "".join(f"{20 + i % 50},{'FM'[i % 2]},d{i % 7}\n" for i in range(5000))
@@ -34,7 +35,7 @@ def _engine(tmp_path) -> DuckDBEngine:
 
 def test_a_spill_that_finds_no_room_is_enospc(tmp_path):
     with small_filesystem(tmp_path / "spill", "1m") as folder:
-        connection = _Connection(duckdb.connect())
+        connection = Connection(duckdb.connect())
         connection.sql("SET memory_limit = '10MB'")
         connection.sql("SET threads = 1")
         connection.sql(f"SET temp_directory = '{folder}'")
@@ -71,4 +72,4 @@ def test_other_duckdb_errors_are_not_taken_for_a_full_disk():
         connection.execute("SELECT * FROM read_csv('/nonexistent/file.csv')")
     assert disk_full(raised.value) is None
     with pytest.raises(duckdb.Error):
-        _Connection(connection).execute("SELECT nonsense FROM nowhere")
+        Connection(connection).execute("SELECT nonsense FROM nowhere")

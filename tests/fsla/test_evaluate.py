@@ -6,7 +6,7 @@ import pytest
 from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.wire.statuses import TransferStatus
 
 
@@ -37,7 +37,7 @@ FRAME = pd.DataFrame(
 def decide(
     source, destination, qi=("age", "sex"), sensitive=("disease",), purpose="research", frame=FRAME
 ):
-    report = analyze(frame, list(qi), list(sensitive), max_combination_size=0)
+    report = analyze(frame, list(qi), list(sensitive), ReportOptions(max_combination_size=0))
     context = TransferContext(source.jurisdiction, destination.jurisdiction, purpose, qi, sensitive)
     return evaluate(report, context, source, destination)
 
@@ -159,7 +159,7 @@ def test_the_remedy_search_stops_at_its_time_budget():
     )
     source = record("SN", export={"identifiers_allowed": True, "min_k": 2, "max_t": 0.2})
     destination = record("FR", incoming={"identifiers_allowed": True})
-    report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    report = analyze(frame, ["age"], ["disease"], ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", ("age",), ("disease",))
     decision = evaluate(report, context, source, destination)
     assert decision.status == TransferStatus.ANONYMIZATION_REQUIRED
@@ -203,7 +203,7 @@ def test_a_risk_rule_is_remedied_by_k_anonymity(rule):
     frame = pd.DataFrame({"age": [str(20 + i % 30) for i in range(120)]})  # classes of 4
     source = record("SN", export={rule: 0.1})
     destination = record("FR", incoming={"identifiers_allowed": True})
-    report = analyze(frame, ["age"], [], max_combination_size=0)
+    report = analyze(frame, ["age"], [], ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", ("age",), ())
     decision = evaluate(report, context, source, destination)
     assert [r.rule for r in decision.failed] == [rule]

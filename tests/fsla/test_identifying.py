@@ -13,7 +13,7 @@ from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.offers import Listing, Party, offer
 from broker.fsla.remedy import target_for
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 
 # 12 rows. By hand: "email" holds e-mails (a direct identifier); "name" is text, all distinct;
 # "age" an ordered quasi-identifier, all distinct (generalized, kept); "code" a text
@@ -50,7 +50,7 @@ def record(code: str, rules: RuleSet) -> FSLARecord:
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_the_remedy_and_the_catalog_drop_the_same_identifiers(monkeypatch, k):
-    report = analyze(FRAME, list(QI), list(SENSITIVE), max_combination_size=0)
+    report = analyze(FRAME, list(QI), list(SENSITIVE), ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", QI, SENSITIVE)
     source, destination = record("SN", RuleSet(min_k=k)), record("FR", RuleSet())
     decision = evaluate(report, context, source, destination)
@@ -76,7 +76,7 @@ def test_the_remedy_and_the_catalog_drop_the_same_identifiers(monkeypatch, k):
 
 @pytest.mark.parametrize("k", [2, 3])
 def test_the_catalog_records_what_the_remedy_drops_and_offers_keep_it_home(k):
-    report = analyze(FRAME, list(QI), list(SENSITIVE), max_combination_size=0)
+    report = analyze(FRAME, list(QI), list(SENSITIVE), ReportOptions(max_combination_size=0))
     summary = catalog._summary(report, QI, SENSITIVE, PandasEngine(FRAME)).stored()
     assert set(summary["dropped_at_k"][str(k)]) == BY_HAND
     columns = tuple((name, "other") for name in FRAME.columns if name not in QI + SENSITIVE)

@@ -25,7 +25,7 @@ from broker.fsla.linkage import (
 from broker.fsla.models import RuleSet
 from broker.fsla.remedy import Effort, find_remedy
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import record
 
@@ -215,11 +215,13 @@ def context_and_policies(rules: dict):
 def test_the_decision_fails_and_the_verified_remedy_passes_joined():
     source, destination, context = context_and_policies({"min_k": 2, "linkage_lookback_days": 30})
     frame = PEOPLE[["age", "zip"]]
-    report = analyze(frame, ["age", "zip"], [], max_combination_size=0)
+    report = analyze(frame, ["age", "zip"], [], ReportOptions(max_combination_size=0))
     assert report.quasi_identifiers.anonymity.k == 1  # raw: k fails alone too
     released = PEOPLE[["age", "zip"]].assign(zip="7500*")
     people = PandasEngine(frame).people
-    alone = analyze(released, ["age", "zip"], [], max_combination_size=0, people=people)
+    alone = analyze(
+        released, ["age", "zip"], [], ReportOptions(max_combination_size=0), people=people
+    )
     assert evaluate(alone, context, source, destination).status == TransferStatus.APPROVED
     engine = PandasEngine(frame)
     joints = assess(engine, ("age", "zip"), (), (FIRST,), NOW)

@@ -10,7 +10,7 @@ from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.models import RuleSet
 from broker.fsla.remedy import find_remedy, target_for
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.metrics.uniqueness import population_uniqueness, uniform_individual_risk
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import record
@@ -31,7 +31,7 @@ HISTOGRAM = {1: 30, 2: 15, 4: 15}
 def decided(frame: pd.DataFrame, export: dict, incoming: dict | None = None):
     source = record("SN", export={**OPEN, **export})
     destination = record("FR", incoming={**OPEN, **(incoming or {})})
-    report = analyze(frame, ["age"], [], max_combination_size=0)
+    report = analyze(frame, ["age"], [], ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", ("age",), ())
     return source, destination, report, context, evaluate(report, context, source, destination)
 

@@ -15,7 +15,7 @@ from broker.fsla.remedy import find_remedy
 from broker.fsla.replay import replay
 from broker.fsla.results import TransferContext
 from broker.fsla.summary import summarize
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.precision import Limits
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import record
@@ -38,7 +38,7 @@ FRAME = pd.DataFrame(
 def decide(frame=FRAME, export=None, incoming=None, qi=("sex",), sensitive=("diagnosis",)):
     source = record("SN", export={"identifiers_allowed": True, **(export or {})})
     destination = record("FR", incoming={"identifiers_allowed": True, **(incoming or {})})
-    report = analyze(frame, list(qi), list(sensitive), max_combination_size=0)
+    report = analyze(frame, list(qi), list(sensitive), ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", qi, sensitive)
     return report, context, source, destination, evaluate(report, context, source, destination)
 

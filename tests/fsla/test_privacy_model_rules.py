@@ -9,7 +9,7 @@ from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.remedy import find_remedy, target_for
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import decide, record
 
@@ -28,7 +28,7 @@ def remedied(frame: pd.DataFrame, rules: dict):
     """The decision on ``frame`` (age the quasi-identifier, disease sensitive) and its remedy."""
     source = record("SN", export={**OPEN, **rules})
     destination = record("FR", incoming=OPEN)
-    report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    report = analyze(frame, ["age"], ["disease"], ReportOptions(max_combination_size=0))
     context = TransferContext("SN", "FR", "research", ("age",), ("disease",))
     decision = evaluate(report, context, source, destination)
     found = find_remedy(PandasEngine(frame), report, decision, context, source, destination)

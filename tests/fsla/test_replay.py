@@ -10,7 +10,7 @@ from broker.fsla.evaluate import evaluate
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.replay import PastDecision, replay, report_from_dict
 from broker.fsla.results import TransferContext
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.wire.statuses import TransferStatus
 
 APPROVED = TransferStatus.APPROVED
@@ -53,7 +53,7 @@ def past(
     purpose="research",
 ) -> PastDecision:
     """A transfer decided as the broker decides it, stored as the broker stores it."""
-    report = analyze(frame, list(qi), list(sensitive), max_combination_size=0)
+    report = analyze(frame, list(qi), list(sensitive), ReportOptions(max_combination_size=0))
     context = TransferContext(source.jurisdiction, destination.jurisdiction, purpose, qi, sensitive)
     decision = evaluate(report, context, source, destination)
     return PastDecision(
@@ -224,7 +224,7 @@ def test_a_missing_report_or_policy_version_is_said_so():
 )
 def test_a_rebuilt_report_decides_as_the_measured_one(ages, diseases, k, l, t, identifiers):
     frame = pd.DataFrame({"age": ages, "disease": diseases[: len(ages)]})
-    report = analyze(frame, ["age"], ["disease"], max_combination_size=0)
+    report = analyze(frame, ["age"], ["disease"], ReportOptions(max_combination_size=0))
     source = record(
         "SN", export={"identifiers_allowed": identifiers, "min_k": k, "min_l": l, "max_t": t}
     )

@@ -18,7 +18,7 @@ from broker.fsla.models import FSLARecord, RecursiveDiversityRule, RuleSet
 from broker.fsla.offers import Listing, Party, Summary, Terms, offer
 from broker.fsla.results import TransferContext
 from broker.fsla.rules import data_rules
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.wire.statuses import ColumnRole, OfferKind
 
 NAMES = ("Name", "NAME", "zip", "age", "nin", "diagnosis")
@@ -196,7 +196,7 @@ def reports():
     found = []
     with_ids = FRAME.assign(nin=[f"{i:03d}" for i in range(len(FRAME))])
     for qi, frame in ((("age", "zip"), with_ids), (("age",), FRAME.head(7)), ((), FRAME.head(8))):
-        report = analyze(frame, list(qi), ["diagnosis"], max_combination_size=0)
+        report = analyze(frame, list(qi), ["diagnosis"], ReportOptions(max_combination_size=0))
         context = TransferContext("SN", "FR", "research", qi, ("diagnosis",))
         found.append((report, context))
     return found

@@ -37,7 +37,7 @@ from broker.metrics.content import (
     split_content,
     vertical_content,
 )
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 
 EMAIL = "awa.diop@example.sn"
 IBAN_FR = "FR7630006000011234567890189"
@@ -330,7 +330,7 @@ def test_the_column_sets_read_together_are_bounded_on_a_wide_table():
     from broker.metrics.report import MAX_SPLIT_SETS, _split_sets
 
     frame = pd.DataFrame({f"c{i}": ["Red", "Blue"] for i in range(1000)})
-    attributes = analyze(frame.head(2), max_combination_size=0).attributes
+    attributes = analyze(frame.head(2), options=ReportOptions(max_combination_size=0)).attributes
     attributes = [a for a in attributes if not a.content.direct_identifier]
     fragments = {a.name: NAME_WORDS for a in attributes}
     sets = _split_sets(attributes, fragments)

@@ -16,7 +16,7 @@ from pycanon import anonymity as pycanon
 
 from broker.datasets.reading import read_dataset
 from broker.metrics.anonymity import CATEGORICAL, ORDERED, k_anonymity, sensitive_measure
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -191,7 +191,7 @@ def _as_parquet(rows) -> bytes:
 )
 def test_a_blank_cell_keeps_a_numeric_attribute_ordered_in_every_format(write, name):
     frame = read_dataset(write(BLANK_CELL_ROWS), name).frame
-    [measure] = analyze(frame, ["q"], ["s"], max_combination_size=0).sensitive
+    [measure] = analyze(frame, ["q"], ["s"], ReportOptions(max_combination_size=0)).sensitive
     assert measure.t_closeness_method == ORDERED
     expected = exact_t_missing_last(BLANK_CELL_ROWS)
     assert expected == Fraction(17, 90)  # by hand: class B (3, 4, 5), with m = 7 ranks

@@ -5,7 +5,7 @@ import pandas as pd
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import evaluate
 from broker.fsla.results import TransferContext
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 from tests.fsla.test_evaluate import record
 
 # Two women with a birth date each, each sent three times with three diagnoses; a third woman
@@ -24,7 +24,7 @@ SENT = pd.DataFrame(
 def measured(frame, quasi=("born", "sex"), person_key=None):
     key = None if person_key is None else frame[person_key]
     engine = PandasEngine(frame.drop(columns=["person"]), person_key=key)
-    return report_of(engine, list(quasi), ["diagnosis"], max_combination_size=0)
+    return report_of(engine, list(quasi), ["diagnosis"], ReportOptions(max_combination_size=0))
 
 
 def test_without_a_key_the_rows_of_a_rare_tuple_are_one_person():

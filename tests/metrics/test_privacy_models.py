@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pycanon import anonymity as pycanon
 
 from broker.metrics.anonymity import k_anonymity, sensitive_measure
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from tests.metrics.test_anonymity import generated_frame
 
 
@@ -80,9 +80,12 @@ def test_alpha_is_the_exact_largest_share(rows):
 def test_alpha_is_in_the_report_with_several_sensitive_attributes():
     # With two sensitive attributes each is measured within the classes of (q, the other).
     frame = pd.DataFrame({"q": list("aaaa"), "s": list("xxyy"), "u": list("1122")})
-    report = analyze(frame, ["q"], ["s", "u"], max_combination_size=0).as_dict()
+    report = analyze(frame, ["q"], ["s", "u"], ReportOptions(max_combination_size=0)).as_dict()
     assert [s["alpha"] for s in report["sensitive"]] == [1.0, 1.0]
-    assert analyze(frame, ["q"], ["s"], max_combination_size=0).sensitive[0].alpha == 0.5
+    assert (
+        analyze(frame, ["q"], ["s"], ReportOptions(max_combination_size=0)).sensitive[0].alpha
+        == 0.5
+    )
 
 
 # --- recursive (c, l)-diversity ---------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 
 from broker.analysis.schemas import Report
 from broker.engines.pandas import PandasEngine
-from broker.metrics.report import analyze, attribute_classes
+from broker.metrics.report import ReportOptions, analyze, attribute_classes
 from broker.metrics.risk import QirThresholds, qir_class
 
 ATTRIBUTE_KEYS = {
@@ -80,7 +80,9 @@ def test_report_keys_are_the_documented_contract():
 
 
 def test_combinations_name_attributes_identifying_only_together():
-    report = analyze(harmless_alone_identifying_together(), max_combination_size=3)
+    report = analyze(
+        harmless_alone_identifying_together(), options=ReportOptions(max_combination_size=3)
+    )
     found = [c.attributes for c in report.combinations]
     assert found == [("a", "b", "c")]
     assert report.combinations[0].measure.attribute_class == "identifier"
@@ -89,19 +91,30 @@ def test_combinations_name_attributes_identifying_only_together():
 def test_combination_search_reports_only_minimal_sets():
     frame = harmless_alone_identifying_together()
     frame["id"] = range(len(frame))
-    found = [c.attributes for c in analyze(frame, max_combination_size=3).combinations]
+    found = [
+        c.attributes
+        for c in analyze(frame, options=ReportOptions(max_combination_size=3)).combinations
+    ]
     assert ("id",) in found
     assert not any("id" in combo and len(combo) > 1 for combo in found)
 
 
 def test_unique_share_threshold_flags_partial_identification():
     frame = pd.DataFrame({"a": ["x"] * 8 + ["u1", "u2"]})
-    assert analyze(frame, unique_threshold=0.2).combinations[0].unique_share == 0.2
-    assert analyze(frame, unique_threshold=0.25).combinations == []
+    assert (
+        analyze(frame, options=ReportOptions(unique_threshold=0.2)).combinations[0].unique_share
+        == 0.2
+    )
+    assert analyze(frame, options=ReportOptions(unique_threshold=0.25)).combinations == []
 
 
 def test_combinations_can_be_skipped():
-    assert analyze(harmless_alone_identifying_together(), max_combination_size=0).combinations == []
+    assert (
+        analyze(
+            harmless_alone_identifying_together(), options=ReportOptions(max_combination_size=0)
+        ).combinations
+        == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,7 +123,7 @@ def test_combinations_can_be_skipped():
         ({"quasi_identifiers": ["zip"]}, "Quasi-identifier 'zip'"),
         ({"quasi_identifiers": ["a"], "sensitive": ["zip"]}, "Sensitive attribute 'zip'"),
         ({"quasi_identifiers": ["a"], "sensitive": ["a"]}, "both quasi-identifier and sensitive"),
-        ({"max_combination_size": -1}, "cannot be negative"),
+        ({"options": ReportOptions(max_combination_size=-1)}, "cannot be negative"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, message):
@@ -121,7 +134,7 @@ def test_bad_arguments_are_named(kwargs, message):
 def test_qir_classification_and_thresholds():
     report = analyze(
         pd.DataFrame({"x": list(range(10)) + [0] * 990}),
-        thresholds=QirThresholds(alpha=2, beta=0.5),
+        options=ReportOptions(thresholds=QirThresholds(alpha=2, beta=0.5)),
     )
     assert report.attributes[0].qir_risk_percent == 1.0
     assert report.attributes[0].qir_class == "quasi_identifier"
@@ -133,20 +146,20 @@ def test_qir_classification_and_thresholds():
 def test_each_sensitive_attribute_is_measured_within_the_classes_of_all_the_others():
     """Multi-attribute l-diversity: declaring every column sensitive escapes nothing."""
     frame = harmless_alone_identifying_together()
-    report = analyze(frame, [], ["a", "b", "c"], max_combination_size=0)
+    report = analyze(frame, [], ["a", "b", "c"], ReportOptions(max_combination_size=0))
     by_name = {s.name: s for s in report.sensitive}
     assert by_name["a"].known_attributes == ("b", "c")
     # (b, c) has 16 classes of 4 rows, and a takes its 4 values in each: k = 4, l = 4.
     assert (by_name["a"].k, by_name["a"].l_diversity) == (4, 4)
     frame["id"] = range(len(frame))
-    report = analyze(frame, [], ["a", "id"], max_combination_size=0)
+    report = analyze(frame, [], ["a", "id"], ReportOptions(max_combination_size=0))
     # a is judged within the classes of id (unique: k = 1), id within those of a (16 rows each).
     assert {s.name: s.k for s in report.sensitive} == {"a": 1, "id": 16}
 
 
 def test_one_sensitive_attribute_without_quasi_identifiers_is_one_class():
     frame = pd.DataFrame({"s": ["flu", "hiv", "flu"]})
-    [measure] = analyze(frame, [], ["s"], max_combination_size=0).sensitive
+    [measure] = analyze(frame, [], ["s"], ReportOptions(max_combination_size=0)).sensitive
     # k counts people: without a person key the two identical "flu" rows may be one person.
     assert (measure.k, measure.l_diversity, measure.t_closeness) == (2, 2, 0.0)
 
@@ -157,7 +170,7 @@ def test_the_combination_search_is_bounded_and_says_where_it_stopped():
     frame = pd.DataFrame({f"c{i}": rng.integers(0, 10, 40).astype(str) for i in range(80)})
     frame["constant"] = "x"
     frame["copy"] = frame["c0"]
-    report = analyze(frame, max_combination_size=4)
+    report = analyze(frame, options=ReportOptions(max_combination_size=4))
     search = report.combination_search
     assert not search.complete and search.searched_size == 2
     assert "exceed the search's budget" in search.note
@@ -168,7 +181,7 @@ def test_the_combination_search_is_bounded_and_says_where_it_stopped():
 
 def test_a_small_table_is_searched_in_full():
     frame = harmless_alone_identifying_together()
-    search = analyze(frame, max_combination_size=3).combination_search
+    search = analyze(frame, options=ReportOptions(max_combination_size=3)).combination_search
     assert search.complete and search.note is None
     assert [c.attributes for c in analyze(frame).combinations] == [("a", "b", "c")]
 

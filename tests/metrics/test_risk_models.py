@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pycanon import metrics as pycanon_metrics
 
 from broker.metrics.anonymity import journalist_and_marketer_risk, k_anonymity
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from tests.metrics.test_anonymity import generated_frame
 
 
@@ -52,7 +52,9 @@ def exact_risks(sample: list[str], population: list[str]) -> tuple[Fraction, Fra
 def test_journalist_and_marketer_against_a_population_table(sample, others):
     population = pd.DataFrame({"q": others + sample, "other": "x"}).sample(frac=1, random_state=0)
     report = analyze(
-        pd.DataFrame({"q": sample}), ["q"], max_combination_size=0, population=population
+        pd.DataFrame({"q": sample}),
+        ["q"],
+        options=ReportOptions(max_combination_size=0, population=population),
     )
     anonymity = report.quasi_identifiers.anonymity
     journalist_max, journalist_average, marketer = exact_risks(sample, others + sample)
@@ -72,7 +74,9 @@ def test_the_population_table_is_matched_on_values_and_missing_values():
             "zip": [np.nan, "750", "750", "130", None, "750"],
         }
     )
-    report = analyze(sample, ["zip", "age"], max_combination_size=0, population=population)
+    report = analyze(
+        sample, ["zip", "age"], options=ReportOptions(max_combination_size=0, population=population)
+    )
     qi = report.quasi_identifiers.as_dict()
     # Classes (750, 30): f = 2, F = 3; (missing, 40): f = 1, F = 2. Journalist average:
     # max(2 classes / 5 population rows, (2/3 + 1/2) / 3 = 7/18) = 0.4.
@@ -84,8 +88,10 @@ def test_the_population_table_is_matched_on_values_and_missing_values():
 def test_a_population_table_must_contain_the_dataset():
     sample = pd.DataFrame({"zip": ["750", "130"]})
     with pytest.raises(ValueError, match="no row with \\{'zip': '130'\\}"):
-        analyze(sample, ["zip"], population=pd.DataFrame({"zip": ["750", "750"]}))
+        analyze(
+            sample, ["zip"], options=ReportOptions(population=pd.DataFrame({"zip": ["750", "750"]}))
+        )
     with pytest.raises(ValueError, match="Quasi-identifier \\(in the population table\\) 'zip'"):
-        analyze(sample, ["zip"], population=pd.DataFrame({"code": ["750"]}))
+        analyze(sample, ["zip"], options=ReportOptions(population=pd.DataFrame({"code": ["750"]})))
     with pytest.raises(ValueError, match="fewer rows"):
         journalist_and_marketer_risk(np.array([2, 1]), np.array([1, 5]))

@@ -15,7 +15,7 @@ import pytest
 
 from broker.analysis.schemas import Report
 from broker.fsla.replay import report_from_dict
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.metrics.stored import REPORT_VERSION, StoredReport
 
 OLD = Path(__file__).parents[1] / "fixtures" / "stored_reports"
@@ -39,7 +39,7 @@ def old(commit: str) -> dict:
 
 def test_write_store_read_serve_is_the_same_report():
     frame = table().assign(birth_date=["1931-02-03", "1950-01-01", "1962-05-05"] * 2)
-    report = analyze(frame, ["age", "sex"], ["disease"], sampling_fraction=0.5)
+    report = analyze(frame, ["age", "sex"], ["disease"], ReportOptions(sampling_fraction=0.5))
     birth = report.attribute("birth_date").precision
     assert birth is not None and birth.oldest_birth_year == 1931  # what must survive the trip
     written = report.stored()

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.metrics.report import analyze
+from broker.metrics.report import ReportOptions, analyze
 from broker.metrics.uniqueness import (
     DANKAR,
     PITMAN,
@@ -267,12 +267,16 @@ def sdc_frame() -> pd.DataFrame:
 
 
 def test_report_has_no_population_section_unless_asked():
-    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0)
+    report = analyze(sdc_frame(), ["A", "B", "C"], options=ReportOptions(max_combination_size=0))
     assert report.population is None and "population" not in report.as_dict()
 
 
 def test_report_weights_give_sdcmicro_risks_and_the_fraction():
-    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0, weights="weight")
+    report = analyze(
+        sdc_frame(),
+        ["A", "B", "C"],
+        options=ReportOptions(max_combination_size=0, weights="weight"),
+    )
     section = report.as_dict()["population"]
     assert section["sampling_fraction"] == pytest.approx(8 / 394)
     assert section["sampling_fraction_from"] == "weights"
@@ -283,7 +287,11 @@ def test_report_weights_give_sdcmicro_risks_and_the_fraction():
 
 
 def test_report_stated_fraction_uses_the_class_sizes():
-    report = analyze(sdc_frame(), ["A", "B", "C"], max_combination_size=0, sampling_fraction=0.2)
+    report = analyze(
+        sdc_frame(),
+        ["A", "B", "C"],
+        options=ReportOptions(max_combination_size=0, sampling_fraction=0.2),
+    )
     expected = population_uniqueness({1: 3, 2: 1, 3: 1}, 0.2)
     assert report.population.uniqueness == expected
     assert report.population.individual_risk.weights == "uniform 1/pi"
@@ -292,7 +300,9 @@ def test_report_stated_fraction_uses_the_class_sizes():
 def test_report_k_map_against_a_population_table():
     sample = pd.DataFrame({"zip": ["750", "130", "750"]})
     population = pd.DataFrame({"zip": ["130"] * 4 + ["750"] * 6 + ["690"] * 5})
-    report = analyze(sample, ["zip"], max_combination_size=0, population=population)
+    report = analyze(
+        sample, ["zip"], options=ReportOptions(max_combination_size=0, population=population)
+    )
     assert report.population.k_map == 4
     assert report.population.sampling_fraction == pytest.approx(3 / 15)
     assert report.population.fraction_from == "population_table"
@@ -307,21 +317,28 @@ def test_report_k_map_against_a_population_table():
     ],
 )
 def test_report_population_errors(arguments, message):
-    arguments = {"quasi_identifiers": ["A", "B", "C"], **arguments}
+    options = {k: v for k, v in arguments.items() if k != "quasi_identifiers"}
+    quasi_identifiers = arguments.get("quasi_identifiers", ["A", "B", "C"])
     with pytest.raises(ValueError, match=message):
-        analyze(sdc_frame(), max_combination_size=0, **arguments)
+        analyze(
+            sdc_frame(), quasi_identifiers, [], ReportOptions(max_combination_size=0, **options)
+        )
 
 
 def test_report_weights_below_one_are_refused():
     frame = sdc_frame().assign(weight="0.5")
     with pytest.raises(ValueError, match="The weights give a sampling fraction of 2"):
-        analyze(frame, ["A", "B", "C"], max_combination_size=0, weights="weight")
+        analyze(
+            frame, ["A", "B", "C"], options=ReportOptions(max_combination_size=0, weights="weight")
+        )
 
 
 def test_report_weights_must_be_numbers():
     frame = sdc_frame().assign(weight=["x"] + ["2"] * 7)
     with pytest.raises(ValueError, match="positive number on every row"):
-        analyze(frame, ["A", "B", "C"], max_combination_size=0, weights="weight")
+        analyze(
+            frame, ["A", "B", "C"], options=ReportOptions(max_combination_size=0, weights="weight")
+        )
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,14 +6,16 @@ import pandas as pd
 import pytest
 
 from broker.engines.pandas import PandasEngine
-from broker.metrics.report import report_of
+from broker.metrics.report import ReportOptions, report_of
 
 HOSTILE = "<script>alert('x')</script>"
 
 
 def measured(frame: pd.DataFrame, qi=(), sensitive=()) -> dict:
     """The report of ``frame`` as ``fedbroker analyze --format json`` prints it."""
-    return report_of(PandasEngine(frame), qi, sensitive, max_combination_size=0).as_dict()
+    return report_of(
+        PandasEngine(frame), qi, sensitive, ReportOptions(max_combination_size=0)
+    ).as_dict()
 
 
 def classes_frame() -> pd.DataFrame:

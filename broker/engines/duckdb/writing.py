@@ -1,0 +1,42 @@
+"""Writing a table out of core: the rows stream from the source to a file, never through Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.engines.base import RecodePlan
+from broker.engines.duckdb.engine import DuckDBEngine
+from broker.engines.duckdb.sql import literal
+from broker.engines.recoded import Recoded
+
+_COPY_FORMATS = {"csv": "FORMAT csv, HEADER true, DELIMITER ','", "parquet": "FORMAT parquet"}
+
+
+def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: bool = True) -> None:
+    """Write the table ``engine`` holds (its columns, in order) to ``path`` as ``fmt`` ("csv",
+    comma-delimited with a header, or "parquet"), by DuckDB's ``COPY``: the rows stream from
+    its source (or its copy) to the file, a recode plan applied on the way, spilling to disk
+    under the memory limit, never through Python.
+
+    ``shuffle`` writes them in a fresh random order (an out-of-core sort on ``random()``), so
+    that two releases of one table cannot be lined up by position. A file it cannot write is
+    an ``OSError`` (``ENOSPC`` when the disk is full), and is not left half written.
+    """
+    if fmt not in _COPY_FORMATS:
+        raise ValueError(f"The duckdb engine writes {sorted(_COPY_FORMATS)}, not {fmt!r}")
+    source, plan = engine, RecodePlan()
+    if isinstance(engine, Recoded):
+        source, plan = engine.source, engine.recode_plan
+    if not isinstance(source, DuckDBEngine):
+        raise TypeError(f"The duckdb engine writes its own tables, not {type(source).__name__}")
+    selected, joins = source._relabelled(plan)
+    order = " ORDER BY random()" if shuffle else ""
+    rows = source._table or source._source
+    try:
+        source._con.write(
+            f"COPY (SELECT {selected} FROM {rows} t {joins}{order}) TO {literal(str(path))} "
+            f"({_COPY_FORMATS[fmt]})"
+        )
+    except OSError:  # no folder, no permission, a full disk (:class:`.opening.Connection`)
+        Path(path).unlink(missing_ok=True)
+        raise
