@@ -122,7 +122,12 @@ def _deliver_to(broker, member: Member) -> tuple[str, list[tuple[str, str]], byt
     assert answer["status"] == "approved", answer["rules"]
     transfer_id = answer["id"]
     deadline = time.monotonic() + 10
-    while transfer_id not in member.inbox():
+
+    def recorded() -> bool:  # the inbox stores it before the recorder has noted the POST
+        marker = ("x-fedbroker-transfer", transfer_id)
+        return any(marker in post[0] for post in member.recorder.posts)
+
+    while transfer_id not in member.inbox() or not recorded():
         assert time.monotonic() < deadline, broker.transfer(transfer_id)["delivery"]
         time.sleep(0.02)
     [(lines, body, status)] = [

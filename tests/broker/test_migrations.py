@@ -39,6 +39,10 @@ HELLO_DIGEST = "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:"
 WHEN = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 
 
+# What every stored transfer's dataset held since the first revision (the upload's identity).
+FACTS = {"sha256": "0" * 64, "size_bytes": 5, "rows": 1, "columns": 1, "filename": "a.csv"}
+
+
 def _old_rows(connection) -> None:
     """A member, two approved transfers and their outbox rows, as revision 0013 wrote them."""
     members = sa.table(
@@ -95,7 +99,12 @@ def _old_rows(connection) -> None:
         transfers.insert().values(
             id="t-bytes",
             purpose="recherche médicale",
-            dataset={"format": "csv", "anonymized": True, "delivered_filename": "transfer-a.csv"},
+            dataset={
+                **FACTS,
+                "format": "csv",
+                "anonymized": True,
+                "delivered_filename": "transfer-a.csv",
+            },
             agreement_id=None,
             retain_until=datetime(2027, 1, 31, 12, 0, tzinfo=UTC),
             **common,
@@ -106,6 +115,7 @@ def _old_rows(connection) -> None:
             id="t-file",
             purpose="research",
             dataset={
+                **FACTS,
                 "format": "parquet",
                 "anonymized": False,
                 "delivered_filename": "transfer-b.parquet",
