@@ -232,6 +232,16 @@ def _inbox_entry(http: httpx.Client, member_url: str | None, transfer_id: str) -
     return answer.json() if answer.status_code == 200 else None
 
 
+# A delivery's state in words (the API's values are for programs).
+DELIVERY_WORDS = {
+    "not_applicable": "none (nothing leaves)",
+    "pending": "pending (the broker is delivering it)",
+    "held": "held until the destination is back up",
+    "delivered": "delivered",
+    "failed": "failed (the broker gave up; see the transfer's delivery)",
+}
+
+
 def summary(results: list[dict[str, Any]]) -> str:
     """What a person reads: the decision, the rules that failed and the figures behind them."""
     lines = []
@@ -252,17 +262,18 @@ def summary(results: list[dict[str, Any]]) -> str:
         qi = (answer.get("report") or {}).get("quasi_identifiers")
         if qi:
             lines.append(
-                f"   measured: k = {qi['k']} on {' + '.join(qi['attributes'])}, "
-                f"max prosecutor risk {qi['prosecutor_risk']['max']:.2f}, "
-                f"QI Mmaq {qi['mmaq']}"
+                f"   measured: k = {qi['k']} on {' + '.join(qi['attributes'])}, Mmaq index "
+                f"{qi['mmaq_index']:.2f} (0 anonymous, 1 identifying), largest "
+                f"re-identification risk {qi['prosecutor_risk']['max']:.2f}"
             )
-        for rule in answer["rules"]:
-            if not rule["passed"]:
-                where = f" [{rule['attribute']}]" if rule["attribute"] else ""
-                lines.append(
-                    f"   FAILED {rule['scope']} {rule['jurisdiction']} "
-                    f"{rule['rule']}{where}: {rule['detail']}"
-                )
+        # One line per problem, merged across rules and jurisdictions, as the decision's own
+        # summary (and its HTML page) gives them; `rules` in the answer holds each rule.
+        for entry in answer.get("summary") or []:
+            if entry["kind"] == "problem":
+                lines.append(f"   problem: {entry['problem']}")
+                lines.append(f"      what to do: {entry['do']}")
+            else:  # nothing to fix: what happened, or a hint
+                lines.append(f"   {entry['do'][:1].upper()}{entry['do'][1:]}")
         remedy = answer.get("remedy")
         if remedy and remedy.get("verified"):
             steps = "; ".join(
@@ -285,7 +296,8 @@ def summary(results: list[dict[str, Any]]) -> str:
             if inbox
             else ""
         )
-        lines.append(f"   delivery: {delivery['status']} {where}".rstrip())
+        state = DELIVERY_WORDS.get(delivery["status"], delivery["status"])
+        lines.append(f"   delivery: {state} {where}".rstrip())
         if inbox and inbox.get("agreement"):
             lines.append(
                 f"   under agreement {inbox['agreement']}; fr-research deletes it at "

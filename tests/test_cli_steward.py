@@ -36,9 +36,35 @@ def test_the_report_leads_with_a_verdict_in_words(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "Not anonymous enough: k = 1 (9 of 9 rows are unique on Age, Gender)"
     assert lines[1] == (
-        "  - 3 attributes single out rows on their own (Mmaq class identifier): NIN, Name, Age"
+        "  - 3 attributes single out rows on their own (identifiers in the values, or every "
+        "value distinct): NIN, Name, Age"
     )
     assert lines[2].startswith("  - Disease: a class of rows holds one value only (l = 1)")
+
+
+def test_the_verdict_names_what_the_json_and_the_decision_call_identifying(tmp_path, capsys):
+    """One definition: a phone column whose values repeat (two patients share a phone) is not
+    all distinct, but its values are direct identifiers; the table verdict, the JSON verdict
+    and the JSON attributes name it alike, as a transfer's rules would."""
+    table = tmp_path / "phones.csv"
+    table.write_text(
+        "patient_id,phone,region,disease\n"
+        + "".join(
+            f"P{i:03d},+221 77 {100 + i // 2:03d} 45 67,{'Dakar' if i % 2 else 'Thies'},"
+            f"{'flu' if i % 3 else 'malaria'}\n"
+            for i in range(12)
+        )
+    )
+    assert main(["analyze", str(table), "--qi", "region", "--sensitive", "disease"]) == 0
+    text = capsys.readouterr().out
+    verdict_lines = " ".join(text.split("\n\n")[0].splitlines())
+    assert "phone" in verdict_lines and "patient_id" in verdict_lines
+    assert main(["analyze", str(table), "--qi", "region", "-s", "disease", "-f", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    flagged = {a["name"] for a in document["attributes"] if a["direct_identifier"]}
+    assert "phone" in flagged
+    problems = " ".join([document["verdict"]["headline"], *document["verdict"]["problems"]])
+    assert "phone" in problems and "patient_id" in problems
 
 
 def test_a_k_anonymous_table_gets_a_plain_verdict(capsys):

@@ -74,15 +74,14 @@ _CONDITION = re.compile(
 
 
 def identifiers(report: AnalysisReport) -> list[str]:
-    """The attributes of Mmaq class identifier, but the declared sensitive ones: those are the
-    values to protect, judged by l and t only (docs/explanations/measures.md), and may well be all
-    distinct."""
+    """The attributes that single rows out on their own, by the broker's one definition
+    (:func:`broker.fsla.identifying.identifying`, which a transfer's decision and remedy use):
+    direct identifiers found in the values (e-mails, phone numbers, national ids), and the
+    attributes not declared sensitive whose values are all distinct."""
+    from broker.fsla.identifying import identifying
+
     sensitive = {s.name for s in report.sensitive}
-    return [
-        a.name
-        for a in report.attributes
-        if a.measure.attribute_class == IDENTIFIER and a.name not in sensitive
-    ]
+    return [a.name for a in report.attributes if identifying(a, sensitive)]
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,8 @@ def verdict(report: AnalysisReport, conditions: Sequence[Condition] = ()) -> Ver
         hint = "" if report.sensitive else " (declare the values to protect with --sensitive)"
         problems.append(
             f"{_count(len(singling_out), 'attribute')} {'single' if many else 'singles'} out "
-            f"rows on {'their' if many else 'its'} own (Mmaq class identifier): "
+            f"rows on {'their' if many else 'its'} own (identifiers in the values, or every value "
+            f"distinct): "
             f"{', '.join(singling_out)}{hint}"
         )
     for measure in report.sensitive:

@@ -39,7 +39,12 @@ def test_demo_shows_the_three_decisions_and_a_negotiated_exchange_then_stops_on_
             out,
         ), out
         assert re.search(r"\(transfer-[0-9a-f-]+\.anonymized\.csv, anonymized\)", out), out
-        assert "FAILED export SN purpose_allowed" in out
+        # problems merged across rules and jurisdictions, each with what to do, in words
+        assert "problem: SN does not allow the purpose 'marketing'" in out
+        assert "what to do: drop column NIN" in out
+        assert "Mmaq index 1.00 (0 anonymous, 1 identifying)" in out
+        assert "delivery: none (nothing leaves)" in out
+        assert "FAILED" not in out and "not_applicable" not in out
         # The negotiated exchange: two member clouds and the broker, as processes.
         assert "catalog: fr-research could get it for research anonymized" in out, out
         assert "sn-hospital offers: k >= 5" in out
