@@ -319,7 +319,7 @@ def _transfer(
         quasi_identifiers_inferred=False,
         sensitive=[],
         report=None,
-        rules=[r.as_dict() for r in decision.rules],
+        rules=[r.stored() for r in decision.rules],
         remedy=None,
         policy_versions=decision.versions,
         dataset=DatasetFacts(

@@ -11,6 +11,7 @@ from broker.callers import Caller
 from broker.delivery import states as delivery_states
 from broker.delivery.schemas import DeliveryRead
 from broker.fsla.decide import TransferRequest
+from broker.fsla.stored import StoredBefore, StoredRemedy
 from broker.fsla.summary import summarize
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers.facts import DatasetFacts
@@ -58,47 +59,13 @@ class SummaryEntry(BaseModel):
     jurisdictions: list[str] = Field(description="Whose rules: `SN (export)`, `FR (import)`")
 
 
-class RemedyStep(BaseModel):
-    column: str | None = Field(description="Column (or comma-separated columns) concerned")
-    method: str = Field(examples=["drop", "generalize", "mondrian"])
-    parameters: dict[str, Any]
-    reason: str = Field(
-        "",
-        description="Why the step was chosen: the rule behind it and what the data needed",
-        examples=["k = 3 because the rule sets ask min_k = 3; Age has 9 values in 9 rows"],
-    )
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _never_null(cls, reason: object) -> object:
-        """Remedies recorded before steps carried a reason read as an empty one."""
-        return "" if reason is None else reason
-
-
-class RemedyBefore(BaseModel):
+class RemedyBefore(StoredBefore):
     report: Report = Field(description="The report of the data as uploaded")
-    rules: list[dict[str, Any]] = Field(description="Its rules' results, as `rules` shows them")
 
 
-class RemedyRead(BaseModel):
-    verified: bool = Field(
-        description="True when the broker applied the steps to this very data, measured the "
-        "result again and found that it passes every rule"
-    )
-    steps: list[RemedyStep]
-    note: str | None = None
-    applied: bool = Field(
-        False,
-        description="True when the broker anonymized the data itself (anonymize=auto) and "
-        "delivers only the result",
-    )
-    information_loss: dict[str, Any] | None = Field(
-        None,
-        description="utility_percent (non-uniform entropy kept), discernibility, suppressed "
-        "rows and share of suppressed cells",
-    )
-    suppressed_rows: int | None = None
-    after: dict[str, Any] | None = Field(None, description="Rows, k and classes after the steps")
+# A transfer's ``remedy`` as served: the stored remedy, field for field, its ``before`` report
+# served as :class:`Report` (without the stored version fields).
+class RemedyRead(StoredRemedy):
     before: RemedyBefore | None = Field(
         None, description="The report and rules of the data as uploaded (when applied)"
     )
