@@ -94,6 +94,7 @@ PURE = [
     "broker.transfers.facts",  # the stored documents: pydantic only
     "broker.catalog.summary",
     "broker.fsla.stored",  # a decision's stored rules and remedy
+    "broker.transfers.release",  # an aggregate release's stored document
 ]
 
 

@@ -15,6 +15,7 @@ from broker.fsla.stored import StoredBefore, StoredRemedy
 from broker.fsla.summary import summarize
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers.facts import DatasetFacts
+from broker.transfers.release import StoredRelease
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -77,30 +78,8 @@ class DatasetRead(DatasetFacts):
     pass
 
 
-class AggregateRead(BaseModel):
+class AggregateRead(StoredRelease):
     """An aggregate release: what it spends and, once released, each query's answer."""
-
-    epsilon: str = Field(description="The epsilon the release spends, in decimal", examples=["1"])
-    epsilon_exact: str = Field(description="The same, exactly, as num/den", examples=["1/1"])
-    delta: str = Field(description="The delta it spends", examples=["0.000001"])
-    delta_exact: str = Field(examples=["1/1000000"])
-    spent: bool = Field(
-        description="True when the release was approved and its epsilon and delta are counted "
-        "against the budgets; a refusal or a dry run spends nothing"
-    )
-    released: bool = Field(description="True when `answers` hold the released values")
-    dataset_key: str | None = Field(
-        None,
-        description="The dataset's key in the budget ledger (a hash of its content, so the "
-        "same table in another format or order meets the same budget); not shown to the "
-        "destination",
-    )
-    answers: list[dict[str, Any]] = Field(
-        description="One entry per query: `query`, `mechanism`, `epsilon`, `delta`, `scale`, "
-        "`accuracy` (`confidence`, `half_width`, `meaning`) and, once released, `result` "
-        "(`count`; `cells` with `key` and `count`, `other`, `threshold`; `sum`; `mean` with its "
-        "`interval`; `quantiles`)"
-    )
 
 
 class TransferRead(BaseModel):
@@ -182,9 +161,9 @@ class TransferRead(BaseModel):
         file name, hash or size: all would cross the border unmeasured), and of an aggregate
         release not the dataset's key in the privacy budget ledger."""
         dataset = DatasetFacts.of(transfer.dataset)
-        aggregate = transfer.aggregate
+        aggregate = StoredRelease.of(transfer.aggregate)
         if aggregate is not None:
-            aggregate = {k: v for k, v in aggregate.items() if k != "dataset_key"}
+            aggregate = AggregateRead(**aggregate.seen_by_destination().model_dump())
         return cls(
             id=transfer.id,
             status=transfer.status,

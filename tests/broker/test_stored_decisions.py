@@ -1,5 +1,6 @@
-"""A decision's stored rules and remedy (broker.fsla.stored): written, stored, read back and
-served by one model each; rows stored by older brokers read with their defaults.
+"""A decision's stored rules and remedy (broker.fsla.stored) and an aggregate release's stored
+document (broker.transfers.release): written, stored, read back and served by one model each;
+rows stored by older brokers read with their defaults.
 
 The old rows in tests/fixtures/stored_decisions are what the broker's code at those commits
 stored (``Transfer.remedy``, ``rules``, ``report``) for patients_original.csv sent from SN to FR
@@ -20,9 +21,11 @@ from broker.fsla.models import FSLARecord
 from broker.fsla.replay import PastDecision, replay
 from broker.fsla.stored import StoredRemedy, StoredRule
 from broker.fsla.summary import summarize
+from broker.transfers.release import StoredRelease
 from broker.transfers.schemas import RemedyRead
 from broker.wire.statuses import TransferStatus
-from tests.broker.conftest import ADMIN
+from tests.broker.conftest import ADMIN, bearer
+from tests.broker.test_aggregate_releases import release
 
 STORED = Path(__file__).parents[1] / "fixtures" / "stored_decisions"
 FIRST = json.loads((STORED / "decisions_cafe464.json").read_text())["offered"]
@@ -173,3 +176,21 @@ def test_a_transfer_stores_what_it_serves(federation, client, connection, anonym
     else:
         assert remedy["applied"] is False and remedy["before"] is None
     assert served["remedy"] == remedy
+
+
+def test_an_aggregate_release_stores_what_it_serves(federation, client, connection):
+    answer = release(federation)
+    assert answer.status_code == 200, answer.text
+    transfer_id = answer.json()["id"]
+    row = connection.execute(
+        text("SELECT aggregate FROM transfers WHERE id = :id"), {"id": transfer_id}
+    ).scalar_one()
+    stored = json.loads(row) if isinstance(row, str) else row
+    assert StoredRelease.of(stored).stored() == stored
+    assert stored["dataset_key"] and stored["released"] is True
+    served = client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["aggregate"]
+    assert served == stored == answer.json()["aggregate"]
+    seen = client.get(
+        f"/v1/transfers/{transfer_id}", headers=bearer(federation.keys["fr-research"])
+    ).json()["aggregate"]
+    assert seen == {**stored, "dataset_key": None}
