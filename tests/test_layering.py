@@ -93,6 +93,8 @@ PURE = [
     "broker.callers",  # who calls: a domain type that services take, with no web import
     "broker.transfers.facts",  # the stored documents: pydantic only
     "broker.catalog.summary",
+    "broker.fsla.stored",  # a decision's stored rules and remedy
+    "broker.transfers.release",  # an aggregate release's stored document
 ]
 
 

@@ -17,6 +17,7 @@ from broker.fsla.offers import Terms
 from broker.fsla.remedy import Effort, VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
 from broker.fsla.rules import aggregate_instead
+from broker.fsla.stored import StoredBefore, StoredRemedy, StoredRule
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
 from broker.roles import Roles
@@ -77,7 +78,7 @@ class Outcome:
 
     status: str
     rules: list[RuleResult]
-    remedy: dict | None
+    remedy: StoredRemedy | None
     versions: dict[str, int]
     report: AnalysisReport
     anonymized: Engine | None = None  # the anonymized table that leaves instead
@@ -255,8 +256,9 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         refusal = below_floor(found, floor)
         if refusal is not None:
             rules.append(refusal)
-            remedy = found.as_dict()
-            remedy.update(verified=False, steps=[], note=refusal.detail)
+            remedy = found.document().model_copy(
+                update={"verified": False, "steps": [], "note": refusal.detail}
+            )
             return Outcome(TransferStatus.REJECTED, rules, remedy, versions, report)
     if not found.verified:
         rules.append(
@@ -269,26 +271,26 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
                 fixable=False,
             )
         )
-        return Outcome(TransferStatus.REJECTED, rules, found.as_dict(), versions, report)
-    remedy = found.as_dict()
+        return Outcome(TransferStatus.REJECTED, rules, found.document(), versions, report)
+    remedy = found.document()
     required = TransferStatus.ANONYMIZATION_REQUIRED
     if request.anonymize != Anonymize.AUTO:
-        remedy["note"] = _join(
+        remedy.note = _join(
             "Send again with anonymize=auto to have the broker apply these steps, or apply "
             "them yourself",
-            remedy["note"],
+            remedy.note,
         )
         return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
     if not decision.requirements.auto_anonymize:
-        remedy["note"] = _join(
+        remedy.note = _join(
             f"anonymize=auto was asked but the rules of {' and '.join(sorted(versions))} do not "
             "all allow the broker to anonymize: apply the steps yourself",
-            remedy["note"],
+            remedy.note,
         )
         return Outcome(required, rules, remedy, versions, report, preview=found.anonymized)
-    remedy.update(
-        applied=True,
-        before={"report": report.stored(), "rules": [r.as_dict() for r in rules]},
+    remedy.applied = True
+    remedy.before = StoredBefore(
+        report=report.stored(), rules=[StoredRule.of(r.stored()) for r in rules]
     )
     after_rules = federation + list(found.decision.rules)
     return Outcome(

@@ -29,6 +29,7 @@ from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
 from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
 from broker.fsla.rules.base import Aim
+from broker.fsla.stored import RemedyAfter, StoredRemedy
 from broker.metrics.report import AnalysisReport, ReportOptions, analyze, report_of
 from broker.wire.statuses import TransferStatus
 
@@ -50,26 +51,25 @@ class VerifiedRemedy:
             return self.remedy.engine
         return PandasEngine(self.remedy.frame)
 
-    def as_dict(self) -> dict[str, Any]:
+    def document(self) -> StoredRemedy:
         """The answer's ``remedy`` field: steps, checks, information loss, figures after."""
         if not self.verified:
-            return {"verified": False, "steps": [], "note": self.reason}
+            return StoredRemedy(verified=False, steps=[], note=self.reason)
         assert self.remedy is not None and self.report is not None
         after = self.report.quasi_identifiers
-        return {
-            "verified": True,
-            "steps": [_with_reason(step.as_dict()) for step in self.remedy.steps],
-            "note": "; ".join(self.remedy.notes) or None,
-            "information_loss": self.remedy.information_loss.as_dict()
-            if self.remedy.information_loss
-            else None,
-            "suppressed_rows": self.remedy.suppressed_rows,
-            "after": {
-                "rows": self.report.rows,
-                "k": after.anonymity.k if after else None,
-                "equivalence_classes": after.anonymity.equivalence_classes if after else None,
-            },
-        }
+        loss = self.remedy.information_loss
+        return StoredRemedy(
+            verified=True,
+            steps=[_with_reason(step.as_dict()) for step in self.remedy.steps],
+            note="; ".join(self.remedy.notes) or None,
+            information_loss=loss.as_dict() if loss else None,
+            suppressed_rows=self.remedy.suppressed_rows,
+            after=RemedyAfter(
+                rows=self.report.rows,
+                k=after.anonymity.k if after else None,
+                equivalence_classes=after.anonymity.equivalence_classes if after else None,
+            ),
+        )
 
 
 def _with_reason(step: dict[str, Any]) -> dict[str, Any]:

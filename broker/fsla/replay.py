@@ -42,6 +42,7 @@ from broker.fsla.linkage import lookback
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.precision import FIELDS, limits_of
 from broker.fsla.results import RuleResult, TransferContext
+from broker.fsla.stored import StoredRemedy, StoredRule
 from broker.metrics.anonymity import JournalistRisk, KAnonymity, ProsecutorRisk, SensitiveMeasure
 from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
@@ -227,21 +228,17 @@ class Replay:
         )
 
 
-def _key(rule: dict[str, Any] | RuleResult) -> RuleKey:
-    if isinstance(rule, RuleResult):
-        return (rule.rule, rule.scope, rule.jurisdiction, rule.attribute)
-    return (rule["rule"], rule["scope"], rule["jurisdiction"], rule.get("attribute"))
+def _key(rule: StoredRule | RuleResult) -> RuleKey:
+    return (rule.rule, rule.scope, rule.jurisdiction, rule.attribute)
 
 
-def _state(results: Iterable[dict[str, Any] | RuleResult]) -> dict[RuleKey, tuple[bool, str]]:
+def _state(results: Iterable[StoredRule | RuleResult]) -> dict[RuleKey, tuple[bool, str]]:
     """Each rule's outcome (failed if any result under one key failed) and its wording."""
     states: dict[RuleKey, tuple[bool, str]] = {}
     for result in results:
-        passed = result.passed if isinstance(result, RuleResult) else bool(result["passed"])
-        detail = result.detail if isinstance(result, RuleResult) else str(result["detail"])
         key = _key(result)
-        if key not in states or (states[key][0] and not passed):
-            states[key] = (passed, detail)
+        if key not in states or (states[key][0] and not result.passed):
+            states[key] = (result.passed, result.detail)
     return states
 
 
@@ -313,7 +310,17 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
             note="an aggregate release: its budget rules depend on what the ledger held when it "
             "was decided, which a replay does not rebuild",
         )
-    stored = _state(past.rules)
+    try:
+        rules = [StoredRule.of(rule) for rule in past.rules]
+        remedy = StoredRemedy.of(past.remedy)
+    except ValueError as error:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note=f"the stored decision cannot be read back ({_first_problem(error)})",
+        )
+    stored = _state(rules)
     federation_failed = [
         key
         for key, (passed, _) in stored.items()
@@ -338,10 +345,19 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
             False,
             note="a policy version this decision used cannot be read",
         )
-    applied = bool(past.remedy and past.remedy.get("applied"))
-    before = past.remedy["before"] if applied else {"report": past.report, "rules": past.rules}
+    applied = bool(remedy and remedy.applied)
+    if applied and remedy.before is None:
+        return Replay(
+            past.transfer_id,
+            past.status,
+            False,
+            note="the remedy was applied but the report of the data as uploaded was not stored",
+        )
     try:
-        document = StoredReport.model_validate(before["report"])
+        if applied:
+            document, rules_then = remedy.before.report, remedy.before.rules
+        else:
+            document, rules_then = StoredReport.model_validate(past.report), rules
         report = report_from_dict(document)
     except (KeyError, TypeError, ValueError) as error:
         return Replay(
@@ -379,7 +395,7 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
     # A report stored before precision was measured says nothing of its dates, postcodes, ages.
     unknown = not document.precision_measured
     # The stored report must give the stored results again under the versions then used.
-    recorded = _comparable(_state(before["rules"]), undecided, unknown)
+    recorded = _comparable(_state(rules_then), undecided, unknown)
     again = _comparable(_state(then.rules), undecided, unknown)
     differ = sorted(
         key

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ConfigDict
 
 from broker.fsla.models import RuleSet
+from broker.fsla.stored import StoredRule
 from broker.wire.statuses import TransferStatus
 
 EXPORT = "export"
@@ -55,6 +56,10 @@ class RuleResult:
             "threshold": self.threshold,
             "detail": self.detail,
         }
+
+    def stored(self) -> dict[str, Any]:
+        """What a transfer stores of it (``Transfer.rules``): :class:`StoredRule`'s JSON."""
+        return StoredRule.model_validate(self.as_dict()).stored()
 
 
 @dataclass(frozen=True)

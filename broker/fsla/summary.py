@@ -16,8 +16,9 @@ them, and says for each what to do next:
 - each rule no anonymization fixes (destination, purpose, person key, no remedy, the utility
   floor): one entry, merged across jurisdictions.
 
-Pure: it reads the stored form of a decision (rule and remedy dictionaries, as the answer shows
-them), so a decision recorded before this module existed is summarized the same way.
+Pure: it reads the stored form of a decision (its rules and remedy, read with their stored
+models, :mod:`broker.fsla.stored`), so a decision recorded before this module existed is
+summarized the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.fsla.models import RuleSet
+from broker.fsla.stored import StoredRemedy, StoredRule
 from broker.fsla.stricter import HIGHER, LOWER, at_least_as_strict, declaration
 
 PROBLEM, NOTE = "problem", "note"
@@ -87,25 +89,25 @@ class _Group:
     kind: str
     key: str
     attributes: list[str] = field(default_factory=list)
-    rules: list[dict[str, Any]] = field(default_factory=list)
+    rules: list[StoredRule] = field(default_factory=list)
 
-    def add(self, rule: Mapping[str, Any]) -> None:
-        self.rules.append(dict(rule))
-        for name in _names(rule.get("attribute")):
+    def add(self, rule: StoredRule) -> None:
+        self.rules.append(rule)
+        for name in _names(rule.attribute):
             if name not in self.attributes:
                 self.attributes.append(name)
 
     def where(self) -> list[str]:
-        return _unique(f"{r['jurisdiction']} ({r['scope']})" for r in self.rules)
+        return _unique(f"{r.jurisdiction} ({r.scope})" for r in self.rules)
 
     def rule_names(self) -> list[str]:
-        return _unique(r["rule"] for r in self.rules)
+        return _unique(r.rule for r in self.rules)
 
 
 def summarize(
     status: str,
-    rules: Sequence[Mapping[str, Any]],
-    remedy: Mapping[str, Any] | None,
+    rules: Sequence[StoredRule | Mapping[str, Any]],
+    remedy: StoredRemedy | Mapping[str, Any] | None,
     quasi_identifiers: Sequence[str] = (),
     anonymize: str = "none",
 ) -> list[dict[str, Any]]:
@@ -115,12 +117,11 @@ def summarize(
     ----------
     status : str
         approved, anonymization_required or rejected.
-    rules : sequence of mapping
-        The decision's rule results (``rule, scope, jurisdiction, attribute, passed, measured,
-        threshold, detail``).
-    remedy : mapping or None
-        The decision's remedy (``verified``, ``applied``, ``steps``, ``note``,
-        ``information_loss``, ``before``).
+    rules : sequence of StoredRule or mapping
+        The decision's rule results as stored (``rule, scope, jurisdiction, attribute, passed,
+        measured, threshold, detail``), read with :class:`~broker.fsla.stored.StoredRule`.
+    remedy : StoredRemedy, mapping or None
+        The decision's remedy as stored, read with :class:`~broker.fsla.stored.StoredRemedy`.
     quasi_identifiers : sequence of str
         The quasi-identifiers the decision used.
     anonymize : str
@@ -138,28 +139,26 @@ def summarize(
     ...     {"rule": "no_identifiers", "scope": s, "jurisdiction": j, "attribute": "Name",
     ...      "passed": False, "measured": "identifier", "threshold": "no identifier", "detail": ""}
     ...     for s, j in (("export", "SN"), ("import", "FR"))]
-    >>> remedy = {"verified": True, "steps": [{"column": "Name", "method": "drop"}]}
+    >>> drop = {"column": "Name", "method": "drop", "parameters": {}}
+    >>> remedy = {"verified": True, "steps": [drop]}
     >>> [entry] = summarize("anonymization_required", rules, remedy)
     >>> entry["do"].split(";")[0]
     'drop column Name: it identifies people, which SN (export) and FR (import) forbid'
     >>> entry["rules"], entry["jurisdictions"]
     (['no_identifiers'], ['SN (export)', 'FR (import)'])
     """
-    remedy = remedy or {}
-    notes = [_note(r) for r in rules if r["passed"] and r["rule"] in _NOTES]
-    if remedy.get("applied"):
-        before = remedy.get("before") or {}
+    rules = [StoredRule.of(rule) for rule in rules]
+    remedy = StoredRemedy.of(remedy) or StoredRemedy(verified=False, steps=[])
+    notes = [_note(r) for r in rules if r.passed and r.rule in _NOTES]
+    if remedy.applied:
+        before = remedy.before.rules if remedy.before else []
         # The notes of the data as sent: the anonymized data may have lost the columns named.
-        notes = [
-            _note(r)
-            for r in before.get("rules") or []
-            if r["passed"] and r["rule"] == "sensitive_declared"
-        ]
+        notes = [_note(r) for r in before if r.passed and r.rule == "sensitive_declared"]
         return [
-            _applied(before.get("rules") or [], remedy, quasi_identifiers),
+            _applied(before, remedy, quasi_identifiers),
             *_merge_notes(notes),
         ]
-    failed = [r for r in rules if not r["passed"]]
+    failed = [r for r in rules if not r.passed]
     if not failed:
         done = {
             "kind": NOTE,
@@ -172,7 +171,7 @@ def summarize(
         }
         return [done, *_merge_notes(notes)]
     groups = _groups(failed, remedy, quasi_identifiers)
-    auto = "send anonymize=auto" if anonymize != "auto" and remedy.get("verified") else None
+    auto = "send anonymize=auto" if anonymize != "auto" and remedy.verified else None
     if anonymize == "auto" and status == "anonymization_required":
         auto = "apply the remedy's steps yourself (not every rule set lets the broker anonymize)"
     entries = [_entry(group, remedy, auto) for group in groups.values()]
@@ -183,15 +182,15 @@ def summarize(
 
 
 def _groups(
-    failed: Sequence[Mapping[str, Any]],
-    remedy: Mapping[str, Any],
+    failed: Sequence[StoredRule],
+    remedy: StoredRemedy,
     quasi_identifiers: Sequence[str],
 ) -> dict[tuple[str, str], _Group]:
-    dropped = {s["column"] for s in remedy.get("steps") or [] if s.get("method") == "drop"}
+    dropped = {s.column for s in remedy.steps if s.method == "drop"}
     quasi = set(quasi_identifiers)
     for rule in failed:
-        names = _names(rule.get("attribute"))
-        if rule["rule"] == "min_k" and len(names) > 1:
+        names = _names(rule.attribute)
+        if rule.rule == "min_k" and len(names) > 1:
             quasi.update(names)
     groups: dict[tuple[str, str], _Group] = {}
 
@@ -199,28 +198,28 @@ def _groups(
         return groups.setdefault((kind, key), _Group(kind, key))
 
     for rule in failed:
-        names = _names(rule.get("attribute"))
-        if rule["rule"] in _GATES:
-            group("gate", rule["rule"]).add(rule)
+        names = _names(rule.attribute)
+        if rule.rule in _GATES:
+            group("gate", rule.rule).add(rule)
         elif len(names) == 1 and names[0] in dropped:
             group("drop", names[0]).add(rule)
-        elif rule["rule"] in PER_ATTRIBUTE and names and names[0] not in quasi:
+        elif rule.rule in PER_ATTRIBUTE and names and names[0] not in quasi:
             group("generalize", names[0]).add(rule)
         else:
             group("anonymity", "").add(rule)
     return groups
 
 
-def _entry(group: _Group, remedy: Mapping[str, Any], auto: str | None) -> dict[str, Any]:
+def _entry(group: _Group, remedy: StoredRemedy, auto: str | None) -> dict[str, Any]:
     where = group.where()
     places = _and(where)
     or_auto = f"; or {auto}" if auto else ""
     if group.kind == "gate":
         first = group.rules[0]
-        problem = "; ".join(_unique(r["detail"] for r in group.rules))
-        do = _GATES[first["rule"]]
-        if first["rule"] in ("destination_allowed", "purpose_allowed"):
-            allowed = _unique(str(r["threshold"]) for r in group.rules if r.get("threshold"))
+        problem = "; ".join(_unique(r.detail for r in group.rules))
+        do = _GATES[first.rule]
+        if first.rule in ("destination_allowed", "purpose_allowed"):
+            allowed = _unique(str(r.threshold) for r in group.rules if r.threshold)
             do += f" ({'; '.join(allowed)})" if allowed else ""
         kind = "gate"
     elif group.kind == "drop":
@@ -252,13 +251,12 @@ def _entry(group: _Group, remedy: Mapping[str, Any], auto: str | None) -> dict[s
 
 
 def _applied(
-    before: Sequence[Mapping[str, Any]], remedy: Mapping[str, Any], quasi_identifiers
+    before: Sequence[StoredRule], remedy: StoredRemedy, quasi_identifiers
 ) -> dict[str, Any]:
-    failed = [r for r in before if not r["passed"]]
+    failed = [r for r in before if not r.passed]
     groups = _groups(failed, remedy, quasi_identifiers) if failed else {}
     fixed = "; ".join(_entry(g, remedy, None)["problem"] for g in groups.values())
-    loss = remedy.get("information_loss") or {}
-    kept = loss.get("utility_percent")
+    kept = remedy.information_loss.utility_percent if remedy.information_loss else None
     figure = f"; {kept:.1f} % of the information is kept" if kept is not None else ""
     return {
         "kind": NOTE,
@@ -271,14 +269,14 @@ def _applied(
     }
 
 
-def _note(rule: Mapping[str, Any]) -> dict[str, Any]:
+def _note(rule: StoredRule) -> dict[str, Any]:
     return {
         "kind": NOTE,
-        "problem": rule["detail"],
-        "do": _GATES[rule["rule"]],
-        "attributes": _names(rule.get("attribute")),
-        "rules": [rule["rule"]],
-        "jurisdictions": [f"{rule['jurisdiction']} ({rule['scope']})"],
+        "problem": rule.detail,
+        "do": _GATES[rule.rule],
+        "attributes": _names(rule.attribute),
+        "rules": [rule.rule],
+        "jurisdictions": [f"{rule.jurisdiction} ({rule.scope})"],
     }
 
 
@@ -299,12 +297,10 @@ def _merge_notes(notes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _why_drop(group: _Group) -> str:
     rules = group.rule_names()
     forbidding = _unique(
-        f"{r['jurisdiction']} ({r['scope']})"
-        for r in group.rules
-        if r["rule"] == "forbidden_attribute"
+        f"{r.jurisdiction} ({r.scope})" for r in group.rules if r.rule == "forbidden_attribute"
     )
     identifying = _unique(
-        f"{r['jurisdiction']} ({r['scope']})" for r in group.rules if r["rule"] == "no_identifiers"
+        f"{r.jurisdiction} ({r.scope})" for r in group.rules if r.rule == "no_identifiers"
     )
     parts = []
     if identifying:
@@ -321,7 +317,7 @@ def _forbid(who: Sequence[str]) -> str:
 
 
 def _labels(group: _Group) -> list[str]:
-    return _unique(_LABELS.get(r["rule"], r["rule"]) for r in group.rules)
+    return _unique(_LABELS.get(r.rule, r.rule) for r in group.rules)
 
 
 _ANONYMITY = {
@@ -350,45 +346,45 @@ def _bound(rule: str) -> str:
 def _anonymity_problem(group: _Group) -> str:
     """``Age, Gender single people out: k = 1 (needs at least 3); Disease: l = 1 ...``."""
     parts: dict[str, list[str]] = {}
-    seen: dict[tuple[str, str], Mapping[str, Any]] = {}
+    seen: dict[tuple[str, str], StoredRule] = {}
     for rule in group.rules:
-        key = (rule["rule"], rule.get("attribute") or "")
+        key = (rule.rule, rule.attribute or "")
         earlier = seen.get(key)
         if earlier is None or _stricter(rule, earlier):
             seen[key] = rule
     for (name, attribute), rule in seen.items():
         label, bound = _ANONYMITY.get(name, name), _bound(name)
-        measured = _figure(rule.get("measured"))
-        text = f"{label} = {measured} (needs {bound} {_figure(rule.get('threshold'))})"
+        measured = _figure(rule.measured)
+        text = f"{label} = {measured} (needs {bound} {_figure(rule.threshold)})"
         if name in PER_ATTRIBUTE:
             text = _LABELS[name]
         parts.setdefault(attribute or "the table", []).append(text)
     return "; ".join(f"{who}: {', '.join(_unique(texts))}" for who, texts in parts.items())
 
 
-def _stricter(rule: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+def _stricter(rule: StoredRule, other: StoredRule) -> bool:
     """Whether ``rule``'s threshold is the stricter of the two (the one the data must meet)."""
-    a, b = rule.get("threshold"), other.get("threshold")
+    a, b = rule.threshold, other.threshold
     if not isinstance(a, int | float) or not isinstance(b, int | float):
         return False
-    name = rule["rule"]
+    name = rule.rule
     if _bound(name) == "within":
         return False
     return a != b and at_least_as_strict(RuleSet, name, a, b)
 
 
-def _anonymized_columns(group: _Group, remedy: Mapping[str, Any]) -> list[str]:
-    for step in remedy.get("steps") or []:
-        names = (step.get("parameters") or {}).get("quasi_identifiers")
+def _anonymized_columns(group: _Group, remedy: StoredRemedy) -> list[str]:
+    for step in remedy.steps:
+        names = step.parameters.get("quasi_identifiers")
         if names:
             return list(names)
-    quasi = [a for r in group.rules if r["rule"] == "min_k" for a in _names(r.get("attribute"))]
+    quasi = [a for r in group.rules if r.rule == "min_k" for a in _names(r.attribute)]
     return _unique(quasi) or group.attributes
 
 
-def _remedy_k(remedy: Mapping[str, Any]) -> int | None:
-    for step in remedy.get("steps") or []:
-        k = (step.get("parameters") or {}).get("k")
+def _remedy_k(remedy: StoredRemedy) -> int | None:
+    for step in remedy.steps:
+        k = step.parameters.get("k")
         if k:
             return k
     return None

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
+from broker.fsla.stored import RemedyAfter, RemedyStep, StoredRemedy
 from broker.reports import figures
 from broker.reports.verdict import Verdict, analysis_verdict, percent, transfer_verdict
 
@@ -55,21 +56,21 @@ def transfer_page(transfer: Mapping[str, Any]) -> str:
     charts = require()
     report = transfer.get("report")
     context = _data_sections(report, charts) if report else {}
-    remedy = transfer.get("remedy") or {}
-    before_after = _before_after(transfer, remedy, charts)
-    loss = remedy.get("information_loss")
+    remedy = StoredRemedy.of(transfer.get("remedy"))
+    before_after = _before_after(transfer, remedy, charts) if remedy else None
+    loss = remedy and remedy.information_loss
     utility = None
-    if loss and loss.get("attribute_utility_percent"):
-        per_attribute = loss["attribute_utility_percent"]
+    if loss and loss.attribute_utility_percent:
+        per_attribute = loss.attribute_utility_percent
         drawn = _largest(list(per_attribute.items()), lambda item: -item[1])  # least kept
         utility = {
             "svg": charts.utility(dict(drawn)),
             "drawn": len(drawn),
-            "overall": f"{loss['utility_percent']:.1f} %",
+            "overall": f"{loss.utility_percent:.1f} %",
             "rows": [(name, f"{value:.1f} %") for name, value in per_attribute.items()],
-            "suppressed_rows": loss.get("suppressed_rows", 0),
-            "suppressed_cells": percent(loss.get("suppressed_cell_share", 0.0)),
-            "applied": bool(remedy.get("applied")),
+            "suppressed_rows": loss.suppressed_rows,
+            "suppressed_cells": percent(loss.suppressed_cell_share),
+            "applied": remedy.applied,
         }
     versions = ", ".join(f"{j} v{v}" for j, v in (transfer.get("policy_versions") or {}).items())
     dataset = transfer.get("dataset") or {}
@@ -148,15 +149,15 @@ def _attributes(report: Mapping[str, Any], charts) -> dict[str, Any] | None:
     }
 
 
-def _before_after(transfer: Mapping[str, Any], remedy: Mapping[str, Any], charts):
+def _before_after(transfer: Mapping[str, Any], remedy: StoredRemedy, charts):
     """Rows, k, classes and risk before and after the remedy; for an applied remedy the
     transfer's report is the after and ``remedy.before.report`` the before; for one only
     offered, the report is the before and ``remedy.after`` the after."""
-    after = remedy.get("after")
-    if not after:
+    after = remedy.after
+    if after is None:
         return None
-    if remedy.get("applied"):
-        before_report = (remedy.get("before") or {}).get("report") or {}
+    if remedy.applied:
+        before_report = remedy.before.report.model_dump(mode="json") if remedy.before else {}
         after_report = transfer.get("report") or {}
     else:
         before_report, after_report = transfer.get("report") or {}, {}
@@ -185,8 +186,8 @@ def _before_after(transfer: Mapping[str, Any], remedy: Mapping[str, Any], charts
             },
             chart="compare",
         )
-    steps = [_step_text(step) for step in remedy.get("steps") or []]
-    return {"rows": rows, "svg": svg, "applied": bool(remedy.get("applied")), "steps": steps}
+    steps = [_step_text(step) for step in remedy.steps]
+    return {"rows": rows, "svg": svg, "applied": remedy.applied, "steps": steps}
 
 
 def _summary(report: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -203,10 +204,10 @@ def _summary(report: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _summary_of_after(after: Mapping[str, Any]) -> dict[str, Any]:
+def _summary_of_after(after: RemedyAfter) -> dict[str, Any]:
     """The remedy's ``after`` (rows, k, classes): the risks follow (max 1/k, average
     classes / rows)."""
-    rows, k, classes = after.get("rows", 0), after.get("k", 0), after.get("equivalence_classes", 0)
+    rows, k, classes = after.rows, after.k or 0, after.equivalence_classes or 0
     return {
         "rows": rows,
         "k": k,
@@ -225,15 +226,15 @@ def _largest(items: list, key) -> list:
     return [items[i] for i in sorted(kept[:MAX_ATTRIBUTES_DRAWN])]
 
 
-def _step_text(step: Mapping[str, Any]) -> str:
-    parameters = step.get("parameters") or {}
+def _step_text(step: RemedyStep) -> str:
+    parameters = step.parameters
     shown = ", ".join(
         f"{name} = {', '.join(map(str, value)) if isinstance(value, list) else value}"
         for name, value in parameters.items()
     )
-    column = f" {step['column']}" if step.get("column") else ""
-    text = f"{step.get('method', '')}{column}" + (f" ({shown})" if shown else "")
-    return text + (f": {step['reason']}" if step.get("reason") else "")
+    column = f" {step.column}" if step.column else ""
+    text = f"{step.method}{column}" + (f" ({shown})" if shown else "")
+    return text + (f": {step.reason}" if step.reason else "")
 
 
 def _shape(report: Mapping[str, Any]) -> str:

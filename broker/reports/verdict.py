@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.fsla.stored import RemedyStep, StoredRemedy
 from broker.fsla.summary import summarize
 
 # What the headline's tone is: "good" (green), "warn" (amber), "bad" (red).
@@ -127,11 +128,11 @@ def transfer_verdict(transfer: Mapping[str, Any]) -> Verdict:
     """The verdict on a transfer: its decision, why, and what the data that leaves looks like."""
     status = transfer.get("status", "")
     headline, tone = DECISIONS.get(status, (status.replace("_", " ").capitalize(), WARN))
-    remedy = transfer.get("remedy") or {}
+    remedy = StoredRemedy.of(transfer.get("remedy")) or StoredRemedy(verified=False, steps=[])
     sentences = []
     route = f"{transfer.get('source')} to {transfer.get('destination')}"
     purpose = transfer.get("purpose")
-    if status == "approved" and remedy.get("applied"):
+    if status == "approved" and remedy.applied:
         headline = "Approved after anonymization by the broker"
         sentences.append(
             f"From {route} for {purpose!r}: the broker anonymized the data itself and delivers "
@@ -147,12 +148,12 @@ def transfer_verdict(transfer: Mapping[str, Any]) -> Verdict:
     else:
         sentences.append(f"From {route} for {purpose!r}.")
     sentences += _problems(transfer)
-    if remedy.get("steps") and not remedy.get("applied"):
-        verified = "verified on this data" if remedy.get("verified") else "not verified"
-        steps = "; ".join(_step(step) for step in remedy["steps"])
+    if remedy.steps and not remedy.applied:
+        verified = "verified on this data" if remedy.verified else "not verified"
+        steps = "; ".join(_step(step) for step in remedy.steps)
         sentences.append(f"Remedy ({verified}): {steps}.")
-    if remedy.get("note"):
-        sentences.append(remedy["note"])
+    if remedy.note:
+        sentences.append(remedy.note)
     report = transfer.get("report")
     if report:
         data, _ = data_sentences(report)
@@ -189,10 +190,8 @@ def _problems(transfer: Mapping[str, Any]) -> list[str]:
     return sentences
 
 
-def _step(step: Mapping[str, Any]) -> str:
-    column = step.get("column")
-    method = step.get("method", "")
-    parameters = step.get("parameters") or {}
+def _step(step: RemedyStep) -> str:
+    column, method, parameters = step.column, step.method, step.parameters
     if method == "mondrian":
         names = _names(parameters.get("quasi_identifiers") or []) or "the quasi-identifiers"
         return f"k-anonymize {names} with k = {parameters.get('k')}"

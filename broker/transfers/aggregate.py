@@ -60,6 +60,7 @@ from broker.transfers import ledger, recording
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import DatasetSketch, PrivacySpend, Transfer
 from broker.transfers.parties import policy_spelling, read_parties
+from broker.transfers.release import StoredRelease
 from broker.uploads import Upload
 from broker.wire.statuses import TransferKind
 
@@ -319,7 +320,7 @@ def _transfer(
         quasi_identifiers_inferred=False,
         sensitive=[],
         report=None,
-        rules=[r.as_dict() for r in decision.rules],
+        rules=[r.stored() for r in decision.rules],
         remedy=None,
         policy_versions=decision.versions,
         dataset=DatasetFacts(
@@ -336,16 +337,16 @@ def _transfer(
         request_fingerprint="",
         created_at=datetime.now(UTC),
         kind=TransferKind.AGGREGATE,
-        aggregate={
-            "epsilon": show(planned.epsilon),
-            "epsilon_exact": stored(planned.epsilon),
-            "delta": show(planned.delta),
-            "delta_exact": stored(planned.delta),
-            "spent": approved,
-            "dataset_key": dataset_key,
-            "answers": answers if approved else planned.as_dict(),
-            "released": approved,
-        },
+        aggregate=StoredRelease(
+            epsilon=show(planned.epsilon),
+            epsilon_exact=stored(planned.epsilon),
+            delta=show(planned.delta),
+            delta_exact=stored(planned.delta),
+            spent=approved,
+            dataset_key=dataset_key,
+            answers=answers if approved else planned.as_dict(),
+            released=approved,
+        ).stored(),
     )
 
 

@@ -11,9 +11,11 @@ from broker.callers import Caller
 from broker.delivery import states as delivery_states
 from broker.delivery.schemas import DeliveryRead
 from broker.fsla.decide import TransferRequest
+from broker.fsla.stored import StoredBefore, StoredRemedy
 from broker.fsla.summary import summarize
 from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers.facts import DatasetFacts
+from broker.transfers.release import StoredRelease
 from broker.wire.statuses import (
     Anonymize,
     DeliveryState,
@@ -58,47 +60,13 @@ class SummaryEntry(BaseModel):
     jurisdictions: list[str] = Field(description="Whose rules: `SN (export)`, `FR (import)`")
 
 
-class RemedyStep(BaseModel):
-    column: str | None = Field(description="Column (or comma-separated columns) concerned")
-    method: str = Field(examples=["drop", "generalize", "mondrian"])
-    parameters: dict[str, Any]
-    reason: str = Field(
-        "",
-        description="Why the step was chosen: the rule behind it and what the data needed",
-        examples=["k = 3 because the rule sets ask min_k = 3; Age has 9 values in 9 rows"],
-    )
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _never_null(cls, reason: object) -> object:
-        """Remedies recorded before steps carried a reason read as an empty one."""
-        return "" if reason is None else reason
-
-
-class RemedyBefore(BaseModel):
+class RemedyBefore(StoredBefore):
     report: Report = Field(description="The report of the data as uploaded")
-    rules: list[dict[str, Any]] = Field(description="Its rules' results, as `rules` shows them")
 
 
-class RemedyRead(BaseModel):
-    verified: bool = Field(
-        description="True when the broker applied the steps to this very data, measured the "
-        "result again and found that it passes every rule"
-    )
-    steps: list[RemedyStep]
-    note: str | None = None
-    applied: bool = Field(
-        False,
-        description="True when the broker anonymized the data itself (anonymize=auto) and "
-        "delivers only the result",
-    )
-    information_loss: dict[str, Any] | None = Field(
-        None,
-        description="utility_percent (non-uniform entropy kept), discernibility, suppressed "
-        "rows and share of suppressed cells",
-    )
-    suppressed_rows: int | None = None
-    after: dict[str, Any] | None = Field(None, description="Rows, k and classes after the steps")
+# A transfer's ``remedy`` as served: the stored remedy, field for field, its ``before`` report
+# served as :class:`Report` (without the stored version fields).
+class RemedyRead(StoredRemedy):
     before: RemedyBefore | None = Field(
         None, description="The report and rules of the data as uploaded (when applied)"
     )
@@ -110,30 +78,8 @@ class DatasetRead(DatasetFacts):
     pass
 
 
-class AggregateRead(BaseModel):
+class AggregateRead(StoredRelease):
     """An aggregate release: what it spends and, once released, each query's answer."""
-
-    epsilon: str = Field(description="The epsilon the release spends, in decimal", examples=["1"])
-    epsilon_exact: str = Field(description="The same, exactly, as num/den", examples=["1/1"])
-    delta: str = Field(description="The delta it spends", examples=["0.000001"])
-    delta_exact: str = Field(examples=["1/1000000"])
-    spent: bool = Field(
-        description="True when the release was approved and its epsilon and delta are counted "
-        "against the budgets; a refusal or a dry run spends nothing"
-    )
-    released: bool = Field(description="True when `answers` hold the released values")
-    dataset_key: str | None = Field(
-        None,
-        description="The dataset's key in the budget ledger (a hash of its content, so the "
-        "same table in another format or order meets the same budget); not shown to the "
-        "destination",
-    )
-    answers: list[dict[str, Any]] = Field(
-        description="One entry per query: `query`, `mechanism`, `epsilon`, `delta`, `scale`, "
-        "`accuracy` (`confidence`, `half_width`, `meaning`) and, once released, `result` "
-        "(`count`; `cells` with `key` and `count`, `other`, `threshold`; `sum`; `mean` with its "
-        "`interval`; `quantiles`)"
-    )
 
 
 class TransferRead(BaseModel):
@@ -215,9 +161,9 @@ class TransferRead(BaseModel):
         file name, hash or size: all would cross the border unmeasured), and of an aggregate
         release not the dataset's key in the privacy budget ledger."""
         dataset = DatasetFacts.of(transfer.dataset)
-        aggregate = transfer.aggregate
+        aggregate = StoredRelease.of(transfer.aggregate)
         if aggregate is not None:
-            aggregate = {k: v for k, v in aggregate.items() if k != "dataset_key"}
+            aggregate = AggregateRead(**aggregate.seen_by_destination().model_dump())
         return cls(
             id=transfer.id,
             status=transfer.status,

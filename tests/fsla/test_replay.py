@@ -189,6 +189,8 @@ def test_a_transfer_the_broker_anonymized_is_replayed_from_what_it_received():
             **delivered.__dict__,
             "status": APPROVED,
             "remedy": {
+                "verified": True,
+                "steps": [{"column": "age", "method": "generalize", "parameters": {}}],
                 "applied": True,
                 "before": {"report": received.report, "rules": received.rules},
             },

@@ -1,6 +1,14 @@
 """The decision's summary, without a server: one entry per problem, merged, with what to do."""
 
+import json
+from pathlib import Path
+
 from broker.fsla.summary import summarize
+
+# A stored report (an applied remedy's ``before`` holds one); its figures are not summarized.
+REPORT = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "stored_reports" / "report_842ff1c.json").read_text()
+)
 
 
 def rule(name, jurisdiction, attribute=None, passed=False, measured=None, threshold=None, **kw):
@@ -101,8 +109,13 @@ def test_approved_says_nothing_to_do_and_auto_says_what_the_broker_did():
     applied = {
         **PAPER_REMEDY,
         "applied": True,
-        "information_loss": {"utility_percent": 23.8},
-        "before": {"rules": PAPER_RULES},
+        "information_loss": {
+            "utility_percent": 23.8,
+            "discernibility": 41,
+            "suppressed_rows": 0,
+            "suppressed_cell_share": 0.4,
+        },
+        "before": {"report": REPORT, "rules": PAPER_RULES},
     }
     [entry] = summarize("approved", [], applied, ["Age", "Gender"], anonymize="auto")
     assert entry["kind"] == "note"

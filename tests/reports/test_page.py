@@ -157,6 +157,7 @@ def _anonymized_transfer() -> dict:
             "information_loss": {
                 "utility_percent": 40.0,
                 "attribute_utility_percent": {"age": 0.0, HOSTILE: 80.0},
+                "discernibility": 50,
                 "suppressed_rows": 0,
                 "suppressed_cell_share": 0.25,
             },
