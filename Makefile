@@ -1,9 +1,10 @@
 # Two entry points for a fresh machine with only Python 3.11+ and pip:
 #   make demo   the local multi-cloud federation on SQLite (DEMO_ARGS=--once to stop after it);
-#               installs only the runtime dependencies (no test, lint or out-of-core tools)
+#               installs only the runtime dependencies (no test, lint or documentation tools)
 #   make test   lint, the documentation site (strict) and the whole test suite (installs the
 #               dev extras on first use; tests/test_deployment.py checks the Dockerfile and the
 #               compose file with hadolint and the Compose CLI, no Docker engine needed)
+#   make check  the unit tests of the pure packages alone: a quick check while working
 #   make docs   the documentation site alone, built strictly into site/
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +12,7 @@ PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint docs bench clean
+.PHONY: demo test check lint docs bench clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,15 @@ docs: $(DEV)
 
 test: lint docs
 	$(PY) -m pytest -q
+
+# A quick check while working: the unit tests of the pure packages (measures, rules, detector,
+# anonymization, differential privacy, the engines' contract), about 1,200 tests in a minute or
+# two, no servers, no PostgreSQL. A new pure package's tests belong in this list.
+CHECK := tests/metrics tests/anonymize tests/fsla tests/identifiers tests/privacy \
+	tests/engines/test_contract.py tests/negotiations tests/reports tests/test_roles.py \
+	tests/test_names.py tests/test_precision.py tests/test_environment.py
+check: $(DEV)
+	$(PY) -m pytest -q -m "not postgres" $(CHECK)
 
 bench: $(DEV)
 	$(PY) benchmarks/analyze.py

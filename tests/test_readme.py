@@ -78,3 +78,13 @@ def test_the_license_file_is_the_one_pyproject_declares():
     text = (REPO / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a notice
+
+
+def test_the_quick_check_names_test_paths_that_exist():
+    """``make check`` (the README's quick check) lists test paths: none may go missing."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    listed = makefile.split("CHECK := ", 1)[1].split("\ncheck:", 1)[0].replace("\\\n", " ")
+    paths = listed.split()
+    assert len(paths) > 5
+    assert all((REPO / path).exists() for path in paths), paths
+    assert "make check" in (REPO / "README.md").read_text(encoding="utf-8")
