@@ -5,7 +5,7 @@
 - An engine library is imported by its own engine only (DuckDB by the ``broker/engines/duckdb/``
   package, Dask by ``broker/engines/dask.py``); the engine protocol, the other engines, the
   metrics, the anonymization and the F-SLA code never do.
-- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
+- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.web.deps``: it
   takes a :class:`broker.callers.Caller`, never a request.
 - No module of a domain imports another domain's service (but the audit log's): that work is
   in ``broker.flows``.
@@ -77,10 +77,10 @@ PURE = [
     "broker.datasets",
     "broker.anonymize",
     "broker.fsla",
-    "broker.missing",
-    "broker.numbers",
-    "broker.roles",
-    "broker.names",
+    "broker.columns.missing",
+    "broker.columns.numbers",
+    "broker.columns.roles",
+    "broker.columns.names",
     "broker.identifiers",
     "broker.wire.statuses",
     "broker.reports",
@@ -148,7 +148,7 @@ def test_no_service_imports_the_web_layer():
         (path.relative_to(ROOT).as_posix(), name)
         for path in services
         for name in imports_of(path)
-        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
+        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.web.deps")
     ]
     assert web == []
 
@@ -203,7 +203,7 @@ def test_neither_service_imports_the_demo():
 
 def test_sender_text_is_read_as_numbers_in_one_place():
     """pandas' number parser crashes the process on some sender text (a segmentation fault, not
-    an exception): every reading goes through broker.numbers.numbers_of, which guards it."""
+    an exception): every reading goes through broker.columns.numbers.numbers_of, which guards it."""
     callers = []
     for path in sorted((ROOT / "broker").rglob("*.py")) + sorted(
         (ROOT / "member_cloud").rglob("*.py")
@@ -211,13 +211,13 @@ def test_sender_text_is_read_as_numbers_in_one_place():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Attribute) and node.attr == "to_numeric":
                 callers.append(path.relative_to(ROOT).as_posix())
-    assert callers == ["broker/numbers.py"]
+    assert callers == ["broker/columns/numbers.py"]
 
 
 def test_the_number_guard_holds_where_the_parser_would_crash():
     """Run in a child: were the guard gone, the crash would take the test runner down."""
     code = (
-        "from broker.numbers import numbers_of;"
+        "from broker.columns.numbers import numbers_of;"
         "print(numbers_of(['4e4920323432353234373736', '28', '1E+99999']).tolist())"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -29,7 +29,7 @@ from broker.delivery.keyring import KeyRing
 from broker.wire.statuses import DeliveryStatus
 
 if TYPE_CHECKING:  # passed in: the metrics module reads transfers, which delivery does not
-    from broker.monitoring import Monitoring
+    from broker.web.monitoring import Monitoring
 
 log = logging.getLogger("broker.delivery")
 _FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often

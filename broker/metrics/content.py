@@ -43,6 +43,8 @@ import numpy as np
 import pandas as pd
 import phonenumbers
 
+from broker.columns.missing import is_missing
+from broker.columns.numbers import numbers_of
 from broker.identifiers import (
     DEFAULT_REGIONS,
     PERSON_NAME,
@@ -59,8 +61,6 @@ from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
 from broker.identifiers.scan import MEDIUM_SHARE
 from broker.identifiers.text import TRANSFORMS
-from broker.missing import is_missing
-from broker.numbers import numbers_of
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 SAMPLE = 1000

@@ -18,8 +18,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from broker.columns.names import visible_text
 from broker.metrics.content import contact_in_text, identifier_in_text
-from broker.names import visible_text
 
 
 def identifier_in(text: str, free: bool = False) -> str | None:

@@ -34,8 +34,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
-from broker.monitoring import Monitoring
 from broker.transfers import job_queue, repository
+from broker.web.monitoring import Monitoring
 from broker.wire.statuses import JobState, TransferStatus
 
 log = logging.getLogger("broker.jobs")

@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 from broker.admins import service as admins
 from broker.callers import ADMIN, BOOTSTRAP, MEMBER, Caller
 from broker.config import Settings
-from broker.db import session_scope
 from broker.errors import Forbidden, NotAuthenticated
 from broker.members import service as members
+from broker.storage.db import session_scope
 
 bearer = HTTPBearer(
     auto_error=False,

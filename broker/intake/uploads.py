@@ -3,7 +3,7 @@
 The upload never sits whole in memory: the multipart parser writes the file part to a temporary
 file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into the broker's spool
 folder, hashing as it copies. What is measured is then read from that copy: small files into
-memory, large ones out of core (:mod:`broker.tables`). A job that decides later
+memory, large ones out of core (:mod:`broker.intake.tables`). A job that decides later
 (``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
 request ends. A spool folder without room for the copy answers 507 with ``Retry-After``, the part
 copied removed at once.
@@ -21,8 +21,8 @@ from typing import Annotated, BinaryIO
 
 from fastapi import Depends, File, UploadFile
 
-from broker.deps import SettingsDep
 from broker.errors import storage_faults
+from broker.web.deps import SettingsDep
 
 CHUNK = 1 << 20
 _SUFFIX = ".upload"
