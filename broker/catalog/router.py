@@ -12,13 +12,13 @@ from broker.catalog import entries, jsonld, service
 from broker.catalog.entries import Entry
 from broker.catalog.schemas import CatalogEntryRead, DatasetDescription
 from broker.errors import MAX_INT32, example, responses
-from broker.intake.uploads import SpooledUpload
 from broker.web.deps import (
     CurrentCaller,
     CurrentMember,
     RateLimitedMember,
     SessionDep,
     SettingsDep,
+    SpooledUpload,
 )
 
 router = APIRouter(prefix="/v1/catalog", tags=["Catalog"])

@@ -28,10 +28,10 @@ from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_
 from broker.fsla.decide import measure as measure_table
 from broker.fsla.identifying import dropped, identifying
+from broker.identifiers.short_text import contact_in_text
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
 from broker.members.models import Member
-from broker.metrics.content import contact_in_text
 from broker.wire.statuses import ColumnRole
 
 # The k a provider's data is generalized to when the broker estimates the utility an offer

@@ -14,7 +14,7 @@ import unicodedata
 
 from broker.columns.names import colliding_names
 from broker.datasets.dataset import DatasetError
-from broker.metrics.content import identifier_across_names, identifier_in_text
+from broker.identifiers.short_text import identifier_across_names, identifier_in_text
 
 MAX_NAME_LENGTH = 200
 

@@ -5,8 +5,8 @@ file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into th
 folder, hashing as it copies. What is measured is then read from that copy: small files into
 memory, large ones out of core (:mod:`broker.intake.tables`). A job that decides later
 (``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
-request ends. A spool folder without room for the copy answers 507 with ``Retry-After``, the part
-copied removed at once.
+request ends (the request's dependency: :data:`broker.web.deps.SpooledUpload`). A spool folder
+without room for the copy answers 507 with ``Retry-After``, the part copied removed at once.
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, BinaryIO
-
-from fastapi import Depends, File, UploadFile
+from typing import BinaryIO
 
 from broker.errors import storage_faults
-from broker.web.deps import SettingsDep
 
 CHUNK = 1 << 20
 _SUFFIX = ".upload"
@@ -72,18 +68,3 @@ def adopt(upload: Upload, path: Path) -> Upload:
 
 def discard(upload: Upload) -> None:
     upload.path.unlink(missing_ok=True)
-
-
-def spooled_upload(
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
-) -> Iterator[Upload]:
-    """The request's file, copied into the spool folder; removed when the request ends."""
-    upload = receive(file.file, settings.spool_dir, file.filename, file.content_type)
-    try:
-        yield upload
-    finally:
-        discard(upload)
-
-
-SpooledUpload = Annotated[Upload, Depends(spooled_upload)]

@@ -2,10 +2,9 @@
 
 from alembic import context
 
-from broker.storage.db import Base, Timeouts, make_engine, without_timeouts
-
 # Models register their tables on Base.metadata when imported.
-from broker.storage.models import *  # noqa: F403
+from broker.models import *  # noqa: F403
+from broker.storage.db import Base, Timeouts, make_engine, without_timeouts
 
 config = context.config
 engine = config.attributes.get("engine")

@@ -457,7 +457,7 @@ def replay_policy(
         Query(description="Only transfers decided before this time (`next_before` pages)"),
     ] = None,
 ) -> PolicyReplay:
-    page = service.replay(session, jurisdiction, record, limit, since, before)
+    page = flows.replay_policy(session, jurisdiction, record, limit, since, before)
     items = [
         ReplayedTransfer(
             transfer_id=transfer.id,

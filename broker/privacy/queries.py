@@ -42,7 +42,7 @@ from fractions import Fraction
 from typing import Any
 
 from broker.columns.names import attribute_key, visible_text
-from broker.metrics.content import identifier_in_text
+from broker.identifiers.short_text import identifier_in_text
 from broker.privacy.budget import BudgetError, positive_epsilon
 from broker.wire import json_limits
 

@@ -44,7 +44,6 @@ from broker.fsla.offers import Terms
 from broker.intake.references import REFERENCE, Reference, open_reference
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
-from broker.negotiations import repository as negotiations_repository
 from broker.negotiations.agreements import usable
 from broker.transfers import dry_runs, recording, repository
 from broker.transfers.facts import DatasetFacts
@@ -111,7 +110,7 @@ def decide(
     if request.agreement_id is not None:
         agreement = agreement_of(session, source_id, request.agreement_id)
     onward = None
-    received = negotiations_repository.received_under_no_onward(session, source_id, upload.sha256)
+    received = repository.received_under_no_onward(session, source_id, upload.sha256)
     if received is not None:
         onward = Onward(received[0].id, received[1].id)
     session.rollback()

@@ -15,7 +15,7 @@ from broker.errors import (
     responses,
 )
 from broker.intake import references
-from broker.intake.uploads import Upload, spooled_upload
+from broker.intake.uploads import Upload
 from broker.transfers import dry_runs, service
 from broker.transfers.models import TransferJob
 from broker.transfers.schemas import TransferForm, TransferJobRead, TransferPage, TransferRead
@@ -25,6 +25,7 @@ from broker.web.deps import (
     RateLimitedMember,
     SessionDep,
     SettingsDep,
+    spooled_upload,
 )
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.statuses import JobState, TransferKind, TransferStatus
