@@ -79,10 +79,7 @@ PURE = [
     "broker.datasets",
     "broker.anonymize",
     "broker.fsla",
-    "broker.columns.missing",
-    "broker.columns.numbers",
-    "broker.columns.roles",
-    "broker.columns.names",
+    "broker.columns",  # names, numbers, roles, missing values, precision: shared by every layer
     "broker.identifiers",
     "broker.wire.statuses",
     "broker.reports",
