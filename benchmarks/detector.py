@@ -35,9 +35,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from broker.columns.numbers import _HUGE_EXPONENT as HUGE_EXPONENT  # noqa: E402
 from broker.metrics import content as ours  # noqa: E402
 from broker.metrics.report import ReportOptions, analyze  # noqa: E402
-from broker.numbers import _HUGE_EXPONENT as HUGE_EXPONENT  # noqa: E402
 
 BASELINE_COMMIT = "07cf876"
 FIXTURES = ROOT / "tests" / "fixtures" / "identifiers"

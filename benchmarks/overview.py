@@ -35,9 +35,9 @@ from loopback import POSTGRES, ROOT
 from sqlalchemy import text
 
 from broker.config import Settings
-from broker.db import make_engine, make_sessionmaker
 from broker.federation import repository, service
 from broker.main import create_app
+from broker.storage.db import make_engine, make_sessionmaker
 
 TOKEN = "benchmark-admin-token-0123456789"
 MEMBERS = [  # id, jurisdiction

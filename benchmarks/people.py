@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness
 
+from broker.columns.precision import ColumnPrecision
 from broker.engines.duckdb import DuckDBEngine
 from broker.engines.pandas import PandasEngine
 from broker.engines.people import rare_tuples
 from broker.metrics.content import NUMBER, content_of, sample_distinct
 from broker.metrics.report import ReportOptions, report_of
-from broker.precision import ColumnPrecision
 
 QUASI_IDENTIFIERS = ["birth_date", "zip", "sex"]
 SENSITIVE = ["diagnosis"]

@@ -3,11 +3,11 @@
 Writes ``--files`` small CSV files in ``--folders`` folders and one file of ``--megabytes`` MiB
 into a temporary folder, then times, best and median of ``--repeats``:
 
-- resolving ``*/*.csv``: ours, ``broker.pinned_files.resolve`` (a walk with directory
+- resolving ``*/*.csv``: ours, ``broker.intake.pinned_files.resolve`` (a walk with directory
   descriptors, each file opened without following links and pinned); baseline, ``glob.glob``
   and an ``os.stat`` of each match (what a listing that follows links costs);
-- reading the large file: ours, ``broker.pinned_files.read`` with the SHA-256 of the first read
-  (the pins checked before and after, the bytes hashed), what every pass of a job does per
+- reading the large file: ours, ``broker.intake.pinned_files.read`` with the SHA-256 of the first
+read   (the pins checked before and after, the bytes hashed), what every pass of a job does per
   file; baseline, ``open(path, "rb").read()``.
 
     .venv/bin/python benchmarks/references.py --files 2000 --megabytes 256
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import loopback  # noqa: F401  first: it puts the repository on sys.path
 
-from broker import pinned_files
+from broker.intake import pinned_files
 
 
 def timed(function: Callable[[], object], repeats: int) -> tuple[float, float]:

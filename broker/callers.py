@@ -1,7 +1,7 @@
 """Who calls the broker: a member cloud (by its API key) or an administrator (by its token).
 
 A domain type, not a web one: services take a :class:`Caller` and never import FastAPI; the
-request dependencies that authenticate one are in :mod:`broker.deps`.
+request dependencies that authenticate one are in :mod:`broker.web.deps`.
 
 In the audit log and in ``created_by`` an administrator acts as ``admin:<name>``: member ids
 have no colon, so an administrator can never be mistaken for a member cloud.

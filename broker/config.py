@@ -10,7 +10,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from broker.engines import IN_MEMORY_MAX_BYTES
-from broker.members.inbox_urls import InboxPolicy, parse_networks
+from broker.wire.inbox_urls import InboxPolicy, parse_networks
 
 # Where Docker and Kubernetes mount secrets: a file named after a variable, in any case
 # (/run/secrets/broker_admin_token), sets it when the environment does not.

@@ -21,25 +21,25 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.catalog.router import router as catalog_router
 from broker.config import Settings, get_settings
-from broker.db import Timeouts, make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
 from broker.errors import install_handlers
 from broker.federation.router import router as federation_router
-from broker.health import router as health_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
-from broker.monitoring import Monitoring
 from broker.negotiations.expiry import expire_waiting
 from broker.negotiations.router import router as negotiations_router
 from broker.policies import service as policies
 from broker.policies.router import router as policies_router
 from broker.policies.seed import load_records
-from broker.rate_limits import RateLimiter
-from broker.requests_log import configure_logging
+from broker.storage.db import Timeouts, make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.transfers.jobs import Chore, JobRunner
 from broker.transfers.router import router as transfers_router
+from broker.web.health import router as health_router
+from broker.web.monitoring import Monitoring
+from broker.web.rate_limits import RateLimiter
+from broker.web.requests_log import configure_logging
 
 log = logging.getLogger("broker")
 

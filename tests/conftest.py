@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from broker.db import make_engine, upgrade
+from broker.storage.db import make_engine, upgrade
 
 REPO = Path(__file__).parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -203,7 +203,7 @@ def test_audit_head_is_exported_and_a_cut_end_of_the_chain_is_caught(tmp_path, m
     from sqlalchemy import text
 
     from broker.audit import service as audit
-    from broker.db import make_engine, make_sessionmaker, upgrade
+    from broker.storage.db import make_engine, make_sessionmaker, upgrade
 
     url = f"sqlite:///{tmp_path / 'broker.db'}"
     monkeypatch.setenv("BROKER_DATABASE_URL", url)
@@ -235,7 +235,7 @@ def test_audit_head_is_exported_and_a_cut_end_of_the_chain_is_caught(tmp_path, m
 
 
 def test_a_file_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
-    from broker.db import make_engine, upgrade
+    from broker.storage.db import make_engine, upgrade
 
     url = f"sqlite:///{tmp_path / 'broker.db'}"
     monkeypatch.setenv("BROKER_DATABASE_URL", url)
@@ -461,7 +461,7 @@ def test_anonymize_l_without_sensitive_names_the_field_and_guesses_the_columns(t
 
 def test_admins_are_created_listed_and_revoked_on_the_database(tmp_path, monkeypatch, capsys):
     from broker.admins import service as admins
-    from broker.db import make_engine, make_sessionmaker, upgrade
+    from broker.storage.db import make_engine, make_sessionmaker, upgrade
 
     url = f"sqlite:///{tmp_path / 'broker.db'}"
     monkeypatch.setenv("BROKER_DATABASE_URL", url)

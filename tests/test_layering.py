@@ -5,11 +5,13 @@
 - An engine library is imported by its own engine only (DuckDB by the ``broker/engines/duckdb/``
   package, Dask by ``broker/engines/dask.py``); the engine protocol, the other engines, the
   metrics, the anonymization and the F-SLA code never do.
-- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.deps``: it
+- A service (``broker/<domain>/service.py``) imports neither FastAPI nor ``broker.web.deps``: it
   takes a :class:`broker.callers.Caller`, never a request.
 - No module of a domain imports another domain's service (but the audit log's): that work is
   in ``broker.flows``.
 - ``broker.delivery`` imports nothing of ``broker.transfers``: an outbox row stands alone.
+- The packages of ``broker`` (and its modules at the root) import one another without a circle:
+  a layer imports only layers below it, so each can be read, tested and moved on its own.
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
@@ -77,10 +79,7 @@ PURE = [
     "broker.datasets",
     "broker.anonymize",
     "broker.fsla",
-    "broker.missing",
-    "broker.numbers",
-    "broker.roles",
-    "broker.names",
+    "broker.columns",  # names, numbers, roles, missing values, precision: shared by every layer
     "broker.identifiers",
     "broker.wire.statuses",
     "broker.reports",
@@ -150,7 +149,7 @@ def test_no_service_imports_the_web_layer():
         (path.relative_to(ROOT).as_posix(), name)
         for path in services
         for name in imports_of(path)
-        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.deps")
+        if name.split(".")[0] in ("fastapi", "starlette") or within(name, "broker.web")
     ]
     assert web == []
 
@@ -174,6 +173,100 @@ def test_no_domain_imports_another_domains_service():
                 if service and parts[1] != domain and name != AUDIT:
                     found.add((path.relative_to(ROOT).as_posix(), name))
     assert sorted(found) == []
+
+
+def layer_of(path: Path) -> str:
+    """The layer a module of ``broker`` belongs to: its top-level package (``broker/engines/...``
+    is ``engines``) or, at the root, its own name (``broker/flows.py`` is ``flows``). A resource's
+    ``router.py`` is its web face: it belongs to ``web``, with the dependencies it uses."""
+    parts = path.relative_to(ROOT / "broker").parts
+    return "web" if parts[-1] == "router.py" else parts[0].removesuffix(".py")
+
+
+def layer_imports() -> dict[tuple[str, str], list[str]]:
+    """Each import of one layer by another, with where it is written: every import statement of
+    every module (inside functions and ``if TYPE_CHECKING`` too, since a circle there is still
+    one), the migrations left out (they import every model on purpose)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((ROOT / "broker").rglob("*.py")):
+        if path.relative_to(ROOT / "broker").parts[0] == "migrations":
+            continue
+        layer = layer_of(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "broker":
+                names = [f"broker.{alias.name}" for alias in node.names]  # from broker import x
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "broker" and len(parts) > 1 and parts[1] != layer:
+                    where = f"{path.relative_to(ROOT).as_posix()}:{node.lineno}"
+                    found.setdefault((layer, parts[1]), []).append(where)
+    return found
+
+
+def circles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one layer (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for after in sorted(graph[node]):
+            if after not in index:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], index[after])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
+
+
+def test_the_layers_import_one_another_without_a_circle():
+    """A circle between packages means neither can be understood, tested or moved alone: the
+    web layer (``web/`` and every ``router.py``) sits on the domains, the domains on ``intake/``,
+    ``storage/``, the pure packages, ``columns/`` and ``wire/``; ``main.py`` and ``flows.py``
+    sit on top."""
+    imports = layer_imports()
+    assert ("web", "transfers") in imports and ("transfers", "intake") in imports  # reads
+    found = circles(set(imports))
+    detail = {
+        f"{a} -> {b}": imports[a, b][:3]
+        for group in found
+        for a, b in sorted(imports)
+        if a in group and b in group
+    }
+    assert found == [], detail
+
+
+def test_circles_are_found():
+    """The finder itself, on a graph with two circles and a chain."""
+    edges = {("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "d"), ("e", "f")}
+    assert circles(edges) == [["a", "b", "c"], ["d", "e"]]
+    assert circles({("a", "b"), ("b", "c")}) == []
 
 
 def test_delivery_imports_nothing_of_transfers():
@@ -205,7 +298,7 @@ def test_neither_service_imports_the_demo():
 
 def test_sender_text_is_read_as_numbers_in_one_place():
     """pandas' number parser crashes the process on some sender text (a segmentation fault, not
-    an exception): every reading goes through broker.numbers.numbers_of, which guards it."""
+    an exception): every reading goes through broker.columns.numbers.numbers_of, which guards it."""
     callers = []
     for path in sorted((ROOT / "broker").rglob("*.py")) + sorted(
         (ROOT / "member_cloud").rglob("*.py")
@@ -213,13 +306,13 @@ def test_sender_text_is_read_as_numbers_in_one_place():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Attribute) and node.attr == "to_numeric":
                 callers.append(path.relative_to(ROOT).as_posix())
-    assert callers == ["broker/numbers.py"]
+    assert callers == ["broker/columns/numbers.py"]
 
 
 def test_the_number_guard_holds_where_the_parser_would_crash():
     """Run in a child: were the guard gone, the crash would take the test runner down."""
     code = (
-        "from broker.numbers import numbers_of;"
+        "from broker.columns.numbers import numbers_of;"
         "print(numbers_of(['4e4920323432353234373736', '28', '1E+99999']).tolist())"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

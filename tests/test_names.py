@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.names import attribute_key, colliding_names
+from broker.columns.names import attribute_key, colliding_names
 
 
 @pytest.mark.parametrize(

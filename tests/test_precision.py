@@ -1,4 +1,4 @@
-"""Reading dates, postcodes and ages however they are written (broker.precision)."""
+"""Reading dates, postcodes and ages however they are written (broker.columns.precision)."""
 
 import datetime
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.anonymize.generalization import coarsen_dates
-from broker.precision import (
+from broker.columns.precision import (
     AGE,
     DATE,
     POSTCODE,

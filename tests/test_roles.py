@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.roles import RoleError, Roles, parse_names
+from broker.columns.roles import RoleError, Roles, parse_names
 
 COLUMNS = ["age", "sex", "zip", "disease", "patient_ref"]
 

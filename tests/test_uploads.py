@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from broker.uploads import CHUNK, adopt, discard, receive
+from broker.intake.uploads import CHUNK, adopt, discard, receive
 
 
 def test_a_copy_larger_than_a_chunk_is_whole_and_hashed(tmp_path):

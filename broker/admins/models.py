@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 
 
 class Administrator(Base):

@@ -9,8 +9,8 @@ from broker.admins.schemas import (
     AdministratorCreated,
     AdministratorRead,
 )
-from broker.deps import AdminOnly, SessionDep
 from broker.errors import example, responses
+from broker.web.deps import AdminOnly, SessionDep
 
 router = APIRouter(prefix="/v1/admins", tags=["Administrators"])
 Name = Annotated[str, Path(description="Administrator name", pattern=NAME_PATTERN)]

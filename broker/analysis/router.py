@@ -3,13 +3,12 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 
 from broker.analysis.schemas import Report
-from broker.deps import RateLimitedCaller, SettingsDep
+from broker.columns.roles import NAMES_MAX_LENGTH, parse_names
 from broker.errors import FAULT_EXAMPLES, Unprocessable, responses
+from broker.intake.tables import counting_limits, open_upload
 from broker.metrics.report import ReportOptions, report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
-from broker.roles import NAMES_MAX_LENGTH, parse_names
-from broker.tables import counting_limits, open_upload
-from broker.uploads import SpooledUpload
+from broker.web.deps import RateLimitedCaller, SettingsDep, SpooledUpload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
 

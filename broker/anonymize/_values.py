@@ -1,6 +1,7 @@
 """Shared helpers: missing values, numbers as written in CSV, labels.
 
-A value is *missing* as :mod:`broker.missing` defines it (NA, or a blank string). Every helper
+A value is *missing* as :mod:`broker.columns.missing` defines it (NA, or a blank string). Every
+helper
 works on the distinct values of a column (``pd.factorize``) and maps the answer back to the rows
 with integer codes, so the cost per row is a few array operations.
 """
@@ -13,8 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from broker.missing import blank_strings
-from broker.numbers import numbers_of
+from broker.columns.missing import blank_strings
+from broker.columns.numbers import numbers_of
 
 SUPPRESSED = "*"
 MISSING_LABEL = "NA"

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import factorize, parse_dates, parse_numbers
+from broker.columns.roles import require_columns, require_distinct_roles
 from broker.engines.codes import encode_column
-from broker.roles import require_columns, require_distinct_roles
 
 NUMERIC = "numeric"
 DATE = "date"

@@ -4,7 +4,7 @@
 - Dates to their month (``"2024-03"``) or year (``"2024"``).
 - Codes to a prefix (``"57001" -> "570*"``).
 - Categories to their parent in a hierarchy given by the policy or the request.
-- Identifying precision (:mod:`broker.precision`): dates however written to their year or
+- Identifying precision (:mod:`broker.columns.precision`): dates however written to their year or
   month, postcodes however written to a prefix, ages over a cap to one top category (``90+``).
 
 Values are often strings as written in a CSV file (``"28"``): numeric generalizations parse them
@@ -36,8 +36,8 @@ from broker.anonymize._values import (
     parse_numbers,
 )
 from broker.anonymize.labels import range_label
-from broker.precision import SAFE_HARBOR, age_label, births, date_labels, postcode_label
-from broker.roles import require_columns
+from broker.columns.precision import SAFE_HARBOR, age_label, births, date_labels, postcode_label
+from broker.columns.roles import require_columns
 
 DATE_LEVELS = ("month", "year")
 UNKNOWN_ERROR = "error"
@@ -334,8 +334,8 @@ def generalize_hierarchy(
 
 
 def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.DataFrame:
-    """Dates written any way :mod:`broker.precision` reads (ISO, day first, month names, with a
-    time) to their year (or month); a value with a digit that reads as no date is masked
+    """Dates written any way :mod:`broker.columns.precision` reads (ISO, day first, month names,
+    with a time) to their year (or month); a value with a digit that reads as no date is masked
     (``*``: its precision is unknown). Missing and digit-free values stay. In a column of
     birth dates (its name says birth), the years that may tell an age over 89 leave as one top
     category (``1800/1936`` in 2026), as Safe Harbor aggregates them.

@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import SUPPRESSED
+from broker.columns.roles import require_columns
 from broker.engines.codes import Grouping, combine, encode_column
-from broker.roles import require_columns
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,8 @@ METHODS: dict[str, Callable[[pd.DataFrame, str, dict], pd.DataFrame]] = {
     "quantile": lambda frame, column, p: generalize_quantiles(frame, column, p["bins"]),
     "date": lambda frame, column, p: generalize_date(frame, column, p.get("level", "month")),
     "prefix": lambda frame, column, p: generalize_prefix(frame, column, p["keep"]),
-    # Identifying precision, reading every writing of a date, postcode or age (broker.precision).
+    # Identifying precision, reading every writing of a date, postcode or age
+    # (broker.columns.precision).
     "date_precision": lambda frame, column, p: coarsen_dates(frame, column, p["level"]),
     "postcode_prefix": lambda frame, column, p: truncate_postcodes(frame, column, p["keep"]),
     "top_code": lambda frame, column, p: top_code(frame, column, p["max_age"]),

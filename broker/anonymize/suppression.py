@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import SUPPRESSED
-from broker.roles import require_columns
+from broker.columns.roles import require_columns
 
 
 def drop_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

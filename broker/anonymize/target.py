@@ -12,9 +12,9 @@ from broker.anonymize.loss import InformationLoss
 from broker.anonymize.partition import Link
 from broker.anonymize.steps import Step
 from broker.anonymize.verify import Check
+from broker.columns.roles import require_columns, require_distinct_roles
 from broker.engines.base import Engine, RecodePlan
 from broker.metrics.content import looks_sensitive
-from broker.roles import require_columns, require_distinct_roles
 
 Acceptance = Callable[[pd.DataFrame], "str | None"]
 """The caller's own check of an anonymized frame: None when it accepts it, else why not (for the

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 
 
 class AuditEntry(Base):

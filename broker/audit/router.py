@@ -4,8 +4,8 @@ from fastapi import APIRouter, Query
 
 from broker.audit import service
 from broker.audit.schemas import AuditEntryRead, AuditPage, AuditVerification
-from broker.deps import AdminOnly, SessionDep
 from broker.errors import MAX_INT64, responses
+from broker.web.deps import AdminOnly, SessionDep
 
 router = APIRouter(prefix="/v1/audit", tags=["Audit"])
 

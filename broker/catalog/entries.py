@@ -21,7 +21,6 @@ from broker.fsla.models import FSLARecord
 from broker.members import repository as members_repository
 from broker.members.health import health_read
 from broker.members.models import Member
-from broker.transfers import repository as transfers
 from broker.wire.statuses import HealthState
 
 
@@ -124,7 +123,7 @@ def with_health(session: Session, entries: list[Entry]) -> list[Entry]:
 def party_map(session: Session, member_ids: list[str]) -> dict[str, offers_.Party]:
     """Each member as an offer's party: its jurisdiction's current record and its status."""
     found = {}
-    for row in transfers.parties(session, list(dict.fromkeys(member_ids))):
+    for row in members_repository.parties(session, list(dict.fromkeys(member_ids))):
         record = None if row.document is None else FSLARecord.model_validate(row.document)
         found[row.id] = offers_.Party(row.id, row.jurisdiction, record, row.status, row.version)
     return found

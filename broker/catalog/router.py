@@ -11,15 +11,15 @@ from broker import flows
 from broker.catalog import entries, jsonld, service
 from broker.catalog.entries import Entry
 from broker.catalog.schemas import CatalogEntryRead, DatasetDescription
-from broker.deps import (
+from broker.errors import MAX_INT32, example, responses
+from broker.web.deps import (
     CurrentCaller,
     CurrentMember,
     RateLimitedMember,
     SessionDep,
     SettingsDep,
+    SpooledUpload,
 )
-from broker.errors import MAX_INT32, example, responses
-from broker.uploads import SpooledUpload
 
 router = APIRouter(prefix="/v1/catalog", tags=["Catalog"])
 DatasetId = Annotated[

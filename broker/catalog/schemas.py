@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from broker.catalog.summary import CatalogSummary
-from broker.names import attribute_key
+from broker.columns.names import attribute_key
 from broker.wire.statuses import ColumnRole
 
 MAX_CATALOG_COLUMNS = 1_000

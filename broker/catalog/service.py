@@ -21,17 +21,17 @@ from broker.catalog.entries import Entry, entry, party_map, with_health
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.catalog.schemas import DatasetDescription
 from broker.catalog.summary import CatalogSummary
+from broker.columns.names import attribute_key
 from broker.config import Settings
 from broker.engines.pandas import PandasEngine
 from broker.errors import Forbidden, NotFound, Unprocessable, VersionMismatch
 from broker.fsla import offers as offers_
 from broker.fsla.decide import measure as measure_table
 from broker.fsla.identifying import dropped, identifying
+from broker.identifiers.short_text import contact_in_text
+from broker.intake.tables import counting_limits, open_upload
+from broker.intake.uploads import Upload
 from broker.members.models import Member
-from broker.metrics.content import contact_in_text
-from broker.names import attribute_key
-from broker.tables import counting_limits, open_upload
-from broker.uploads import Upload
 from broker.wire.statuses import ColumnRole
 
 # The k a provider's data is generalized to when the broker estimates the utility an offer

@@ -24,7 +24,7 @@ from broker.cli.common import (
     read_input,
     refuse_to_overwrite,
 )
-from broker.roles import require_columns
+from broker.columns.roles import require_columns
 
 if TYPE_CHECKING:
     from broker.cli.progress import Steps

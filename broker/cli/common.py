@@ -114,7 +114,7 @@ def broker_session():
     an error that says so, and nothing is left behind."""
     from sqlalchemy.engine import make_url
 
-    from broker.db import Timeouts, make_engine, make_sessionmaker
+    from broker.storage.db import Timeouts, make_engine, make_sessionmaker
 
     settings = load_settings()
     with database_errors():

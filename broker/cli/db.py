@@ -17,7 +17,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from broker.db import Timeouts, make_engine, upgrade
+    from broker.storage.db import Timeouts, make_engine, upgrade
 
     settings = load_settings()
     with database_errors():

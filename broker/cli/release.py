@@ -30,8 +30,8 @@ from broker.cli.common import (
     read_input,
 )
 from broker.cli.render import _aligned
+from broker.columns.roles import listed_columns
 from broker.privacy.budget import BudgetError, delta_amount, positive_epsilon, show
-from broker.roles import listed_columns
 
 if TYPE_CHECKING:
     from broker.engines.base import Engine

@@ -30,10 +30,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from broker.db import Timeouts, make_engine
     from broker.delivery.keyring import KeyRing
     from broker.policies.seed import load_records
-    from broker.requests_log import configure_logging
+    from broker.storage.db import Timeouts, make_engine
+    from broker.web.requests_log import configure_logging
     from broker.wire.probes import port_in_use
     from broker.wire.signing import SignatureError
 

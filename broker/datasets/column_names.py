@@ -5,16 +5,16 @@ holding nothing that looks like a direct identifier (``identifier_in_text``), no
 read one after the other (``identifier_across_names``: a phone number cut over the header), and
 it differs
 from the dataset's other names by more than case, look-alike letters or invisible characters
-(``colliding_names``, one :func:`broker.names.attribute_key` per name).
+(``colliding_names``, one :func:`broker.columns.names.attribute_key` per name).
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+from broker.columns.names import colliding_names
 from broker.datasets.dataset import DatasetError
-from broker.metrics.content import identifier_across_names, identifier_in_text
-from broker.names import colliding_names
+from broker.identifiers.short_text import identifier_across_names, identifier_in_text
 
 MAX_NAME_LENGTH = 200
 

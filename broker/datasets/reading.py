@@ -19,8 +19,8 @@ here and never reaches a destination. The rules, by format:
   columns keep their type (nullable), floats turn ``-0.0`` into ``0.0`` and ``NaN`` into missing;
   nested types are refused.
 
-Column names: two names with one :func:`broker.names.attribute_key` (case, look-alike letters,
-invisible characters) are refused, as are names with control characters
+Column names: two names with one :func:`broker.columns.names.attribute_key` (case, look-alike
+letters, invisible characters) are refused, as are names with control characters
 (:mod:`broker.datasets.column_names`).
 
 Every malformed input raises :class:`DatasetError` with a one-line message; input over a

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from broker.columns.missing import is_na
 from broker.datasets.dataset import CSV, JSON, PARQUET, Dataset
-from broker.missing import is_na
 
 
 def write_dataset(frame: pd.DataFrame, like: Dataset) -> bytes:

@@ -11,7 +11,7 @@ from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, Text, or_
 from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 
 
 class Delivery(Base):

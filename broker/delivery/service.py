@@ -43,8 +43,8 @@ from broker.config import Settings
 from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict
+from broker.intake.tables import Written
 from broker.members import repository as members
-from broker.tables import Written
 from broker.wire import headers as h
 from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus

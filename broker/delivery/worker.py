@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -28,9 +28,6 @@ from broker.delivery import service
 from broker.delivery.keyring import KeyRing
 from broker.wire.statuses import DeliveryStatus
 
-if TYPE_CHECKING:  # passed in: the metrics module reads transfers, which delivery does not
-    from broker.monitoring import Monitoring
-
 log = logging.getLogger("broker.delivery")
 _FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often
 _OUTCOMES = {
@@ -40,6 +37,13 @@ _OUTCOMES = {
 }
 
 
+class Counts(Protocol):
+    """Where the worker counts the outcome of each attempt: the app passes its
+    :class:`broker.web.monitoring.Monitoring` (the web layer; delivery does not import it)."""
+
+    def count_delivery(self, outcome: str) -> None: ...
+
+
 class DeliveryWorker:
     def __init__(
         self,
@@ -47,7 +51,7 @@ class DeliveryWorker:
         client: httpx.Client,
         settings: Settings,
         keyring: KeyRing,
-        monitoring: Monitoring | None = None,
+        monitoring: Counts | None = None,
     ):
         self.factory = factory
         self.client = client
@@ -165,6 +169,6 @@ class DeliveryWorker:
             if status is not None:
                 log.info("delivery %s: %s", transfer_id, status)
                 if self.monitoring is not None and status in _OUTCOMES:
-                    self.monitoring.deliveries.labels(_OUTCOMES[status]).inc()
+                    self.monitoring.count_delivery(_OUTCOMES[status])
                 if self._pool is not None:
                     self.wake()  # a place is free (not after an error: the next poll retries)

@@ -17,7 +17,8 @@ The contract (``tests/engines/test_contract.py`` runs every case through every e
 - **Missing values** (None, NaN, NaT, pd.NA: the reader's missing cells) are one category of their
   own, counted like any value (pandas and Dask need ``dropna=False`` for this). A blank string is
   a value as written when counting; the transformations and the content checks treat it as
-  missing (:func:`broker.missing.missing_values`), which is the one rule for what "missing" means.
+  missing (:func:`broker.columns.missing.missing_values`), which is the one rule for what "missing"
+  means.
 - **Codes.** Each column has a dictionary of its distinct values; a count table names each tuple's
   values by their codes (positions in those dictionaries), so the core never compares values.
 - **People.** An engine knows who each row is: identical rows are one person (the broker cannot

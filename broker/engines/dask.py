@@ -26,6 +26,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from broker.columns.precision import fold
+from broker.columns.roles import require_columns
 from broker.engines.base import (
     IDENTICAL_ROWS,
     PERSON_KEY,
@@ -35,8 +37,6 @@ from broker.engines.base import (
     dictionary_of,
 )
 from broker.engines.people import RareTuples, components, rare_tuples
-from broker.precision import fold
-from broker.roles import require_columns
 
 _ROW = "__fedbroker_row"
 _KEY = "__fedbroker_key"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from broker.columns.roles import require_columns
 from broker.engines.base import (
     IDENTICAL_ROWS,
     PERSON_KEY,
@@ -30,7 +31,6 @@ from broker.engines.codes import (
     map_in_threads,
 )
 from broker.engines.people import RareTuples, components, key_codes, rare_tuples
-from broker.roles import require_columns
 
 if TYPE_CHECKING:
     from broker.datasets import Dataset

@@ -11,12 +11,12 @@ that person's values finds every one of those rows: so the broker assumes the wo
 Definitions (the quasi-identifiers as declared and inferred for the transfer):
 
 - Two rows have the same *tuple* when their quasi-identifier values agree *by meaning*: dates,
-  postcodes and ages as :mod:`broker.precision` reads them (``12/04/1983`` is ``1983-04-12``,
-  ``75 011`` is ``75011``, ``93 ans`` is ``93``), other values folded
-  (:func:`broker.precision.fold`: ``F`` and ``f ``, ``34`` and ``34.0`` agree).
+  postcodes and ages as :mod:`broker.columns.precision` reads them (``12/04/1983`` is
+  ``1983-04-12``, ``75 011`` is ``75011``, ``93 ans`` is ``93``), other values folded
+  (:func:`broker.columns.precision.fold`: ``F`` and ``f ``, ``34`` and ``34.0`` agree).
 - A tuple is *rare* when it holds a value at identifying precision as HIPAA's Safe Harbor draws
-  it (:data:`broker.precision.SAFE_HARBOR`: a date finer than its year, a postcode of more than
-  three characters, an age over 89; an unreadable value in such a column too). Such values are
+  it (:data:`broker.columns.precision.SAFE_HARBOR`: a date finer than its year, a postcode of more
+  than three characters, an age over 89; an unreadable value in such a column too). Such values are
   what Safe Harbor refuses to release because few people share them (Sweeney 2000 found 87 % of
   the United States population unique on a full birth date, a 5-digit ZIP code and sex); the
   broker has no census to tell how many people share any other tuple, and a tuple of coarse
@@ -60,8 +60,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from broker.engines.base import CountTable, Engine, Grouped, tuple_keys
-from broker.precision import (
+from broker.columns.precision import (
     DATE,
     DATE_LEVELS,
     DAY,
@@ -72,6 +71,7 @@ from broker.precision import (
     read_column,
     sample_of,
 )
+from broker.engines.base import CountTable, Engine, Grouped, tuple_keys
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,7 +264,8 @@ def _runs(key: np.ndarray, days: np.ndarray) -> np.ndarray:
 
 
 def key_codes(keys: pd.Series) -> np.ndarray:
-    """One code per declared person key, the keys folded first (:func:`broker.precision.fold`:
+    """One code per declared person key, the keys folded first
+    (:func:`broker.columns.precision.fold`:
     NFKC, case, blanks, invisible characters and look-alike characters such as ``0`` and ``O``
     removed or joined; ``P001``, ``P001 ``, ``p001`` and ``P0O1`` share one code; every missing
     key one code). Coarser than equality on purpose: keys it joins are one person at worst.

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from broker.columns.roles import require_columns
 from broker.engines.base import (
     IDENTICAL_ROWS,
     WORST_CASE,
@@ -36,7 +37,6 @@ from broker.engines.base import (
     dictionary_of,
 )
 from broker.engines.people import RareTuples
-from broker.roles import require_columns
 
 
 class Recoded:

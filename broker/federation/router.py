@@ -4,11 +4,11 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from broker import reports
-from broker.deps import AdminOnly, SessionDep
 from broker.errors import NotImplementedHere, example, responses
 from broker.federation import service
 from broker.federation.overview import DEFAULT_DAYS, MAX_DAYS
 from broker.federation.schemas import FederationOverview
+from broker.web.deps import AdminOnly, SessionDep
 
 router = APIRouter(prefix="/v1/federation", tags=["Federation"])
 Days = Annotated[

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from broker.columns.roles import Roles
 from broker.engines.base import Engine
 from broker.fsla.evaluate import applicable_rule_sets, combine, evaluate
 from broker.fsla.linkage import History, assess, lookback
@@ -20,7 +21,6 @@ from broker.fsla.rules import aggregate_instead
 from broker.fsla.stored import StoredBefore, StoredRemedy, StoredRule
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
-from broker.roles import Roles
 from broker.wire.statuses import Anonymize, MemberStatus, TransferStatus
 
 FEDERATION = "federation"

@@ -7,7 +7,7 @@ by reading the record beside the federation's other records (pure: records in, w
   member can be there yet (a typo such as ``FRA`` for ``FR`` reads the same way);
 - ``duplicate-purpose``, ``duplicate-attribute``: two spellings of one purpose, or of one
   forbidden attribute, in one list. Both are compared without regard to case (attributes also
-  without regard to look-alike letters, :func:`broker.names.attribute_key`), so the second
+  without regard to look-alike letters, :func:`broker.columns.names.attribute_key`), so the second
   spelling adds nothing and suggests a different meaning was intended;
 - ``attribute-spelling``: one forbidden attribute spelled differently in two rule sets;
 - ``no-common-purpose``: a destination this record allows whose own record allows none of this
@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from broker.columns.names import attribute_key
 from broker.fsla.models import ANY_DESTINATION, FSLARecord, RuleSet
 from broker.fsla.stricter import HIGHER, LOWER, NESTED, at_least_as_strict, declaration, shown
-from broker.names import attribute_key
 
 RULE_SETS = ("domestic_export", "cross_border_export", "import_rules")
 

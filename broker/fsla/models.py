@@ -16,8 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from broker.names import attribute_key
-from broker.precision import DATE_LEVELS
+from broker.columns.names import attribute_key
+from broker.columns.precision import DATE_LEVELS
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
@@ -346,7 +346,7 @@ class RuleSet(BaseModel):
 
     def forbids(self, name: str) -> bool:
         """Whether ``name`` is a forbidden attribute (compared as
-        :func:`broker.names.attribute_key` folds names)."""
+        :func:`broker.columns.names.attribute_key` folds names)."""
         return attribute_key(name) in {attribute_key(a) for a in self.forbidden_attributes}
 
     @field_validator("forbidden_attributes")

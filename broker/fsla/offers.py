@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.columns.names import attribute_key
 from broker.fsla import stricter
 from broker.fsla.evaluate import applicable_rule_sets, combine
 from broker.fsla.models import FSLARecord, RuleSet
 from broker.fsla.results import TransferContext
 from broker.fsla.rules import gate_rules
-from broker.names import attribute_key
 from broker.wire.statuses import ColumnRole, MemberStatus, OfferKind
 
 

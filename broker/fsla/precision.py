@@ -19,7 +19,7 @@ The rules, each a field of a rule set (:class:`broker.fsla.models.RuleSet`):
 - ``max_postcode_prefix``: the most characters of a postcode that may leave;
 - ``max_age``: the highest age written as such (older ages leave as one category, ``90+``).
 
-The check. Every column that leaves is read (:mod:`broker.precision`, whatever its declared
+The check. Every column that leaves is read (:mod:`broker.columns.precision`, whatever its declared
 role): dates are recognized by their values (or a name that says date), postcodes and ages by
 name and values, each value read however it is written. A column fails when one of its values is
 finer than the rule, or cannot be read (its precision is then unknown). Stricter wins across the
@@ -39,10 +39,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from broker.anonymize.steps import Step
+from broker.columns.precision import AGE, DATE, POSTCODE, Limits, bound, describe
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
 from broker.metrics.report import AnalysisReport, AttributeReport
-from broker.precision import AGE, DATE, POSTCODE, Limits, bound, describe
 
 FIELDS = ("max_date_precision", "max_postcode_prefix", "max_age")
 _WHAT = {DATE: "dates", POSTCODE: "postcodes", AGE: "ages"}

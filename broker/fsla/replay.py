@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from broker.columns.precision import ColumnPrecision, Limits
 from broker.engines.base import PERSON_KEY
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
 from broker.fsla.identifying import identifying
@@ -48,7 +49,6 @@ from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
 from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
 from broker.metrics.stored import MmaqFields, StoredReport
-from broker.precision import ColumnPrecision, Limits
 from broker.wire.statuses import TransferStatus
 
 FEDERATION = "federation"

@@ -12,7 +12,7 @@ A field of a rule set (:class:`broker.fsla.models.RuleSet`) declares its directi
 - ``false``: a permission (``identifiers_allowed``): refusing it asks more;
 - ``true``: an obligation (``require_person_key``): requiring it asks more;
 - ``union``: a list of prohibitions (``forbidden_attributes``, names compared by
-  :func:`broker.names.attribute_key`): each one more asks more;
+  :func:`broker.columns.names.attribute_key`): each one more asks more;
 - ``nested``: a model whose own fields declare theirs (``recursive_c_l``: a smaller c and a
   larger l).
 
@@ -42,7 +42,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel
 
-from broker.names import attribute_key
+from broker.columns.names import attribute_key
 
 HIGHER, LOWER, TRUE, FALSE, UNION, NESTED = "higher", "lower", "true", "false", "union", "nested"
 DIRECTIONS = (HIGHER, LOWER, TRUE, FALSE, UNION, NESTED)

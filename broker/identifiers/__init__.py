@@ -4,8 +4,8 @@ Pure: it imports nothing of the web, the database or the rest of the broker. Eve
 leaves the broker or is published through it is searched with it: a dataset's values (the
 report's content classification), its column names, a catalog entry's text, the keys and labels
 of aggregate releases and the paths of references (through
-:func:`broker.metrics.content.identifier_in_text`). What it finds, how each kind is checked and
-how well (recall per kind and disguise, false positives on ordinary data) is explained in
+:func:`broker.identifiers.short_text.identifier_in_text`). What it finds, how each kind is checked
+and how well (recall per kind and disguise, false positives on ordinary data) is explained in
 docs/explanations/identifier-detection.md.
 """
 

@@ -10,7 +10,7 @@ no list is kept by hand, and a newer Unicode's forms come with Python's.
 
 One table for the whole broker: the identifier detector folds values with it
 (:func:`broker.identifiers.text.fold`) and attribute names are compared with it
-(:func:`broker.names.attribute_key`).
+(:func:`broker.columns.names.attribute_key`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from broker.background import Poller
 from broker.config import Settings
 from broker.members import service
 from broker.members.health import Health
-from broker.members.inbox_urls import InboxPolicy
+from broker.wire.inbox_urls import InboxPolicy
 from broker.wire.statuses import HealthState
 
 log = logging.getLogger("broker.health")

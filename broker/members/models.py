@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 from broker.wire.statuses import HealthState, MemberStatus
 
 

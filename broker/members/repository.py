@@ -1,10 +1,11 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, or_, select, update
+from sqlalchemy import Row, and_, func, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from broker.members.models import Member, MemberHealth
+from broker.policies.models import PolicyVersion
 from broker.wire.statuses import MemberStatus
 
 
@@ -75,3 +76,31 @@ def claim_check(session: Session, member_id: str, now: datetime, next_at: dateti
         .values(next_check_at=next_at)
     )
     return result.rowcount == 1
+
+
+def parties(session: Session, member_ids: Sequence[str]) -> list[Row]:
+    """Each of these members (``id``, ``jurisdiction``, ``status``) with its jurisdiction's newest
+    F-SLA ``version`` and ``document`` (both None when it has none), in one query."""
+    newest = (
+        select(func.max(PolicyVersion.version))
+        .where(PolicyVersion.jurisdiction == Member.jurisdiction)
+        .correlate(Member)
+        .scalar_subquery()
+    )
+    query = (
+        select(
+            Member.id,
+            Member.jurisdiction,
+            Member.status,
+            PolicyVersion.version,
+            PolicyVersion.document,
+        )
+        .outerjoin(
+            PolicyVersion,
+            and_(
+                PolicyVersion.jurisdiction == Member.jurisdiction, PolicyVersion.version == newest
+            ),
+        )
+        .where(Member.id.in_(member_ids))
+    )
+    return list(session.execute(query))

@@ -3,12 +3,12 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from broker.callers import Caller
-from broker.deps import AdminOnly, CurrentCaller, SessionDep, SettingsDep
 from broker.errors import Forbidden, example, responses
 from broker.members import service
 from broker.members.health import health_read, health_url
 from broker.members.models import Member
 from broker.members.schemas import KeyRotated, MemberCreate, MemberCreated, MemberRead
+from broker.web.deps import AdminOnly, CurrentCaller, SessionDep, SettingsDep
 from broker.wire.statuses import MemberStatus
 
 router = APIRouter(prefix="/v1/members", tags=["Members"])

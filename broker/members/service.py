@@ -16,9 +16,9 @@ from broker.audit import service as audit
 from broker.errors import Conflict, NotFound, Unprocessable
 from broker.members import repository
 from broker.members.health import Health, after_check, changed, health_url
-from broker.members.inbox_urls import InboxPolicy
 from broker.members.models import Member, MemberHealth
 from broker.policies import repository as policies
+from broker.wire.inbox_urls import InboxPolicy
 from broker.wire.statuses import HealthState, MemberStatus
 
 KEY_PREFIX = "fbk_"

@@ -26,7 +26,7 @@ Naming: an *equivalence class* is a set of rows sharing all quasi-identifier val
   of the sensitive attribute and the whole table's. Categorical: total variation (EMD with equal
   ground distance, ``0.5 sum |p - q|``). Ordered (every present value is a number): the ordered
   EMD ``sum_i |sum_{j<=i} (p_j - q_j)| / (m - 1)`` over the m distinct values in numeric order;
-  missing values (NA or a blank string, as :mod:`broker.missing` says) then rank after every
+  missing values (NA or a blank string, as :mod:`broker.columns.missing` says) then rank after every
   number, so a CSV file's empty cell keeps the attribute ordered as a JSON null does.
 
 The privacy models of ARX and pycanon beyond l and t ((alpha, k)-anonymity, recursive
@@ -46,6 +46,9 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from broker.columns.missing import blank_strings
+from broker.columns.numbers import numbers_of
+from broker.columns.roles import require_columns
 from broker.engines.base import CountTable, Engine
 from broker.engines.pandas import PandasEngine
 from broker.metrics.privacy_models import (
@@ -55,9 +58,6 @@ from broker.metrics.privacy_models import (
     delta_disclosure,
     recursive_diversity,
 )
-from broker.missing import blank_strings
-from broker.numbers import numbers_of
-from broker.roles import require_columns
 
 CATEGORICAL = "categorical"
 ORDERED = "ordered"
@@ -275,8 +275,8 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], role: str) -> 
 def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     """Rank of each value code in numeric order, or None when a present value is not a number.
 
-    Missing values (NA, or a blank string: :mod:`broker.missing`, what a CSV file holds for an
-    empty cell) rank after every number, so one empty cell gives the same order in every format.
+    Missing values (NA, or a blank string: :mod:`broker.columns.missing`, what a CSV file holds for
+    an empty cell) rank after every number, so one empty cell gives the same order in every format.
     NA ranks before blank strings, and distinct values that tie (``"7"`` and ``"007"``, ``""``
     and ``" "``) are ordered by their text, not by their codes, which differ between engines.
     ``uniques`` are the distinct values by code, so this costs nothing on large tables.

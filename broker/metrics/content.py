@@ -16,7 +16,8 @@ sender's declared roles cannot be trusted to: so the values themselves are looke
   a column of plain numbers needs a share of its values even for strong evidence.
   Columns are also read together (:func:`split_content`: 2 to 4 adjacent ones, two columns of
   single words anywhere), a column's first rows in order (:func:`vertical_content`: an id one
-  digit per row) and the column names one after the other (:func:`identifier_across_names`).
+  digit per row) and the column names one after the other
+  (:func:`broker.identifiers.short_text.identifier_across_names`, with the rest of short text).
 
 How values are read, so that a hostile sender can neither hide an identifier nor make the work
 explode: every sampled value is read whole (cells are at most ``ReadLimits.max_cell_chars``
@@ -43,6 +44,8 @@ import numpy as np
 import pandas as pd
 import phonenumbers
 
+from broker.columns.missing import is_missing
+from broker.columns.numbers import numbers_of
 from broker.identifiers import (
     DEFAULT_REGIONS,
     PERSON_NAME,
@@ -52,21 +55,14 @@ from broker.identifiers import (
     Finding,
     column_verdict,
     scan,
-    verdict,
 )
 from broker.identifiers import ScanBudget as ScanBudget  # the report's, one per report
 from broker.identifiers.people import lists as name_lists
 from broker.identifiers.people import name_key
 from broker.identifiers.scan import MEDIUM_SHARE
-from broker.identifiers.text import TRANSFORMS
-from broker.missing import is_missing
-from broker.numbers import numbers_of
 
 NUMBER, DATE, CODE, TEXT = "number", "date", "code", "text"
 SAMPLE = 1000
-# Nine digits or more in a row: an id or a phone number, never a year or a count as people
-# write them (1,000,000).
-_LONG_NUMBER = re.compile(r"\d{9,}")
 
 
 # Words that name the special categories of personal data (GDPR art. 9 and 10; Senegal's law
@@ -112,8 +108,6 @@ _DIGITS = re.compile(r"\d")
 _BLANK = re.compile(r"\s")
 _FOUR_DIGITS = re.compile(r"\d{4}")
 _ISO_DATE_START = re.compile(r"^\d{4}-\d{2}")
-_MAX_NAME_DIGITS = 6  # in a column name: a year and a month, not a phone number or an id
-_TOKENS = re.compile(r"[A-Za-z0-9+/=]{20,}")
 
 
 @dataclass(frozen=True)
@@ -412,90 +406,3 @@ def _code(text: str) -> bool:
     return (
         _BLANK.search(text) is None and _DIGITS.search(text) is not None
     ) or _FOUR_DIGITS.search(text) is not None
-
-
-def contact_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
-    """What direct identifier a free text holds ("an e-mail address", "an IBAN (FR)", "a full
-    name", ...), or None: for text that is published without being measured, such as
-    a catalog entry's description (numbers alone, a year or a count, are not flagged).
-
-    >>> contact_in_text("Call Awa on +221 77 123 45 67"), contact_in_text("400 rows, 2025")
-    ('a phone number (SN)', None)
-    >>> contact_in_text("see 1012345678901")  # a run of digits no description needs
-    'a number of 9 digits or more (an id?)'
-    """
-    found = _found_in(text, regions)
-    if found:
-        return found
-    if _LONG_NUMBER.search(text):
-        return "a number of 9 digits or more (an id?)"
-    return None
-
-
-def identifier_in_text(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> str | None:
-    """What direct identifier one piece of text holds ("an e-mail address", "a phone number
-    (SN)", "a Visa card number", "more than 6 digits", ...), or None. For short text that
-    crosses the border or is published unmeasured: column names, file names, the keys and
-    labels of aggregate releases, the paths of references.
-
-    Examples
-    --------
-    >>> identifier_in_text("ref 1850578006084"), identifier_in_text("zip_75001")
-    ('more than 6 digits', None)
-    >>> identifier_in_text("ａｗａ＠ｅｘａｍｐｌｅ．ｓｎ")
-    'an e-mail address, written as compatibility characters (full-width, mathematical, ligatures)'
-    """
-    found = _found_in(text, regions)
-    if found:
-        return found
-    if len(_DIGITS.findall(text)) > _MAX_NAME_DIGITS:
-        return f"more than {_MAX_NAME_DIGITS} digits"
-    if any(_encoded(token) for token in _TOKENS.findall(text)):
-        return "encoded data (a long run mixing upper and lower case and digits)"
-    return None
-
-
-def identifier_across_names(
-    names: Sequence[str], regions: Sequence[str] = DEFAULT_REGIONS
-) -> str | None:
-    """What direct identifier a header holds once its names are read one after the other,
-    joined by blanks and without them (a phone number cut over several names: "+221", "77",
-    "123", ...), or None. Each name alone is judged by :func:`identifier_in_text`; here only
-    strong evidence as written counts (the joined names are long, many hold digits, and read
-    backwards years make card numbers).
-
-    >>> identifier_across_names(["age", "+221", "77", "123", "45", "67"])
-    'a phone number (SN)'
-    >>> identifier_across_names(["id", "2019", "2020", "2021", "2022", "q1", "q2"])
-    """
-    try:
-        for joined in (" ".join(names), "".join(names)):
-            for finding in scan(joined, regions):
-                if finding.strength == STRONG and TRANSFORMS.isdisjoint(finding.disguises):
-                    return finding.describe()
-    except BudgetSpent:
-        return "more identifier-like runs than are checked"
-    return None
-
-
-def _found_in(text: str, regions: Sequence[str]) -> str | None:
-    try:
-        found = verdict(scan(text, regions))
-    except BudgetSpent:
-        return "more identifier-like runs than are checked"
-    return found.describe() if found else None
-
-
-def _encoded(token: str) -> bool:
-    """20+ characters in both cases with a digit, where at least 5 capitals do not begin a word
-    (are not followed by two small letters): base64, not camelCase (``numberOfVisits2023``)."""
-    if not (any(c.islower() for c in token) and any(c.isdigit() for c in token)):
-        return False
-    irregular = sum(
-        not _word_start(token[i + 1 : i + 3]) for i, c in enumerate(token) if c.isupper()
-    )
-    return irregular >= 5
-
-
-def _word_start(following: str) -> bool:
-    return len(following) == 2 and following.isalpha() and following.islower()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from broker.columns.roles import require_columns
 from broker.engines.base import CountTable, Engine, dictionary_of
-from broker.roles import require_columns
 
 
 def population_class_sizes(classes: CountTable, sample: Engine, population: Engine) -> np.ndarray:

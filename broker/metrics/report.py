@@ -16,6 +16,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from broker.columns.numbers import numbers_of
+from broker.columns.precision import ColumnPrecision
+from broker.columns.roles import require_columns, require_distinct_roles
 from broker.datasets import DatasetTooLarge
 from broker.engines.base import (
     IDENTICAL_ROWS,
@@ -74,9 +77,6 @@ from broker.metrics.uniqueness import (
     individual_risk,
     population_uniqueness,
 )
-from broker.numbers import numbers_of
-from broker.precision import ColumnPrecision
-from broker.roles import require_columns, require_distinct_roles
 
 # Value-class sizes kept per attribute (larger classes are never "rare" for any k used here).
 _SIZES_KEPT = 101
@@ -92,7 +92,7 @@ class AttributeReport:
     singled_out: int = 0  # rows whose value no other row holds
     # class_sizes[s] = number of values held by exactly s rows, for s < len (sizes 0..100)
     class_sizes: tuple[int, ...] = ()
-    # A column of dates, postcodes or ages: how precise its values are (broker.precision).
+    # A column of dates, postcodes or ages: how precise its values are (broker.columns.precision).
     precision: ColumnPrecision | None = None
 
     def rows_in_values_smaller_than(self, k: int) -> int:

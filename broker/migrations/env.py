@@ -1,11 +1,10 @@
-"""Alembic environment: uses the engine handed over by broker.db, or BROKER_DATABASE_URL."""
+"""Alembic environment: uses the engine handed over by broker.storage.db, or BROKER_DATABASE_URL."""
 
 from alembic import context
 
-from broker.db import Base, Timeouts, make_engine, without_timeouts
-
 # Models register their tables on Base.metadata when imported.
 from broker.models import *  # noqa: F403
+from broker.storage.db import Base, Timeouts, make_engine, without_timeouts
 
 config = context.config
 engine = config.attributes.get("engine")

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 
 
 class Negotiation(Base):

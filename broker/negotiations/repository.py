@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 
 from broker.members.models import Member
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
-from broker.transfers.models import Transfer
 
 
 def get(session: Session, negotiation_id: str, lock: bool = False) -> Negotiation | None:
@@ -140,20 +139,3 @@ def add_notification(session: Session, notification: Notification) -> None:
 def notifications(session: Session, member_id: str, after: int, limit: int) -> list[Notification]:
     query = select(Notification).where(Notification.member_id == member_id, Notification.id > after)
     return list(session.scalars(query.order_by(Notification.id).limit(limit)))
-
-
-def received_under_no_onward(
-    session: Session, member_id: str, sha256: str
-) -> tuple[Transfer, Agreement] | None:
-    """An earlier transfer delivered ``sha256`` to ``member_id`` under an agreement that
-    forbids sending it on (the newest such), with that agreement."""
-    query = (
-        select(Transfer, Agreement)
-        .join(Agreement, Agreement.id == Transfer.agreement_id)
-        .where(Transfer.destination_id == member_id, Transfer.delivered_sha256 == sha256)
-        .order_by(Transfer.created_at.desc())
-    )
-    for transfer, agreement in session.execute(query):
-        if not agreement.terms.get("onward_transfer", False):
-            return transfer, agreement
-    return None

@@ -11,7 +11,6 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
 from broker.catalog import jsonld
-from broker.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
 from broker.errors import MAX_INT32, example, responses
 from broker.negotiations import service
 from broker.negotiations.models import Agreement, Negotiation
@@ -29,6 +28,7 @@ from broker.negotiations.schemas import (
     TermsRead,
 )
 from broker.negotiations.states import FINAL, WAITING_FOR
+from broker.web.deps import CurrentCaller, CurrentMember, SessionDep, SettingsDep
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.statuses import NegotiationState
 

@@ -4,13 +4,14 @@ A negotiation carries the sender's own text to the other party, unmeasured: the 
 purpose and the columns it asks for (in a request or a counter-request), the columns of a
 provider's offer, the reason either party gives for ending it. Each is shown to the other
 member in the negotiation and its events, so none may carry a value of the data: every one
-goes through the detector (:mod:`broker.metrics.content`, which calls :mod:`broker.identifiers`)
-as the catalog's descriptions do, on the text as written and on its NFKC form without invisible
-characters (so that a full-width or zero-width-split e-mail address is seen). Free text (a
-reason) is read as the catalog reads a description (:func:`~broker.metrics.content.contact_in_text`:
-numbers alone, a date or a count, pass); a label (a purpose, a column name) as a key of an
-aggregate is (:func:`~broker.metrics.content.identifier_in_text`: more than six digits, or a
-long encoded-looking run, are refused too). A refusal names the field, never the text.
+goes through the detector (:mod:`broker.identifiers.short_text`, which calls
+:mod:`broker.identifiers`) as the catalog's descriptions do, on the text as written and on its
+NFKC form without invisible characters (so that a full-width or zero-width-split e-mail address
+is seen). Free text (a reason) is read as the catalog reads a description
+(:func:`~broker.identifiers.short_text.contact_in_text`: numbers alone, a date or a count,
+pass); a label (a purpose, a column name) as a key of an aggregate is
+(:func:`~broker.identifiers.short_text.identifier_in_text`: more than six digits, or a long
+encoded-looking run, are refused too). A refusal names the field, never the text.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from broker.metrics.content import contact_in_text, identifier_in_text
-from broker.names import visible_text
+from broker.columns.names import visible_text
+from broker.identifiers.short_text import contact_in_text, identifier_in_text
 
 
 def identifier_in(text: str, free: bool = False) -> str | None:

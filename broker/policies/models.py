@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import JSON, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broker.db import Base, UTCDateTime
+from broker.storage.db import Base, UTCDateTime
 
 
 class PolicyVersion(Base):

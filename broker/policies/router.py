@@ -12,7 +12,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from broker import flows
-from broker.deps import AdminOnly, CurrentCaller, SessionDep
 from broker.errors import (
     MAX_INT32,
     InvalidPolicy,
@@ -37,6 +36,7 @@ from broker.policies.schemas import (
     ReplayedRule,
     ReplayedTransfer,
 )
+from broker.web.deps import AdminOnly, CurrentCaller, SessionDep
 from broker.wire.problems import field_errors
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -457,7 +457,7 @@ def replay_policy(
         Query(description="Only transfers decided before this time (`next_before` pages)"),
     ] = None,
 ) -> PolicyReplay:
-    page = service.replay(session, jurisdiction, record, limit, since, before)
+    page = flows.replay_policy(session, jurisdiction, record, limit, since, before)
     items = [
         ReplayedTransfer(
             transfer_id=transfer.id,

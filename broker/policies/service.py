@@ -1,10 +1,9 @@
-"""F-SLA records: read, version on every change, check drafts, replay a draft over past
-transfers, load the seed files."""
+"""F-SLA records: read, version on every change, check drafts, load the seed files (a draft
+replayed over past transfers reads transfers too: :func:`broker.flows.replay_policy`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,14 +19,11 @@ from broker.errors import (
     VersionMismatch,
 )
 from broker.fsla import lint
-from broker.fsla import replay as replay_
 from broker.fsla.changes import Change, changes, merge_patch
 from broker.fsla.lint import PolicyWarning
 from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
-from broker.transfers import repository as transfers
-from broker.transfers.models import Transfer
 from broker.wire.canonical import sha256_of
 from broker.wire.problems import field_errors
 
@@ -72,11 +68,11 @@ def check_draft(jurisdiction: str, document: Any) -> FSLARecord:
     except ValidationError as error:
         errors = field_errors(error.errors(), drop=(), model=FSLARecord)
         raise InvalidPolicy(f"{errors[0]['field']}: {errors[0]['reason']}", errors=errors) from None
-    _check_path(jurisdiction, record)
+    check_path(jurisdiction, record)
     return record
 
 
-def _check_path(jurisdiction: str, record: FSLARecord) -> None:
+def check_path(jurisdiction: str, record: FSLARecord) -> None:
     if record.jurisdiction != jurisdiction.upper():
         raise InvalidPolicy(
             f"jurisdiction: the record says {record.jurisdiction!r} but the URL "
@@ -137,7 +133,7 @@ def update(
     (:func:`broker.flows.update_policy` reviews the agreements it concerns and commits); an
     unchanged record makes no version. Returns the current row and whether a version was
     created."""
-    _check_path(jurisdiction, record)
+    check_path(jurisdiction, record)
     previous = repository.latest(session, record.jurisdiction)
     _require_match(jurisdiction, previous, if_match)
     return _save(session, previous, record, actor)
@@ -207,7 +203,7 @@ class DraftCheck:
 def check(session: Session, jurisdiction: str, record: FSLARecord) -> DraftCheck:
     """What a valid draft changes against the current version, and what to look at twice;
     nothing is saved."""
-    _check_path(jurisdiction, record)
+    check_path(jurisdiction, record)
     previous = repository.latest(session, record.jurisdiction)
     others = [record_of(row) for row in repository.latest_of_each(session)]
     return DraftCheck(
@@ -260,62 +256,3 @@ def seed(session: Session, records: list[FSLARecord]) -> list[str]:
         created.append(record.jurisdiction)
     session.commit()
     return created
-
-
-@dataclass(frozen=True)
-class ReplayPage:
-    """Each transfer examined with its replay, newest first."""
-
-    replays: list[tuple[Transfer, replay_.Replay]]
-    next_before: datetime | None
-
-
-def replay(
-    session: Session,
-    jurisdiction: str,
-    draft: FSLARecord,
-    limit: int,
-    since: datetime | None = None,
-    before: datetime | None = None,
-) -> ReplayPage:
-    """Replay ``draft`` over the last ``limit`` transfers from or to ``jurisdiction`` (created
-    at or after ``since``, before ``before``), newest first; nothing is saved.
-
-    Each is judged from its stored report by :func:`broker.fsla.replay.replay`, with the other
-    party's record at the version the decision used."""
-    _check_path(jurisdiction, draft)
-    code = jurisdiction.upper()
-    rows = transfers.involving(session, code, since, before, limit + 1)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    records: dict[tuple[str, int], FSLARecord | None] = {}
-
-    def used(where: str | None, versions: dict[str, int]) -> FSLARecord | None:
-        if where is None or where not in versions:
-            return None
-        key = (where, versions[where])
-        if key not in records:
-            row = repository.version(session, *key)
-            records[key] = record_of(row) if row is not None else None
-        return records[key]
-
-    replays = []
-    for transfer, source_jurisdiction, destination_jurisdiction in rows:
-        past = replay_.PastDecision(
-            transfer_id=transfer.id,
-            status=transfer.status,
-            source_jurisdiction=source_jurisdiction,
-            destination_jurisdiction=destination_jurisdiction,
-            purpose=transfer.purpose,
-            quasi_identifiers=tuple(transfer.quasi_identifiers),
-            sensitive=tuple(transfer.sensitive),
-            report=transfer.report,
-            rules=transfer.rules,
-            remedy=transfer.remedy,
-            source_policy=used(source_jurisdiction, transfer.policy_versions),
-            destination_policy=used(destination_jurisdiction, transfer.policy_versions),
-            kind=transfer.kind or "microdata",
-        )
-        replays.append((transfer, replay_.replay(past, code, draft)))
-    next_before = rows[-1][0].created_at if more and rows else None
-    return ReplayPage(replays, next_before)

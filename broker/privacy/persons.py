@@ -6,7 +6,7 @@ would count twice). :func:`people_of` draws it from what the table says:
 
 - the **person key**, when one is declared: its value names each row's person, its spellings
   folded (case, blanks, invisible characters, compatibility forms, ``7`` and ``7.0``:
-  :func:`broker.precision.fold`), so that ``P-X`` and `` p-x`` are one person;
+  :func:`broker.columns.precision.fold`), so that ``P-X`` and `` p-x`` are one person;
 - without one, **each row** is its own person (the sender's word, as before);
 - and, in both cases, the **worst case of a rare tuple** (:mod:`broker.engines.people`): the
   rows that share a quasi-identifier tuple at identifying precision (a full birth date, a
@@ -17,7 +17,7 @@ would count twice). :func:`people_of` draws it from what the table says:
   coarser than both.
 
 The quasi-identifiers are those the request declares and every column that holds dates,
-postcodes or ages (:func:`broker.precision.column_kind`): an aggregate release measures no
+postcodes or ages (:func:`broker.columns.precision.column_kind`): an aggregate release measures no
 k, so nothing else names them.
 
 **Keys that single out a person** (:func:`singled_out`). A ``count_by`` whose keys come from the
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from broker.columns.precision import column_kind, fold, sample_of
 from broker.engines.base import CountTable, Engine
 from broker.engines.people import rare_tuples
-from broker.precision import column_kind, fold, sample_of
 
 DOMINATES = 0.5  # a share of the key's rows and of the value's rows that makes them one
 COMMON = 0.5  # a value held by more of the table than this names no one

@@ -26,7 +26,7 @@ release's).
 
 Keys cross the border with the answers, so a declared key is text the detector must find clean
 (:func:`identifier_in_key`), and two keys of one column must differ by more than case,
-look-alike letters or invisible characters (:func:`broker.names.attribute_key`).
+look-alike letters or invisible characters (:func:`broker.columns.names.attribute_key`).
 
 Errors are :class:`QueryError` (a ``ValueError``) naming the query by its position and the field.
 """
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from broker.metrics.content import identifier_in_text
-from broker.names import attribute_key, visible_text
+from broker.columns.names import attribute_key, visible_text
+from broker.identifiers.short_text import identifier_in_text
 from broker.privacy.budget import BudgetError, positive_epsilon
 from broker.wire import json_limits
 

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from broker.columns.numbers import numbers_of
 from broker.engines.base import CountTable, Engine
 from broker.metrics.content import content_of, sample_distinct
-from broker.numbers import numbers_of
 from broker.privacy import mechanisms
 from broker.privacy.budget import show, split, stored, total
 from broker.privacy.persons import (  # bounded_rows: where it was first

@@ -35,12 +35,16 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.orm import Session
 
+from broker.columns.roles import listed_columns
 from broker.config import Settings
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, InvalidQuery, UnknownColumn, Unprocessable
 from broker.fsla.aggregate import ReleaseDecision, decide_release, lookback
 from broker.fsla.decide import Parties, TransferRequest
+from broker.intake.references import Reference
+from broker.intake.tables import Table, counting_limits, open_upload
+from broker.intake.uploads import Upload
 from broker.privacy.budget import (
     Asked,
     BudgetError,
@@ -53,15 +57,11 @@ from broker.privacy.budget import (
 from broker.privacy.identity import Sketch, same_dataset, similarity, sketch_of
 from broker.privacy.queries import QueryError, UnknownQueryColumn, parse_queries
 from broker.privacy.release import Plan, ReleaseError, compute, plan, validate
-from broker.references import Reference
-from broker.roles import listed_columns
-from broker.tables import Table, counting_limits, open_upload
 from broker.transfers import ledger, recording
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import DatasetSketch, PrivacySpend, Transfer
 from broker.transfers.parties import policy_spelling, read_parties
 from broker.transfers.release import StoredRelease
-from broker.uploads import Upload
 from broker.wire.statuses import TransferKind
 
 MEDIA_TYPE = "application/json"

@@ -2,8 +2,8 @@
 
 A dry run stores no transfer, but the broker writes the table that the transfer would deliver
 (the table as sent when it would be approved, else the verified remedy's result) exactly as a
-delivery is written (:meth:`broker.tables.Table.write`: the input's format, rows shuffled, the
-person key removed), into the spool folder beside the delivery files: ``dry-runs/<id>.data``
+delivery is written (:meth:`broker.intake.tables.Table.write`: the input's format, rows shuffled,
+the person key removed), into the spool folder beside the delivery files: ``dry-runs/<id>.data``
 and ``dry-runs/<id>.json`` (who ran it, the file's type and name, when it expires). Only the
 member that ran it (or an admin) may fetch it, until ``BROKER_DRY_RUN_RETENTION_SECONDS`` have
 passed; the spool sweep removes it then (:func:`sweep`), and a fetch after that time is a 404
@@ -25,7 +25,7 @@ from broker.config import Settings
 from broker.engines.base import Engine
 from broker.errors import NotFound, storage_faults
 from broker.fsla.decide import Outcome
-from broker.tables import Table
+from broker.intake.tables import Table
 from broker.wire.statuses import TransferStatus
 
 SHUFFLED = (

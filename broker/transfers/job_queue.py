@@ -16,10 +16,10 @@ from broker.background import Deadline
 from broker.config import Settings
 from broker.errors import ProblemError
 from broker.fsla.decide import TransferRequest
-from broker.references import Reference
+from broker.intake.references import Reference
+from broker.intake.uploads import Upload
 from broker.transfers import dry_runs, microdata, repository
 from broker.transfers.models import TransferJob
-from broker.uploads import Upload
 from broker.wire.statuses import JobState
 
 

@@ -29,12 +29,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.background import Deadline, Poller, owner_name
 from broker.config import Settings
-from broker.monitoring import Monitoring
 from broker.transfers import job_queue, repository
 from broker.wire.statuses import JobState, TransferStatus
 
@@ -62,12 +62,19 @@ class _Slot:
     replaced: bool = False  # past its deadline: a fresh thread once this one has ended
 
 
+class Counts(Protocol):
+    """Where the runner counts each decision: the app passes its
+    :class:`broker.web.monitoring.Monitoring` (the web layer; transfers do not import it)."""
+
+    def count_decision(self, status: str, rules: list[dict]) -> None: ...
+
+
 class JobRunner:
     def __init__(
         self,
         factory: sessionmaker[Session],
         settings: Settings,
-        monitoring: Monitoring,
+        monitoring: Counts,
         on_approved: Callable[[], None] = lambda: None,
         chores: Sequence[Chore] = (),
     ):

@@ -20,7 +20,7 @@ def lock_pair(session: Session, source_id: str, destination_id: str) -> None:
     PostgreSQL: a transaction-level advisory lock on a 64-bit key of the pair, so that two
     releases between the same members take turns between reading what was spent and writing
     their own spend (a row lock would need a row to exist first). SQLite: every transaction
-    already begins with ``BEGIN IMMEDIATE`` (``broker.db``), which serializes writers.
+    already begins with ``BEGIN IMMEDIATE`` (``broker.storage.db``), which serializes writers.
     """
     if session.get_bind().dialect.name != "postgresql":
         return

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from broker.background import Deadline
+from broker.columns.roles import Roles
 from broker.config import Settings
 from broker.delivery.models import Delivery
 from broker.engines.base import Engine
@@ -40,16 +41,14 @@ from broker.fsla.decide import (
 )
 from broker.fsla.linkage import History, released_classes
 from broker.fsla.offers import Terms
-from broker.negotiations import repository as negotiations_repository
+from broker.intake.references import REFERENCE, Reference, open_reference
+from broker.intake.tables import counting_limits, open_upload
+from broker.intake.uploads import Upload
 from broker.negotiations.agreements import usable
-from broker.references import REFERENCE, Reference, open_reference
-from broker.roles import Roles
-from broker.tables import counting_limits, open_upload
 from broker.transfers import dry_runs, recording, repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import ReleasedClasses, Transfer
 from broker.transfers.parties import policy_spelling, read_parties
-from broker.uploads import Upload
 from broker.wire.statuses import TransferStatus
 
 EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
@@ -111,7 +110,7 @@ def decide(
     if request.agreement_id is not None:
         agreement = agreement_of(session, source_id, request.agreement_id)
     onward = None
-    received = negotiations_repository.received_under_no_onward(session, source_id, upload.sha256)
+    received = repository.received_under_no_onward(session, source_id, upload.sha256)
     if received is not None:
         onward = Onward(received[0].id, received[1].id)
     session.rollback()

@@ -20,9 +20,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, foreign, mapped_column, relationship
 
-from broker.db import Base, UTCDateTime
 from broker.delivery.models import Delivery
 from broker.members.models import MemberHealth
+from broker.storage.db import Base, UTCDateTime
 
 
 class Transfer(Base):

@@ -8,12 +8,12 @@ from sqlalchemy.orm import Session
 from broker.errors import NotFound
 from broker.fsla.decide import Parties, Party
 from broker.fsla.models import FSLARecord
-from broker.transfers import repository
+from broker.members import repository as members
 
 
 def read_parties(session: Session, source_id: str, destination_id: str) -> Parties:
     """The two members and their jurisdictions' current F-SLA versions, in one query."""
-    rows = {row.id: row for row in repository.parties(session, (source_id, destination_id))}
+    rows = {row.id: row for row in members.parties(session, (source_id, destination_id))}
     found = {}
     for row in filter(None, (rows.get(source_id), rows.get(destination_id))):
         if row.version is None:

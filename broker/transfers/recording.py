@@ -20,8 +20,8 @@ from urllib.parse import quote
 from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
-from broker.db import Base
 from broker.delivery.models import Delivery
+from broker.storage.db import Base
 from broker.transfers import repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import Transfer

@@ -1,6 +1,5 @@
 """Transfer and job queries. Job claims are conditional updates, as the outbox's are."""
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +9,7 @@ from sqlalchemy.orm import Session, aliased
 from broker.delivery.models import Delivery
 from broker.fsla import linkage
 from broker.members.models import Member
-from broker.policies.models import PolicyVersion
+from broker.negotiations.models import Agreement
 from broker.transfers.models import ReleasedClasses, Transfer, TransferJob
 from broker.wire.statuses import JobState
 
@@ -53,34 +52,6 @@ def page(
         query.order_by(Transfer.created_at.desc(), Transfer.id.desc()).offset(offset).limit(limit)
     ).unique()
     return list(rows), int(total or 0)
-
-
-def parties(session: Session, member_ids: Sequence[str]) -> list[Row]:
-    """Each of these members (``id``, ``jurisdiction``, ``status``) with its jurisdiction's newest
-    F-SLA ``version`` and ``document`` (both None when it has none), in one query."""
-    newest = (
-        select(func.max(PolicyVersion.version))
-        .where(PolicyVersion.jurisdiction == Member.jurisdiction)
-        .correlate(Member)
-        .scalar_subquery()
-    )
-    query = (
-        select(
-            Member.id,
-            Member.jurisdiction,
-            Member.status,
-            PolicyVersion.version,
-            PolicyVersion.document,
-        )
-        .outerjoin(
-            PolicyVersion,
-            and_(
-                PolicyVersion.jurisdiction == Member.jurisdiction, PolicyVersion.version == newest
-            ),
-        )
-        .where(Member.id.in_(member_ids))
-    )
-    return list(session.execute(query))
 
 
 def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None:
@@ -301,3 +272,20 @@ def involving(
         query = query.where(Transfer.created_at < before)
     query = query.order_by(Transfer.created_at.desc(), Transfer.id.desc()).limit(limit)
     return list(session.execute(query).unique())
+
+
+def received_under_no_onward(
+    session: Session, member_id: str, sha256: str
+) -> tuple[Transfer, Agreement] | None:
+    """An earlier transfer delivered ``sha256`` to ``member_id`` under an agreement that
+    forbids sending it on (the newest such), with that agreement."""
+    query = (
+        select(Transfer, Agreement)
+        .join(Agreement, Agreement.id == Transfer.agreement_id)
+        .where(Transfer.destination_id == member_id, Transfer.delivered_sha256 == sha256)
+        .order_by(Transfer.created_at.desc())
+    )
+    for transfer, agreement in session.execute(query):
+        if not agreement.terms.get("onward_transfer", False):
+            return transfer, agreement
+    return None

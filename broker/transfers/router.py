@@ -4,15 +4,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Header, Path, Query, Request, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
-from broker import flows, references, reports
+from broker import flows, reports
 from broker.callers import Caller
-from broker.deps import (
-    CurrentCaller,
-    CurrentMember,
-    RateLimitedMember,
-    SessionDep,
-    SettingsDep,
-)
 from broker.errors import (
     FAULT_EXAMPLES,
     MAX_INT32,
@@ -21,10 +14,19 @@ from broker.errors import (
     example,
     responses,
 )
+from broker.intake import references
+from broker.intake.uploads import Upload
 from broker.transfers import dry_runs, service
 from broker.transfers.models import TransferJob
 from broker.transfers.schemas import TransferForm, TransferJobRead, TransferPage, TransferRead
-from broker.uploads import Upload, spooled_upload
+from broker.web.deps import (
+    CurrentCaller,
+    CurrentMember,
+    RateLimitedMember,
+    SessionDep,
+    SettingsDep,
+    spooled_upload,
+)
 from broker.wire.headers import IDEMPOTENCY_KEY
 from broker.wire.statuses import JobState, TransferKind, TransferStatus
 

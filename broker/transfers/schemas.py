@@ -8,12 +8,12 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from broker.analysis.schemas import Report
 from broker.callers import Caller
+from broker.columns.roles import NAMES_MAX_LENGTH, parse_names
 from broker.delivery import states as delivery_states
 from broker.delivery.schemas import DeliveryRead
 from broker.fsla.decide import TransferRequest
 from broker.fsla.stored import StoredBefore, StoredRemedy
 from broker.fsla.summary import summarize
-from broker.roles import NAMES_MAX_LENGTH, parse_names
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.release import StoredRelease
 from broker.wire.statuses import (

@@ -35,11 +35,11 @@ from broker.errors import (
 from broker.fsla.decide import (
     TransferRequest,
 )
+from broker.intake.references import Reference
+from broker.intake.uploads import Upload, adopt, discard
 from broker.members import repository as members
-from broker.references import Reference
 from broker.transfers import aggregate, job_queue, microdata, repository
 from broker.transfers.models import Transfer, TransferJob
-from broker.uploads import Upload, adopt, discard
 from broker.wire import headers as h
 from broker.wire.canonical import sha256_of
 from broker.wire.statuses import DeliveryStatus, JobState, TransferKind, TransferStatus

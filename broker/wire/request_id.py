@@ -3,7 +3,7 @@
 ``X-Request-ID`` comes in (kept when it is 1-128 characters of letters, digits, ``._-``) or is
 made (32 hex digits), is set on the answer, and is :data:`current` while the request is served:
 problem+json bodies (:mod:`broker.wire.problems`) and the broker's log lines
-(:mod:`broker.requests_log`) read it from there.
+(:mod:`broker.web.requests_log`) read it from there.
 """
 
 from __future__ import annotations

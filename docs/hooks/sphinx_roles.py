@@ -1,6 +1,7 @@
 """Griffe extension: Sphinx roles in docstrings shown as code in the Python API pages.
 
-The docstrings name other objects the Sphinx way (``:func:`report_of```, ``:mod:`broker.missing```)
+The docstrings name other objects the Sphinx way (``:func:`report_of```,
+``:mod:`broker.columns.missing```)
 so that they read well in ``help()``; Markdown has no such roles and would print them as they are.
 Each becomes a code span (``report_of``): the name stays, the role's punctuation goes.
 """

@@ -7,7 +7,6 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker import precision
 from broker.anonymize.labels import (
     ANY,
     MISSING,
@@ -19,6 +18,7 @@ from broker.anonymize.labels import (
     top_label,
     years_label,
 )
+from broker.columns import precision
 from broker.fsla.linkage import Release, earlier_cells, label_holds
 
 NUMBERS = st.floats(-1e9, 1e9, allow_nan=False, allow_infinity=False, allow_subnormal=False)

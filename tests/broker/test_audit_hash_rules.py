@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from broker.audit import service as audit
 from broker.cli import main
-from broker.db import alembic_config, make_engine
+from broker.storage.db import alembic_config, make_engine
 from tests.conftest import postgres_database
 
 MOMENT = datetime(2026, 11, 20, 9, 30, 0, 123456, tzinfo=UTC)

@@ -103,7 +103,7 @@ def test_log_lines_are_json_with_the_request_id(capfd):
     import json
     import logging
 
-    from broker.requests_log import configure_logging
+    from broker.web.requests_log import configure_logging
     from broker.wire.request_id import current
 
     root = logging.getLogger()

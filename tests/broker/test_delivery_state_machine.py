@@ -25,17 +25,17 @@ from broker import flows
 from broker.audit import service as audit
 from broker.callers import MEMBER, Caller
 from broker.config import Settings
-from broker.db import make_engine, upgrade
 from broker.delivery import service as delivery
 from broker.delivery.keyring import KeyRing
 from broker.delivery.models import Delivery
 from broker.delivery.worker import DeliveryWorker
+from broker.intake.uploads import discard, receive
 from broker.members import service as members
 from broker.policies import service as policies
 from broker.policies.seed import load_records
+from broker.storage.db import make_engine, upgrade
 from broker.transfers import service as transfers
 from broker.transfers.models import Transfer
-from broker.uploads import discard, receive
 from tests.conftest import FIXTURES, POLICIES
 
 MAX_ATTEMPTS = 3

@@ -16,10 +16,10 @@ from sqlalchemy import text
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from broker.db import Timeouts, make_engine
 from broker.errors import InsufficientStorage
+from broker.intake.uploads import receive
 from broker.main import create_app
-from broker.uploads import receive
+from broker.storage.db import Timeouts, make_engine
 from tests.broker.conftest import ADMIN
 from tests.conftest import postgres_database
 

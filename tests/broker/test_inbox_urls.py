@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.members.inbox_urls import InboxPolicy, refusal
+from broker.wire.inbox_urls import InboxPolicy, refusal
 from tests.broker.conftest import ADMIN
 
 

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 
 from broker.errors import Conflict
 from broker.fsla.decide import TransferRequest
+from broker.intake.uploads import Upload
 from broker.main import create_app
 from broker.transfers import microdata, repository
 from broker.transfers.models import ReleasedClasses
-from broker.uploads import Upload
 from tests.broker.conftest import ADMIN, Federation
 
 # Twenty-two people: ages 23, 27, 33, 37 in postcodes 101 and 102, three of an age in one

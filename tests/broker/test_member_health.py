@@ -19,14 +19,14 @@ from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
 from broker import flows
-from broker.db import make_engine, make_sessionmaker, upgrade
 from broker.main import create_app
 from broker.members import service as members
 from broker.members.health import Health, after_check, health_read, health_url
 from broker.members.health_checks import HealthChecker, probe
-from broker.members.inbox_urls import InboxPolicy
 from broker.policies import service as policies
 from broker.policies.seed import load_records
+from broker.storage.db import make_engine, make_sessionmaker, upgrade
+from broker.wire.inbox_urls import InboxPolicy
 from broker.wire.statuses import HealthState
 from tests.broker.conftest import ADMIN, Federation, bearer
 from tests.conftest import POLICIES, postgres_database

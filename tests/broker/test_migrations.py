@@ -10,9 +10,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.orm import Session
 
-from broker.db import Base, UTCDateTime, alembic_config, make_engine, upgrade
 from broker.delivery.models import Delivery
 from broker.models import *  # noqa: F403  (every table registers on Base.metadata)
+from broker.storage.db import Base, UTCDateTime, alembic_config, make_engine, upgrade
 from broker.transfers import recording
 from broker.transfers.models import Transfer
 from tests.conftest import postgres_database

@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from broker import pinned_files
-from broker.pinned_files import Changed, Refused
+from broker.intake import pinned_files
+from broker.intake.pinned_files import Changed, Refused
 
 MIB = 1 << 20
 ROOT_INODES: dict[str, int] = {}  # each root as it was when resolved

@@ -12,9 +12,9 @@ from distributed import LocalCluster
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from broker import pinned_files, references
 from broker.background import Deadline, PastDeadline
 from broker.datasets import ReadLimits
+from broker.intake import pinned_files, references
 from broker.main import create_app
 from broker.transfers import job_queue
 from broker.transfers.models import TransferJob

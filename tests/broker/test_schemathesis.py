@@ -29,8 +29,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from broker.config import Settings
-from broker.db import make_engine, upgrade
 from broker.main import create_app
+from broker.storage.db import make_engine, upgrade
 from tests.broker.conftest import ADMIN, Federation, bearer
 from tests.conftest import ADMIN_TOKEN, POLICIES
 

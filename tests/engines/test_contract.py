@@ -23,15 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.datasets import read_path
-from broker.engines.base import IDENTICAL_ROWS, WORST_CASE, CountTable, RecodePlan
-from broker.engines.dask import DaskEngine
-from broker.engines.duckdb import DuckDBEngine
-from broker.engines.pandas import PandasEngine
-from broker.engines.people import NUDGE_DAYS
-from broker.metrics.anonymity import ORDERED
-from broker.metrics.report import ReportOptions, report_of
-from broker.precision import (
+from broker.columns.precision import (
     DATE,
     POSTCODE,
     READERS,
@@ -42,6 +34,14 @@ from broker.precision import (
     read_date,
     sample_of,
 )
+from broker.datasets import read_path
+from broker.engines.base import IDENTICAL_ROWS, WORST_CASE, CountTable, RecodePlan
+from broker.engines.dask import DaskEngine
+from broker.engines.duckdb import DuckDBEngine
+from broker.engines.pandas import PandasEngine
+from broker.engines.people import NUDGE_DAYS
+from broker.metrics.anonymity import ORDERED
+from broker.metrics.report import ReportOptions, report_of
 from tests.engines.close import close
 from tests.metrics.test_anonymity import exact_t_missing_last
 

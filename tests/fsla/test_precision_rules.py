@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from broker.columns.precision import Limits
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import combine, evaluate
 from broker.fsla.lint import warnings
@@ -16,7 +17,6 @@ from broker.fsla.replay import replay
 from broker.fsla.results import TransferContext
 from broker.fsla.summary import summarize
 from broker.metrics.report import ReportOptions, analyze
-from broker.precision import Limits
 from broker.wire.statuses import TransferStatus
 from tests.fsla.test_evaluate import record
 from tests.fsla.test_replay import past

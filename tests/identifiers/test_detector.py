@@ -24,8 +24,9 @@ from broker.identifiers import (
     verdict,
 )
 from broker.identifiers.numbers import _LENGTHS, PERSONAL_IDS, _module, card, iban, mrz
+from broker.identifiers.short_text import identifier_in_text
 from broker.identifiers.text import MAX_DEPTH, readings
-from broker.metrics.content import content_of, identifier_in_text, split_content
+from broker.metrics.content import content_of, split_content
 from tests.fixtures.identifiers import corpus
 
 FIXTURES = Path(corpus.__file__).parent

@@ -24,6 +24,7 @@ from stdnum.fr import nir
 
 from broker.datasets import DatasetError, read_dataset
 from broker.identifiers import scan
+from broker.identifiers.short_text import identifier_across_names
 from broker.identifiers.text import (
     MAX_INFLATED,
     MAX_READ_CHARS,
@@ -31,12 +32,7 @@ from broker.identifiers.text import (
     digits_from_words,
     readings,
 )
-from broker.metrics.content import (
-    content_of,
-    identifier_across_names,
-    split_content,
-    vertical_content,
-)
+from broker.metrics.content import content_of, split_content, vertical_content
 from broker.metrics.report import ReportOptions, analyze
 
 EMAIL = "awa.diop@example.sn"

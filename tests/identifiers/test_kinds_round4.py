@@ -16,11 +16,12 @@ from stdnum import luhn
 from stdnum.de import idnr as stdnum_idnr
 from stdnum.in_ import pan as stdnum_pan
 
+from broker.columns.names import attribute_key, colliding_names
 from broker.identifiers import NATIONAL_ID, PERSON_NAME, PHONE, STRONG, WEAK, scan, verdict
 from broker.identifiers.folding import fold_letters, letter_forms
 from broker.identifiers.patterns import DEVICE, LOCATION, VEHICLE
-from broker.metrics.content import content_of, identifier_in_text
-from broker.names import attribute_key, colliding_names
+from broker.identifiers.short_text import identifier_in_text
+from broker.metrics.content import content_of
 from tests.fixtures.identifiers import corpus
 
 FIXTURES = Path(corpus.__file__).parent

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from broker.columns.roles import require_columns
 from broker.engines.base import RecodePlan
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, quote
 from broker.engines.recoded import Recoded
-from broker.roles import require_columns
 
 if TYPE_CHECKING:
     from broker.engines.duckdb.engine import DuckDBEngine

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from broker.columns.roles import require_columns
 from broker.engines.base import (
     IDENTICAL_ROWS,
     PERSON_KEY,
@@ -44,7 +45,6 @@ from broker.engines.people import (
     key_codes,
     rare_tuples,
 )
-from broker.roles import require_columns
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from broker.columns.roles import require_columns
 from broker.datasets import DatasetTooLarge
 from broker.engines.base import CountTable, mixed_radix_strides
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, UNION, literal, quote
-from broker.roles import require_columns
 
 if TYPE_CHECKING:
     from broker.engines.duckdb.engine import DuckDBEngine

@@ -18,8 +18,8 @@ themselves). For a new release, each row's *original* values on an earlier relea
 quasi-identifiers are mapped to the classes of E whose labels hold them (a raw value is in a
 label when equal, inside the range ``"30-39"``, matching the mask ``"570*"``, in the set
 ``"F, M"``, in the calendar unit ``"2024-03"`` or ``"2020/2024"`` (a date read however it is
-written, :mod:`broker.precision`), in the top category ``"90+"``, or under ``"*"``). Rows that
-fall in no class of E are people E did not hold. The others are grouped by (new class, the set
+written, :mod:`broker.columns.precision`), in the top category ``"90+"``, or under ``"*"``). Rows
+that fall in no class of E are people E did not hold. The others are grouped by (new class, the set
 of E classes they fall in): a **joint class**. Everyone in a joint class is among the people an
 attacker who knows a member's values cannot tell apart after the join (the true candidates may
 be more: people whose labels in E overlap), so its size is a lower bound of that crowd, and the

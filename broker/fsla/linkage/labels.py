@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize.labels import Label, read_label
-from broker.missing import blank_strings
-from broker.numbers import numbers_of
-from broker.precision import read_date
+from broker.columns.missing import blank_strings
+from broker.columns.numbers import numbers_of
+from broker.columns.precision import read_date
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}")  # a date read into ISO, to the month at least
 
@@ -27,7 +27,7 @@ class _Values:
     numbers: np.ndarray
     missing: np.ndarray
     years: np.ndarray
-    dates: pd.Series  # a date however written, in ISO (broker.precision); else the text
+    dates: pd.Series  # a date however written, in ISO (broker.columns.precision); else the text
     compact: pd.Series  # without blanks or hyphens, uppercase: a postcode as a mask reads it
 
     @classmethod

@@ -1,5 +1,6 @@
 """Forbidden attributes: names a record never lets pass, compared folded (case, look-alike
-letters, invisible characters: :func:`broker.names.attribute_key`). The remedy drops them."""
+letters, invisible characters: :func:`broker.columns.names.attribute_key`). The remedy drops
+them."""
 
 from __future__ import annotations
 

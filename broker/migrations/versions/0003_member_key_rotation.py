@@ -9,7 +9,7 @@ Create Date: 2026-11-23 00:05:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0003"
 down_revision = "0002"

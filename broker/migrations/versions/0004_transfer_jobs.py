@@ -8,7 +8,7 @@ Create Date: 2026-11-23 04:40:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0004"
 down_revision = "0003"

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 06:45:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0006"
 down_revision = "0005"

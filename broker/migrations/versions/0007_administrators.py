@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0007"
 down_revision = "0006"

@@ -10,7 +10,7 @@ Create Date: 2026-11-26 09:27:26
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0008"
 down_revision = "0007"

@@ -9,7 +9,7 @@ Create Date: 2026-11-27 09:00:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0009"
 down_revision = "0008"

@@ -9,7 +9,7 @@ Create Date: 2026-11-26 09:40:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0010"
 down_revision = "0009"

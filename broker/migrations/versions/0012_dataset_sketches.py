@@ -10,7 +10,7 @@ Create Date: 2026-12-02 10:00:00
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0012"
 down_revision = "0011"

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import sqlalchemy as sa
 from alembic import op
 
-from broker.db import UTCDateTime
+from broker.storage.db import UTCDateTime
 
 revision = "0014"
 down_revision = "0013"

@@ -1,6 +1,6 @@
 """An upload opened for measuring: in memory when small, out of core when large.
 
-:func:`open_upload` reads the spooled copy (:mod:`broker.uploads`) into the engine that suits
+:func:`open_upload` reads the spooled copy (:mod:`broker.intake.uploads`) into the engine that suits
 its size, with the declared roles checked against its columns, and every bound on what it may
 cost checked before its values reach the broker's memory. :class:`Table` also knows how to write
 a table like it again, which is what leaves (:class:`Written`).
@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.columns.roles import RoleError, Roles
 from broker.config import Settings
 from broker.datasets import (
     CSV,
@@ -30,8 +31,7 @@ from broker.datasets.limits import check_cell_length
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.errors import InvalidDataset, PayloadTooLarge, UnknownColumn, storage_faults
-from broker.roles import RoleError, Roles
-from broker.uploads import CHUNK, Upload
+from broker.intake.uploads import CHUNK, Upload
 
 
 def read_limits(settings: Settings) -> ReadLimits:

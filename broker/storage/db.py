@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parents[1] / "migrations"
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -100,7 +100,7 @@ class Timeouts:
         """How long the broker waits for any answer of a PostgreSQL server before it gives the
         connection up (a frozen server cannot time its statements out): a little past the
         statement timeout, which a running server reports first. None without one."""
-        from broker.postgres import ANSWER_MARGIN
+        from broker.storage.postgres import ANSWER_MARGIN
 
         return self.statement + ANSWER_MARGIN if self.statement else None
 
@@ -157,7 +157,7 @@ def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
         url, pool_pre_ping=True, pool_timeout=timeouts.pool, connect_args=connect_args
     )
     if parsed.get_driver_name() == "psycopg":
-        from broker import postgres
+        from broker.storage import postgres
 
         @event.listens_for(engine, "do_connect")
         def _connect_with_deadline(_dialect, _record, cargs, cparams):

@@ -93,6 +93,9 @@ class Monitoring:
         source = by_rule.get("destination_known", "unknown")  # judged in the source's name
         self.decisions.labels(status, source, by_rule.get("destination_active", "unknown")).inc()
 
+    def count_delivery(self, outcome: str) -> None:
+        self.deliveries.labels(outcome).inc()
+
     def timed(self, kind: str):
         return self.analysis_seconds.labels(kind).time()
 

@@ -1,8 +1,8 @@
 from fastapi import APIRouter, Request
 from sqlalchemy.exc import SQLAlchemyError
 
-from broker.db import schema_is_current
 from broker.errors import NotReady, responses
+from broker.storage.db import schema_is_current
 
 router = APIRouter(tags=["Health"])
 

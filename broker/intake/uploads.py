@@ -3,10 +3,10 @@
 The upload never sits whole in memory: the multipart parser writes the file part to a temporary
 file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into the broker's spool
 folder, hashing as it copies. What is measured is then read from that copy: small files into
-memory, large ones out of core (:mod:`broker.tables`). A job that decides later
+memory, large ones out of core (:mod:`broker.intake.tables`). A job that decides later
 (``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
-request ends. A spool folder without room for the copy answers 507 with ``Retry-After``, the part
-copied removed at once.
+request ends (the request's dependency: :data:`broker.web.deps.SpooledUpload`). A spool folder
+without room for the copy answers 507 with ``Retry-After``, the part copied removed at once.
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import BinaryIO
 
-from fastapi import Depends, File, UploadFile
-
-from broker.deps import SettingsDep
 from broker.errors import storage_faults
 
 CHUNK = 1 << 20
@@ -72,18 +68,3 @@ def adopt(upload: Upload, path: Path) -> Upload:
 
 def discard(upload: Upload) -> None:
     upload.path.unlink(missing_ok=True)
-
-
-def spooled_upload(
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
-) -> Iterator[Upload]:
-    """The request's file, copied into the spool folder; removed when the request ends."""
-    upload = receive(file.file, settings.spool_dir, file.filename, file.content_type)
-    try:
-        yield upload
-    finally:
-        discard(upload)
-
-
-SpooledUpload = Annotated[Upload, Depends(spooled_upload)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from broker.names import attribute_key, near_misses
+from broker.columns.names import attribute_key, near_misses
 
 _LISTED_COLUMNS = 20  # at most this many columns are listed in an error ...
 _LISTED_CHARS = 400  # ... in at most about this many characters
@@ -53,7 +53,7 @@ class Roles:
         >>> Roles.declare(["age"], ["Age"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        broker.roles.RoleError: Quasi-identifier 'Age' is not a column ... (did you mean 'age'?)...
+        broker.columns.roles.RoleError: Quasi-identifier 'Age' is not a column ...'age'?)...
         """
         quasi_identifiers = tuple(dict.fromkeys(quasi_identifiers))
         sensitive = tuple(dict.fromkeys(sensitive))

@@ -1,4 +1,5 @@
-"""Request dependencies: the database session, the settings, and who is calling (authenticated
+"""Request dependencies: the database session, the settings, the uploaded file (copied into the
+spool folder), and who is calling (authenticated
 here into a :class:`broker.callers.Caller`, which services take; no service imports this module)."""
 
 from __future__ import annotations
@@ -7,16 +8,18 @@ import hmac
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, File, Request, UploadFile
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from broker.admins import service as admins
 from broker.callers import ADMIN, BOOTSTRAP, MEMBER, Caller
 from broker.config import Settings
-from broker.db import session_scope
 from broker.errors import Forbidden, NotAuthenticated
+from broker.intake import uploads
+from broker.intake.uploads import Upload
 from broker.members import service as members
+from broker.storage.db import session_scope
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -115,3 +118,18 @@ def rate_limited_member(request: Request, caller: CurrentMember) -> Caller:
 
 RateLimitedCaller = Annotated[Caller, Depends(rate_limited)]
 RateLimitedMember = Annotated[Caller, Depends(rate_limited_member)]
+
+
+def spooled_upload(
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
+) -> Iterator[Upload]:
+    """The request's file, copied into the spool folder; removed when the request ends."""
+    upload = uploads.receive(file.file, settings.spool_dir, file.filename, file.content_type)
+    try:
+        yield upload
+    finally:
+        uploads.discard(upload)
+
+
+SpooledUpload = Annotated[Upload, Depends(spooled_upload)]

@@ -3,7 +3,7 @@
 The member names files on the federation's shared storage, under a folder an administrator
 granted it (``BROKER_REFERENCE_ROOTS``), with glob patterns for several. The request resolves
 that location once (:func:`resolve`) into a fixed list of regular files, each pinned by its
-identity (:mod:`broker.pinned_files`); the job keeps that list, and its Dask cluster
+identity (:mod:`broker.intake.pinned_files`); the job keeps that list, and its Dask cluster
 (``BROKER_DASK_SCHEDULER``) reads only those files, each checked against its pins (and, after
 the first read, its SHA-256) at every pass, through the canonical reader uploads go through
 (:func:`broker.datasets.read_dataset`: the same column-name, content and size rules). The broker
@@ -26,14 +26,14 @@ from typing import Any
 
 import pandas as pd
 
-from broker import pinned_files
 from broker.background import Deadline
 from broker.config import Settings
 from broker.datasets import DatasetError, DatasetTooLarge, ReadLimits, read_dataset
 from broker.engines.base import Engine
 from broker.errors import Conflict, Forbidden, InvalidDataset, PayloadTooLarge, Unprocessable
-from broker.pinned_files import Pinned
-from broker.tables import Table, Written, declare_roles, read_limits
+from broker.intake import pinned_files
+from broker.intake.pinned_files import Pinned
+from broker.intake.tables import Table, Written, declare_roles, read_limits
 from broker.wire.canonical import sha256_of
 
 REFERENCE = "reference"  # the delivered document's format

@@ -21,8 +21,8 @@ its values are written as only a postcode is (``SW1A 1AA``, ``K1A 0B1``, ``1012 
 town's capitalized name, in either order: ``12 rue X, 75011 Paris``, ``Lagos 101241``); *ages*
 when its name says age (``age``, ``âge``, ``age1``, ``edad``, ``años``, ``years``, ``alter``)
 and half its values read as ages, or when half read as ages and a fifth carry their unit
-(``93 ans``). Names are compared folded (:func:`broker.names.attribute_key`, accents removed),
-word by word, digits glued to a word removed, so ``Âge``, ``A\u200bGE``, ``zip5`` or
+(``93 ans``). Names are compared folded (:func:`broker.columns.names.attribute_key`, accents
+removed), word by word, digits glued to a word removed, so ``Âge``, ``A\u200bGE``, ``zip5`` or
 ``DateNaissance`` are recognized. A postcode or an age written as a bare number under a name that
 says nothing cannot be told from any other code or number, and is not recognized.
 
@@ -63,9 +63,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.missing import is_missing
-from broker.names import attribute_key, visible_text
-from broker.numbers import numbers_of
+from broker.columns.missing import is_missing
+from broker.columns.names import attribute_key, visible_text
+from broker.columns.numbers import numbers_of
 
 DATE, POSTCODE, AGE = "date", "postcode", "age"
 YEAR, MONTH, DAY = "year", "month", "day"
