@@ -34,6 +34,7 @@ from broker.fsla import replay as replay_
 from broker.fsla.models import FSLARecord
 from broker.members import service as members
 from broker.members.health import Health, changed
+from broker.negotiations import agreements
 from broker.negotiations import service as negotiations
 from broker.policies import repository as policies_repository
 from broker.policies import service as policies
@@ -91,7 +92,7 @@ def update_policy(
     else:
         row, created = policies.patch(session, jurisdiction, merge_patch, actor, if_match)
     if created and row.version > 1:  # agreements its members made may no longer hold
-        negotiations.review_agreements(session, row.jurisdiction, actor)
+        agreements.review(session, row.jurisdiction, actor)
     session.commit()
     return row, created
 

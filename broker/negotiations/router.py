@@ -12,7 +12,7 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 
 from broker.catalog import jsonld
 from broker.errors import MAX_INT32, example, responses
-from broker.negotiations import service
+from broker.negotiations import agreements, service
 from broker.negotiations.models import Agreement, Negotiation
 from broker.negotiations.schemas import (
     AgreementPage,
@@ -312,7 +312,7 @@ def list_agreements(
     offset: Annotated[int, Query(ge=0, le=MAX_INT32)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> AgreementPage:
-    found, total = service.agreements_page(session, caller, offset, limit)
+    found, total = agreements.page(session, caller, offset, limit)
     return AgreementPage(items=[agreement_read(a) for a in found], total=total)
 
 
@@ -331,7 +331,7 @@ def list_agreements(
 def get_agreement(
     agreement_id: AgreementId, session: SessionDep, caller: CurrentCaller
 ) -> AgreementRead:
-    return agreement_read(service.agreement(session, caller, agreement_id))
+    return agreement_read(agreements.get(session, caller, agreement_id))
 
 
 @router.get(

@@ -14,8 +14,8 @@ records once more, records the agreement and signs it (``agree``); once the cons
 verified that signature, it finalizes it. A negotiation that waits longer than
 ``BROKER_NEGOTIATION_TIMEOUT_SECONDS`` is ended by the broker.
 
-An agreement that an F-SLA change breaks is suspended, and both parties are told
-(:func:`review_agreements`); a later change that mends it restores it.
+What a negotiation leaves, its agreement, and how an F-SLA change suspends or restores one, are
+:mod:`broker.negotiations.agreements`'.
 """
 
 from __future__ import annotations
@@ -40,15 +40,13 @@ from broker.errors import (
     NotFound,
     Unprocessable,
 )
-from broker.fsla import offers as offers_
 from broker.fsla.offers import Terms
-from broker.negotiations import repository
-from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
+from broker.negotiations import agreements, repository
+from broker.negotiations.agreements import BROKER
+from broker.negotiations.models import Negotiation, NegotiationEvent, Notification
 from broker.negotiations.states import FINAL, IllegalTransition, Message, Role, next_state
 from broker.negotiations.texts import first_identifier, labels
-from broker.wire.statuses import AgreementState, NegotiationState
-
-BROKER = "broker"
+from broker.wire.statuses import NegotiationState
 
 
 @dataclass(frozen=True)
@@ -235,21 +233,6 @@ def page(
     return repository.page(session, caller.member_id, states, offset, limit)
 
 
-def agreement(session: Session, caller: Caller, agreement_id: str) -> Agreement:
-    found = repository.agreement(session, agreement_id)
-    if found is None or not (
-        caller.is_admin or caller.member_id in (found.provider_id, found.consumer_id)
-    ):
-        raise NotFound(f"No agreement {agreement_id!r}")
-    return found
-
-
-def agreements_page(
-    session: Session, caller: Caller, offset: int, limit: int
-) -> tuple[list[Agreement], int]:
-    return repository.agreements_page(session, caller.member_id, offset, limit)
-
-
 def notifications(session: Session, caller: Caller, after: int, limit: int) -> list[Notification]:
     return repository.notifications(session, _member(caller), after, limit)
 
@@ -282,29 +265,6 @@ def end_for_dataset(session: Session, dataset_id: str, reason: str) -> None:
         negotiation = repository.get(session, negotiation_id, lock=True)
         negotiation.reason = reason
         _broker_says(session, negotiation, Message.TERMINATE, {"reason": reason})
-
-
-def review_agreements(session: Session, jurisdiction: str, actor: str) -> None:
-    """After ``jurisdiction``'s record changed (in the caller's transaction, before its commit):
-    suspend each agreement of its members whose terms the records no longer allow, restore
-    each suspended one they allow again, and tell both parties."""
-    for found in repository.agreements_of_jurisdiction(session, jurisdiction):
-        problems = _not_allowed(session, found, Terms.of(found.terms))
-        if problems and found.state == AgreementState.ACTIVE:
-            found.state, found.reason = AgreementState.SUSPENDED, "; ".join(problems)
-            what, action = f"suspended: {found.reason}", "agreement.suspended"
-        elif not problems and found.state == AgreementState.SUSPENDED:
-            found.state, found.reason = AgreementState.ACTIVE, None
-            what, action = "in force again: the F-SLA records allow its terms", "agreement.restored"
-        else:
-            continue
-        found.updated_at = datetime.now(UTC)
-        detail = f"Agreement {found.id} is {what} (after {jurisdiction}'s F-SLA record changed)"
-        for member_id in (found.provider_id, found.consumer_id):
-            _notify(session, member_id, action, found.id, detail)
-        audit.record(
-            session, actor, action, found.id, {"jurisdiction": jurisdiction, "detail": detail}
-        )
 
 
 # --- internals ------------------------------------------------------------------------------
@@ -351,7 +311,7 @@ def _message(
 
 def _require(session: Session, negotiation: Negotiation, columns, retention_days) -> None:
     """Compute the broker's terms for the consumer's request, or end the negotiation."""
-    found = _offer_now(session, negotiation, negotiation.purpose, columns, retention_days)
+    found = agreements.offer_now(session, negotiation, negotiation.purpose, columns, retention_days)
     if found.terms is None:
         negotiation.reason = "the F-SLA records do not allow it: " + "; ".join(found.reasons)
         negotiation.required = None
@@ -366,95 +326,19 @@ def _require(session: Session, negotiation: Negotiation, columns, retention_days
 
 def _agree(session: Session, negotiation: Negotiation, keyring: KeyRing) -> None:
     """The broker's agreement: the offered terms, checked against the records as they are now,
-    recorded and signed."""
+    drawn up, signed and recorded (:func:`broker.negotiations.agreements.draw_up`)."""
     offered = Terms.of(negotiation.offered)
-    problems = _not_allowed(session, negotiation, offered)
+    problems = agreements.not_allowed(session, negotiation, offered)
     if problems:
         negotiation.reason = "the F-SLA records changed during the negotiation: " + "; ".join(
             problems
         )
         _broker_says(session, negotiation, Message.TERMINATE, {"reason": negotiation.reason})
         return
-    now = datetime.now(UTC)
-    agreement_id = str(uuid.uuid4())
-    entry = catalog.entry_at(session, negotiation.dataset_id, negotiation.dataset_version)
-    parties = catalog.party_map(session, [negotiation.provider_id, negotiation.consumer_id])
-    versions = {
-        party.jurisdiction: party.record_version
-        for party in parties.values()
-        if party.record_version is not None
-    }
-    document = {
-        "id": agreement_id,
-        "negotiation": negotiation.id,
-        "dataset": {
-            "id": negotiation.dataset_id,
-            "version": negotiation.dataset_version,
-            "title": entry.version.description["title"],
-        },
-        "provider": negotiation.provider_id,
-        "consumer": negotiation.consumer_id,
-        "terms": offered.as_dict(),
-        "policy_versions": versions,
-        "signed_at": now.isoformat(),
-    }
-    agreement = Agreement(
-        id=agreement_id,
-        negotiation_id=negotiation.id,
-        dataset_id=negotiation.dataset_id,
-        dataset_version=negotiation.dataset_version,
-        provider_id=negotiation.provider_id,
-        consumer_id=negotiation.consumer_id,
-        terms=offered.as_dict(),
-        document=document,
-        signature=keyring.sign_document(document),
-        state=AgreementState.ACTIVE,
-        created_at=now,
-        updated_at=now,
-    )
-    repository.add_agreement(session, agreement)
-    negotiation.agreement_id = agreement_id
-    _broker_says(session, negotiation, Message.AGREE, {"agreement": agreement_id})
-    audit.record(
-        session,
-        BROKER,
-        "agreement.signed",
-        agreement_id,
-        {
-            "negotiation": negotiation.id,
-            "provider": negotiation.provider_id,
-            "consumer": negotiation.consumer_id,
-            "dataset": negotiation.dataset_id,
-            "terms": offered.as_dict(),
-        },
-    )
-
-
-def _offer_now(
-    session: Session,
-    about: Negotiation | Agreement,
-    purpose: str,
-    columns: list[str] | None,
-    retention_days: int | None = None,
-) -> offers_.Offer:
-    """The broker's offer of the dataset a negotiation or an agreement is about, by the F-SLA
-    records and the members' statuses as they are now."""
-    entry = catalog.entry_at(session, about.dataset_id, about.dataset_version)
-    parties = catalog.party_map(session, [about.provider_id, about.consumer_id])
-    return offers_.offer(
-        entry.listing(),
-        parties[about.provider_id],
-        parties[about.consumer_id],
-        purpose,
-        columns,
-        retention_days,
-    )
-
-
-def _not_allowed(session: Session, about: Negotiation | Agreement, terms: Terms) -> list[str]:
-    """Why the records as they are now do not allow ``terms`` (empty: they do)."""
-    now = _offer_now(session, about, terms.purpose, list(terms.columns))
-    return list(now.reasons) if now.terms is None else terms.weaker_than(now.terms)
+    agreement = agreements.draw_up(session, negotiation, offered, keyring)
+    negotiation.agreement_id = agreement.id
+    _broker_says(session, negotiation, Message.AGREE, {"agreement": agreement.id})
+    agreements.audit_signed(session, agreement)
 
 
 def _broker_says(
@@ -496,19 +380,6 @@ def _record(
         f"negotiation.{message}",
         negotiation.id,
         {"state": state, "dataset": negotiation.dataset_id} | body,
-    )
-
-
-def _notify(session: Session, member_id: str, kind: str, subject: str, detail: str) -> None:
-    repository.add_notification(
-        session,
-        Notification(
-            member_id=member_id,
-            kind=kind,
-            subject=subject,
-            detail=detail,
-            created_at=datetime.now(UTC),
-        ),
     )
 
 
