@@ -351,3 +351,17 @@ def test_lazily_exported_names_are_not_their_modules_names(package):
     assert not submodules & set(module.__all__)
     for name in module.__all__:
         assert getattr(module, name) is not None
+
+
+def test_every_package_says_what_it_is_and_names_the_page_that_explains_it():
+    """A newcomer opening a package finds its first paragraph and the manual's page for the
+    rest; a page that moves or disappears fails here, not in a reader's hands."""
+    for init in sorted((ROOT / "broker").glob("*/__init__.py")):
+        if init.parent.name == "migrations":
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        pages = [
+            word.strip("`.,()") for word in doc.split() if word.strip("`.,()").startswith("docs/")
+        ]
+        assert doc and pages, f"{init.parent.name}: no docstring naming its docs page"
+        assert all((ROOT / page).is_file() for page in pages), (init.parent.name, pages)

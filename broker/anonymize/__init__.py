@@ -5,6 +5,8 @@ returns new data and leaves its input untouched; results are frozen dataclasses.
 
 Its names load their modules on first use, so that a light importer (the command line's
 help) does not pay for pandas.
+
+Explained in ``docs/explanations/anonymization.md``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ status) and assembles the parser; :mod:`broker.cli.common` what several commands
 command (``analyze``, ``anonymize``, ``release``, ``serve``, ``db``, ``audit``, ``admins``,
 ``keys``) adds its own sub-parser and handler; :mod:`broker.cli.render` holds the text tables and
 :mod:`broker.cli.verdict` the verdict a report leads with and the ``--fail-if`` conditions.
+
+Explained in ``docs/guides/data-stewards.md``.
 """
 
 from broker.cli.app import main

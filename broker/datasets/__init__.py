@@ -5,6 +5,8 @@ reader module per format, with :mod:`~broker.datasets.limits` and
 :mod:`~broker.datasets.column_names` for what any dataset may hold);
 :mod:`broker.datasets.writing` serializes a table in the format it came in. What leaves the
 broker is always written by it from the table it measured, never the bytes it received.
+
+Explained in ``docs/explanations/border.md``.
 """
 
 from broker.datasets.dataset import CSV, FORMATS, JSON, MEDIA_TYPES, PARQUET, Dataset, DatasetError

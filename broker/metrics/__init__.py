@@ -2,6 +2,8 @@
 
 Its names load their modules on first use, so that a light importer (the command line's
 help, the serving supervisor) does not pay for pandas.
+
+Explained in ``docs/explanations/measures.md``.
 """
 
 from __future__ import annotations

@@ -17,4 +17,7 @@ which is why the broker keeps a budget per dataset and destination.
   noise scale and an accuracy) and computes it from an engine's count tables.
 
 Nothing here imports web or database code (``tests/test_layering.py``).
+
+Explained in ``docs/explanations/differential-privacy.md``,
+``docs/explanations/aggregate-releases.md``.
 """

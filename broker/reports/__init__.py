@@ -10,6 +10,8 @@ by matplotlib into inline SVG and the page is a Jinja2 template, both from the o
 - :mod:`broker.reports.charts`: the plots (matplotlib).
 - :mod:`broker.reports.page`: the page (Jinja2).
 - :mod:`broker.reports.overview`: the federation overview's page.
+
+Explained in ``docs/guides/member-clouds.md``.
 """
 
 from broker.reports.overview import overview_page

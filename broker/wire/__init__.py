@@ -8,4 +8,6 @@ RFC 9457 problem+json answers (:mod:`~broker.wire.problems`) and the Ed25519 del
 broker owns the protocol, so the package lives here; it imports nothing from the rest of
 ``broker``, and ``member_cloud`` imports nothing of ``broker`` but this package
 (``tests/test_layering.py`` checks both).
+
+Explained in ``docs/guides/verifying-deliveries.md``.
 """
