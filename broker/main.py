@@ -24,7 +24,6 @@ from broker.config import Settings, get_settings
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
-from broker.errors import install_handlers
 from broker.federation.router import router as federation_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -36,6 +35,7 @@ from broker.policies.seed import load_records
 from broker.storage.db import Timeouts, make_engine, make_sessionmaker, startup_lock, upgrade
 from broker.transfers.jobs import Chore, JobRunner
 from broker.transfers.router import router as transfers_router
+from broker.web.errors import install_handlers
 from broker.web.health import router as health_router
 from broker.web.monitoring import Monitoring
 from broker.web.rate_limits import RateLimiter

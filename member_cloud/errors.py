@@ -30,7 +30,7 @@ from starlette.types import ASGIApp
 
 # The problem+json machinery is the federation's wire contract, shared with the broker.
 from broker.wire import problems
-from broker.wire.problems import (
+from broker.wire.problem_model import (
     PROBLEM_MEDIA_TYPE,
     BadRequest,
     Conflict,

@@ -325,7 +325,7 @@ def test_both_services_answer_errors_from_one_base():
     carries a problem status is a ``ProblemError``, so one handler answers them all alike."""
     import broker.errors
     import member_cloud.errors
-    from broker.wire.problems import ProblemError
+    from broker.wire.problem_model import ProblemError
 
     carriers = [
         value
@@ -365,3 +365,22 @@ def test_every_package_says_what_it_is_and_names_the_page_that_explains_it():
         ]
         assert doc and pages, f"{init.parent.name}: no docstring naming its docs page"
         assert all((ROOT / page).is_file() for page in pages), (init.parent.name, pages)
+
+
+def test_no_service_loads_the_web_framework():
+    """A service raises problems and reads the database; FastAPI and Starlette are the web
+    layer's (broker/web, the routers, broker.main). Checked on what importing every service
+    loads, so an indirect import (through the errors, say) counts too."""
+    services = sorted(
+        "broker." + ".".join(path.relative_to(ROOT / "broker").with_suffix("").parts)
+        for path in (ROOT / "broker").glob("*/service.py")
+    )
+    code = "import importlib, sys\n" + "".join(
+        f"importlib.import_module({s!r})\n" for s in services
+    )
+    code += "print(' '.join(m for m in ('fastapi', 'starlette') if m in sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
+    assert len(services) >= 8
+    assert loaded == []

@@ -37,7 +37,7 @@ from broker.policies.schemas import (
     ReplayedTransfer,
 )
 from broker.web.deps import AdminOnly, CurrentCaller, SessionDep
-from broker.wire.problems import field_errors
+from broker.wire.problem_model import field_errors
 
 MERGE_PATCH = "application/merge-patch+json"
 

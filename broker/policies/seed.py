@@ -8,7 +8,7 @@ import yaml
 from pydantic import ValidationError
 
 from broker.fsla.models import FSLARecord
-from broker.wire.problems import field_errors
+from broker.wire.problem_model import field_errors
 
 
 class PolicyFileError(ValueError):

@@ -25,7 +25,7 @@ from broker.fsla.models import FSLARecord
 from broker.policies import repository
 from broker.policies.models import PolicyVersion
 from broker.wire.canonical import sha256_of
-from broker.wire.problems import field_errors
+from broker.wire.problem_model import field_errors
 
 
 def current(session: Session, jurisdiction: str) -> PolicyVersion:
