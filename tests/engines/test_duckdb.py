@@ -284,3 +284,31 @@ def test_planned_counts_keep_the_contract(columns):
     engine.plan([["c0"], ["c1"], ["c0", "c1"], ["c2"], []])
     _assert_same_counts(frame, engine)
     _assert_same_report(frame, engine, ["c0", "c1"], ["c2"])
+
+
+@pytest.mark.parametrize("way", ["sql", "read", "frame"])
+def test_an_interrupted_query_is_a_keyboard_interrupt_not_an_error(way):
+    """Ctrl-C reaches DuckDB as its InterruptException: the engine raises KeyboardInterrupt, so
+    the command line says one line and exits 130 (it printed a traceback), and no interrupt is
+    taken for a malformed file."""
+    import threading
+
+    from broker.engines.duckdb.opening import connect
+
+    con, _folder = connect()
+    done = threading.Event()
+
+    def interrupt_until_done():  # again and again: the first may come before the query starts
+        while not done.wait(0.05):
+            con._connection.interrupt()
+
+    threading.Thread(target=interrupt_until_done, daemon=True).start()
+    endless = "SELECT count(*) FROM range(100000000000) a, range(10) b WHERE a.range % 7 = b.range"
+    if way != "frame":  # a relation runs when it is read: a statement runs at once
+        endless = f"CREATE TABLE counted AS {endless}"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            getattr(con, way)(endless)
+    finally:
+        done.set()
+        con.close()

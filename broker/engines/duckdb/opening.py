@@ -83,12 +83,16 @@ class Connection:
     def sql(self, query: str) -> duckdb.DuckDBPyRelation:
         try:
             return self._connection.sql(query)
+        except duckdb.InterruptException:  # Ctrl-C reached DuckDB: an interrupt, not an error
+            raise KeyboardInterrupt from None
         except duckdb.Error as error:
             raise disk_full(error) or error from None
 
     def execute(self, query: str) -> duckdb.DuckDBPyConnection:
         try:
             return self._connection.execute(query)
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as error:
             raise disk_full(error) or error from None
 
@@ -118,6 +122,8 @@ class Connection:
         :class:`~broker.datasets.DatasetError`."""
         try:
             return self.execute(query).df()
+        except duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except duckdb.Error as error:
             raise DatasetError(str(error).splitlines()[0]) from None
 
