@@ -5,9 +5,8 @@ purpose and the columns it asks for (in a request or a counter-request), the col
 provider's offer, the reason either party gives for ending it. Each is shown to the other
 member in the negotiation and its events, so none may carry a value of the data: every one
 goes through the detector (:mod:`broker.identifiers.short_text`, which calls
-:mod:`broker.identifiers`) as the catalog's descriptions do, on the text as written and on its
-NFKC form without invisible characters (so that a full-width or zero-width-split e-mail address
-is seen). Free text (a reason) is read as the catalog reads a description
+:mod:`broker.identifiers`, which folds full-width, look-alike and invisible characters itself)
+as the catalog's descriptions do. Free text (a reason) is read as the catalog reads a description
 (:func:`~broker.identifiers.short_text.contact_in_text`: numbers alone, a date or a count,
 pass); a label (a purpose, a column name) as a key of an aggregate is
 (:func:`~broker.identifiers.short_text.identifier_in_text`: more than six digits, or a long
@@ -16,10 +15,8 @@ encoded-looking run, are refused too). A refusal names the field, never the text
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 
-from broker.columns.names import visible_text
 from broker.identifiers.short_text import contact_in_text, identifier_in_text
 
 
@@ -33,13 +30,7 @@ def identifier_in(text: str, free: bool = False) -> str | None:
     >>> identifier_in("ａｗａ．ｄｉｏｐ＠ｅｘａｍｐｌｅ．ｓｎ")  # doctest: +ELLIPSIS
     'an e-mail address...'
     """
-    detect = contact_in_text if free else identifier_in_text
-    found = detect(text)
-    if found is None:
-        folded = visible_text(unicodedata.normalize("NFKC", text))
-        if folded != text:
-            found = detect(folded)
-    return found
+    return (contact_in_text if free else identifier_in_text)(text)  # it folds the text itself
 
 
 def labels(field: str, texts: Sequence[str] | None) -> list[tuple[str, str]]:

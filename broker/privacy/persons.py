@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from broker.columns.precision import column_kind, fold, sample_of
+from broker.columns.precision import column_kind, sample_of
 from broker.engines.base import CountTable, Engine
-from broker.engines.people import rare_tuples
+from broker.engines.people import components, key_codes, rare_tuples
 
 DOMINATES = 0.5  # a share of the key's rows and of the value's rows that makes them one
 COMMON = 0.5  # a value held by more of the table than this names no one
@@ -95,40 +95,15 @@ def people_of(
         base = np.arange(table.size, dtype=np.int64)
         single = groups < 0
     else:
-        # spellings of one key are one person: "P-X", " p-x", "ｐ－ｘ" (precision.fold)
-        folded, _ = pd.factorize(fold(engine.dictionary(person_key)))
-        base = folded.astype(np.int64)[table.codes(person_key)]
+        # spellings of one key are one person: "P-X", " p-x", "ｐ－ｘ", as every engine folds them
+        folded = key_codes(pd.Series(engine.dictionary(person_key), dtype=object))
+        base = folded[table.codes(person_key)]
         single = np.zeros(table.size, dtype=bool)
-    return People(table, _components(base, groups), single, quasi, person_key)
-
-
-def _components(base: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Merge the persons ``base`` that share a rare group (``groups`` >= 0): connected
-    components of the graph person -- group, by propagating the smallest label.
-
-    >>> _components(np.array([0, 1, 2, 3]), np.array([-1, 0, 0, -1])).tolist()
-    [0, 1, 1, 2]
-    >>> _components(np.array([5, 5, 7, 9]), np.array([0, -1, 0, 1])).tolist()
-    [0, 0, 0, 1]
-    """
-    _, base = np.unique(base, return_inverse=True)
-    base = base.astype(np.int64).reshape(-1)
-    linked = groups >= 0
-    if not linked.any():
-        return base
-    persons = int(base.max()) + 1
-    label = np.arange(persons, dtype=np.int64)
-    group_ids, members = groups[linked].astype(np.int64), base[linked]
-    while True:
-        group_label = np.full(int(group_ids.max()) + 1, persons, dtype=np.int64)
-        np.minimum.at(group_label, group_ids, label[members])
-        before = label.copy()
-        np.minimum.at(label, members, group_label[group_ids])
-        label = label[label]  # shortcut chains
-        if np.array_equal(label, before):
-            break
-    _, person = np.unique(label[base], return_inverse=True)
-    return person.astype(np.int64).reshape(-1)
+    # a row of no rare group is a group of its own: -1 - row never meets a real group
+    alone = -1 - np.arange(table.size, dtype=np.int64)
+    linked = components(base, np.where(groups >= 0, groups, alone))
+    _, person = np.unique(linked, return_inverse=True)  # numbered 0, 1, ... as People needs
+    return People(table, person.astype(np.int64).reshape(-1), single, quasi, person_key)
 
 
 def bounded_table(
