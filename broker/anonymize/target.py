@@ -75,6 +75,11 @@ class Target:
             raise ValueError(no_sensitive_declared(columns))
 
 
+def dropped_because(target: Target, name: str) -> str:
+    """Why ``name`` is dropped: the target's reason, else that it was asked."""
+    return target.reasons.get(name) or f"{name} is one of the columns the target drops"
+
+
 def no_sensitive_declared(columns: Sequence[str]) -> str:
     """The error for l or t asked without a sensitive attribute: where to declare one, and which
     columns look sensitive (a guess from their names, said to be one)."""
