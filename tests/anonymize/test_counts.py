@@ -7,6 +7,8 @@ engine's counts, and ``plan_on_engine`` on DuckDB's) must choose the same steps,
 checks and, on a frame, produce the same rows; the output is checked again with pycanon.
 """
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,6 +21,7 @@ from broker.anonymize import (
     Target,
     apply_steps,
     generalize_quantiles,
+    information_loss,
     plan_on_engine,
     plan_remedy,
 )
@@ -393,3 +396,46 @@ def test_mondrian_within_the_bound_needs_the_rows():
     frame = read_fixture("patients_original.csv")
     with pytest.raises(ValueError, match="mondrian needs the rows"):
         plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("Age",), k=3), "mondrian")
+
+
+# --- what the frame path adds: the rows, their information loss, the caller's acceptance ---------
+
+
+def test_a_generalization_on_a_frame_measures_its_loss_against_the_input():
+    frame = generated(400, seed=3)
+    target = TARGETS[3]  # k, t, and mmaq bounds on quasi-identifiers and other attributes
+    _steps, _checks, out = datafly_on_rows(frame, target)
+    remedy = plan_remedy(frame, target, method="generalization")
+    assert remedy.satisfied and remedy.recode is None and remedy.engine is None
+    generalized = [s.column for s in remedy.steps if s.column not in target.quasi_identifiers]
+    assert generalized == ["zip", "income"]  # the bounded attributes that are not quasi ones
+    expected = information_loss(frame, out, ["age", "sex", "zip", "income"])
+    assert remedy.information_loss == expected
+    assert 0 < remedy.information_loss.utility_percent < 100
+
+
+def test_a_generalization_the_caller_refuses_is_not_offered():
+    frame = generated(400, seed=3)
+    shown = []
+
+    def refuse(anonymized: pd.DataFrame) -> str:
+        shown.append(anonymized)
+        return "the caller's rules still fail"
+
+    remedy = plan_remedy(frame, TARGETS[0], method="generalization", accept=refuse)
+    assert not remedy.satisfied and remedy.reason == "the caller's rules still fail"
+    assert remedy.frame is None and remedy.information_loss is None and remedy.attempts > 1
+    assert all(check.passed for check in remedy.checks)  # the target was met, the caller said no
+    _steps, _checks, out = datafly_on_rows(frame, TARGETS[0])
+    [anonymized] = shown  # asked once, about the rows the plan gives
+    pd.testing.assert_frame_equal(anonymized, out, check_dtype=False)
+    accepted = plan_remedy(frame, TARGETS[0], method="generalization", accept=lambda _: None)
+    assert accepted.satisfied and accepted.steps == remedy.steps
+
+
+def test_a_generalization_past_its_deadline_says_so():
+    frame = generated(400, seed=3)
+    remedy = plan_remedy(frame, TARGETS[1], method="generalization", deadline=time.monotonic() - 1)
+    assert not remedy.satisfied and remedy.out_of_time and remedy.frame is None
+    assert remedy.attempts == 1  # the first generalization measured, none after the deadline
+    assert remedy.reason.startswith("Target not reached: k is ")
