@@ -130,7 +130,8 @@ class Remedy:
     engine : Engine or None
         For a plan made on an engine's counts: the recoded table, verified, that may leave.
     attempts : int
-        How many times the method ran (k doubles between attempts).
+        How many times the method ran (k doubles between attempts); for generalization, how
+        many generalizations were measured (the climb bisects along the rungs it would climb).
     out_of_time : bool
         True when the search stopped at its deadline; ``reason`` is then the last failure.
     """
