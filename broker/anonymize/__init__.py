@@ -15,7 +15,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names are, for readers and type checkers; loaded on first use
-    from broker.anonymize.counts import plan_on_engine
     from broker.anonymize.generalization import (
         generalize_date,
         generalize_hierarchy,
@@ -27,7 +26,7 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers; loaded o
     from broker.anonymize.loss import InformationLoss, information_loss
     from broker.anonymize.mondrian import AnonymizationError, MondrianResult
     from broker.anonymize.partition import Link, PartitionResult
-    from broker.anonymize.planner import plan_remedy
+    from broker.anonymize.planner import plan_on_engine, plan_remedy
     from broker.anonymize.qid import QidDimension, QidLevel, qid_dimension
     from broker.anonymize.steps import Anonymized, Step, apply_steps
     from broker.anonymize.suppression import drop_columns, mask
@@ -65,7 +64,7 @@ __all__ = [
 
 _HOMES = {
     "WHOLE_TABLE_ROWS": "broker.anonymize.limits",
-    "plan_on_engine": "broker.anonymize.counts",
+    "plan_on_engine": "broker.anonymize.planner",
     "generalize_date": "broker.anonymize.generalization",
     "generalize_hierarchy": "broker.anonymize.generalization",
     "generalize_prefix": "broker.anonymize.generalization",

@@ -1,115 +1,46 @@
-"""Plan a generalization on an engine's count tables, for data too large to load.
+"""The generalization planner: climb the generalization ladders on count tables.
 
 k, l and t of a generalized table depend only on its table of distinct (quasi-identifiers,
 sensitive value) tuples with their counts, and a generalization maps each column's distinct
-values to labels. So :func:`plan_on_engine` asks the engine once for the count table of the
-quasi-identifiers with each sensitive attribute, climbs the same ladders as the frame path
+values to labels. So :func:`generalize` asks an engine once for the count table of the
+quasi-identifiers with each sensitive attribute, climbs the ladders
 (:func:`broker.anonymize.ladder.climb`) on those counts, re-aggregated for each candidate
 generalization (no rows are read again), and hands the engine the chosen generalization as a
 :class:`~broker.engines.base.RecodePlan`. The recoded table is measured again from the engine's
 own counts before it is offered; writing it (shuffled) is the engine's job.
 
-Mondrian and the partition method need the whole table: they cut rows, not distinct values.
-Above ``whole_table_rows`` rows they are refused with a reason naming the bound and
-generalization, which works at any size; below it, the rows are loaded and the frame planner runs.
+This is the one generalization planner: a frame is planned on a
+:class:`~broker.engines.pandas.PandasEngine` of it (:func:`broker.anonymize.planner.plan_remedy`),
+a table too large to load on DuckDB's or Dask's counts
+(:func:`broker.anonymize.planner.plan_on_engine`), and Mondrian's frame path takes the mildest
+rung for the other attributes' mmaq bounds from :func:`bounded` too.
 
 Limits: nothing is suppressed (a generalization maps values; suppressing the rows of small
-classes is not a value map), information loss is not measured (it needs a row-aligned join of
-input and output), and the caller's acceptance check of a frame does not apply.
+classes is not a value map). Information loss and the caller's acceptance check need the rows:
+the frame path adds them to the plan made here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from broker.anonymize.ladder import climb, climbed_reason, labels_of, rungs
-from broker.anonymize.limits import WHOLE_TABLE_ROWS
-from broker.anonymize.planner import dropped_because, plan_remedy
-from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step
-from broker.anonymize.target import Remedy, Target
+from broker.anonymize.steps import Step
+from broker.anonymize.target import Remedy, Target, dropped_because
 from broker.anonymize.verify import Check, describe, verify_counts
 from broker.engines.base import CountTable, Engine, Grouped, RecodePlan, composed, dictionary_of
 from broker.metrics.mmaq import mmaq_from_counts
 
 
-def plan_on_engine(
-    engine: Engine,
-    target: Target,
-    method: str = GENERALIZATION,
-    whole_table_rows: int = WHOLE_TABLE_ROWS,
-    load: Callable[[], pd.DataFrame] | None = None,
-    deadline: float | None = None,
-    progress: Callable[[int], None] | None = None,
+def generalize_engine(
+    engine: Engine, target: Target, deadline: float | None = None, progress=None
 ) -> Remedy:
-    """Make the table ``engine`` holds meet ``target``, planned on its count tables.
-
-    Parameters
-    ----------
-    engine : Engine
-    target : Target
-    method : {"generalization", "mondrian", "partition"}
-    whole_table_rows : int
-        The most rows Mondrian and the partition method may load into memory.
-    load : callable, optional
-        Gives the table as a frame, for Mondrian and the partition method at or below
-        ``whole_table_rows`` rows (required for them).
-    deadline : float, optional
-        A ``time.monotonic()`` instant after which the search stops.
-    progress : callable, optional
-        For generalization: called after each generalization measured, with how many have been.
-
-    Returns
-    -------
-    Remedy
-        For generalization: ``recode`` (the plan) and ``engine`` (the recoded table, verified on
-        its own counts) when satisfied; ``frame`` is None. For Mondrian and partition above the
-        bound: not satisfied, ``reason`` names the bound and generalization.
-
-    Raises
-    ------
-    ValueError
-        A malformed target (as :func:`~broker.anonymize.plan_remedy`), an unknown method, or
-        Mondrian or partition within the bound without ``load``.
-
-    Examples
-    --------
-    >>> from broker.engines.pandas import PandasEngine
-    >>> frame = pd.DataFrame({"age": ["21", "24", "35", "38", "52", "57"], "sex": list("FMFMFM")})
-    >>> remedy = plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("age",), k=2))
-    >>> remedy.satisfied, [(s.method, s.parameters) for s in remedy.steps]
-    (True, [('quantile', {'bins': 2})])
-    >>> sorted(remedy.recode.labels["age"].items())[:2]
-    [('21', '21-35'), ('24', '21-35')]
-    >>> plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("age",), k=2),
-    ...                method="mondrian", whole_table_rows=5).reason  # doctest: +ELLIPSIS
-    'mondrian needs the whole table in memory: 6 rows exceed the bound of 5; use ...'
-    """
-    if method in (MONDRIAN, PARTITION):
-        if engine.rows > whole_table_rows:
-            return Remedy(
-                satisfied=False,
-                reason=f"{method} needs the whole table in memory: {engine.rows:,} rows exceed "
-                f"the bound of {whole_table_rows:,}; use generalization, which plans on counts",
-                steps=(),
-            )
-        if load is None:
-            raise ValueError(f"{method} needs the rows: give load")
-        return plan_remedy(load(), target, method, deadline=deadline)
-    if method != GENERALIZATION:
-        raise ValueError(
-            f"Unknown method {method!r}: expected one of {(GENERALIZATION, MONDRIAN, PARTITION)}"
-        )
-    target.check_table(engine.columns, engine.rows)
-    return _generalize(engine, target, deadline, progress)
-
-
-def _generalize(engine: Engine, target: Target, deadline: float | None, progress) -> Remedy:
-    """The frame planner's generalization method (:mod:`broker.anonymize.planner`), on counts."""
-    notes: list[str] = []
+    """Plan a generalization of the table ``engine`` holds, as it is: its own drop and precision
+    steps go into the plan the engine applies while it writes."""
     drop = [name for name in target.drop if name in engine.columns]
     qis = [name for name in target.quasi_identifiers if name not in drop]
     sensitive = [name for name in target.sensitive if name not in drop]
@@ -128,15 +59,31 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
         )
         engine = engine.recode(first)
         steps += coarser
-    labels: dict[str, np.ndarray] = {}  # each generalized column's label per dictionary code
-    attempts = 1  # generalizations measured (without a climb, the recoded table alone)
+    remedy = generalize(engine, target, drop, qis, sensitive, steps, [], deadline, progress)
+    if coarser and remedy.recode is not None:
+        remedy = dataclasses.replace(
+            remedy, recode=composed(first, remedy.recode, source.dictionary)
+        )
+    return remedy
 
+
+def bounded(
+    engine: Engine, target: Target, qis, sensitive, drop
+) -> tuple[list[Step], list[str], dict[str, np.ndarray]]:
+    """The mildest generalization of each other attribute over its ``max_mmaq_index`` bound.
+
+    Quasi-identifiers are left to the climb; sensitive attributes are judged by l and t only
+    (docs/explanations/measures.md), so their bounds are ignored, with a note saying so.
+    Returns the steps, the notes and each generalized column's label by dictionary code.
+    """
+    notes = []
     ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
     if ignored:
         notes.append(
             f"mmaq bounds on sensitive attributes {ignored} are not applied: sensitive attributes "
             "are judged by l and t only"
         )
+    steps, labels = [], {}
     for name, bound in target.max_mmaq_index.items():
         if name in drop or name in qis or name in sensitive or name not in engine.columns:
             continue
@@ -152,7 +99,37 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
                 "the mildest generalization that brings it under"
             )
         )
+    return steps, notes, labels
 
+
+def recode_plan(engine: Engine, labels: dict[str, np.ndarray], drop=()) -> RecodePlan:
+    """The plan that gives each value of ``engine``'s columns its label (by dictionary code)."""
+    return RecodePlan(
+        labels={name: _label_map(engine.dictionary(name), found) for name, found in labels.items()},
+        drop=tuple(drop),
+    )
+
+
+def generalize(
+    engine: Engine,
+    target: Target,
+    drop: Sequence[str],
+    qis: Sequence[str],
+    sensitive: Sequence[str],
+    steps: list[Step],
+    notes: list[str],
+    deadline: float | None = None,
+    progress=None,
+) -> Remedy:
+    """Climb the quasi-identifiers' ladders on ``engine``'s counts until every check passes.
+
+    ``steps`` and ``notes`` are those made before (drops, precision); ``drop`` names the
+    columns the plan drops (the engine may hold them still). When satisfied, the remedy holds
+    the plan (``recode``) and the recoded table, verified on its own counts (``engine``).
+    """
+    more_steps, more_notes, labels = bounded(engine, target, qis, sensitive, drop)
+    steps, notes = [*steps, *more_steps], [*notes, *more_notes]
+    attempts = 1  # generalizations measured (without a climb, the recoded table alone)
     wants_anonymity = any(v is not None for v in (target.k, target.l, target.t))
     if wants_anonymity and not qis:
         return Remedy(
@@ -212,12 +189,8 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
                 attempts=attempts,
                 out_of_time=out_of_time,
             )
-    plan = RecodePlan(
-        labels={name: _label_map(engine.dictionary(name), found) for name, found in labels.items()},
-        drop=tuple(drop),
-    )
+    plan = recode_plan(engine, labels, drop)
     recoded = engine.recode(plan)
-    plan = composed(first, plan, source.dictionary) if coarser else plan
     checks = verify_counts(recoded, target, qis, sensitive, drop)
     failing = [check for check in checks if not check.passed]
     return Remedy(
@@ -233,8 +206,8 @@ def _generalize(engine: Engine, target: Target, deadline: float | None, progress
 
 
 def _mildest(dictionary, rows, name, bound, target) -> tuple[Step, np.ndarray]:
-    """:func:`broker.anonymize.ladder.generalize_until` on a column's counts: the first rung
-    whose labels bring the column's mmaq_index to ``bound`` or below (masking at worst)."""
+    """The first rung of ``name``'s ladder whose labels bring the column's mmaq_index to
+    ``bound`` or below (masking at worst), judged on its counts (``rows`` by code)."""
     *ladder, masking = rungs(dictionary, name, target.hierarchies.get(name))
     for step in ladder:
         found = labels_of(step, dictionary, rows)

@@ -13,8 +13,9 @@ the strongest, and the first that brings its ``mmaq_index`` under the bound is k
 
 The same ladders serve the generalization method, which climbs the quasi-identifiers' ladders
 together until k, l and t hold (:func:`climb`). A rung is a map from a column's distinct values
-to labels, so :func:`labels_of` gives its effect on a count table, and a plan made on counts
-(:mod:`broker.anonymize.counts`) makes the same choices as one made on the rows.
+to labels, so :func:`labels_of` gives its effect on a count table: the one generalization
+planner (:mod:`broker.anonymize.counts`) chooses rungs on counts, for a frame as for a table
+too large to load.
 """
 
 from __future__ import annotations
@@ -28,21 +29,6 @@ import pandas as pd
 from broker.anonymize._values import factorize, numeric_column, parse_numbers
 from broker.anonymize.generalization import generalize_date, quantile_labels
 from broker.anonymize.steps import Step, apply_steps
-from broker.anonymize.suppression import mask
-from broker.metrics.mmaq import mmaq
-
-
-def generalize_until(work, name, bound, hierarchy):
-    """The mildest generalization of ``name`` that brings its mmaq_index to ``bound`` or below."""
-    for step in _ladder(work[name], name, hierarchy):
-        try:
-            candidate = apply_steps(work, [step]).frame
-        except ValueError:
-            continue
-        if mmaq(candidate, name).mmaq_index <= bound:
-            return step, candidate
-    step = Step(name, "mask")
-    return step, mask(work, name)
 
 
 def climbed_reason(step: Step, before: int, after: int, rung: int, target) -> str:

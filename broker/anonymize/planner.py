@@ -1,6 +1,8 @@
 """Find a verified remedy: the steps that make a dataset meet a target, and their result.
 
-The broker calls :func:`plan_remedy` when a transfer fails its rules and anonymization may fix it.
+The broker calls :func:`plan_remedy` when a transfer fails its rules and anonymization may fix it,
+and :func:`plan_on_engine` for a table it counts without loading; this module is the one entry,
+and each dispatches by method.
 The planner never guesses: after transforming, it measures the output again
 (:mod:`broker.anonymize.verify`) and reports ``satisfied=True`` only when every figure meets the
 target and, when the caller gave one, its own acceptance check passes.
@@ -15,20 +17,23 @@ Strategy (each step recorded as a :class:`~broker.anonymize.steps.Step`, replaya
 2. For each other attribute over its ``max_mmaq_index`` bound (not quasi-identifiers, which step 3
    handles; not sensitive ones, which are judged by l and t only (docs/explanations/measures.md),
    so their bounds are ignored), the mildest generalization that brings it under
-   (:mod:`broker.anonymize.ladder`).
+   (:func:`broker.anonymize.counts.bounded`, on the column's counts).
 3. When ``k``, ``l`` or ``t`` is asked, Mondrian on the quasi-identifiers with
    ``k0 = max(k, l, 2 if only t)`` and the distinct l condition on every sensitive attribute.
 4. Verify. If t-closeness or a quasi-identifier's mmaq bound still fails, or the caller's
    acceptance check refuses the result, double k (up to the number of rows, where one class
-   makes t = 0) and run again: :func:`_raise_k` is the one loop that does this, for both methods.
+   makes t = 0) and run again: :func:`_raise_k` is the one loop that does this.
 5. Measure the information loss against the input.
 
-With ``method="generalization"`` step 3 climbs the quasi-identifiers' generalization ladders
-instead (:func:`~broker.anonymize.ladder.climb`: ranges, quantile bins, dates, prefixes, the
-target's hierarchies, masking last), one rung of the attribute with the most distinct labels at
-a time, until every check passes; nothing is suppressed and no k is raised. Each rung maps a
-column's distinct values to labels, so the same plan can be made on an engine's count tables
-without loading the rows (:func:`broker.anonymize.counts.plan_on_engine`).
+With ``method="generalization"`` steps 2 and 3 are the one generalization planner's
+(:func:`broker.anonymize.counts.generalize`), run on a
+:class:`~broker.engines.pandas.PandasEngine` of the frame: it climbs the quasi-identifiers'
+generalization ladders (:func:`~broker.anonymize.ladder.climb`: ranges, quantile bins, dates,
+prefixes, the target's hierarchies, masking last), one rung of the attribute with the most
+distinct labels at a time, until every check passes; nothing is suppressed and no k is raised.
+The chosen :class:`~broker.engines.base.RecodePlan` is applied to the frame, whose information
+loss is measured and which the caller's acceptance check may refuse. :func:`plan_on_engine`
+runs the same planner on any engine's counts, without loading the rows.
 
 With ``method="partition"`` step 3 builds linked tables instead (:mod:`broker.anonymize.partition`):
 k, l and t are then verified in each sensitive table within its groups, and the quasi-identifier
@@ -44,15 +49,17 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from broker.anonymize.ladder import climb, climbed_reason, generalize_until, rungs
+from broker.anonymize.counts import bounded, generalize, generalize_engine, recode_plan
+from broker.anonymize.limits import WHOLE_TABLE_ROWS
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import AnonymizationError, mondrian
 from broker.anonymize.partition import QUASI_IDENTIFIER_TABLE, partition
 from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step, apply_steps
 from broker.anonymize.suppression import drop_columns
-from broker.anonymize.target import Acceptance, Remedy, Target
+from broker.anonymize.target import Acceptance, Remedy, Target, dropped_because
 from broker.anonymize.verify import describe, verify, verify_partition
-from broker.metrics.mmaq import mmaq
+from broker.engines.base import Engine
+from broker.engines.pandas import PandasEngine, recoded
 
 METHODS = (MONDRIAN, PARTITION, GENERALIZATION)
 
@@ -113,7 +120,6 @@ def plan_remedy(
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
     target.check(frame)
-    notes: list[str] = []
     drop = [name for name in target.drop if name in frame.columns]
     qis = [name for name in target.quasi_identifiers if name not in drop]
     sensitive = [name for name in target.sensitive if name not in drop]
@@ -124,27 +130,14 @@ def plan_remedy(
         work = apply_steps(work, coarser).frame
         steps += coarser
 
-    ignored = sorted(name for name in target.max_mmaq_index if name in sensitive)
-    if ignored:
-        notes.append(
-            f"mmaq bounds on sensitive attributes {ignored} are not applied: sensitive attributes "
-            "are judged by l and t only"
-        )
-    generalized = []
-    for name, bound in target.max_mmaq_index.items():
-        if name in drop or name in qis or name in sensitive or name not in work.columns:
-            continue
-        before = mmaq(work, name).mmaq_index
-        if before <= bound:
-            continue
-        step, work = generalize_until(work, name, bound, target.hierarchies.get(name))
-        steps.append(
-            step.because(
-                f"{name} has Mmaq index {before:.3g}, above the {bound:.3g} allowed: this is "
-                "the mildest generalization that brings it under"
-            )
-        )
-        generalized.append(name)
+    if method == GENERALIZATION:
+        return _generalization(frame, work, target, qis, sensitive, drop, steps, accept, deadline)
+    engine = PandasEngine(work)
+    more_steps, notes, labels = bounded(engine, target, qis, sensitive, drop)
+    steps += more_steps
+    generalized = list(labels)
+    if labels:
+        work = recoded(work, recode_plan(engine, labels))
 
     wants_anonymity = any(v is not None for v in (target.k, target.l, target.t))
     qi_bounds = {n: b for n, b in target.max_mmaq_index.items() if n in qis}
@@ -168,20 +161,6 @@ def plan_remedy(
             return _partition_at(frame, work, target, qis, sensitive, k, steps, notes)
 
         return _raise_k(attempt, k0, len(work), ("t",), None, deadline)
-    if method == GENERALIZATION:
-        return _generalization(
-            frame,
-            work,
-            target,
-            qis,
-            sensitive,
-            drop,
-            steps,
-            notes,
-            measured_columns,
-            accept,
-            deadline,
-        )
     if not wants_anonymity and not qi_bounds:
         checks = verify(work, target, qis, sensitive, drop, 0, len(frame))
         generalized_only = _finish(frame, work, steps, checks, 0, notes, measured_columns)
@@ -196,6 +175,81 @@ def plan_remedy(
     # k rises up to one class of everyone: the rows, or the people when the target says who.
     everyone = min((len(np.unique(labelling)) for labelling in target.people), default=len(work))
     return _raise_k(attempt, k0, everyone, ("t", "mmaq_index"), accept, deadline)
+
+
+def plan_on_engine(
+    engine: Engine,
+    target: Target,
+    method: str = GENERALIZATION,
+    whole_table_rows: int = WHOLE_TABLE_ROWS,
+    load: Callable[[], pd.DataFrame] | None = None,
+    deadline: float | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Remedy:
+    """Make the table ``engine`` holds meet ``target``, planned on its count tables.
+
+    Generalization works at any size: it is planned on counts (:mod:`broker.anonymize.counts`).
+    Mondrian and the partition method cut rows, so they need the whole table: above
+    ``whole_table_rows`` rows they are refused with a reason naming the bound and
+    generalization; below it, the rows are loaded and :func:`plan_remedy` runs.
+
+    Parameters
+    ----------
+    engine : Engine
+    target : Target
+    method : {"generalization", "mondrian", "partition"}
+    whole_table_rows : int
+        The most rows Mondrian and the partition method may load into memory.
+    load : callable, optional
+        Gives the table as a frame, for Mondrian and the partition method at or below
+        ``whole_table_rows`` rows (required for them).
+    deadline : float, optional
+        A ``time.monotonic()`` instant after which the search stops.
+    progress : callable, optional
+        For generalization: called after each generalization measured, with how many have been.
+
+    Returns
+    -------
+    Remedy
+        For generalization: ``recode`` (the plan) and ``engine`` (the recoded table, verified on
+        its own counts) when satisfied; ``frame`` and ``information_loss`` are None (the loss
+        needs a row-aligned join of input and output), and no acceptance check of a frame
+        applies. For Mondrian and partition above the bound: not satisfied, ``reason`` names the
+        bound and generalization.
+
+    Raises
+    ------
+    ValueError
+        A malformed target (as :func:`plan_remedy`), an unknown method, or Mondrian or
+        partition within the bound without ``load``.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"age": ["21", "24", "35", "38", "52", "57"], "sex": list("FMFMFM")})
+    >>> remedy = plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("age",), k=2))
+    >>> remedy.satisfied, [(s.method, s.parameters) for s in remedy.steps]
+    (True, [('quantile', {'bins': 2})])
+    >>> sorted(remedy.recode.labels["age"].items())[:2]
+    [('21', '21-35'), ('24', '21-35')]
+    >>> plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("age",), k=2),
+    ...                method="mondrian", whole_table_rows=5).reason  # doctest: +ELLIPSIS
+    'mondrian needs the whole table in memory: 6 rows exceed the bound of 5; use ...'
+    """
+    if method in (MONDRIAN, PARTITION):
+        if engine.rows > whole_table_rows:
+            return Remedy(
+                satisfied=False,
+                reason=f"{method} needs the whole table in memory: {engine.rows:,} rows exceed "
+                f"the bound of {whole_table_rows:,}; use generalization, which plans on counts",
+                steps=(),
+            )
+        if load is None:
+            raise ValueError(f"{method} needs the rows: give load")
+        return plan_remedy(load(), target, method, deadline=deadline)
+    if method != GENERALIZATION:
+        raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
+    target.check_table(engine.columns, engine.rows)
+    return generalize_engine(engine, target, deadline, progress)
 
 
 def _raise_k(
@@ -247,11 +301,6 @@ def _short(reason: str | None, limit: int = 300) -> str:
     text = text.removeprefix("compliance: ")
     text = f"the result still failed: {text}"
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def dropped_because(target: Target, name: str) -> str:
-    """Why ``name`` is dropped: the target's reason, else that it was asked."""
-    return target.reasons.get(name) or f"{name} is one of the columns the target drops"
 
 
 def anonymity_reason(target: Target, qis, sensitive, k: int, work: pd.DataFrame) -> str:
@@ -313,55 +362,26 @@ def _mondrian_at(frame, work, target, qis, sensitive, drop, k, steps, notes, mea
     )
 
 
-def _generalization(
-    frame, work, target, qis, sensitive, drop, steps, notes, measured_columns, accept, deadline
-):
-    """Climb the quasi-identifiers' ladders on the rows until every check passes, verified."""
-    climbing = any(v is not None for v in (target.k, target.l, target.t)) or any(
-        name in target.max_mmaq_index for name in qis
-    )
-    ladders = [
-        rungs(pd.Series(work[name].unique()), name, target.hierarchies.get(name))
-        if climbing
-        else []
-        for name in qis
-    ]
-    columns: dict[tuple[int, int], pd.Series] = {}
-
-    def column(i: int, level: int) -> pd.Series:
-        if (i, level) not in columns:
-            step = ladders[i][level - 1]
-            columns[(i, level)] = apply_steps(work[[qis[i]]], [step]).frame[qis[i]]
-        return columns[(i, level)]
-
-    def generalized(levels: list[int]) -> pd.DataFrame:
-        return work.assign(**{qis[i]: column(i, n) for i, n in enumerate(levels) if n})
-
-    def evaluate(levels: list[int]) -> list:
-        return verify(generalized(levels), target, qis, sensitive, drop, 0, len(frame))
-
-    def distinct(i: int, level: int) -> int:
-        values = work[qis[i]] if level == 0 else column(i, level)
-        return len(pd.factorize(values, use_na_sentinel=False)[1])
-
-    levels, checks, out_of_time = climb(qis, ladders, evaluate, distinct, deadline)
-    steps = [
-        *steps,
-        *(
-            ladders[i][n - 1].because(
-                climbed_reason(ladders[i][n - 1], distinct(i, 0), distinct(i, n), n, target)
-            )
-            for i, n in enumerate(levels)
-            if n
-        ),
-    ]
-    out = generalized(levels)
-    remedy = _finish(frame, out, steps, checks, 0, notes, measured_columns)
-    refusal = None if accept is None or not remedy.satisfied else accept(out)
+def _generalization(frame, work, target, qis, sensitive, drop, steps, accept, deadline):
+    """The generalization planner on the counts of ``work``, its plan applied to the rows: the
+    output's information loss against ``frame`` and the caller's acceptance added."""
+    remedy = generalize(PandasEngine(work), target, drop, qis, sensitive, steps, [], deadline)
+    if not remedy.satisfied:
+        return remedy
+    out = remedy.engine.frame
+    measured = [n for n in target.quasi_identifiers if n in frame.columns]
+    measured += [n for n in remedy.recode.labels if n not in qis]  # the bounded ones
+    refusal = None if accept is None else accept(out)
     if refusal is not None:
-        remedy = _failed(refusal, steps, notes, checks)
-    # Each rung climbed followed one evaluation; the last evaluation ended the search.
-    return dataclasses.replace(remedy, attempts=sum(levels) + 1, out_of_time=out_of_time)
+        failed = _failed(refusal, remedy.steps, remedy.notes, remedy.checks)
+        return dataclasses.replace(failed, attempts=remedy.attempts)
+    return dataclasses.replace(
+        remedy,
+        frame=out,
+        information_loss=information_loss(frame, out, measured),
+        recode=None,
+        engine=None,
+    )
 
 
 def _partition_at(frame, work, target, qis, sensitive, k, steps, notes):

@@ -75,6 +75,11 @@ class Target:
             raise ValueError(no_sensitive_declared(columns))
 
 
+def dropped_because(target: Target, name: str) -> str:
+    """Why ``name`` is dropped: the target's reason, else that it was asked."""
+    return target.reasons.get(name) or f"{name} is one of the columns the target drops"
+
+
 def no_sensitive_declared(columns: Sequence[str]) -> str:
     """The error for l or t asked without a sensitive attribute: where to declare one, and which
     columns look sensitive (a guess from their names, said to be one)."""
@@ -125,7 +130,8 @@ class Remedy:
     engine : Engine or None
         For a plan made on an engine's counts: the recoded table, verified, that may leave.
     attempts : int
-        How many times the method ran (k doubles between attempts).
+        How many times the method ran (k doubles between attempts); for generalization, how
+        many generalizations were measured (the climb bisects along the rungs it would climb).
     out_of_time : bool
         True when the search stopped at its deadline; ``reason`` is then the last failure.
     """

@@ -279,15 +279,7 @@ class PandasEngine:
         return self.frame[list(columns)].head(rows)
 
     def recode(self, plan: RecodePlan) -> PandasEngine:
-        frame = self.frame.drop(columns=[c for c in plan.drop if c in self.frame.columns])
-        for column, labels in plan.labels.items():
-            if column in frame.columns:
-                values = frame[column]
-                mapped = values.map(labels)
-                frame = frame.assign(
-                    **{column: mapped.where(values.map(labels.__contains__), values)}
-                )
-        return PandasEngine(frame, people=self.people)  # who the rows are stays
+        return PandasEngine(recoded(self.frame, plan), people=self.people)  # who the rows are stays
 
     def write(self, like: Dataset, shuffle: bool = False) -> bytes:
         """The rows written in ``like``'s format (and delimiter); ``shuffle`` puts them in a
@@ -370,6 +362,18 @@ class PandasEngine:
             require_columns(self.frame.columns, missing)
             encoded = encode_columns([self.frame[name] for name in missing])
             self._columns.update(zip(missing, encoded, strict=True))
+
+
+def recoded(frame: pd.DataFrame, plan: RecodePlan) -> pd.DataFrame:
+    """``frame`` with ``plan`` applied: its columns dropped, its values relabelled (row labels
+    kept, so the output lines up with the input)."""
+    frame = frame.drop(columns=[c for c in plan.drop if c in frame.columns])
+    for column, labels in plan.labels.items():
+        if column in frame.columns:
+            values = frame[column]
+            mapped = values.map(labels)
+            frame = frame.assign(**{column: mapped.where(values.map(labels.__contains__), values)})
+    return frame
 
 
 def _at_representatives(values: Grouping, grouping: Grouping):

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from broker.anonymize import Remedy, Target, plan_remedy
-from broker.anonymize.counts import plan_on_engine
+from broker.anonymize import Remedy, Target, plan_on_engine, plan_remedy
 from broker.anonymize.steps import GENERALIZATION
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine

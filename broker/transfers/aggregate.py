@@ -159,7 +159,8 @@ def record(session: Session, decided: Decided, request_fingerprint: str) -> Tran
     delivery = None
     spent: list[Any] = []
     if answers is not None:
-        payload = _payload(transfer, planned, answers, bool(request.person_key))
+        release = StoredRelease.of(transfer.aggregate)
+        payload = payload_of(transfer, planned, release, bool(request.person_key))
         digest = hashlib.sha256(payload).hexdigest()
         facts = DatasetFacts.of(transfer.dataset)
         transfer.dataset = facts.model_copy(update={"delivered_sha256": digest}).stored()
@@ -337,24 +338,34 @@ def _transfer(
         request_fingerprint="",
         created_at=datetime.now(UTC),
         kind=TransferKind.AGGREGATE,
-        aggregate=StoredRelease(
-            epsilon=show(planned.epsilon),
-            epsilon_exact=stored(planned.epsilon),
-            delta=show(planned.delta),
-            delta_exact=stored(planned.delta),
-            spent=approved,
-            dataset_key=dataset_key,
-            answers=answers if approved else planned.as_dict(),
-            released=approved,
-        ).stored(),
+        aggregate=release_document(planned, answers, dataset_key).stored(),
     )
 
 
-def _payload(
-    transfer: Transfer, planned: Plan, answers: list[dict[str, Any]], person_key: bool
+def release_document(
+    planned: Plan, answers: list[dict[str, Any]] | None, dataset_key: str
+) -> StoredRelease:
+    """The stored release of ``planned``: its queries, and ``answers``' results when released
+    (``answers``: :func:`broker.privacy.release.compute`'s, None when not released)."""
+    approved = answers is not None
+    return StoredRelease(
+        epsilon=show(planned.epsilon),
+        epsilon_exact=stored(planned.epsilon),
+        delta=show(planned.delta),
+        delta_exact=stored(planned.delta),
+        spent=approved,
+        dataset_key=dataset_key,
+        queries=planned.as_dict(),
+        answers=[answer["result"] for answer in answers] if approved else None,
+        released=approved,
+    )
+
+
+def payload_of(
+    transfer: Transfer, planned: Plan, release: StoredRelease, person_key: bool
 ) -> bytes:
     """What the destination receives: the answers with their mechanism, epsilon and
-    accuracy; never the dataset's key, size or name."""
+    accuracy, as the stored release holds them; never the dataset's key, size or name."""
     document = {
         "kind": TransferKind.AGGREGATE,
         "transfer_id": transfer.id,
@@ -364,7 +375,7 @@ def _payload(
         "epsilon": show(planned.epsilon),
         "delta": show(planned.delta),
         "guarantee": _guarantee(planned, person_key),
-        "answers": answers,
+        "answers": release.delivered_answers(),
     }
     return json.dumps(document, indent=1, allow_nan=False).encode()
 

@@ -1,9 +1,13 @@
-"""A generalization planned on count tables is the one planned on the rows, and it is verified.
+"""The one generalization planner, on count tables, chooses what a plain climb on the rows chooses.
 
-The frame path (``plan_remedy(frame, method="generalization")``) applies each step to the rows
-and measures the rows; the count path (``plan_on_engine``) relabels an engine's count tables.
-They must choose the same steps; the output is checked again with pycanon.
+:func:`datafly_on_rows` below is the generalization method written the simple way: every
+candidate is applied to the rows (``apply_steps``) and measured on the rows (``verify``), one rung
+at a time. The planner (``plan_remedy(frame, method="generalization")``, which plans on a pandas
+engine's counts, and ``plan_on_engine`` on DuckDB's) must choose the same steps, reach the same
+checks and, on a frame, produce the same rows; the output is checked again with pycanon.
 """
+
+import time
 
 import numpy as np
 import pandas as pd
@@ -12,30 +16,90 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity as pycanon
 
-from broker.anonymize import Target, generalize_quantiles, plan_on_engine, plan_remedy
+from broker.anonymize import (
+    Step,
+    Target,
+    apply_steps,
+    generalize_quantiles,
+    information_loss,
+    plan_on_engine,
+    plan_remedy,
+)
 from broker.anonymize.generalization import quantile_labels
+from broker.anonymize.ladder import rungs
+from broker.anonymize.verify import describe, verify
 from broker.engines.duckdb import DuckDBEngine, write
 from broker.engines.pandas import PandasEngine
+from broker.metrics.mmaq import mmaq
 from tests.anonymize.helpers import read_fixture
 from tests.anonymize.test_planner import generated
 
 ENGINES = {"pandas": PandasEngine, "duckdb": DuckDBEngine.from_frame}
 
 
+def datafly_on_rows(frame: pd.DataFrame, target: Target):
+    """The generalization method on the rows: the steps, the last checks and the output (None
+    when a check fails). Each rung is applied to the rows and every candidate measured there."""
+    drop = [name for name in target.drop if name in frame.columns]
+    qis = [name for name in target.quasi_identifiers if name not in drop]
+    sensitive = [name for name in target.sensitive if name not in drop]
+    steps = [Step(name, "drop") for name in drop]
+    steps += [step for step in target.precision if step.column in frame.columns]
+    work = apply_steps(frame, steps).frame
+    for name, bound in target.max_mmaq_index.items():
+        if name in (*drop, *qis, *sensitive) or mmaq(work, name).mmaq_index <= bound:
+            continue
+        for step in rungs(pd.Series(work[name].unique()), name, target.hierarchies.get(name)):
+            candidate = apply_steps(work, [step]).frame
+            if mmaq(candidate, name).mmaq_index <= bound:
+                break
+        steps.append(step)
+        work = candidate
+    climbing = any(v is not None for v in (target.k, target.l, target.t)) or any(
+        name in target.max_mmaq_index for name in qis
+    )
+    ladders = [
+        rungs(pd.Series(work[q].unique()), q, target.hierarchies.get(q)) if climbing else []
+        for q in qis
+    ]
+    levels = [0] * len(qis)
+    while True:
+        climbed = [ladders[i][n - 1] for i, n in enumerate(levels) if n]
+        out = apply_steps(work, climbed).frame
+        checks = verify(out, target, qis, sensitive, drop, 0, len(frame))
+        failing = [check for check in checks if not check.passed]
+        candidates = [i for i in range(len(qis)) if levels[i] < len(ladders[i])]
+        if all(check.rule == "mmaq_index" for check in failing):
+            candidates = [i for i in candidates if qis[i] in {c.attribute for c in failing}]
+        if not failing or not candidates:
+            return [*steps, *climbed], checks, None if failing else out
+        levels[max(candidates, key=lambda i: (out[qis[i]].nunique(dropna=False), -i))] += 1
+
+
 def assert_same_plan(frame: pd.DataFrame, target: Target, engine_name: str):
+    steps, checks, out = datafly_on_rows(frame, target)
     on_rows = plan_remedy(frame, target, method="generalization")
+    assert on_rows.steps == tuple(steps)
+    assert on_rows.satisfied == (out is not None)
+    failing = [check for check in checks if not check.passed]
+    assert on_rows.reason == (describe(failing) if failing else None)
+    if out is None:
+        assert on_rows.frame is None
+    else:
+        pd.testing.assert_frame_equal(on_rows.frame, out, check_dtype=False)
     on_counts = plan_on_engine(ENGINES[engine_name](frame), target)
     assert on_counts.steps == on_rows.steps
     assert on_counts.satisfied == on_rows.satisfied
     assert on_counts.reason == on_rows.reason
-    assert [(c.rule, c.attribute, c.passed) for c in on_counts.checks] == [
-        (c.rule, c.attribute, c.passed) for c in on_rows.checks
-    ]
-    for ours, theirs in zip(on_counts.checks, on_rows.checks, strict=True):
-        if theirs.measured is None:  # the drop checks
-            assert ours.measured is None
-        else:
-            assert ours.measured == pytest.approx(theirs.measured, rel=1e-12, abs=1e-12)
+    for remedy in (on_rows, on_counts):
+        assert [(c.rule, c.attribute, c.passed) for c in remedy.checks] == [
+            (c.rule, c.attribute, c.passed) for c in checks
+        ]
+        for ours, theirs in zip(remedy.checks, checks, strict=True):
+            if theirs.measured is None:  # the drop checks
+                assert ours.measured is None
+            else:
+                assert ours.measured == pytest.approx(theirs.measured, rel=1e-12, abs=1e-12)
     return on_rows, on_counts
 
 
@@ -332,3 +396,46 @@ def test_mondrian_within_the_bound_needs_the_rows():
     frame = read_fixture("patients_original.csv")
     with pytest.raises(ValueError, match="mondrian needs the rows"):
         plan_on_engine(PandasEngine(frame), Target(quasi_identifiers=("Age",), k=3), "mondrian")
+
+
+# --- what the frame path adds: the rows, their information loss, the caller's acceptance ---------
+
+
+def test_a_generalization_on_a_frame_measures_its_loss_against_the_input():
+    frame = generated(400, seed=3)
+    target = TARGETS[3]  # k, t, and mmaq bounds on quasi-identifiers and other attributes
+    _steps, _checks, out = datafly_on_rows(frame, target)
+    remedy = plan_remedy(frame, target, method="generalization")
+    assert remedy.satisfied and remedy.recode is None and remedy.engine is None
+    generalized = [s.column for s in remedy.steps if s.column not in target.quasi_identifiers]
+    assert generalized == ["zip", "income"]  # the bounded attributes that are not quasi ones
+    expected = information_loss(frame, out, ["age", "sex", "zip", "income"])
+    assert remedy.information_loss == expected
+    assert 0 < remedy.information_loss.utility_percent < 100
+
+
+def test_a_generalization_the_caller_refuses_is_not_offered():
+    frame = generated(400, seed=3)
+    shown = []
+
+    def refuse(anonymized: pd.DataFrame) -> str:
+        shown.append(anonymized)
+        return "the caller's rules still fail"
+
+    remedy = plan_remedy(frame, TARGETS[0], method="generalization", accept=refuse)
+    assert not remedy.satisfied and remedy.reason == "the caller's rules still fail"
+    assert remedy.frame is None and remedy.information_loss is None and remedy.attempts > 1
+    assert all(check.passed for check in remedy.checks)  # the target was met, the caller said no
+    _steps, _checks, out = datafly_on_rows(frame, TARGETS[0])
+    [anonymized] = shown  # asked once, about the rows the plan gives
+    pd.testing.assert_frame_equal(anonymized, out, check_dtype=False)
+    accepted = plan_remedy(frame, TARGETS[0], method="generalization", accept=lambda _: None)
+    assert accepted.satisfied and accepted.steps == remedy.steps
+
+
+def test_a_generalization_past_its_deadline_says_so():
+    frame = generated(400, seed=3)
+    remedy = plan_remedy(frame, TARGETS[1], method="generalization", deadline=time.monotonic() - 1)
+    assert not remedy.satisfied and remedy.out_of_time and remedy.frame is None
+    assert remedy.attempts == 1  # the first generalization measured, none after the deadline
+    assert remedy.reason.startswith("Target not reached: k is ")

@@ -301,7 +301,7 @@ def test_every_step_says_why_and_a_raised_k_says_each_k_tried():
 
 
 def test_a_generalization_planned_on_counts_says_why_too():
-    from broker.anonymize.counts import plan_on_engine
+    from broker.anonymize import plan_on_engine
     from broker.engines.pandas import PandasEngine
 
     frame = read_fixture("patients_original.csv")

@@ -58,11 +58,13 @@ def test_an_approved_release_answers_every_query_with_its_accuracy(federation):
     assert (body["status"], body["kind"]) == ("approved", "aggregate")
     aggregate = body["aggregate"]
     assert (aggregate["epsilon"], aggregate["spent"], aggregate["released"]) == ("0.5", True, True)
-    count, by_sex, mean = aggregate["answers"]
+    count = aggregate["queries"][0]
     assert count["mechanism"].startswith("Laplace") and count["epsilon"] == "1/6 (about 0.1667)"
-    assert abs(count["result"]["count"] - 300) <= 3 * count["accuracy"]["half_width"]
-    assert [cell["key"] for cell in by_sex["result"]["cells"]] == [["F"], ["M"]]
-    assert mean["result"]["interval"] is not None and 18 <= mean["result"]["mean"] <= 90
+    assert [q["query"]["type"] for q in aggregate["queries"]] == ["count", "count_by", "mean"]
+    counted, by_sex, averaged = aggregate["answers"]
+    assert abs(counted["count"] - 300) <= 3 * count["accuracy"]["half_width"]
+    assert [cell["key"] for cell in by_sex["cells"]] == [["F"], ["M"]]
+    assert averaged["interval"] is not None and 18 <= averaged["mean"] <= 90
     assert body["delivery"]["status"] == "pending"
     assert body["summary"][0]["do"].startswith("nothing: every rule passes")
     assert body["report"] is None and body["dataset"]["rows"] == 300
@@ -79,7 +81,7 @@ def test_the_budget_is_spent_release_by_release_then_refused_with_what_remains(f
     [rule] = [r for r in refused["rules"] if r["rule"] == "epsilon_budget" and not r["passed"]]
     assert "0.4 remains" in rule["detail"] and "nothing spent" in rule["detail"]
     assert refused["aggregate"]["spent"] is False and refused["aggregate"]["released"] is False
-    assert "result" not in refused["aggregate"]["answers"][0]
+    assert refused["aggregate"]["answers"] is None and refused["aggregate"]["queries"]
     assert refused["delivery"]["status"] == "not_applicable"
     assert refused["summary"][0]["rules"] == ["epsilon_budget"]
     # exactly what remains is allowed (0.4 in exact arithmetic: 1 + 0.6 + 0.4 = 2)
@@ -183,7 +185,8 @@ def test_a_dry_run_shows_cost_and_accuracy_and_never_an_answer(federation):
     assert body["status"] == "approved" and body["dry_run"] is True
     aggregate = body["aggregate"]
     assert aggregate["spent"] is False and aggregate["released"] is False
-    assert all("result" not in a and a["accuracy"]["meaning"] for a in aggregate["answers"])
+    assert aggregate["answers"] is None
+    assert all(q["accuracy"]["meaning"] for q in aggregate["queries"])
     assert federation.client.get(f"/v1/transfers/{body['id']}", headers=ADMIN).status_code == 404
     assert release(federation, epsilon="1").json()["status"] == "approved"
     assert release(federation, epsilon="1").json()["status"] == "approved"
@@ -212,9 +215,10 @@ def test_the_destination_receives_the_answers_signed_in_its_inbox(federation, in
     assert "signature" in headers and "signature-input" in headers
     document = json.loads(payload)
     assert document["kind"] == "aggregate" and document["epsilon"] == "0.5"
-    assert [a["result"] for a in document["answers"]] == [
-        a["result"] for a in body["aggregate"]["answers"]
-    ]
+    assert [a["result"] for a in document["answers"]] == body["aggregate"]["answers"]
+    assert [{k: v for k, v in a.items() if k != "result"} for a in document["answers"]] == body[
+        "aggregate"
+    ]["queries"]
     assert "dataset_key" not in json.dumps(document) and "300" not in headers.values()
     seen = federation.client.get(
         f"/v1/transfers/{body['id']}", headers=bearer(federation.keys["fr-lab"])

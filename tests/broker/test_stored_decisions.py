@@ -8,6 +8,11 @@ with quasi-identifiers Age, Gender and sensitive Disease (tests/broker's ``feder
 ``git archive <commit>``): cafe464 (the first transfers, 2026-11-21: unverified hints) and
 89426b2 (the first verified remedies, the same day: offered, and applied with anonymize=auto),
 beside the SN and FR records seeded then.
+
+An aggregate release stored before its document had a ``schema_version`` (version 1) held, in
+``answers``, each query's document with its ``result`` (the output of
+``broker.privacy.release.compute``) when released, the queries' documents without results
+(``Plan.as_dict``) when not; :func:`version_1` writes that shape from a version 2 document.
 """
 
 import json
@@ -194,3 +199,64 @@ def test_an_aggregate_release_stores_what_it_serves(federation, client, connecti
         f"/v1/transfers/{transfer_id}", headers=bearer(federation.keys["fr-research"])
     ).json()["aggregate"]
     assert seen == {**stored, "dataset_key": None}
+
+
+def version_1(document: dict) -> dict:
+    """``document`` (version 2) as brokers stored it before ``schema_version``."""
+    old = {k: v for k, v in document.items() if k not in ("schema_version", "queries", "answers")}
+    if document["released"]:
+        pairs = zip(document["queries"], document["answers"], strict=True)
+        old["answers"] = [{**query, "result": answer} for query, answer in pairs]
+    else:
+        old["answers"] = document["queries"]
+    return old
+
+
+@pytest.mark.parametrize("released", [True, False])
+def test_an_aggregate_release_stored_in_version_1_reads_as_version_2(
+    federation, client, connection, released
+):
+    transfer_id = release(federation).json()["id"]
+    row = connection.execute(
+        text("SELECT aggregate FROM transfers WHERE id = :id"), {"id": transfer_id}
+    ).scalar_one()
+    stored = json.loads(row) if isinstance(row, str) else row
+    assert stored["schema_version"] == 2 and len(stored["answers"]) == len(stored["queries"]) == 3
+    if not released:
+        stored = {**stored, "spent": False, "released": False, "answers": None}
+    old = version_1(stored)
+    assert "queries" not in old and all(("result" in a) is released for a in old["answers"])
+    connection.execute(
+        text("UPDATE transfers SET aggregate = :a WHERE id = :id"),
+        {"a": json.dumps(old), "id": transfer_id},
+    )
+    served = client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["aggregate"]
+    assert served == stored
+    seen = client.get(
+        f"/v1/transfers/{transfer_id}", headers=bearer(federation.keys["fr-research"])
+    ).json()["aggregate"]
+    assert seen == {**stored, "dataset_key": None}
+
+
+def test_the_openapi_schema_names_the_release_documents_typed_fields(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    release_schema = schemas["AggregateRead"]["properties"]
+    assert release_schema["queries"]["items"] == {"$ref": "#/components/schemas/PlannedQuery"}
+    answers = release_schema["answers"]["anyOf"][0]["items"]["anyOf"]
+    assert {a["$ref"].rsplit("/", 1)[1] for a in answers} == {
+        "CountAnswer",
+        "DeclaredCountsAnswer",
+        "DataKeyCountsAnswer",
+        "SumAnswer",
+        "MeanAnswer",
+        "QuantilesAnswer",
+    }
+    assert set(schemas["MeanAnswer"]["properties"]) == {"mean", "sum", "count", "interval"}
+    assert set(schemas["PlannedQuery"]["properties"]) >= {"query", "mechanism", "accuracy"}
+    assert schemas["ReleaseQuery"]["properties"]["type"]["enum"] == [
+        "count",
+        "count_by",
+        "sum",
+        "mean",
+        "quantile",
+    ]

@@ -92,13 +92,26 @@ def test_the_destination_of_an_aggregate_release_never_sees_its_ledger_key():
         "spent": True,
         "released": True,
         "dataset_key": "c" * 64,
-        "answers": [{"query": {"type": "count"}, "result": {"count": 9}}],
+        "queries": [
+            {
+                "query": {"type": "count"},
+                "mechanism": "Laplace",
+                "epsilon": "1",
+                "epsilon_exact": "1/1",
+                "delta": "0",
+                "contributions": 1,
+                "scale": 1.0,
+                "accuracy": {"confidence": 0.95, "half_width": 3.0, "meaning": "within 3"},
+            }
+        ],
+        "answers": [{"count": 9}],
     }
     released = transfer(kind="aggregate", aggregate=aggregate)
     assert TransferRead.of(released, caller=DESTINATION).aggregate.dataset_key is None
     assert "c" * 64 not in TransferRead.of(released, caller=DESTINATION).model_dump_json()
     assert TransferRead.of(released, caller=SOURCE).aggregate.dataset_key == "c" * 64
-    assert TransferRead.of(released, caller=DESTINATION).aggregate.answers == aggregate["answers"]
+    seen = TransferRead.of(released, caller=DESTINATION).aggregate
+    assert seen.model_dump(mode="json") == {**aggregate, "schema_version": 2, "dataset_key": None}
 
 
 def test_a_dry_run_says_so_and_an_unapproved_transfer_has_no_delivery():
