@@ -1,0 +1,446 @@
+"""The console's pages (``/console/``): each calls the service its API route calls, with the
+signed-in caller, so a person sees what the API would show them and nothing more.
+
+Pages of the same data as the API: the overview and the reports are the API's own pages
+(:mod:`broker.reports`); the F-SLA edit form saves through :func:`broker.flows.update_policy`
+with the version it was opened at as ``If-Match``, so a stale edit is refused as the API
+refuses it, and the page shows what changed meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path as FilePath
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Path, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+from pydantic import ValidationError
+
+from broker import flows, reports
+from broker.audit import service as audit
+from broker.catalog import service as catalog
+from broker.console import sessions
+from broker.errors import (
+    MAX_INT32,
+    MAX_INT64,
+    Forbidden,
+    NotAuthenticated,
+    NotImplementedHere,
+    VersionMismatch,
+)
+from broker.federation import service as federation
+from broker.federation.overview import DEFAULT_DAYS
+from broker.fsla.models import FSLARecord
+from broker.negotiations import service as negotiations
+from broker.policies import service as policies
+from broker.transfers import service as transfers
+from broker.transfers.schemas import TransferRead
+from broker.web.console import (
+    COOKIE,
+    PREFIX,
+    SIGN_IN,
+    SIGN_IN_COOKIE,
+    ConsoleRoute,
+    Person,
+    check_csrf,
+    forget_cookie,
+    lifetimes,
+    redirect,
+    render,
+    set_cookie,
+)
+from broker.web.deps import SessionDep, SettingsDep, caller_of, credential_of, require_admin
+from broker.wire.problem_model import field_errors
+from broker.wire.statuses import TransferStatus
+
+router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute, include_in_schema=False)
+STYLESHEET = FilePath(__file__).parent / "static" / "console.css"
+# A secret longer than this is no token or key of ours (they are 40-odd characters).
+MAX_SECRET = 512
+MAX_RECORD_CHARS = 200_000  # an F-SLA record as the edit form sends it
+SIGN_IN_FAILED = (
+    "This token or key was not accepted. Check that you pasted the whole of it; if it is "
+    "right, it may have been revoked or its member suspended: ask the federation's "
+    "administrators."
+)
+Jurisdiction = Annotated[str, Path(pattern=r"^[A-Za-z][A-Za-z0-9]{1,9}$")]
+Version = Annotated[int, Path(ge=1, le=MAX_INT32)]
+Page = Annotated[int, Query(ge=0, le=MAX_INT32)]
+PAGE_SIZE = 20
+
+
+@router.get("/console.css")
+def stylesheet() -> FileResponse:
+    return FileResponse(STYLESHEET, media_type="text/css", headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/sign-in", response_class=HTMLResponse)
+def sign_in_page(request: Request) -> Response:
+    return _sign_in_form(request)
+
+
+def _sign_in_form(request: Request, message: str | None = None, status_code: int = 200):
+    """The form with a fresh CSRF token, also set as a cookie the POST must match (there is no
+    session yet to hold it)."""
+    token = sessions.new_csrf_token()
+    response = render(
+        request, "sign_in.html", status_code=status_code, csrf_token=token, message=message
+    )
+    set_cookie(response, request, SIGN_IN_COOKIE, token, max_age=3600)
+    return response
+
+
+@router.post("/sign-in", response_class=HTMLResponse)
+def sign_in(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    secret: Annotated[str, Form(max_length=MAX_SECRET)],
+    csrf_token: Annotated[str, Form(max_length=100)],
+) -> Response:
+    expected = request.cookies.get(SIGN_IN_COOKIE)
+    if not sessions.same_token(expected, csrf_token):
+        raise Forbidden(
+            "This form is out of date or was not sent from the console: open the sign-in page again"
+        )
+    client = request.client.host if request.client else "unknown"
+    request.app.state.console_sign_in_limiter.check(client, who="This address")
+    credential = credential_of(settings, secret.strip())
+    try:
+        caller_of(session, settings, credential)
+    except (NotAuthenticated, Forbidden):
+        return _sign_in_form(request, SIGN_IN_FAILED, status_code=401)
+    cookie = sessions.open_session(session, credential.kind, credential.digest, lifetimes(settings))
+    response = redirect(f"{PREFIX}/")
+    set_cookie(
+        response, request, COOKIE, cookie, max_age=int(settings.console_session_hours * 3600)
+    )
+    forget_cookie(response, request, SIGN_IN_COOKIE)
+    return response
+
+
+@router.post("/sign-out")
+def sign_out(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    csrf_token: Annotated[str, Form(max_length=100)],
+) -> Response:
+    check_csrf(person, csrf_token)
+    sessions.close(session, request.cookies.get(COOKIE))
+    response = redirect(SIGN_IN)
+    forget_cookie(response, request, COOKIE)
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, session: SessionDep, person: Person) -> Response:
+    return render(request, "home.html", person)
+
+
+@router.get("/overview", response_class=HTMLResponse)
+def overview(session: SessionDep, person: Person) -> Response:
+    """The API's overview page (its own headers: inline styles, no script)."""
+    require_admin(person.caller)
+    found = federation.federation_overview(session, DEFAULT_DAYS)
+    return _report(lambda: reports.overview_page(found.model_dump(mode="json")))
+
+
+def _report(draw) -> HTMLResponse:
+    try:
+        page = draw()
+    except reports.ReportUnavailable as error:
+        raise NotImplementedHere(str(error)) from None
+    return HTMLResponse(page, headers=reports.PAGE_HEADERS)
+
+
+@router.get("/transfers", response_class=HTMLResponse)
+def transfer_list(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    status: Annotated[TransferStatus | None, Query()] = None,
+    offset: Page = 0,
+) -> Response:
+    rows, total = transfers.list_visible(session, person.caller, status, offset, PAGE_SIZE)
+    items = [TransferRead.of(row, caller=person.caller) for row in rows]
+    return render(
+        request,
+        "transfers.html",
+        person,
+        items=items,
+        total=total,
+        offset=offset,
+        size=PAGE_SIZE,
+        status=status.value if status else "",
+        statuses=[s.value for s in TransferStatus],
+    )
+
+
+@router.get("/transfers/{transfer_id}", response_class=HTMLResponse)
+def transfer_page(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    transfer_id: Annotated[str, Path(max_length=36)],
+) -> Response:
+    found = transfers.get_visible(session, person.caller, transfer_id)
+    return render(
+        request, "transfer.html", person, transfer=TransferRead.of(found, caller=person.caller)
+    )
+
+
+@router.get("/transfers/{transfer_id}/report", response_class=HTMLResponse)
+def transfer_report(
+    session: SessionDep, person: Person, transfer_id: Annotated[str, Path(max_length=36)]
+) -> Response:
+    found = transfers.get_visible(session, person.caller, transfer_id)
+    read = TransferRead.of(found, caller=person.caller).model_dump(mode="json")
+    return _report(lambda: reports.transfer_page(read))
+
+
+@router.get("/policies", response_class=HTMLResponse)
+def policy_list(request: Request, session: SessionDep, person: Person) -> Response:
+    return render(request, "policies.html", person, rows=policies.list_current(session))
+
+
+@router.get("/policies/{jurisdiction}", response_class=HTMLResponse)
+def policy_page(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    jurisdiction: Jurisdiction,
+    after: Page = 0,
+) -> Response:
+    row = policies.current(session, jurisdiction)
+    versions, next_after = policies.versions_page(session, jurisdiction, after, PAGE_SIZE)
+    return render(
+        request,
+        "policy.html",
+        person,
+        row=row,
+        shown=row,
+        document=_document(row),
+        versions=versions,
+        next_after=next_after,
+    )
+
+
+@router.get("/policies/{jurisdiction}/versions/{number}", response_class=HTMLResponse)
+def policy_version_page(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    jurisdiction: Jurisdiction,
+    number: Version,
+) -> Response:
+    row = policies.current(session, jurisdiction)
+    shown = policies.version(session, jurisdiction, number)
+    return render(
+        request,
+        "policy.html",
+        person,
+        row=row,
+        shown=shown,
+        document=_document(shown),
+        versions=[],
+        next_after=None,
+    )
+
+
+@router.get("/policies/{jurisdiction}/diff", response_class=HTMLResponse)
+def policy_diff(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    jurisdiction: Jurisdiction,
+    old: Annotated[int, Query(ge=1, le=MAX_INT32)],
+    new: Annotated[int, Query(ge=1, le=MAX_INT32)],
+) -> Response:
+    changes = policies.diff(session, jurisdiction, old, new)
+    row = policies.current(session, jurisdiction)
+    return render(request, "diff.html", person, row=row, old=old, new=new, changes=changes)
+
+
+@router.get("/policies/{jurisdiction}/edit", response_class=HTMLResponse)
+def policy_edit_form(
+    request: Request, session: SessionDep, person: Person, jurisdiction: Jurisdiction
+) -> Response:
+    require_admin(person.caller)
+    row = policies.current(session, jurisdiction)
+    return render(
+        request,
+        "edit.html",
+        person,
+        row=row,
+        version=row.version,
+        draft=_document(row),
+        messages=[],
+        changed=None,
+    )
+
+
+@router.post("/policies/{jurisdiction}/edit", response_class=HTMLResponse)
+def policy_edit(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    jurisdiction: Jurisdiction,
+    csrf_token: Annotated[str, Form(max_length=100)],
+    version: Annotated[int, Form(ge=1, le=MAX_INT32)],
+    record: Annotated[str, Form(max_length=MAX_RECORD_CHARS)],
+) -> Response:
+    """Save the edited record as a new version if ``version`` is still the current one."""
+    check_csrf(person, csrf_token)
+    caller = require_admin(person.caller)
+    try:
+        parsed = FSLARecord.model_validate(json.loads(record))
+    except json.JSONDecodeError as error:
+        return _edit_refused(
+            request,
+            session,
+            person,
+            jurisdiction,
+            version,
+            record,
+            [
+                f"The record is not valid JSON: {error.msg} at line {error.lineno}, "
+                f"column {error.colno}"
+            ],
+        )
+    except ValidationError as error:
+        errors = field_errors(error.errors(), model=FSLARecord)
+        return _edit_refused(
+            request,
+            session,
+            person,
+            jurisdiction,
+            version,
+            record,
+            [f"{e['field']}: {e['reason']}" for e in errors],
+        )
+    try:
+        flows.update_policy(
+            session, jurisdiction, caller.name, policies.etag(version), record=parsed
+        )
+    except VersionMismatch as error:
+        current = policies.current(session, jurisdiction)
+        changed = policies.diff(session, jurisdiction, version, current.version)
+        return _edit_refused(
+            request,
+            session,
+            person,
+            jurisdiction,
+            version,
+            record,
+            [error.detail],
+            changed=changed,
+            status_code=412,
+        )
+    return redirect(f"{PREFIX}/policies/{jurisdiction.upper()}")
+
+
+def _edit_refused(
+    request,
+    session,
+    person,
+    jurisdiction,
+    version,
+    draft,
+    messages,
+    *,
+    changed=None,
+    status_code=422,
+) -> Response:
+    """The form again, the draft kept, with why it was not saved (and, when someone saved in
+    between, what they changed since the version the draft was made from)."""
+    row = policies.current(session, jurisdiction)
+    return render(
+        request,
+        "edit.html",
+        person,
+        status_code=status_code,
+        row=row,
+        version=version,
+        draft=draft,
+        messages=messages,
+        changed=changed,
+    )
+
+
+def _document(row) -> str:
+    return json.dumps(policies.record_of(row).model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+@router.get("/catalog", response_class=HTMLResponse)
+def catalog_page(
+    request: Request, session: SessionDep, person: Person, offset: Page = 0
+) -> Response:
+    entries, total = catalog.search(
+        session,
+        jurisdiction=None,
+        purpose=None,
+        column=None,
+        keyword=None,
+        provider=None,
+        offset=offset,
+        limit=PAGE_SIZE,
+    )
+    return render(
+        request,
+        "catalog.html",
+        person,
+        entries=[entry.as_dict() for entry in entries],
+        total=total,
+        offset=offset,
+        size=PAGE_SIZE,
+    )
+
+
+@router.get("/negotiations", response_class=HTMLResponse)
+def negotiation_list(
+    request: Request, session: SessionDep, person: Person, offset: Page = 0
+) -> Response:
+    found, total = negotiations.page(session, person.caller, [], offset, PAGE_SIZE)
+    return render(
+        request,
+        "negotiations.html",
+        person,
+        items=found,
+        total=total,
+        offset=offset,
+        size=PAGE_SIZE,
+    )
+
+
+@router.get("/negotiations/{negotiation_id}", response_class=HTMLResponse)
+def negotiation_page(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    negotiation_id: Annotated[str, Path(max_length=36)],
+) -> Response:
+    found = negotiations.get(session, person.caller, negotiation_id)
+    events = negotiations.events(session, found)
+    return render(request, "negotiation.html", person, negotiation=found, events=events)
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(
+    request: Request,
+    session: SessionDep,
+    person: Person,
+    after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0,
+) -> Response:
+    require_admin(person.caller)
+    verification = audit.verify(session)
+    rows = audit.entries(session, after, PAGE_SIZE)
+    return render(
+        request,
+        "audit.html",
+        person,
+        verification=verification,
+        rows=rows,
+        next_after=rows[-1].id if len(rows) == PAGE_SIZE else None,
+    )
