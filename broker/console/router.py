@@ -24,7 +24,9 @@ from broker.console import sessions
 from broker.errors import (
     MAX_INT32,
     MAX_INT64,
+    Conflict,
     Forbidden,
+    InvalidPolicy,
     NotAuthenticated,
     NotImplementedHere,
     VersionMismatch,
@@ -51,6 +53,7 @@ from broker.web.console import (
     set_cookie,
 )
 from broker.web.deps import SessionDep, SettingsDep, caller_of, credential_of, require_admin
+from broker.wire import json_limits
 from broker.wire.problem_model import field_errors
 from broker.wire.statuses import TransferStatus
 
@@ -294,39 +297,18 @@ def policy_edit(
     """Save the edited record as a new version if ``version`` is still the current one."""
     check_csrf(person, csrf_token)
     caller = require_admin(person.caller)
-    try:
-        parsed = FSLARecord.model_validate(json.loads(record))
-    except json.JSONDecodeError as error:
-        return _edit_refused(
-            request,
-            session,
-            person,
-            jurisdiction,
-            version,
-            record,
-            [
-                f"The record is not valid JSON: {error.msg} at line {error.lineno}, "
-                f"column {error.colno}"
-            ],
-        )
-    except ValidationError as error:
-        errors = field_errors(error.errors(), model=FSLARecord)
-        return _edit_refused(
-            request,
-            session,
-            person,
-            jurisdiction,
-            version,
-            record,
-            [f"{e['field']}: {e['reason']}" for e in errors],
-        )
+    parsed = _parse_record(record)
+    if isinstance(parsed, list):
+        return _edit_refused(request, session, person, jurisdiction, version, record, parsed)
     try:
         flows.update_policy(
             session, jurisdiction, caller.name, policies.etag(version), record=parsed
         )
     except VersionMismatch as error:
-        current = policies.current(session, jurisdiction)
-        changed = policies.diff(session, jurisdiction, version, current.version)
+        current = policies.current(session, jurisdiction).version
+        changed = (
+            policies.diff(session, jurisdiction, version, current) if version < current else None
+        )
         return _edit_refused(
             request,
             session,
@@ -336,9 +318,36 @@ def policy_edit(
             record,
             [error.detail],
             changed=changed,
-            status_code=412,
+            status_code=error.status,
+        )
+    except (InvalidPolicy, Conflict) as error:  # e.g. another jurisdiction, a race
+        return _edit_refused(
+            request,
+            session,
+            person,
+            jurisdiction,
+            version,
+            record,
+            [error.detail],
+            status_code=error.status,
         )
     return redirect(f"{PREFIX}/policies/{jurisdiction.upper()}")
+
+
+def _parse_record(text: str) -> FSLARecord | list[str]:
+    """The record the form holds, or what is wrong with it, in the API's words."""
+    try:
+        return FSLARecord.model_validate(json_limits.loads(text))
+    except json_limits.JsonTooComplex as error:
+        return [str(error)]
+    except json.JSONDecodeError as error:
+        return [
+            f"The record is not valid JSON: {error.msg} at line {error.lineno}, column "
+            f"{error.colno}"
+        ]
+    except ValidationError as error:
+        errors = field_errors(error.errors(), model=FSLARecord)
+        return [f"{e['field']}: {e['reason']}" for e in errors]
 
 
 def _edit_refused(

@@ -364,3 +364,46 @@ def test_tokens_never_reach_the_logs(broker, caplog):
     text = "\n".join(r.getMessage() for r in served)
     assert broker.keys["sn-hospital"] not in text and ADMIN_TOKEN not in text
     assert browser.cookies["fedbroker_console"] not in text
+
+
+def test_the_edit_form_answers_hostile_records_without_saving(broker):
+    browser = signed_in(broker, ADMIN_TOKEN)
+    token, version, draft = _edit_form(browser, "SN")
+
+    def send(record: str, form_version: str = version) -> httpx.Response:
+        return browser.post(
+            "/console/policies/SN/edit",
+            data={"csrf_token": token, "version": form_version, "record": record},
+        )
+
+    deep = send("[" * 5000 + "]" * 5000)  # the parser would recurse 5,000 times
+    assert deep.status_code == 422 and "Not saved" in deep.text
+    other = json.loads(draft)
+    other["jurisdiction"] = "FR"
+    moved = send(json.dumps(other))  # another jurisdiction's record under SN
+    assert moved.status_code == 422 and "<textarea" in moved.text
+    ahead = send(draft, form_version="99")  # a version that does not exist yet
+    assert ahead.status_code == 412 and 'id="changed"' not in ahead.text
+    assert broker.api.get("/v1/policies/SN").headers["etag"] == f'"{version}"'
+    assert broker.api.get("/v1/policies/FR").json()["version"] == 1
+
+
+def test_what_members_wrote_is_shown_as_text(broker):
+    """A dataset's title and description are the provider's words: escaped, never markup."""
+    broker.register()
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    answer = broker.api.post(
+        "/v1/catalog/datasets",
+        headers={"Authorization": f"Bearer {broker.keys['sn-hospital']}"},
+        json={
+            "title": hostile,
+            "description": hostile,
+            "columns": [{"name": "Age", "role": "quasi_identifier"}],
+            "purposes": ["research"],
+        },
+    )
+    assert answer.status_code == 201, answer.text
+    page = signed_in(broker, broker.keys["fr-research"]).get("/console/catalog")
+    assert page.status_code == 200
+    assert "<script>" not in page.text and "<img" not in page.text
+    assert hostile in html.unescape(page.text)  # shown as the words it is
