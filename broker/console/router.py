@@ -114,6 +114,7 @@ def sign_in(
         caller_of(session, settings, credential)
     except (NotAuthenticated, Forbidden):
         return _sign_in_form(request, SIGN_IN_FAILED, status_code=401)
+    sessions.close(session, request.cookies.get(COOKIE))  # a browser holds one session
     cookie = sessions.open_session(session, credential.kind, credential.digest, lifetimes(settings))
     response = redirect(f"{PREFIX}/")
     set_cookie(

@@ -77,7 +77,9 @@ def signed_in(request: Request, session: SessionDep, settings: SettingsDep) -> S
     except (NotAuthenticated, Forbidden):
         sessions.close(session, cookie)
         raise SignInRequired("The token or key of this session no longer works") from None
-    return SignedIn(caller, csrf_token)
+    person = SignedIn(caller, csrf_token)
+    request.state.console_person = person  # an error page still shows who is signed in
+    return person
 
 
 Person = Annotated[SignedIn, Depends(signed_in)]
@@ -151,6 +153,7 @@ class ConsoleRoute(APIRoute):
                 page = render(
                     request,
                     "error.html",
+                    getattr(request.state, "console_person", None),
                     status_code=error.status,
                     title=error.title,
                     detail=error.detail,

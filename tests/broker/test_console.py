@@ -407,3 +407,36 @@ def test_what_members_wrote_is_shown_as_text(broker):
     assert page.status_code == 200
     assert "<script>" not in page.text and "<img" not in page.text
     assert hostile in html.unescape(page.text)  # shown as the words it is
+
+
+def test_cookies_are_secure_behind_an_https_proxy(broker):
+    """uvicorn trusts X-Forwarded-Proto from 127.0.0.1 (its default): the console is on https."""
+    browser = broker.browser()
+    https = {"X-Forwarded-Proto": "https"}
+    form = browser.get("/console/sign-in", headers=https)
+    assert "secure" in form.headers["set-cookie"].lower()
+    token = CSRF.search(form.text).group(1)
+    # httpx keeps a Secure cookie for https addresses only: the form's cookie goes by hand.
+    answer = httpx.post(
+        f"{broker.url}/console/sign-in",
+        data={"secret": ADMIN_TOKEN, "csrf_token": token},
+        headers={**https, "Cookie": f"fedbroker_console_sign_in={token}"},
+    )
+    assert answer.status_code == 303
+    session = next(c for c in answer.headers.get_list("set-cookie") if "fedbroker_console=" in c)
+    assert "secure" in [part.strip().lower() for part in session.split(";")]
+
+
+def test_signing_in_again_replaces_the_browser_s_session(broker):
+    browser = signed_in(broker, ADMIN_TOKEN)
+    first = browser.cookies["fedbroker_console"]
+    answer = sign_in(browser, ADMIN_TOKEN)
+    assert answer.status_code == 303 and browser.cookies["fedbroker_console"] != first
+    assert broker.rows("SELECT count(*) FROM console_sessions") == [(1,)]
+
+
+def test_an_error_page_still_shows_who_is_signed_in(broker):
+    browser = signed_in(broker, ADMIN_TOKEN)
+    page = browser.get("/console/policies/ZZ")
+    assert page.status_code == 404 and "No F-SLA record" in page.text
+    assert 'id="who"' in page.text and "Sign out" in page.text
