@@ -11,16 +11,17 @@ import html
 import json
 import logging
 import re
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from broker.config import Settings
+from broker.console.models import ConsoleSession
 from broker.main import create_app
-from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES
+from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES, postgres_database
 from tests.servers import ServerThread
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -29,15 +30,20 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 class Broker:
-    def __init__(self, server: ServerThread, database: str):
+    def __init__(self, server: ServerThread, database_url: str):
         self.url = server.url
-        self.database = database
+        self.database = sa.create_engine(database_url)
         self.api = httpx.Client(base_url=server.url, headers=ADMIN, timeout=30)
         self.keys: dict[str, str] = {}
 
     def rows(self, query: str) -> list[tuple]:
-        with sqlite3.connect(self.database) as db:
-            return db.execute(query).fetchall()
+        with self.database.connect() as connection:
+            return [tuple(row) for row in connection.execute(sa.text(query))]
+
+    def age_sessions(self, **clocks: datetime) -> None:
+        """Move the sessions' clocks back (written through the model's column type)."""
+        with self.database.begin() as connection:
+            connection.execute(sa.update(ConsoleSession).values(**clocks))
 
     def browser(self) -> httpx.Client:
         """A client with no Authorization header: it has only the cookies it is given."""
@@ -73,10 +79,10 @@ class Broker:
         return answer.json()["id"]
 
 
-def make_broker(tmp_path, **overrides) -> Iterator[Broker]:
-    database = tmp_path / "broker.db"
+def make_broker(tmp_path, database_url: str | None = None, **overrides) -> Iterator[Broker]:
+    database_url = database_url or f"sqlite:///{tmp_path / 'broker.db'}"
     settings = Settings(
-        database_url=f"sqlite:///{database}",
+        database_url=database_url,
         admin_token=ADMIN_TOKEN,
         policy_dir=POLICIES,
         signing_key_dir=tmp_path / "signing-keys",
@@ -87,15 +93,30 @@ def make_broker(tmp_path, **overrides) -> Iterator[Broker]:
         **overrides,
     )
     server = ServerThread(create_app(settings)).start()
+    broker = Broker(server, database_url)
     try:
-        yield Broker(server, str(database))
+        yield broker
     finally:
         server.stop()
+        broker.database.dispose()
 
 
 @pytest.fixture
 def broker(tmp_path) -> Iterator[Broker]:
     yield from make_broker(tmp_path)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_broker(request, tmp_path) -> Iterator[Broker]:
+    """A broker on SQLite, then on a fresh PostgreSQL database (sessions on both)."""
+    if request.param == "sqlite":
+        yield from make_broker(tmp_path)
+        return
+    url, drop = postgres_database()
+    try:
+        yield from make_broker(tmp_path, url)
+    finally:
+        drop()
 
 
 def sign_in(browser: httpx.Client, secret: str) -> httpx.Response:
@@ -128,7 +149,8 @@ def test_without_a_session_every_page_goes_to_the_sign_in_page(broker):
     assert "<script" not in page.text
 
 
-def test_sign_in_sets_a_session_cookie_that_holds_no_token(broker):
+def test_sign_in_sets_a_session_cookie_that_holds_no_token(any_broker):
+    broker = any_broker
     browser = broker.browser()
     answer = sign_in(browser, ADMIN_TOKEN)
     assert answer.status_code == 303
@@ -185,23 +207,22 @@ def test_sign_out_needs_the_csrf_token_and_deletes_the_session(broker):
     assert replayed.get("/console/").status_code == 303
 
 
-def test_a_session_ends_when_idle_or_too_old(broker):
+def test_a_session_ends_when_idle_or_too_old(any_broker):
+    broker = any_broker
     browser = signed_in(broker, ADMIN_TOKEN)
     assert browser.get("/console/").status_code == 200
-    idle = (datetime.now(UTC) - timedelta(minutes=31)).strftime("%Y-%m-%d %H:%M:%S.%f")
-    with sqlite3.connect(broker.database) as db:
-        db.execute("UPDATE console_sessions SET last_seen_at = ?", (idle,))
+    broker.age_sessions(last_seen_at=datetime.now(UTC) - timedelta(minutes=31))
     assert browser.get("/console/").headers.get("location") == "/console/sign-in"
     assert broker.rows("SELECT count(*) FROM console_sessions") == [(0,)]
 
     browser = signed_in(broker, ADMIN_TOKEN)
-    old = (datetime.now(UTC) - timedelta(hours=12, minutes=1)).strftime("%Y-%m-%d %H:%M:%S.%f")
-    with sqlite3.connect(broker.database) as db:
-        db.execute("UPDATE console_sessions SET created_at = ?", (old,))
+    browser.get("/console/")
+    broker.age_sessions(created_at=datetime.now(UTC) - timedelta(hours=12, minutes=1))
     assert browser.get("/console/transfers").headers.get("location") == "/console/sign-in"
 
 
-def test_a_revoked_key_or_a_suspension_ends_the_member_s_sessions(broker):
+def test_a_revoked_key_or_a_suspension_ends_the_member_s_sessions(any_broker):
+    broker = any_broker
     broker.register()
     sn = signed_in(broker, broker.keys["sn-hospital"])
     fr = signed_in(broker, broker.keys["fr-research"])
@@ -268,7 +289,8 @@ def _edit_form(browser: httpx.Client, jurisdiction: str) -> tuple[str, str, str]
     return token, version, html.unescape(draft)
 
 
-def test_a_stale_edit_is_refused_and_shows_what_changed(broker):
+def test_a_stale_edit_is_refused_and_shows_what_changed(any_broker):
+    broker = any_broker
     browser = signed_in(broker, ADMIN_TOKEN)
     token, version, draft = _edit_form(browser, "SN")
     current = broker.api.get("/v1/policies/SN")
