@@ -401,7 +401,7 @@ def catalog_page(
         request,
         "catalog.html",
         person,
-        entries=[entry.as_dict() for entry in entries],
+        entries=[(entry.as_dict(), entry.described()) for entry in entries],
         total=total,
         offset=offset,
         size=PAGE_SIZE,
