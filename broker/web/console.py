@@ -8,6 +8,8 @@ session sends the browser to the sign-in page; what the caller may not see is th
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,14 +17,13 @@ from typing import Annotated, Any
 
 import jinja2
 from fastapi import Depends, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
 from broker.callers import Caller
 from broker.config import Settings
 from broker.console import sessions
-from broker.errors import Forbidden, NotAuthenticated, ProblemError
+from broker.errors import Forbidden, NotAuthenticated
 from broker.web.deps import Credential, SessionDep, SettingsDep, caller_of
 
 PREFIX = "/console"
@@ -138,8 +139,9 @@ def redirect(path: str) -> RedirectResponse:
 
 
 class ConsoleRoute(APIRoute):
-    """Errors as pages: no session goes to sign-in; any other problem is shown with its status
-    and detail (the API's words), never a traceback."""
+    """Errors as pages: no session goes to sign-in; anything else is answered by the handler the
+    API would use (a problem: its status, title and words, ``Retry-After`` kept, a traceback
+    logged and never shown) and shown as a page."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
@@ -149,25 +151,27 @@ class ConsoleRoute(APIRoute):
                 return await handle(request)
             except SignInRequired:
                 return redirect(SIGN_IN)
-            except ProblemError as error:
+            except Exception as error:
+                answer = await _problem_for(request, error)
+                problem = json.loads(answer.body)
                 page = render(
                     request,
                     "error.html",
                     getattr(request.state, "console_person", None),
-                    status_code=error.status,
-                    title=error.title,
-                    detail=error.detail,
+                    status_code=answer.status_code,
+                    title=problem.get("title", "Error"),
+                    detail=problem.get("detail", ""),
                 )
-                if "Retry-After" in error.headers:
-                    page.headers["Retry-After"] = error.headers["Retry-After"]
+                if "retry-after" in answer.headers:
+                    page.headers["Retry-After"] = answer.headers["retry-after"]
                 return page
-            except RequestValidationError as error:
-                detail = "; ".join(
-                    f"{'.'.join(str(p) for p in e.get('loc', ())[1:])}: {e.get('msg')}"
-                    for e in error.errors()
-                )
-                return render(
-                    request, "error.html", status_code=422, title="Invalid request", detail=detail
-                )
 
         return route
+
+
+async def _problem_for(request: Request, error: Exception) -> Response:
+    """The API's answer to ``error``: the app's handler for its nearest class."""
+    handlers = request.app.exception_handlers
+    handler = next(handlers[kind] for kind in type(error).__mro__ if kind in handlers)
+    answer = handler(request, error)
+    return await answer if inspect.isawaitable(answer) else answer

@@ -462,3 +462,16 @@ def test_an_error_page_still_shows_who_is_signed_in(broker):
     page = browser.get("/console/policies/ZZ")
     assert page.status_code == 404 and "No F-SLA record" in page.text
     assert 'id="who"' in page.text and "Sign out" in page.text
+
+
+def test_faults_and_bad_addresses_are_pages_with_the_api_s_answer(broker):
+    browser = signed_in(broker, ADMIN_TOKEN)
+    bad = browser.get("/console/transfers?offset=-1")
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("text/html")
+    assert "offset" in bad.text
+    with broker.database.begin() as connection:  # the database loses the sessions' table
+        connection.execute(sa.text("ALTER TABLE console_sessions RENAME TO gone"))
+    fault = browser.get("/console/")
+    assert fault.status_code == 503 and fault.headers["content-type"].startswith("text/html")
+    assert "Database unavailable" in fault.text and fault.headers["retry-after"] == "5"
+    assert "Traceback" not in fault.text
