@@ -475,3 +475,51 @@ def test_faults_and_bad_addresses_are_pages_with_the_api_s_answer(broker):
     assert fault.status_code == 503 and fault.headers["content-type"].startswith("text/html")
     assert "Database unavailable" in fault.text and fault.headers["retry-after"] == "5"
     assert "Traceback" not in fault.text
+
+
+def test_a_negotiation_is_open_to_its_parties_only(broker):
+    broker.register()
+    provider = {"Authorization": f"Bearer {broker.keys['sn-hospital']}"}
+    published = broker.api.post(
+        "/v1/catalog/datasets",
+        headers=provider,
+        json={
+            "title": "Dakar admissions 2025",
+            "columns": [
+                {"name": "Age", "role": "quasi_identifier"},
+                {"name": "Gender", "role": "quasi_identifier"},
+                {"name": "Disease", "role": "sensitive"},
+            ],
+            "purposes": ["research"],
+        },
+    )
+    assert published.status_code == 201, published.text
+    dataset = published.json()["id"]
+    measured = broker.api.post(
+        f"/v1/catalog/datasets/{dataset}/measurement",
+        headers=provider,
+        files={"file": ("d.csv", (FIXTURES / "patients_published.csv").read_bytes(), "text/csv")},
+    )
+    assert measured.status_code == 200, measured.text
+    asked = broker.api.post(
+        "/v1/negotiations",
+        headers={"Authorization": f"Bearer {broker.keys['fr-research']}"},
+        json={"dataset_id": dataset, "purpose": "research"},
+    )
+    assert asked.status_code in (200, 201), asked.text
+    negotiation = asked.json()["id"]
+
+    for member in ("fr-research", "sn-hospital"):
+        browser = signed_in(broker, broker.keys[member])
+        assert negotiation in browser.get("/console/negotiations").text
+        page = browser.get(f"/console/negotiations/{negotiation}")
+        assert page.status_code == 200 and asked.json()["state"] in page.text
+    outsider = signed_in(broker, broker.keys["ke-lab"])
+    assert negotiation not in outsider.get("/console/negotiations").text
+    api = httpx.Client(
+        base_url=broker.url, headers={"Authorization": f"Bearer {broker.keys['ke-lab']}"}
+    )
+    assert api.get(f"/v1/negotiations/{negotiation}").status_code == 404
+    assert outsider.get(f"/console/negotiations/{negotiation}").status_code == 404
+    admin = signed_in(broker, ADMIN_TOKEN)
+    assert admin.get(f"/console/negotiations/{negotiation}").status_code == 200
