@@ -87,9 +87,7 @@ def _sign_in_form(request: Request, message: str | None = None, status_code: int
     """The form with a fresh CSRF token, also set as a cookie the POST must match (there is no
     session yet to hold it)."""
     token = sessions.new_csrf_token()
-    response = render(
-        request, "sign_in.html", status_code=status_code, csrf_token=token, message=message
-    )
+    response = render("sign_in.html", status_code=status_code, csrf_token=token, message=message)
     set_cookie(response, request, SIGN_IN_COOKIE, token, max_age=3600)
     return response
 
@@ -139,8 +137,8 @@ def sign_out(
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, session: SessionDep, person: Person) -> Response:
-    return render(request, "home.html", person)
+def home(session: SessionDep, person: Person) -> Response:
+    return render("home.html", person)
 
 
 @router.get("/overview", response_class=HTMLResponse)
@@ -161,7 +159,6 @@ def _report(draw) -> HTMLResponse:
 
 @router.get("/transfers", response_class=HTMLResponse)
 def transfer_list(
-    request: Request,
     session: SessionDep,
     person: Person,
     status: Annotated[TransferStatus | None, Query()] = None,
@@ -170,7 +167,6 @@ def transfer_list(
     rows, total = transfers.list_visible(session, person.caller, status, offset, PAGE_SIZE)
     items = [TransferRead.of(row, caller=person.caller) for row in rows]
     return render(
-        request,
         "transfers.html",
         person,
         items=items,
@@ -184,15 +180,12 @@ def transfer_list(
 
 @router.get("/transfers/{transfer_id}", response_class=HTMLResponse)
 def transfer_page(
-    request: Request,
     session: SessionDep,
     person: Person,
     transfer_id: Annotated[str, Path(max_length=36)],
 ) -> Response:
     found = transfers.get_visible(session, person.caller, transfer_id)
-    return render(
-        request, "transfer.html", person, transfer=TransferRead.of(found, caller=person.caller)
-    )
+    return render("transfer.html", person, transfer=TransferRead.of(found, caller=person.caller))
 
 
 @router.get("/transfers/{transfer_id}/report", response_class=HTMLResponse)
@@ -205,13 +198,12 @@ def transfer_report(
 
 
 @router.get("/policies", response_class=HTMLResponse)
-def policy_list(request: Request, session: SessionDep, person: Person) -> Response:
-    return render(request, "policies.html", person, rows=policies.list_current(session))
+def policy_list(session: SessionDep, person: Person) -> Response:
+    return render("policies.html", person, rows=policies.list_current(session))
 
 
 @router.get("/policies/{jurisdiction}", response_class=HTMLResponse)
 def policy_page(
-    request: Request,
     session: SessionDep,
     person: Person,
     jurisdiction: Jurisdiction,
@@ -220,7 +212,6 @@ def policy_page(
     row = policies.current(session, jurisdiction)
     versions, next_after = policies.versions_page(session, jurisdiction, after, PAGE_SIZE)
     return render(
-        request,
         "policy.html",
         person,
         row=row,
@@ -233,7 +224,6 @@ def policy_page(
 
 @router.get("/policies/{jurisdiction}/versions/{number}", response_class=HTMLResponse)
 def policy_version_page(
-    request: Request,
     session: SessionDep,
     person: Person,
     jurisdiction: Jurisdiction,
@@ -242,7 +232,6 @@ def policy_version_page(
     row = policies.current(session, jurisdiction)
     shown = policies.version(session, jurisdiction, number)
     return render(
-        request,
         "policy.html",
         person,
         row=row,
@@ -255,7 +244,6 @@ def policy_version_page(
 
 @router.get("/policies/{jurisdiction}/diff", response_class=HTMLResponse)
 def policy_diff(
-    request: Request,
     session: SessionDep,
     person: Person,
     jurisdiction: Jurisdiction,
@@ -264,17 +252,14 @@ def policy_diff(
 ) -> Response:
     changes = policies.diff(session, jurisdiction, old, new)
     row = policies.current(session, jurisdiction)
-    return render(request, "diff.html", person, row=row, old=old, new=new, changes=changes)
+    return render("diff.html", person, row=row, old=old, new=new, changes=changes)
 
 
 @router.get("/policies/{jurisdiction}/edit", response_class=HTMLResponse)
-def policy_edit_form(
-    request: Request, session: SessionDep, person: Person, jurisdiction: Jurisdiction
-) -> Response:
+def policy_edit_form(session: SessionDep, person: Person, jurisdiction: Jurisdiction) -> Response:
     require_admin(person.caller)
     row = policies.current(session, jurisdiction)
     return render(
-        request,
         "edit.html",
         person,
         row=row,
@@ -287,7 +272,6 @@ def policy_edit_form(
 
 @router.post("/policies/{jurisdiction}/edit", response_class=HTMLResponse)
 def policy_edit(
-    request: Request,
     session: SessionDep,
     person: Person,
     jurisdiction: Jurisdiction,
@@ -300,7 +284,7 @@ def policy_edit(
     caller = require_admin(person.caller)
     parsed = _parse_record(record)
     if isinstance(parsed, list):
-        return _edit_refused(request, session, person, jurisdiction, version, record, parsed)
+        return _edit_refused(session, person, jurisdiction, version, record, parsed)
     try:
         flows.update_policy(
             session, jurisdiction, caller.name, policies.etag(version), record=parsed
@@ -311,7 +295,6 @@ def policy_edit(
             policies.diff(session, jurisdiction, version, current) if version < current else None
         )
         return _edit_refused(
-            request,
             session,
             person,
             jurisdiction,
@@ -323,7 +306,6 @@ def policy_edit(
         )
     except (InvalidPolicy, Conflict) as error:  # e.g. another jurisdiction, a race
         return _edit_refused(
-            request,
             session,
             person,
             jurisdiction,
@@ -352,7 +334,6 @@ def _parse_record(text: str) -> FSLARecord | list[str]:
 
 
 def _edit_refused(
-    request,
     session,
     person,
     jurisdiction,
@@ -367,7 +348,6 @@ def _edit_refused(
     between, what they changed since the version the draft was made from)."""
     row = policies.current(session, jurisdiction)
     return render(
-        request,
         "edit.html",
         person,
         status_code=status_code,
@@ -384,9 +364,7 @@ def _document(row) -> str:
 
 
 @router.get("/catalog", response_class=HTMLResponse)
-def catalog_page(
-    request: Request, session: SessionDep, person: Person, offset: Page = 0
-) -> Response:
+def catalog_page(session: SessionDep, person: Person, offset: Page = 0) -> Response:
     entries, total = catalog.search(
         session,
         jurisdiction=None,
@@ -398,7 +376,6 @@ def catalog_page(
         limit=PAGE_SIZE,
     )
     return render(
-        request,
         "catalog.html",
         person,
         entries=[(entry.as_dict(), entry.described()) for entry in entries],
@@ -409,12 +386,9 @@ def catalog_page(
 
 
 @router.get("/negotiations", response_class=HTMLResponse)
-def negotiation_list(
-    request: Request, session: SessionDep, person: Person, offset: Page = 0
-) -> Response:
+def negotiation_list(session: SessionDep, person: Person, offset: Page = 0) -> Response:
     found, total = negotiations.page(session, person.caller, [], offset, PAGE_SIZE)
     return render(
-        request,
         "negotiations.html",
         person,
         items=found,
@@ -426,19 +400,17 @@ def negotiation_list(
 
 @router.get("/negotiations/{negotiation_id}", response_class=HTMLResponse)
 def negotiation_page(
-    request: Request,
     session: SessionDep,
     person: Person,
     negotiation_id: Annotated[str, Path(max_length=36)],
 ) -> Response:
     found = negotiations.get(session, person.caller, negotiation_id)
     events = negotiations.events(session, found)
-    return render(request, "negotiation.html", person, negotiation=found, events=events)
+    return render("negotiation.html", person, negotiation=found, events=events)
 
 
 @router.get("/audit", response_class=HTMLResponse)
 def audit_page(
-    request: Request,
     session: SessionDep,
     person: Person,
     after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0,
@@ -447,7 +419,6 @@ def audit_page(
     verification = audit.verify(session)
     rows = audit.entries(session, after, PAGE_SIZE)
     return render(
-        request,
         "audit.html",
         person,
         verification=verification,

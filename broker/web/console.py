@@ -96,7 +96,6 @@ def check_csrf(person: SignedIn, sent: str | None) -> None:
 
 
 def render(
-    request: Request,
     template: str,
     person: SignedIn | None = None,
     status_code: int = 200,
@@ -155,7 +154,6 @@ class ConsoleRoute(APIRoute):
                 answer = await _problem_for(request, error)
                 problem = json.loads(answer.body)
                 page = render(
-                    request,
                     "error.html",
                     getattr(request.state, "console_person", None),
                     status_code=answer.status_code,
