@@ -10,6 +10,7 @@ refuses it, and the page shows what changed meanwhile.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path as FilePath
 from typing import Annotated
 
@@ -32,7 +33,7 @@ from broker.errors import (
     VersionMismatch,
 )
 from broker.federation import service as federation
-from broker.federation.overview import DEFAULT_DAYS
+from broker.federation.overview import DEFAULT_DAYS, MAX_DAYS
 from broker.fsla.models import FSLARecord
 from broker.negotiations import service as negotiations
 from broker.policies import service as policies
@@ -57,6 +58,7 @@ from broker.wire import json_limits
 from broker.wire.problem_model import field_errors
 from broker.wire.statuses import TransferStatus
 
+log = logging.getLogger("broker.console")
 router = APIRouter(prefix=PREFIX, route_class=ConsoleRoute, include_in_schema=False)
 STYLESHEET = FilePath(__file__).parent / "static" / "console.css"
 # A secret longer than this is no token or key of ours (they are 40-odd characters).
@@ -75,7 +77,11 @@ PAGE_SIZE = 20
 
 @router.get("/console.css")
 def stylesheet() -> FileResponse:
-    return FileResponse(STYLESHEET, media_type="text/css", headers={"Cache-Control": "no-cache"})
+    return FileResponse(
+        STYLESHEET,
+        media_type="text/css",
+        headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 @router.get("/sign-in", response_class=HTMLResponse)
@@ -109,9 +115,11 @@ def sign_in(
     request.app.state.console_sign_in_limiter.check(client, who="This address")
     credential = credential_of(settings, secret.strip())
     try:
-        caller_of(session, settings, credential)
-    except (NotAuthenticated, Forbidden):
+        caller = caller_of(session, settings, credential)
+    except (NotAuthenticated, Forbidden) as error:
+        log.warning("console sign-in refused from %s: %s", client, error.detail)
         return _sign_in_form(request, SIGN_IN_FAILED, status_code=401)
+    log.info("console sign-in: %s from %s", caller.name, client)
     sessions.close(session, request.cookies.get(COOKIE))  # a browser holds one session
     cookie = sessions.open_session(session, credential.kind, credential.digest, lifetimes(settings))
     response = redirect(f"{PREFIX}/")
@@ -142,10 +150,14 @@ def home(session: SessionDep, person: Person) -> Response:
 
 
 @router.get("/overview", response_class=HTMLResponse)
-def overview(session: SessionDep, person: Person) -> Response:
+def overview(
+    session: SessionDep,
+    person: Person,
+    days: Annotated[int, Query(ge=1, le=MAX_DAYS)] = DEFAULT_DAYS,
+) -> Response:
     """The API's overview page (its own headers: inline styles, no script)."""
     require_admin(person.caller)
-    found = federation.federation_overview(session, DEFAULT_DAYS)
+    found = federation.federation_overview(session, days)
     return _report(lambda: reports.overview_page(found.model_dump(mode="json")))
 
 

@@ -383,6 +383,9 @@ def test_tokens_never_reach_the_logs(broker, caplog):
     # What the broker's side logs (the test's own HTTP client logs its traffic at DEBUG).
     served = [r for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
     assert any("/console/sign-in" in r.getMessage() for r in served)
+    said = [r.getMessage() for r in served if r.name == "broker.console"]
+    assert said[0] == "console sign-in: sn-hospital from 127.0.0.1"
+    assert said[1].startswith("console sign-in refused from 127.0.0.1: ")
     text = "\n".join(r.getMessage() for r in served)
     assert broker.keys["sn-hospital"] not in text and ADMIN_TOKEN not in text
     assert browser.cookies["fedbroker_console"] not in text
