@@ -265,6 +265,21 @@ class Settings(BaseSettings):
         description="Where the counts live: memory:// (one process) or a shared store such as "
         "redis://host:6379 (several processes share one budget)",
     )
+    console_idle_minutes: float = Field(
+        30,
+        gt=0,
+        description="A console session ends after this long without a page opened (minutes)",
+    )
+    console_session_hours: float = Field(
+        12,
+        gt=0,
+        description="A console session ends this long after its sign-in, however busy (hours)",
+    )
+    console_sign_in_rate: str = Field(
+        "10/minute;50/hour",
+        description="Console sign-in attempts from one client address, in the notation of "
+        "`rate_limit`; counted in `rate_limit_storage`",
+    )
     key_grace_seconds: float = Field(
         86_400, ge=0, description="How long a member's previous API key works after a rotation"
     )
@@ -348,7 +363,7 @@ class Settings(BaseSettings):
         """An empty variable (compose's ``${BROKER_DASK_SCHEDULER:-}``) means not set."""
         return value or None
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "console_sign_in_rate")
     @classmethod
     def _rate(cls, value: str) -> str:
         from limits import parse_many

@@ -21,6 +21,7 @@ from broker.analysis.router import router as analysis_router
 from broker.audit.router import router as audit_router
 from broker.catalog.router import router as catalog_router
 from broker.config import Settings, get_settings
+from broker.console.router import router as console_router
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
@@ -166,6 +167,9 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
     app.state.keyring = KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
     install_handlers(app)
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_limit_storage)
+    app.state.console_sign_in_limiter = RateLimiter(
+        settings.console_sign_in_rate, settings.rate_limit_storage, what="sign-in"
+    )
     app.state.monitoring = Monitoring()
     app.state.monitoring.install(app)
     for router in (
@@ -180,12 +184,14 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         admins_router,
         federation_router,
         keys_router,
+        console_router,
     ):
         app.include_router(router)
 
     @app.get("/", include_in_schema=False)
     def get_root() -> RedirectResponse:
-        """A browser pointed at the broker lands on its API documentation."""
+        """A browser pointed at the broker lands on its API documentation (people sign in to
+        the console at /console/)."""
         return RedirectResponse(app.docs_url or "/docs")
 
     return app

@@ -3,6 +3,7 @@
 from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
 from broker.catalog.models import CatalogDataset, CatalogVersion
+from broker.console.models import ConsoleSession
 from broker.delivery.models import Delivery
 from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
@@ -21,6 +22,7 @@ __all__ = [
     "AuditEntry",
     "CatalogDataset",
     "CatalogVersion",
+    "ConsoleSession",
     "DatasetSketch",
     "Delivery",
     "Member",

@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--once: stopped {_listed(stopped)}; logs and databases in {root}/")
             return 0
         print(f"Broker API docs: {broker_url}/docs  (Authorize with the admin token {admin_token})")
+        print(f"Console: {broker_url}/console/  (sign in with the admin token, or a member's key)")
         for member_id, url in member_urls.items():
             print(f"  {member_id:<12} {url}/docs")
         print(f"  (member clouds: Authorize with {member_token})")

@@ -44,7 +44,12 @@ def authenticate(session: Session, token: str) -> Administrator | None:
     """
     if not token.startswith(TOKEN_PREFIX):
         return None
-    digest = hash_token(token)
+    return authenticate_digest(session, hash_token(token))
+
+
+def authenticate_digest(session: Session, digest: str) -> Administrator | None:
+    """The active administrator whose token has this SHA-256 (a console session keeps the
+    digest, never the token, and is checked again with it at every page), else None."""
     found = repository.by_token_hash(session, digest)
     if found is None or found.token_hash is None:
         return None

@@ -51,8 +51,12 @@ class Entry:
             "updated_at": self.dataset.updated_at,
         }
 
+    def described(self) -> DatasetDescription:
+        """The provider's description of this version, as the model reads it back."""
+        return DatasetDescription.model_validate(self.version.description)
+
     def listing(self) -> offers_.Listing:
-        description = DatasetDescription.model_validate(self.version.description)
+        description = self.described()
         return offers_.Listing(
             provider_id=self.provider.id,
             provider_jurisdiction=self.provider.jurisdiction,

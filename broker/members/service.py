@@ -35,7 +35,12 @@ def authenticate(session: Session, api_key: str) -> tuple[Member, bool] | None:
     period (which authenticates ordinary calls but manages no keys)."""
     if not api_key.startswith(KEY_PREFIX):
         return None
-    return repository.by_key_hash(session, hash_key(api_key), datetime.now(UTC))
+    return authenticate_digest(session, hash_key(api_key))
+
+
+def authenticate_digest(session: Session, key_hash: str) -> tuple[Member, bool] | None:
+    """:func:`authenticate` by the key's SHA-256 (a console session keeps it, never the key)."""
+    return repository.by_key_hash(session, key_hash, datetime.now(UTC))
 
 
 def new_key() -> str:

@@ -4,8 +4,10 @@ here into a :class:`broker.callers.Caller`, which services take; no service impo
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, File, Request, UploadFile
@@ -46,32 +48,51 @@ SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 
 
-def current_caller(
-    session: SessionDep,
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-) -> Caller:
-    if credentials is None:
-        raise NotAuthenticated(
-            "Send 'Authorization: Bearer <token>' with an administrator's token or a member's "
-            "API key"
+@dataclass(frozen=True)
+class Credential:
+    """A presented secret as the broker checks it: which kind of secret, and its SHA-256 (what
+    the database keeps of keys and tokens, and all a console session keeps)."""
+
+    kind: str  # BOOTSTRAP (BROKER_ADMIN_TOKEN), ADMIN (a named administrator's) or MEMBER
+    digest: str
+
+
+def credential_of(settings: Settings, secret: str) -> Credential:
+    """Which kind of secret ``secret`` is (the bootstrap token compared in constant time)."""
+    admin_token = settings.admin_token.get_secret_value()  # checked at start
+    if hmac.compare_digest(secret.encode(), admin_token.encode()):
+        return Credential(BOOTSTRAP, _sha256(secret))
+    if secret.startswith(admins.TOKEN_PREFIX):
+        return Credential(ADMIN, admins.hash_token(secret))
+    return Credential(MEMBER, members.hash_key(secret))
+
+
+def _sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def caller_of(session: Session, settings: Settings, credential: Credential) -> Caller:
+    """Who holds ``credential`` now: the one rule for the API's bearer header and the console's
+    sessions, so a revoked token, a revoked key or a suspended member ends both at once.
+
+    Raises :class:`NotAuthenticated` (unknown or revoked) or :class:`Forbidden` (suspended)."""
+    if credential.kind == BOOTSTRAP:
+        expected = _sha256(settings.admin_token.get_secret_value())
+        active = hmac.compare_digest(credential.digest, expected) and admins.bootstrap_active(
+            session
         )
-    token = credentials.credentials.encode()
-    admin_token = settings.admin_token.get_secret_value().encode()  # checked at start
-    if hmac.compare_digest(token, admin_token):
-        active = admins.bootstrap_active(session)
         session.rollback()
         if not active:
             raise NotAuthenticated("This admin token (BROKER_ADMIN_TOKEN) was revoked")
         return Caller(ADMIN, admin_name=BOOTSTRAP)
-    if credentials.credentials.startswith(admins.TOKEN_PREFIX):
-        administrator = admins.authenticate(session, credentials.credentials)
+    if credential.kind == ADMIN:
+        administrator = admins.authenticate_digest(session, credential.digest)
         name = administrator.name if administrator else None
         session.rollback()
         if name is None:
             raise NotAuthenticated("The bearer token is not an active administrator's token")
         return Caller(ADMIN, admin_name=name)
-    found = members.authenticate(session, credentials.credentials)
+    found = members.authenticate_digest(session, credential.digest)
     if found is None:
         session.rollback()
         raise NotAuthenticated(
@@ -86,13 +107,31 @@ def current_caller(
     return caller
 
 
+def current_caller(
+    session: SessionDep,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Caller:
+    if credentials is None:
+        raise NotAuthenticated(
+            "Send 'Authorization: Bearer <token>' with an administrator's token or a member's "
+            "API key"
+        )
+    return caller_of(session, settings, credential_of(settings, credentials.credentials))
+
+
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
 
 
-async def admin_only(caller: CurrentCaller) -> Caller:
+def require_admin(caller: Caller) -> Caller:
+    """The administrators' routes and pages (the console's too) refuse everyone else."""
     if not caller.is_admin:
         raise Forbidden("This route is for the federation's administrators")
     return caller
+
+
+async def admin_only(caller: CurrentCaller) -> Caller:
+    return require_admin(caller)
 
 
 async def member_only(caller: CurrentCaller) -> Caller:

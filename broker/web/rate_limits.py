@@ -17,17 +17,23 @@ from broker.errors import TooManyRequests
 
 
 class RateLimiter:
-    def __init__(self, rate: str, storage_uri: str = "memory://"):
+    """``what`` names the counted action in the answer (and keeps its counts apart)."""
+
+    def __init__(self, rate: str, storage_uri: str = "memory://", what: str = "upload"):
         self.items = parse_many(rate)
         self.limiter = strategies.MovingWindowRateLimiter(storage.storage_from_string(storage_uri))
+        self.what = what
+        self.namespace = "uploads" if what == "upload" else what
 
-    def check(self, key: str) -> None:
-        """Count one request of ``key``; raise :class:`TooManyRequests` when over a limit."""
+    def check(self, key: str, who: str | None = None) -> None:
+        """Count one request of ``key`` (named ``who`` in the answer, by default a member);
+        raise :class:`TooManyRequests` when over a limit."""
         for item in self.items:
-            if not self.limiter.hit(item, "uploads", key):
-                reset = self.limiter.get_window_stats(item, "uploads", key).reset_time
+            if not self.limiter.hit(item, self.namespace, key):
+                reset = self.limiter.get_window_stats(item, self.namespace, key).reset_time
                 wait = max(1, math.ceil(reset - time.time()))
                 raise TooManyRequests(
-                    f"Member {key!r} is over its upload rate ({item}): try again in {wait} s",
+                    f"{who or f'Member {key!r}'} is over its {self.what} rate ({item}): try "
+                    f"again in {wait} s",
                     retry_after=wait,
                 )

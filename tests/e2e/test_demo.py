@@ -53,6 +53,11 @@ def test_demo_shows_the_three_decisions_and_a_negotiated_exchange_then_stops_on_
         assert agreement, out
         docs = re.search(r"Broker API docs: (\S+)/docs", out).group(1)
         assert httpx.get(f"{docs}/readyz").status_code == 200
+        # The console's address, where nobody is signed in: its sign-in page.
+        console = re.search(r"Console: (\S+/console/) ", out).group(1)
+        assert console == f"{docs}/console/"
+        landing = httpx.get(console, follow_redirects=True)
+        assert landing.url.path == "/console/sign-in" and 'type="password"' in landing.text
         demo.send_signal(signal.SIGTERM)
         assert demo.wait(60) == 0
         rest = demo.stdout.read()
