@@ -114,9 +114,10 @@ class Suda:
             "dis_score": float(self.dis_scores[row]),
         }
 
-    def as_dict(self, riskiest: int = 10) -> dict:
+    def as_dict(self, riskiest: int = 10, records: bool = True) -> dict:
+        """The figures; ``records`` (one per input row) unless asked not to."""
         msus = self.msus
-        return {
+        document = {
             "quasi_identifiers": list(self.columns),
             "dis_fraction": self.dis_fraction,
             "max_msu_size": self.max_msu_size,
@@ -125,13 +126,15 @@ class Suda:
             "max_dis_score": float(self.dis_scores.max(initial=0.0)),
             "attribute_contributions": self.attribute_contributions,
             "riskiest": [self.record(r) for r in self.riskiest(riskiest)],
-            "records": [
-                {"row": r, "msus": int(m), "score": float(s), "dis_score": float(d)}
+        }
+        if records:
+            document["records"] = [
+                {"row": r, "msus": m, "score": s, "dis_score": d}
                 for r, (m, s, d) in enumerate(
                     zip(msus.tolist(), self.scores.tolist(), self.dis_scores.tolist(), strict=True)
                 )
-            ],
-        }
+            ]
+        return document
 
 
 def suda_of_frame(
