@@ -260,9 +260,10 @@ def suda(
             f"{MAX_UNIQUE_BITS // (8 << 20)} MiB: bound the MSU size"
         )
     uniques = _unique_bits([np.asarray(c, np.int64) for c in codes], list(widths), rows, limit)
-    msus_by_size = np.zeros((tuples, keys), np.int64)
-    contributions = np.zeros((tuples, keys), np.float64)
-    weight = weights(keys)
+    # by_size[k - 1, r]: record r's MSUs of k keys; carried[j, r]: the weights of those holding j.
+    weight = np.array(weights(keys), np.float64)
+    by_size = np.zeros((keys, tuples), np.int64)
+    carried = np.zeros((keys, tuples), np.float64)
     for mask, bits in uniques.items():
         size = mask.bit_count()
         if size == 1:
@@ -274,17 +275,18 @@ def suda(
             minimal = bits & ~below
         if not minimal.any():
             continue
-        holders = np.flatnonzero(np.unpackbits(minimal, count=tuples))
-        msus_by_size[holders, size - 1] += 1
+        found = np.unpackbits(minimal, count=tuples)
+        by_size[size - 1] += found
+        weighed = weight[size - 1] * found
         for j in _members(mask):
-            contributions[holders, j] += weight[size - 1]
-    scores = msus_by_size.astype(np.float64) @ np.array(weight, np.float64)
+            carried[j] += weighed
+    scores = weight @ by_size
     return Suda(
         tuple(columns),
-        msus_by_size,
+        by_size.T.copy(),
         scores,
         _dis_scores(scores, rows, keys, dis_fraction),
-        contributions,
+        carried.T.copy(),
         dis_fraction,
         limit,
     )
