@@ -202,13 +202,18 @@ def _distinct(codes: list[np.ndarray], widths: list[int], n: int) -> tuple[_Tupl
 
 def _dense(keys: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     """Keys in [0, space) renumbered 0..g-1 (g the distinct keys)."""
+    ids, groups, _ = _classes(keys, space)
+    return ids, groups
+
+
+def _classes(keys: np.ndarray, space: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """Keys in [0, space) renumbered 0..g-1, g, and the size of each key's class."""
     if space <= max(_DIRECT_RANGE * keys.size, 1 << 16):
-        present = np.zeros(space, np.int64)
-        present[keys] = 1
-        numbers = np.cumsum(present) - 1
-        return numbers[keys], int(numbers[-1]) + 1
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    return inverse.astype(np.int64), int(distinct.size)
+        sizes = np.bincount(keys, minlength=space)
+        numbers = np.cumsum(sizes > 0) - 1
+        return numbers[keys], int(numbers[-1]) + 1, sizes[keys]
+    distinct, inverse, sizes = np.unique(keys, return_inverse=True, return_counts=True)
+    return inverse.astype(np.int64), int(distinct.size), sizes[inverse]
 
 
 def weights(keys: int) -> list[int]:
@@ -259,7 +264,15 @@ def suda(
             f"SUDA on {tuples} distinct tuples and {key_sets} key sets needs more than "
             f"{MAX_UNIQUE_BITS // (8 << 20)} MiB: bound the MSU size"
         )
-    uniques = _unique_bits([np.asarray(c, np.int64) for c in codes], list(widths), rows, limit)
+    # Keys with many values first: their prefixes single records out soonest, and the walk
+    # drops them from the subtrees below.
+    order = sorted(range(keys), key=lambda j: -widths[j])
+    walked = _unique_bits(
+        [np.asarray(codes[j], np.int64) for j in order], [widths[j] for j in order], rows, limit
+    )
+    uniques = {
+        sum(1 << order[p] for p in _members(mask)): bits for mask, bits in walked.items()
+    }
     # by_size[k - 1, r]: record r's MSUs of k keys; carried[j, r]: the weights of those holding j.
     weight = np.array(weights(keys), np.float64)
     by_size = np.zeros((keys, tuples), np.int64)
@@ -275,11 +288,10 @@ def suda(
             minimal = bits & ~below
         if not minimal.any():
             continue
-        found = np.unpackbits(minimal, count=tuples)
-        by_size[size - 1] += found
-        weighed = weight[size - 1] * found
+        holders = np.flatnonzero(np.unpackbits(minimal, count=tuples))
+        by_size[size - 1, holders] += 1
         for j in _members(mask):
-            carried[j] += weighed
+            carried[j, holders] += weight[size - 1]
     scores = weight @ by_size
     return Suda(
         tuple(columns),
@@ -305,6 +317,9 @@ def _unique_bits(
     everyone = np.packbits(np.ones(tuples, bool))
     found: dict[int, np.ndarray] = {}
 
+    single = rows == 1  # a tuple of several rows is unique nowhere
+    several = not single.all()
+
     def walk(mask: int, last: int, alive: np.ndarray, ids: np.ndarray, groups: int) -> None:
         # ``alive``: the tuples not unique on ``mask`` (ascending), ``ids`` their classes.
         for j in range(last + 1, len(codes)):
@@ -312,13 +327,15 @@ def _unique_bits(
             if not alive.size:
                 _fill(child, j, found, everyone, len(codes), limit)
                 continue
-            child_ids, child_groups = _dense(ids * widths[j] + codes[j][alive], groups * widths[j])
-            held = np.bincount(child_ids, weights=rows[alive], minlength=child_groups)
-            unique = held[child_ids] == 1
+            key = ids * widths[j] + codes[j][alive]
+            child_ids, child_groups, sizes = _classes(key, groups * widths[j])
+            unique = sizes == 1
+            if several:
+                unique &= single[alive]
             bits = np.ones(tuples, bool)
             bits[alive[~unique]] = False
             found[child] = np.packbits(bits)
-            if child.bit_count() < limit:
+            if child.bit_count() < limit and j + 1 < len(codes):
                 keep = ~unique
                 kept_ids, kept_groups = _dense(child_ids[keep], child_groups)
                 walk(child, j, alive[keep], kept_ids, kept_groups)
