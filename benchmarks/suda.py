@@ -65,9 +65,9 @@ def exhaustive(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return by_size, by_size @ np.array(weights(keys), np.float64)
 
 
-def timed(run) -> tuple[float, float, object]:
+def timed(run, *args) -> tuple[float, float, object]:
     cpu, wall = time.process_time(), time.perf_counter()
-    result = run()
+    result = run(*args)
     return time.process_time() - cpu, time.perf_counter() - wall, result
 
 
@@ -87,10 +87,10 @@ def main() -> None:
         names = list(frame.columns)
         ours_cpu, ours_wall, base_cpu, base_wall = [], [], [], []
         for repeat in range(repeats):
-            cpu, wall, ours = timed(lambda: suda_of_frame(frame, names))
+            cpu, wall, ours = timed(suda_of_frame, frame, names)
             ours_cpu.append(cpu)
             ours_wall.append(wall)
-            cpu, wall, (by_size, scores) = timed(lambda: exhaustive(frame))
+            cpu, wall, (by_size, scores) = timed(exhaustive, frame)
             base_cpu.append(cpu)
             base_wall.append(wall)
             if repeat == 0:

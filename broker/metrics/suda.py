@@ -270,9 +270,7 @@ def suda(
     walked = _unique_bits(
         [np.asarray(codes[j], np.int64) for j in order], [widths[j] for j in order], rows, limit
     )
-    uniques = {
-        sum(1 << order[p] for p in _members(mask)): bits for mask, bits in walked.items()
-    }
+    uniques = {sum(1 << order[p] for p in _members(mask)): bits for mask, bits in walked.items()}
     # by_size[k - 1, r]: record r's MSUs of k keys; carried[j, r]: the weights of those holding j.
     weight = np.array(weights(keys), np.float64)
     by_size = np.zeros((keys, tuples), np.int64)
