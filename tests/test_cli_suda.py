@@ -105,6 +105,7 @@ def test_duckdb_reads_the_same_records(data, capsys):
         (["--qi", QI, "--suda", "--suda-dis-fraction", "0"], "in (0, 1], got 0"),
         (["--qi", QI, "--suda", "--suda-dis-fraction", "1.5"], "in (0, 1], got 1.5"),
         (["--qi", QI, "--suda", "--suda-dis-fraction", "abc"], "in (0, 1], got abc"),
+        (["--qi", "gender,gender", "--suda"], "'gender' is named more than once"),
     ],
 )
 def test_bad_values_are_one_line(data, extra, message):

@@ -156,6 +156,10 @@ def suda_of_frame(
     missing = [name for name in columns if name not in frame.columns]
     if missing:
         raise ValueError(f"SUDA key {missing[0]!r} is not a column of the dataset")
+    twice = [name for name in set(columns) if list(columns).count(name) > 1]
+    if twice or frame.columns.duplicated().any():
+        name = twice[0] if twice else frame.columns[frame.columns.duplicated()][0]
+        raise ValueError(f"SUDA key {name!r} is named more than once")
     codes, widths = [], []
     for name in columns:
         column_codes, uniques = pd.factorize(frame[name], use_na_sentinel=False)

@@ -197,6 +197,8 @@ def test_bad_arguments_name_the_problem():
     frame = pd.DataFrame({"a": [1, 2], "b": [1, 1]})
     with pytest.raises(ValueError, match="'zip'"):
         suda_of_frame(frame, ["a", "zip"])
+    with pytest.raises(ValueError, match="'a' is named more than once"):
+        suda_of_frame(frame, ["a", "b", "a"])
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         suda_of_frame(frame, ["a"], dis_fraction=0)
     with pytest.raises(ValueError, match="between 1 and 2"):
