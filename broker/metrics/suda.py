@@ -38,12 +38,13 @@ SUDA counts rows, not people: one person sent twice with the same values is not 
 key set, and scores 0. The broker's people counts (a person key, identical rows as one person)
 do not enter these scores; k and the people-based measures are what see such a person.
 
-The search: a depth-first walk over key sets in lexicographic order, each set's classes built from
-its prefix's (mixed-radix keys and ``bincount``), keeping only the records not yet unique on the
-prefix (a record unique on a set stays unique on every superset); a subtree where every record is
-already unique costs nothing. Each set's sample uniques are kept as a packed bit row, and a set's
-MSUs are its uniques not unique on any of the subsets dropping one key, found with bitwise
-operations on those rows.
+The search: a depth-first walk over key sets (the keys with most values first, whose prefixes
+single records out soonest), each set's classes built from its prefix's (mixed-radix keys and
+``bincount``), keeping only the records not yet unique on the prefix (a record unique on a set
+stays unique on every superset); a subtree where every record is already unique costs nothing.
+Each set's sample uniques are kept as a packed bit row, and a set's MSUs are its uniques not
+unique on any of the subsets dropping one key, found with bitwise operations on those rows. Its
+cost is bounded: at most ``MAX_KEY_SETS`` key sets and ``MAX_UNIQUE_BITS`` bits kept.
 
 Explained in ``docs/explanations/measures.md``.
 """
