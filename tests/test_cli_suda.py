@@ -87,6 +87,20 @@ def test_the_html_report_lists_the_riskiest_records(data, tmp_path):
     assert '<td class="num">12</td>' in table
 
 
+def test_the_html_report_escapes_key_names(tmp_path):
+    pytest.importorskip("jinja2", reason="the 'reports' extra is not installed")
+    pytest.importorskip("matplotlib", reason="the 'reports' extra is not installed")
+    hostile = "<script>alert('x')</script>"
+    path = tmp_path / "hostile.csv"
+    GUIDELINE.rename(columns={"labor": hostile}).to_csv(path, index=False)
+    out = tmp_path / "report.html"
+    qi = f"residence,gender,education,{hostile}"
+    assert main(["analyze", str(path), "--qi", qi, "--suda", "-f", "html", "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert 'id="suda-contributions"' in html and "&lt;script&gt;" in html
+    assert "<script" not in html.lower()
+
+
 def test_duckdb_reads_the_same_records(data, capsys):
     pytest.importorskip("duckdb")
     args = ["analyze", str(data), "--qi", QI, "--suda", "--format", "json"]
