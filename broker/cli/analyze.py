@@ -29,15 +29,16 @@ from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
 
 if TYPE_CHECKING:
     from broker.engines.base import Engine
+    from broker.metrics.suda import Suda
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     command = commands.add_parser(
         "analyze",
         help="measure how well a dataset is anonymized",
-        description="Measure Mmaq, QIR risk, k-anonymity, l-diversity and t-closeness of a "
-        "CSV, JSON or Parquet dataset. The report leads with a verdict in words; "
-        "--fail-if turns it into an exit status for CI.",
+        description="Measure Mmaq, QIR risk, k-anonymity, l-diversity, t-closeness and, on "
+        "request, SUDA of a CSV, JSON or Parquet dataset. The report leads with a verdict in "
+        "words; --fail-if turns it into an exit status for CI.",
         epilog="Exit status: 0 measured (no --fail-if condition held), 1 a --fail-if "
         "condition held, 2 a usage or input error.",
     )
@@ -106,6 +107,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "rows / their sum",
     )
     command.add_argument(
+        "--suda",
+        action="store_true",
+        help="SUDA (needs --qi): each record's minimal sample uniques, SUDA and DIS-SUDA "
+        "scores, as sdcMicro's suda2 computes them",
+    )
+    command.add_argument(
+        "--suda-dis-fraction",
+        type=_fraction,
+        metavar="F",
+        help="the sampling fraction DIS-SUDA assumes, in (0, 1] (default 0.01)",
+    )
+    command.add_argument(
+        "--suda-max-msu",
+        type=int,
+        metavar="N",
+        help="count minimal sample uniques of at most N quasi-identifiers, each weighed as in "
+        "the full search (default: all the quasi-identifiers)",
+    )
+    command.add_argument(
         "--fail-if",
         type=condition,
         action="append",
@@ -128,16 +148,48 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
     if not (0 < value <= 1):
         raise argparse.ArgumentTypeError(f"a sampling fraction is in (0, 1], got {text}")
     return value
 
 
+def _check_suda(args: argparse.Namespace) -> None:
+    tuned = args.suda_dis_fraction is not None or args.suda_max_msu is not None
+    if tuned and not args.suda:
+        raise CommandError("--suda-dis-fraction and --suda-max-msu need --suda")
+    if args.suda and not args.qi:
+        raise CommandError("--suda needs --qi: SUDA searches the quasi-identifiers")
+    if args.suda_max_msu is not None and not 1 <= args.suda_max_msu <= len(args.qi):
+        raise CommandError(
+            f"--suda-max-msu is between 1 and the {len(args.qi)} quasi-identifiers, "
+            f"got {args.suda_max_msu}"
+        )
+
+
+def _suda(engine: Engine, args: argparse.Namespace) -> Suda:
+    """SUDA needs each record, in input order: the quasi-identifiers' rows, read once."""
+    from broker.metrics.suda import DEFAULT_DIS_FRACTION, suda_of_frame
+
+    fraction = args.suda_dis_fraction or DEFAULT_DIS_FRACTION
+    try:
+        return suda_of_frame(
+            engine.head(args.qi, engine.rows),
+            args.qi,
+            dis_fraction=fraction,
+            max_msu_size=args.suda_max_msu,
+        )
+    except ValueError as error:  # a search beyond its budget
+        raise CommandError(f"--suda: {error}") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     # The measuring libraries load here, not at import: --help and --version stay instant.
     from broker.cli.progress import LARGE_INPUT_ROWS, Steps, large_file
-    from broker.cli.render import render_table
+    from broker.cli.render import render_suda, render_table
     from broker.engines.pandas import PandasEngine
     from broker.metrics.report import ReportOptions, report_of
 
@@ -145,6 +197,7 @@ def _run(args: argparse.Namespace) -> int:
     if (args.sampling_fraction is not None or args.weights) and not args.qi:
         raise CommandError("--sampling-fraction and --weights need --qi")
     check_conditions(args.fail_if, args)
+    _check_suda(args)
     if args.engine != "pandas" and STDIN in (args.data, args.population):
         raise CommandError("--engine duckdb reads files: save standard input to a file first")
     if args.population == STDIN and args.data == STDIN:
@@ -190,6 +243,10 @@ def _run(args: argparse.Namespace) -> int:
             if population is None:
                 raise
             raise CommandError(f"--population {args.population}: {error}") from None
+        suda = None
+        if args.suda:
+            steps("SUDA: the minimal sample uniques of each record")
+            suda = _suda(engine, args)
     found = verdict(report, args.fail_if)
     source = "stdin" if args.data == STDIN else args.data
     if args.format == "json":
@@ -199,11 +256,18 @@ def _run(args: argparse.Namespace) -> int:
             "notes": list(notes),
             "fail_if": [c.as_dict(report) for c in args.fail_if],
         }
+        if suda is not None:
+            document["suda"] = suda.as_dict()
         text = json.dumps(document, indent=2) + "\n"
     elif args.format == "html":
-        text = _html(report.as_dict(), source)
+        shown = report.as_dict()
+        if suda is not None:
+            shown["suda"] = suda.as_dict(records=False)
+        text = _html(shown, source)
     else:
         text = "\n".join(found.lines()) + "\n\n" + render_table(report, source)
+        if suda is not None:
+            text += "\n" + render_suda(suda)
         text += "".join(f"Note: {note}\n" for note in notes)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -239,7 +303,8 @@ def _report_steps(engine: Engine, args: argparse.Namespace) -> int:
 
     combinations = min(max(args.combinations, 0), len(engine.columns))
     sampled = args.sampling_fraction is not None or args.weights or args.population
-    return isinstance(engine, PlansCounts) + 1 + bool(args.qi) * (1 + bool(sampled)) + combinations
+    counted = isinstance(engine, PlansCounts) + 1 + bool(args.qi) * (1 + bool(sampled))
+    return counted + combinations + bool(args.suda)
 
 
 def _open(args: argparse.Namespace, path: str) -> Engine:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from broker.metrics.report import AnalysisReport
+    from broker.metrics.suda import Suda
 
 
 def class_name(value: str) -> str:
@@ -98,6 +99,34 @@ def render_table(report: AnalysisReport, source: str) -> str:
         ]
         lines += ["", "Sensitive attributes"]
         lines += _aligned(("attribute", "l (distinct)", "l (entropy)", "t", "t method"), rows)
+    return "\n".join(lines) + "\n"
+
+
+def render_suda(suda: Suda, shown: int = 10) -> str:
+    """SUDA in short: how many records have special uniques, the riskiest, each key's share."""
+    msus = suda.msus
+    bounded = suda.max_msu_size < len(suda.columns)
+    limit = f" of at most {suda.max_msu_size} keys" if bounded else ""
+    lines = [
+        f"SUDA on {', '.join(suda.columns)} (DIS fraction {suda.dis_fraction:g}): "
+        f"{int((msus > 0).sum()):,} of {msus.size:,} records have minimal sample uniques{limit}",
+    ]
+    riskiest = suda.riskiest(shown)
+    if riskiest.size:
+        rows = [
+            (
+                f"{row:,}",
+                f"{msus[row]:,}",
+                f"{suda.scores[row]:.6g}",
+                f"{suda.dis_scores[row]:.4g}",
+            )
+            for row in riskiest.tolist()
+        ]
+        lines += ["", f"Riskiest records (row 0-based, the {riskiest.size} highest DIS-SUDA)"]
+        lines += _aligned(("row", "MSUs", "SUDA score", "DIS-SUDA"), rows)
+        contributions = [(n, f"{p:.1f} %") for n, p in suda.attribute_contributions.items()]
+        lines += ["", "Contribution of each key to the total SUDA score"]
+        lines += _aligned(("key", "contribution"), contributions)
     return "\n".join(lines) + "\n"
 
 

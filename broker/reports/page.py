@@ -97,6 +97,8 @@ def transfer_page(transfer: Mapping[str, Any]) -> str:
 def _data_sections(report: Mapping[str, Any], charts) -> dict[str, Any]:
     qi = report.get("quasi_identifiers")
     context: dict[str, Any] = {"attributes": _attributes(report, charts)}
+    if report.get("suda"):
+        context["suda"] = _suda(report["suda"])
     if qi is None:
         return context
     histogram = figures.histogram_of(qi)
@@ -123,6 +125,27 @@ def _data_sections(report: Mapping[str, Any], charts) -> dict[str, Any]:
         "rows": [(bar.label, f"{int(bar.value):,}") for bar in risk_bars],
     }
     return context
+
+
+def _suda(suda: Mapping[str, Any]) -> dict[str, Any]:
+    """The riskiest records by DIS-SUDA, as sdcMicro's report lists them, and each key's share."""
+    return {
+        "names": suda["quasi_identifiers"],
+        "facts": [
+            ("records with special uniques", f"{suda['records_with_msus']:,}"),
+            ("largest SUDA score", f"{suda['max_score']:.6g}"),
+            ("largest DIS-SUDA score", f"{suda['max_dis_score']:.4g}"),
+            ("DIS sampling fraction", f"{suda['dis_fraction']:g}"),
+            ("largest MSU searched", f"{suda['max_msu_size']} keys"),
+        ],
+        "riskiest": [
+            (f"{r['row']:,}", f"{r['msus']:,}", f"{r['score']:.6g}", f"{r['dis_score']:.4g}")
+            for r in suda["riskiest"]
+        ],
+        "contributions": [
+            (name, f"{share:.1f} %") for name, share in suda["attribute_contributions"].items()
+        ],
+    }
 
 
 def _attributes(report: Mapping[str, Any], charts) -> dict[str, Any] | None:
@@ -282,6 +305,7 @@ def _render(**context: Any) -> str:
         "class_sizes": None,
         "risk": None,
         "attributes": None,
+        "suda": None,
         "transfer_facts": None,
         "before_after": None,
         "utility": None,
