@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 def class_name(value: str) -> str:
-    """A class as the tables show it, one spelling each: ``quasi_identifier`` (the JSON
-    contract's spelling) reads ``quasi-identifier``, ``non_sensitive`` ``non-sensitive``."""
+    """A Mmaq class as the tables show it, one spelling each: ``quasi_identifier`` (the JSON
+    contract's spelling) reads ``quasi-identifier``."""
     return value.replace("_", "-")
 
 
@@ -31,7 +31,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
         "index",
         "Mmaq class",
         "QIR %",
-        "QIR class",
+        "QIR level",
     )
     rows = [
         (
@@ -43,7 +43,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"{a.measure.mmaq_index:.4f}",
             class_name(a.measure.attribute_class),
             f"{a.qir_risk_percent:.4g}",
-            class_name(a.qir_class),
+            a.qir_class,
         )
         for a in report.attributes
     ]
