@@ -23,6 +23,7 @@ from broker.cli.common import (
     duckdb_engine,
     read_input,
     refuse_to_overwrite,
+    utf8_file,
 )
 from broker.columns.roles import require_columns
 
@@ -152,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.engine == "duckdb":
             return _run_on_duckdb(args, target, output, steps)
         steps(f"reading {args.data}")
-        dataset = read_input(args.data, args.input_format)
+        dataset = read_input(args.data, args.input_format, args.encoding)
         frame = dataset.frame
         require_columns(frame.columns, args.drop, "Column to drop")
         steps.shown |= len(frame) >= LARGE_INPUT_ROWS
@@ -199,13 +200,14 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     engines = duckdb_engine()
     steps.expect(2 + _finish_steps(args))
     steps(f"counting {args.data}")
-    engine = engines.DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    source = utf8_file(args, args.data)
+    engine = engines.DuckDBEngine.from_path(source, memory_limit=args.memory_limit)
     require_columns(engine.columns, args.drop, "Column to drop")
     before = report_of(engine, args.qi, args.sensitive, ReportOptions(max_combination_size=0))
     loaded: list[Dataset] = []
 
     def load():
-        loaded.append(read_path(args.data))
+        loaded.append(read_path(source))
         return loaded[0].frame
 
     steps(_anonymizing(args))
