@@ -243,7 +243,9 @@ def render_anonymization(
     checks, information loss."""
     lines = [*summary.lines(output), "", "Steps"]
     for step in remedy.steps:
-        parameters = ", ".join(f"{k}={v}" for k, v in step.parameters.items())
+        from broker.anonymize.steps import shown_parameters  # not at import: --help stays light
+
+        parameters = shown_parameters(step.parameters)
         lines.append(f"  {step.method:<10} {step.column or '':<12} {parameters}".rstrip())
     rows = []
     for label, report in (("before", before), ("after", after)):
