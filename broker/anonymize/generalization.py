@@ -272,7 +272,9 @@ def generalize_hierarchy(
     levels: int = 1,
     unknown: str = UNKNOWN_ERROR,
 ) -> pd.DataFrame:
-    """Categories to their ancestor ``levels`` steps up a hierarchy (value -> parent).
+    """Categories to their ancestor ``levels`` steps up a hierarchy (value -> parent), or to
+    their label at level ``levels`` of a level table (value -> [level 1, level 2, ...], the
+    form ARX writes: :mod:`broker.anonymize.hierarchies`; past its last level, the last).
 
     Values are looked up as written (``str(value)``). At the first step every present value must
     have a parent; a value without one is *unknown*: with ``unknown="error"`` (the default) that is
@@ -284,8 +286,9 @@ def generalize_hierarchy(
     ----------
     frame : DataFrame
     column : str
-    hierarchy : mapping of str to str
-        Each value's parent, e.g. ``{"Dakar": "Senegal", "Senegal": "West Africa"}``.
+    hierarchy : mapping of str to str, or of str to a sequence of str
+        Each value's parent, e.g. ``{"Dakar": "Senegal", "Senegal": "West Africa"}``, or each
+        value's labels from level 1 up, e.g. ``{"Dakar": ["Senegal", "West Africa"]}``.
     levels : int, default 1
         Steps up the hierarchy, ``>= 1``.
     unknown : {"error", "suppress"}
@@ -308,15 +311,30 @@ def generalize_hierarchy(
     ['Senegal', 'France', 'Senegal']
     >>> generalize_hierarchy(frame, "city", tree, levels=2)["city"].tolist()
     ['Africa', 'Europe', 'Africa']
+    >>> table = {"Dakar": ["SN", "*"], "Thies": ["SN", "*"], "Lyon": ["FR", "*"]}
+    >>> generalize_hierarchy(frame, "city", table)["city"].tolist()
+    ['SN', 'FR', 'SN']
     """
     require_columns(frame.columns, [column])
     if not isinstance(levels, int | np.integer) or levels < 1:
         raise ValueError(f"Hierarchy levels for column {column!r} must be >= 1, got {levels!r}")
     if unknown not in (UNKNOWN_ERROR, UNKNOWN_SUPPRESS):
         raise ValueError(f"unknown must be 'error' or 'suppress' for column {column!r}")
-    parents = {str(key): str(value) for key, value in hierarchy.items()}
     codes, uniques, _blank = factorize(frame[column])
     current = pd.Series(np.asarray(uniques, dtype=object)).astype(str)
+    if is_level_table(hierarchy):
+        top = {
+            str(key): [str(label) for label in row][: int(levels)] for key, row in hierarchy.items()
+        }
+        stepped = current.map({key: row[-1] for key, row in top.items() if row})
+        unknown_values = stepped.isna().to_numpy()
+        if unknown_values.any() and unknown == UNKNOWN_ERROR:
+            raise ValueError(
+                f"Value {current[unknown_values].iloc[0]!r} of column {column!r} is not in the "
+                "hierarchy"
+            )
+        return _replace(frame, column, stepped.where(~unknown_values, SUPPRESSED).tolist(), codes)
+    parents = {str(key): str(value) for key, value in hierarchy.items()}
     stepped = current.map(parents)
     unknown_values = stepped.isna().to_numpy()
     if unknown_values.any() and unknown == UNKNOWN_ERROR:
@@ -331,6 +349,11 @@ def generalize_hierarchy(
             break
         current = stepped.where(stepped.notna(), current)
     return _replace(frame, column, current.tolist(), codes)
+
+
+def is_level_table(hierarchy: Mapping) -> bool:
+    """Whether ``hierarchy`` gives each value its labels by level (lists), not its parent."""
+    return any(isinstance(row, list | tuple) for row in hierarchy.values())
 
 
 def coarsen_dates(frame: pd.DataFrame, column: str, level: str = "year") -> pd.DataFrame:

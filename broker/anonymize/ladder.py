@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize._values import factorize, numeric_column, parse_numbers
-from broker.anonymize.generalization import generalize_date, quantile_labels
+from broker.anonymize.generalization import generalize_date, is_level_table, quantile_labels
 from broker.anonymize.steps import Step, apply_steps
 
 
@@ -236,6 +236,8 @@ def _is_date(values: pd.Series, name: str) -> bool:
 
 
 def _hierarchy_depth(hierarchy: Mapping) -> int:
+    if is_level_table(hierarchy):
+        return max((len(row) for row in hierarchy.values()), default=1)
     parents = {str(a): str(b) for a, b in hierarchy.items()}
     depth = 1
     for start in parents:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -177,3 +178,16 @@ def apply_steps(frame: pd.DataFrame, steps: Sequence[Step | Mapping]) -> Anonymi
     if tables is not None:
         return Anonymized(None, tables, links, suppressed)
     return Anonymized(current, None, (), suppressed)
+
+
+def shown_parameters(parameters: Mapping[str, Any]) -> str:
+    """A step's parameters for people: ``levels = 2``; a mapping (a hierarchy's table, a
+    label map) by its size rather than its thousands of entries; a list joined."""
+    parts = []
+    for name, value in parameters.items():
+        if isinstance(value, Mapping):
+            value = f"{len(value):,} values"
+        elif isinstance(value, list | tuple):
+            value = ", ".join(map(str, value))
+        parts.append(f"{name} = {value}")
+    return ", ".join(parts)

@@ -22,6 +22,7 @@ from broker.cli.common import (
     duckdb_engine,
     read_input,
     refuse_to_overwrite,
+    utf8_file,
 )
 from broker.cli.verdict import check_conditions, condition, fail_if_help, verdict
 from broker.metrics.defaults import DEFAULT_MAX_SIZE, DEFAULT_UNIQUE_THRESHOLD
@@ -211,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     with Steps(shown=large_file(args.data)) as steps:
         steps(f"reading {args.data}" if args.engine == "pandas" else f"opening {args.data}")
         if args.engine == "pandas":
-            dataset = read_input(args.data, args.input_format)
+            dataset = read_input(args.data, args.input_format, args.encoding)
             engine, notes = PandasEngine(dataset.frame), dataset.notes
         else:
             engine = _open(args, args.data)
@@ -311,6 +312,6 @@ def _open(args: argparse.Namespace, path: str) -> Engine:
     from broker.engines.pandas import PandasEngine
 
     if args.engine == "pandas":
-        return PandasEngine(read_input(path).frame)
+        return PandasEngine(read_input(path, encoding=args.encoding).frame)
     engines = duckdb_engine()
-    return engines.DuckDBEngine.from_path(Path(path), memory_limit=args.memory_limit)
+    return engines.DuckDBEngine.from_path(utf8_file(args, path), memory_limit=args.memory_limit)

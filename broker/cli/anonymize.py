@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from broker.anonymize.limits import WHOLE_TABLE_ROWS
 from broker.cli.common import (
@@ -23,6 +24,7 @@ from broker.cli.common import (
     duckdb_engine,
     read_input,
     refuse_to_overwrite,
+    utf8_file,
 )
 from broker.columns.roles import require_columns
 
@@ -121,8 +123,31 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="also report privacy gain and utility of k-anonymizing the first d quasi-"
         "identifiers (by falling QIR risk), d = 1..m, and the recommended d",
     )
+    command.add_argument(
+        "--hierarchy",
+        type=_hierarchy_option,
+        action="append",
+        default=[],
+        metavar="COLUMN=FILE",
+        help="a generalization hierarchy for a quasi-identifier, as ARX writes it (one line per "
+        "value, its labels by level to the right, ';' separated); with --method "
+        "generalization, its levels are climbed before anything else; repeat for each column",
+    )
+    command.add_argument(
+        "--export-hierarchies",
+        metavar="DIR",
+        help="with --method generalization: write, for each quasi-identifier, the ARX hierarchy "
+        "and the level that reproduce the output (hierarchy_COLUMN.csv and levels.json in DIR)",
+    )
     command.add_argument("-f", "--format", choices=("table", "json"), default="table")
     command.set_defaults(handler=_run)
+
+
+def _hierarchy_option(text: str) -> tuple[str, str]:
+    column, equals, path = text.partition("=")
+    if not equals or not column or not path:
+        raise argparse.ArgumentTypeError(f"expected COLUMN=FILE, got {text!r}")
+    return column, path
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -139,6 +164,13 @@ def _run(args: argparse.Namespace) -> int:
     refuse_to_overwrite(output, args.force)
     if args.engine == "duckdb" and args.data == STDIN:
         raise CommandError("--engine duckdb reads files: save standard input to a file first")
+    if (args.hierarchy or args.export_hierarchies) and args.method != "generalization":
+        raise CommandError(
+            "--hierarchy and --export-hierarchies are for --method generalization (global "
+            f"recoding, as ARX does); {args.method} cuts rows instead"
+        )
+    if args.export_hierarchies:
+        refuse_to_overwrite(Path(args.export_hierarchies), args.force)
     target = Target(
         quasi_identifiers=tuple(args.qi),
         sensitive=tuple(args.sensitive),
@@ -147,12 +179,13 @@ def _run(args: argparse.Namespace) -> int:
         l=args.l,
         t=args.t,
         max_suppression=args.max_suppression,
+        hierarchies=_hierarchies(args),
     )
     with Steps(shown=large_file(args.data)) as steps:
         if args.engine == "duckdb":
             return _run_on_duckdb(args, target, output, steps)
         steps(f"reading {args.data}")
-        dataset = read_input(args.data, args.input_format)
+        dataset = read_input(args.data, args.input_format, args.encoding)
         frame = dataset.frame
         require_columns(frame.columns, args.drop, "Column to drop")
         steps.shown |= len(frame) >= LARGE_INPUT_ROWS
@@ -162,7 +195,67 @@ def _run(args: argparse.Namespace) -> int:
         steps(_anonymizing(args))
         remedy = plan_remedy(frame, target, method=args.method)
         remedy = _with_reading_notes(remedy, dataset)
+        if args.export_hierarchies and remedy.satisfied:
+            _export(args, remedy, lambda name: _pairs(frame[name], remedy.frame[name]))
         return _finish(args, frame, dataset, before, remedy, output, steps)
+
+
+def _hierarchies(args: argparse.Namespace) -> dict[str, dict[str, list[str]]]:
+    """The --hierarchy files read, each for a declared quasi-identifier, once."""
+    from broker.anonymize.hierarchies import read_hierarchy
+
+    tables: dict[str, dict[str, list[str]]] = {}
+    for column, path in args.hierarchy:
+        if column not in args.qi:
+            raise CommandError(f"--hierarchy {column}: not one of the quasi-identifiers (--qi)")
+        if column in tables:
+            raise CommandError(f"--hierarchy {column} is given twice")
+        tables[column] = read_hierarchy(Path(path).read_bytes(), path).table()
+    return tables
+
+
+def _pairs(before, after) -> tuple[list[str], list[str]]:
+    """A column's values before and after, row by row (rows matched by label)."""
+    after = after.reindex(before.index)
+    return before.astype(str).tolist(), after.astype(str).tolist()
+
+
+def _recoded(engine, plan, name: str) -> tuple[list[str], list[str]]:
+    """A column's distinct values and their labels under ``plan`` (a value it does not name
+    keeps itself)."""
+    values = [str(value) for value in engine.dictionary(name)]
+    labels = {str(k): str(v) for k, v in plan.labels.get(name, {}).items()}
+    return values, [labels.get(value, value) for value in values]
+
+
+def _export(args: argparse.Namespace, remedy, values_of) -> None:
+    """Write each quasi-identifier's ARX hierarchy and level: ARX, given the same data, these
+    hierarchies and levels (global recoding, no suppression), writes the same output."""
+    from broker.anonymize.hierarchies import exported, unchanged, write_hierarchy
+
+    folder = Path(args.export_hierarchies)
+    folder.mkdir(parents=True, exist_ok=True)
+    chosen = {}
+    for name in args.qi:
+        steps = [step for step in remedy.steps if step.column == name]
+        originals, labels = values_of(name)
+        if not steps:
+            hierarchy, level = unchanged(originals), 0
+        elif len(steps) == 1:
+            hierarchy, level = exported(steps[0].method, steps[0].parameters, originals, labels)
+        else:  # several steps on one column (precision, then a rung): their composition
+            hierarchy, level = exported("labels", {}, originals, labels)
+        file = f"hierarchy_{quote(name, safe='')}.csv"
+        (folder / file).write_text(write_hierarchy(hierarchy), encoding="utf-8")
+        chosen[name] = {"hierarchy": file, "level": level}
+    document = {
+        "data": Path(args.data).name,
+        "delimiter": ";",
+        "quasi_identifiers": chosen,
+        "transformation": [chosen[name]["level"] for name in args.qi],
+        "suppression": 0,
+    }
+    (folder / "levels.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 def _with_reading_notes(remedy, dataset: Dataset):
@@ -199,13 +292,14 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
     engines = duckdb_engine()
     steps.expect(2 + _finish_steps(args))
     steps(f"counting {args.data}")
-    engine = engines.DuckDBEngine.from_path(args.data, memory_limit=args.memory_limit)
+    source = utf8_file(args, args.data)
+    engine = engines.DuckDBEngine.from_path(source, memory_limit=args.memory_limit)
     require_columns(engine.columns, args.drop, "Column to drop")
     before = report_of(engine, args.qi, args.sensitive, ReportOptions(max_combination_size=0))
     loaded: list[Dataset] = []
 
     def load():
-        loaded.append(read_path(args.data))
+        loaded.append(read_path(source))
         return loaded[0].frame
 
     steps(_anonymizing(args))
@@ -214,6 +308,8 @@ def _run_on_duckdb(args: argparse.Namespace, target, output: Path, steps: Steps)
         raise CommandFailed(f"cannot reach the target: {remedy.reason}")
     if args.method != "generalization":
         return _finish(args, loaded[0].frame, loaded[0], before, remedy, output, steps)
+    if args.export_hierarchies:
+        _export(args, remedy, lambda name: _recoded(engine, remedy.recode, name))
     steps(f"writing {output}")
     engines.write(remedy.engine, output, PARQUET if output.suffix.lower() == ".parquet" else CSV)
     steps(f"measuring {output}")

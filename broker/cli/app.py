@@ -6,13 +6,14 @@ Errors a user can make print one line on stderr and exit with status 2; never a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 
 from broker.cli import admins, analyze, anonymize, audit, db, keys, release, serve
-from broker.cli.common import CommandError, CommandFailed
+from broker.cli.common import UTF8, CommandError, CommandFailed
 
 USAGE_ERROR = 2
 BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command cut off by `| head`
@@ -35,11 +36,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = parser.parse_args(argv)
     try:
-        status = args.handler(args)
-        sys.stdout.flush()  # inside the try: a reader gone before the last bytes is handled
+        with contextlib.ExitStack() as args.resources:  # temporary files the command made
+            status = args.handler(args)
+            sys.stdout.flush()  # inside the try: a reader gone before the last bytes is handled
         return status
     except (CommandError, ValueError) as error:  # a DatasetError is a ValueError
-        print(f"fedbroker {args.command}: error: {error}", file=sys.stderr)
+        print(f"fedbroker {args.command}: error: {error}{_hint(args, error)}", file=sys.stderr)
         return USAGE_ERROR
     except BrokenPipeError:  # the reader of our output went away (``| head``): nothing to say
         _discard_stdout()
@@ -54,6 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"fedbroker {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _hint(args: argparse.Namespace, error: Exception) -> str:
+    """What to try when a file is not UTF-8 and no other encoding was named."""
+    if getattr(args, "encoding", None) == UTF8 and "not valid UTF-8" in str(error):
+        return " (a Latin-1 or Windows export? give --encoding cp1252)"
+    return ""
 
 
 def _discard_stdout() -> None:

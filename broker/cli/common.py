@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+UTF8 = "utf-8"  # the canonical name of the default --encoding (broker.datasets.encodings)
 
 
 class CommandError(Exception):
@@ -133,25 +136,58 @@ STDIN = "-"
 
 
 def add_input_format_option(command: argparse.ArgumentParser) -> None:
-    """``--input-format`` for DATA given as ``-`` (standard input)."""
+    """``--input-format`` for DATA given as ``-`` (standard input), and ``--encoding``."""
     command.add_argument(
         "--input-format",
         choices=("csv", "json", "parquet"),
         help="the format of DATA when it is - (standard input); by default it is recognized "
         "from the content (Parquet's magic bytes, a JSON array, else CSV)",
     )
+    command.add_argument(
+        "--encoding",
+        type=_text_encoding,
+        default=UTF8,
+        metavar="NAME",
+        help="the text encoding of a CSV or JSON input, such as latin-1 or cp1252 (many "
+        "spreadsheet exports); default utf-8. Out of core, a UTF-8 copy is made in the "
+        "temporary folder first. What is written is UTF-8",
+    )
 
 
-def read_input(path: str, input_format: str | None = None):
+def _text_encoding(name: str) -> str:
+    from broker.datasets.encodings import text_encoding
+
+    try:
+        return text_encoding(name)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def read_input(path: str, input_format: str | None = None, encoding: str = UTF8):
     """The dataset at ``path``, or on standard input when ``path`` is ``-``: one canonical
-    reading (:func:`broker.datasets.read_dataset`) either way."""
+    reading (:func:`broker.datasets.read_dataset`) either way, from text in ``encoding``."""
     from broker.datasets import read_dataset, read_path
 
     if path == STDIN:
-        return read_dataset(sys.stdin.buffer.read(), "stdin", data_format=input_format)
+        data = sys.stdin.buffer.read()
+        return read_dataset(data, "stdin", data_format=input_format, encoding=encoding)
     if input_format is not None:
         raise CommandError("--input-format is for DATA read from standard input (-)")
-    return read_path(path)
+    return read_path(path, encoding=encoding)
+
+
+def utf8_file(args: argparse.Namespace, path: str) -> Path:
+    """``path`` for an engine that reads the file itself: the file, or when ``--encoding``
+    names another encoding than UTF-8, a UTF-8 copy in a temporary folder that is deleted when
+    the command ends (``args.resources``, which :func:`broker.cli.app.main` closes)."""
+    if args.encoding == UTF8 or Path(path).suffix.lower() in (".parquet", ".pq"):
+        return Path(path)
+    from broker.datasets.encodings import utf8_copy
+
+    folder = Path(args.resources.enter_context(tempfile.TemporaryDirectory(prefix="fedbroker-")))
+    copy = folder / Path(path).name
+    utf8_copy(Path(path), copy, args.encoding)
+    return copy
 
 
 def refuse_to_overwrite(path: Path, force: bool) -> None:

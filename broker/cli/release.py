@@ -28,6 +28,7 @@ from broker.cli.common import (
     choose_engine,
     duckdb_engine,
     read_input,
+    utf8_file,
 )
 from broker.cli.render import _aligned
 from broker.columns.roles import listed_columns
@@ -175,13 +176,13 @@ def _open(args: argparse.Namespace) -> Engine:
     from broker.engines.pandas import PandasEngine
 
     if args.engine == "pandas":
-        return PandasEngine(read_input(args.data, args.input_format).frame)
+        return PandasEngine(read_input(args.data, args.input_format, args.encoding).frame)
     if args.data == "-":
         raise CommandError("--engine duckdb reads files: save standard input to a file first")
-    from pathlib import Path
-
     engines = duckdb_engine()
-    return engines.DuckDBEngine.from_path(Path(args.data), memory_limit=args.memory_limit)
+    return engines.DuckDBEngine.from_path(
+        utf8_file(args, args.data), memory_limit=args.memory_limit
+    )
 
 
 def _table(answers: list[dict], epsilon: Fraction, delta: Fraction) -> list[str]:

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def class_name(value: str) -> str:
-    """A class as the tables show it, one spelling each: ``quasi_identifier`` (the JSON
-    contract's spelling) reads ``quasi-identifier``, ``non_sensitive`` ``non-sensitive``."""
+    """A Mmaq class as the tables show it, one spelling each: ``quasi_identifier`` (the JSON
+    contract's spelling) reads ``quasi-identifier``."""
     return value.replace("_", "-")
 
 
@@ -32,7 +32,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
         "index",
         "Mmaq class",
         "QIR %",
-        "QIR class",
+        "QIR level",
     )
     rows = [
         (
@@ -44,7 +44,7 @@ def render_table(report: AnalysisReport, source: str) -> str:
             f"{a.measure.mmaq_index:.4f}",
             class_name(a.measure.attribute_class),
             f"{a.qir_risk_percent:.4g}",
-            class_name(a.qir_class),
+            a.qir_class,
         )
         for a in report.attributes
     ]
@@ -272,7 +272,9 @@ def render_anonymization(
     checks, information loss."""
     lines = [*summary.lines(output), "", "Steps"]
     for step in remedy.steps:
-        parameters = ", ".join(f"{k}={v}" for k, v in step.parameters.items())
+        from broker.anonymize.steps import shown_parameters  # not at import: --help stays light
+
+        parameters = shown_parameters(step.parameters)
         lines.append(f"  {step.method:<10} {step.column or '':<12} {parameters}".rstrip())
     rows = []
     for label, report in (("before", before), ("after", after)):

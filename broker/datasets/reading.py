@@ -7,7 +7,8 @@ value such as ``"F"`` quoted and unquoted, ``1`` and ``1.0``, ``0.0`` and ``-0.0
 here and never reaches a destination. The rules, by format:
 
 - **CSV**: every value is text as written (``"007"`` is not ``7``); an empty field is the
-  category ``""``. UTF-8 only (a leading BOM is dropped); the delimiter is sniffed among
+  category ``""``. UTF-8 (a leading BOM is dropped), or text in an encoding the caller names,
+  made UTF-8 first (:mod:`broker.datasets.encodings`); the delimiter is sniffed among
   ``, ; tab |``.
 - **JSON** (an array of flat objects): a key missing from a record is a missing value. Per column,
   values of one JSON type keep it (text; integers; numbers, written as floats once one float is
@@ -37,6 +38,7 @@ from pathlib import Path
 from broker.datasets.column_names import check_column_names
 from broker.datasets.csv_reader import read_csv
 from broker.datasets.dataset import CSV, FORMATS, JSON, PARQUET, Dataset, DatasetError
+from broker.datasets.encodings import UTF8, to_utf8
 from broker.datasets.json_reader import read_json
 from broker.datasets.limits import ReadLimits, check_size
 from broker.datasets.parquet_reader import PARQUET_MAGIC, read_parquet
@@ -71,8 +73,12 @@ def read_dataset(
     name: str | None = None,
     data_format: str | None = None,
     limits: ReadLimits | None = None,
+    encoding: str = UTF8,
 ) -> Dataset:
     """Parse ``data`` (the file's bytes) as ``data_format`` or the format its name implies.
+
+    CSV and JSON text in another ``encoding`` than UTF-8 is made UTF-8 first
+    (:mod:`broker.datasets.encodings`); Parquet says its own.
 
     Raises
     ------
@@ -92,9 +98,13 @@ def read_dataset(
     limits = limits or ReadLimits()
     if not data.strip():
         raise DatasetError(f"{label} is empty")
-    data_format = data_format or detect_format(name, data[:16])
+    named = data_format
+    data_format = named or detect_format(name, data[:16])
     if data_format not in FORMATS:
         raise DatasetError(f"Unknown format {data_format!r}: use one of {', '.join(FORMATS)}")
+    if data_format != PARQUET and encoding != UTF8:
+        data = to_utf8(data, encoding, label)
+        data_format = named or detect_format(name, data[:16])  # UTF-16 JSON starts with a BOM
     dataset = _READERS[data_format](data, label, limits)
     frame = dataset.frame
     if len(frame.columns) == 0:
@@ -106,7 +116,7 @@ def read_dataset(
     return dataset
 
 
-def read_path(path: str | Path, limits: ReadLimits | None = None) -> Dataset:
+def read_path(path: str | Path, limits: ReadLimits | None = None, encoding: str = UTF8) -> Dataset:
     """Read a dataset file from disk, with the same errors as :func:`read_dataset`."""
     path = Path(path)
     try:
@@ -117,4 +127,4 @@ def read_path(path: str | Path, limits: ReadLimits | None = None) -> Dataset:
         raise DatasetError(f"{path} is a folder, not a dataset file") from None
     except OSError as error:
         raise DatasetError(f"{path}: {error.strerror}") from None
-    return read_dataset(data, str(path), limits=limits)
+    return read_dataset(data, str(path), limits=limits, encoding=encoding)

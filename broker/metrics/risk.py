@@ -2,17 +2,26 @@
 
 Summing 1 / frequency of each row's value gives the number of distinct values S, so the risk rate
 of an attribute is ``100 * S / N`` percent. With thresholds alpha > beta (percent): risk > alpha is
-``sensitive``, beta <= risk <= alpha is ``quasi_identifier``, risk < beta is ``non_sensitive``. The
-paper's run on the Adult data used alpha = 0.2 and beta = 0.01.
+``high``, beta <= risk <= alpha is ``medium``, risk < beta is ``low``. The paper's run on the Adult
+data used alpha = 0.2 and beta = 0.01.
+
+The paper names these levels ``sensitive``, ``quasi_identifier`` and ``non_sensitive``. The broker
+calls them by their risk instead, because a reader meets "sensitive" and "quasi-identifier" as
+*declared roles* too (the values to protect, judged by l and t; the columns an attacker may know)
+and as a Mmaq class, and a QIR level says neither: it only ranks how many distinct values a column
+has. Reports stored before the rename are read with the new names
+(:mod:`broker.metrics.stored`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SENSITIVE = "sensitive"
-QUASI_IDENTIFIER = "quasi_identifier"
-NON_SENSITIVE = "non_sensitive"
+HIGH = "high"  # the paper's "sensitive"
+MEDIUM = "medium"  # the paper's "quasi_identifier"
+LOW = "low"  # the paper's "non_sensitive"
+# The paper's label of each level, for reports stored before the rename.
+PAPER_LABELS = {"sensitive": HIGH, "quasi_identifier": MEDIUM, "non_sensitive": LOW}
 
 DEFAULT_ALPHA = 0.2
 DEFAULT_BETA = 0.01
@@ -50,15 +59,15 @@ def qir_risk_percent(categories: int, rows: int) -> float:
 
 
 def qir_class(risk_percent: float, thresholds: QirThresholds = DEFAULT_THRESHOLDS) -> str:
-    """Classify an attribute by its QIR risk rate.
+    """An attribute's QIR risk level (high, medium or low) from its QIR risk rate.
 
     Examples
     --------
     >>> qir_class(0.22), qir_class(0.1), qir_class(0.005)
-    ('sensitive', 'quasi_identifier', 'non_sensitive')
+    ('high', 'medium', 'low')
     """
     if risk_percent > thresholds.alpha:
-        return SENSITIVE
+        return HIGH
     if risk_percent >= thresholds.beta:
-        return QUASI_IDENTIFIER
-    return NON_SENSITIVE
+        return MEDIUM
+    return LOW

@@ -19,16 +19,22 @@ Reports stored by older brokers lack the fields added since (the version 0 rows,
 - sensitive attribute: ``k`` 0, ``known_attributes`` [], ``alpha`` 1.0, ``recursive_c`` None,
   ``recursive_c_bounds`` {}, ``beta_likeness`` 0.0, ``enhanced_beta_likeness`` None,
   ``delta_disclosure`` 0.0 (what the replay always assumed).
+
+Reports of versions 0 and 1 name an attribute's ``qir_class`` with the paper's labels
+(``sensitive``, ``quasi_identifier``, ``non_sensitive``): they are read as the levels ``high``,
+``medium`` and ``low`` (:mod:`broker.metrics.risk` says why).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from broker.metrics.risk import PAPER_LABELS
+
 # The shape written now; rows without the field are version 0 (see the module docstring).
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 
 class MmaqFields(BaseModel):
@@ -65,7 +71,11 @@ class ColumnPrecision(BaseModel):
 class AttributeMeasure(MmaqFields):
     name: str
     qir_risk_percent: float = Field(description="100 * distinct values / rows")
-    qir_class: str = Field(description="sensitive, quasi_identifier or non_sensitive")
+    qir_class: Literal["high", "medium", "low"] = Field(
+        description="The QIR risk level: high above alpha, medium between beta and alpha, low "
+        "below beta (Mansour et al. 2021 label them sensitive, quasi_identifier and "
+        "non_sensitive; a level is not a declared role)"
+    )
     values: str = Field(
         description="What the values are, from a sample: number, date, code (no blanks, a digit) "
         "or text"
@@ -260,6 +270,8 @@ class Report(BaseModel):
         module docstring)."""
         if not isinstance(data, dict) or data.get("schema_version", 0) >= REPORT_VERSION:
             return data
+        if data.get("schema_version", 0) >= 1:
+            return {**_paper_labels_renamed(data), "schema_version": REPORT_VERSION}
         data = {
             "duplicate_rows": 0,
             "people_counted_by": "identical_rows",
@@ -320,7 +332,23 @@ class Report(BaseModel):
                 for measure in data["sensitive"]
             ]
         data["schema_version"] = REPORT_VERSION
-        return data
+        return _paper_labels_renamed(data)
+
+
+def _paper_labels_renamed(data: dict) -> dict:
+    """``data`` with its attributes' QIR classes given as levels (version 1 and before)."""
+    attributes = data.get("attributes")
+    if isinstance(attributes, list):
+        data = {
+            **data,
+            "attributes": [
+                {**a, "qir_class": PAPER_LABELS.get(a.get("qir_class"), a.get("qir_class"))}
+                if isinstance(a, dict)
+                else a
+                for a in attributes
+            ],
+        }
+    return data
 
 
 def _defaults(part: Any, **defaults: Any) -> Any:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
+from broker.anonymize.steps import shown_parameters
 from broker.fsla.stored import RemedyAfter, RemedyStep, StoredRemedy
 from broker.reports import figures
 from broker.reports.verdict import Verdict, analysis_verdict, percent, transfer_verdict
@@ -250,11 +251,7 @@ def _largest(items: list, key) -> list:
 
 
 def _step_text(step: RemedyStep) -> str:
-    parameters = step.parameters
-    shown = ", ".join(
-        f"{name} = {', '.join(map(str, value)) if isinstance(value, list) else value}"
-        for name, value in parameters.items()
-    )
+    shown = shown_parameters(step.parameters)
     column = f" {step.column}" if step.column else ""
     text = f"{step.method}{column}" + (f" ({shown})" if shown else "")
     return text + (f": {step.reason}" if step.reason else "")

@@ -137,8 +137,8 @@ def test_qir_classification_and_thresholds():
         options=ReportOptions(thresholds=QirThresholds(alpha=2, beta=0.5)),
     )
     assert report.attributes[0].qir_risk_percent == 1.0
-    assert report.attributes[0].qir_class == "quasi_identifier"
-    assert qir_class(0.2) == "quasi_identifier"  # the boundary belongs to the middle class
+    assert report.attributes[0].qir_class == "medium"
+    assert qir_class(0.2) == "medium"  # the boundary belongs to the middle class
     with pytest.raises(ValueError, match="beta < alpha"):
         QirThresholds(alpha=0.01, beta=0.2)
 

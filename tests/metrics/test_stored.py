@@ -16,6 +16,7 @@ import pytest
 from broker.analysis.schemas import Report
 from broker.fsla.replay import report_from_dict
 from broker.metrics.report import ReportOptions, analyze
+from broker.metrics.risk import QirThresholds
 from broker.metrics.stored import REPORT_VERSION, StoredReport
 
 OLD = Path(__file__).parents[1] / "fixtures" / "stored_reports"
@@ -78,6 +79,9 @@ def test_old_reports_read_with_their_defaults(commit):
     assert (disease.l_diversity, disease.t_closeness_method) == (1, "categorical")
     for attribute in read.attributes:
         assert attribute.precision is None and attribute.identifier_evidence is None
+    # Stored with the paper's label: 2 or 3 distinct values in 6 rows is above alpha = 0.2 %.
+    assert {a["qir_class"] for a in stored["attributes"]} == {"sensitive"}
+    assert {a.qir_class for a in read.attributes} == {"high"}
     # What it was read as is what is served, and it reads back as it was stored.
     assert Report.model_validate(stored).model_dump(mode="json")["quasi_identifiers"]["k"] == 1
     assert StoredReport.model_validate(read.model_dump(mode="json")) == read
@@ -135,3 +139,22 @@ def test_an_old_report_replays_the_rules_figures():
 def test_a_report_that_is_not_one_is_refused(broken):
     with pytest.raises(ValueError):
         StoredReport.model_validate(broken)
+
+
+def test_a_version_1_report_reads_the_papers_qir_labels_as_levels():
+    """Version 1 wrote the paper's labels; each reads as its level, nothing else changes."""
+    frame = pd.DataFrame({"x": list(range(10)) + [0] * 990, "y": [0] * 1000, "z": range(1000)})
+    levels = ReportOptions(max_combination_size=0, thresholds=QirThresholds(alpha=2, beta=0.5))
+    written = analyze(frame, options=levels).stored()  # 1 %, 0.1 % and 100 % distinct
+    assert [a["qir_class"] for a in written["attributes"]] == ["medium", "low", "high"]
+    labels = {"medium": "quasi_identifier", "low": "non_sensitive", "high": "sensitive"}
+    version_1 = {
+        **written,
+        "schema_version": 1,
+        "attributes": [{**a, "qir_class": labels[a["qir_class"]]} for a in written["attributes"]],
+    }
+    assert StoredReport.model_validate(version_1).model_dump(mode="json") == written
+    with pytest.raises(ValueError, match="qir_class"):
+        StoredReport.model_validate(
+            {**written, "attributes": [{**written["attributes"][0], "qir_class": "sensitive"}]}
+        )
