@@ -24,6 +24,9 @@ from broker.config import Settings, get_settings
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
+from broker.dsp.router import catalog_router as dsp_catalog
+from broker.dsp.router import negotiation_router as dsp_negotiations
+from broker.dsp.router import well_known as dsp_well_known
 from broker.federation.router import router as federation_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -180,6 +183,9 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         admins_router,
         federation_router,
         keys_router,
+        dsp_well_known,
+        dsp_catalog,
+        dsp_negotiations,
     ):
         app.include_router(router)
 

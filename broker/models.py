@@ -4,6 +4,7 @@ from broker.admins.models import Administrator
 from broker.audit.models import AuditEntry
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.delivery.models import Delivery
+from broker.dsp.models import ProtocolNegotiation
 from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
@@ -30,6 +31,7 @@ __all__ = [
     "Notification",
     "PolicyVersion",
     "PrivacySpend",
+    "ProtocolNegotiation",
     "ReleasedClasses",
     "Transfer",
     "TransferJob",
