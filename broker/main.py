@@ -25,6 +25,9 @@ from broker.console.router import router as console_router
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
+from broker.dsp.router import catalog_router as dsp_catalog
+from broker.dsp.router import negotiation_router as dsp_negotiations
+from broker.dsp.router import well_known as dsp_well_known
 from broker.federation.router import router as federation_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -185,6 +188,9 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         federation_router,
         keys_router,
         console_router,
+        dsp_well_known,
+        dsp_catalog,
+        dsp_negotiations,
     ):
         app.include_router(router)
 

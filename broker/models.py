@@ -5,6 +5,7 @@ from broker.audit.models import AuditEntry
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.console.models import ConsoleSession
 from broker.delivery.models import Delivery
+from broker.dsp.models import ProtocolNegotiation
 from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
@@ -32,6 +33,7 @@ __all__ = [
     "Notification",
     "PolicyVersion",
     "PrivacySpend",
+    "ProtocolNegotiation",
     "ReleasedClasses",
     "Transfer",
     "TransferJob",

@@ -16,6 +16,15 @@ METHODS = {"get", "put", "post", "patch", "delete", "head", "options"}
 # FastAPI's default operationId: function name, path and method (put_policy_v1_policies__...).
 AUTO_GENERATED = re.compile(r"__|_v\d+_|_(get|put|post|patch|delete|head|options)$")
 OPERATION_IDS = {  # the stable names clients are generated with: change one only on purpose
+    "GET /.well-known/dspace-version": "get_dspace_version",
+    "POST /dsp/2025-1/catalog/request": "dsp_request_catalog",
+    "GET /dsp/2025-1/catalog/datasets/{dataset_id}": "dsp_get_dataset",
+    "POST /dsp/2025-1/negotiations/request": "dsp_request_negotiation",
+    "GET /dsp/2025-1/negotiations/{provider_pid}": "dsp_get_negotiation",
+    "POST /dsp/2025-1/negotiations/{provider_pid}/request": "dsp_counter_request_negotiation",
+    "POST /dsp/2025-1/negotiations/{provider_pid}/events": "dsp_accept_negotiation",
+    "POST /dsp/2025-1/negotiations/{provider_pid}/agreement/verification": "dsp_verify_agreement",
+    "POST /dsp/2025-1/negotiations/{provider_pid}/termination": "dsp_terminate_negotiation",
     "GET /metrics": "get_metrics",
     "GET /livez": "get_liveness",
     "GET /readyz": "get_readiness",

@@ -1,0 +1,132 @@
+"""Errors in the protocol's own shape: every error of a protocol route is a 4xx (or 5xx) whose
+body is the binding's error document, never an RFC 9457 problem.
+
+:class:`ProtocolRoute` is FastAPI's documented way to wrap a route's handling (a custom
+``APIRoute``): the caller's authentication, the message's validation and the service's errors all
+happen inside it, so each is answered as a ``CatalogError`` or ``ContractNegotiationError``. The
+binding asks for 400 on a message the negotiation's state does not accept (the ``/v1`` API says
+409) and 404 where the caller may not see a negotiation (``/v1`` says 403 for some).
+
+A negotiation's error document names the pids the request named (the path's providerPid, the
+message's consumerPid). The schema asks for both; where the request names only one (an initial
+request has no providerPid yet, a GET no consumerPid), the document carries the one it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+
+from broker.dsp.documents import MEDIA_TYPE, ProtocolError, error
+from broker.errors import InvalidTransition
+from broker.wire.problem_model import Forbidden, ProblemError, field_errors
+
+CATALOG_ERROR = "CatalogError"
+NEGOTIATION_ERROR = "ContractNegotiationError"
+
+
+def protocol_route(kind: str) -> type[APIRoute]:
+    """The route class whose errors are ``kind`` documents."""
+
+    class ProtocolRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            handle = super().get_route_handler()
+
+            async def handled(request: Request) -> Response:
+                try:
+                    return await handle(request)
+                except ProtocolError as found:
+                    pids = {**await _pids_of(request, kind), **found.pids}
+                    return _answer(kind, found.status, found.reason, pids)
+                except RequestValidationError as found:
+                    first = (field_errors(list(found.errors())) or [{}])[0]
+                    where = first.get("field", "body")
+                    reason = f"{where}: {first.get('reason', 'invalid')}"
+                    return _answer(kind, 400, reason, await _pids_of(request, kind))
+                except HTTPException as found:  # a body that is not even text
+                    reason = found.detail if isinstance(found.detail, str) else "Bad request"
+                    pids = await _pids_of(request, kind)
+                    return _answer(kind, found.status_code, reason, pids)
+                except ProblemError as found:
+                    status = found.status
+                    if isinstance(found, InvalidTransition):
+                        status = 400
+                    elif isinstance(found, Forbidden) and kind == NEGOTIATION_ERROR:
+                        status = 404
+                    headers = dict(found.headers) if status == found.status else {}
+                    if status == 401:
+                        headers.setdefault("WWW-Authenticate", "Bearer")
+                    pids = await _pids_of(request, kind)
+                    return _answer(kind, status, found.detail, pids, headers)
+
+            return handled
+
+    return ProtocolRoute
+
+
+async def _pids_of(request: Request, kind: str) -> dict[str, str]:
+    """The pids the request itself names (the path's providerPid, the message's consumerPid),
+    for a negotiation's error document: never read from the negotiation, which the caller may
+    not be allowed to see."""
+    if kind != NEGOTIATION_ERROR:
+        return {}
+    pids = {}
+    if isinstance(found := request.path_params.get("provider_pid"), str):
+        pids["providerPid"] = found
+    try:
+        body = await request.json() if request.method == "POST" else None
+    except ValueError:  # not JSON: nothing named
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("consumerPid"), str):
+        pids["consumerPid"] = body["consumerPid"][:500]
+    return pids
+
+
+def _answer(
+    kind: str,
+    status: int,
+    reason: str,
+    pids: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        error(kind, status, reason, pids), status, headers=headers, media_type=MEDIA_TYPE
+    )
+
+
+def documented(kind: str, success: int, *errors: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` of a protocol route: its document on ``success`` and the error
+    document on each of ``errors`` (the JSON bounds of every route, 413 and 422, stay
+    problems: they are answered before any route)."""
+    from broker.wire.problem_model import responses
+
+    error_schema = {
+        "type": "object",
+        "required": ["@context", "@type", "code", "reason"],
+        "properties": {
+            "@context": {"type": "array", "items": {"type": "string"}},
+            "@type": {"type": "string", "const": kind},
+            "providerPid": {"type": "string"},
+            "consumerPid": {"type": "string"},
+            "code": {"type": "string"},
+            "reason": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    found: dict[int | str, dict[str, Any]] = {
+        success: {
+            "description": "The protocol's document",
+            "content": {MEDIA_TYPE: {"schema": {"type": "object"}}},
+        }
+    }
+    for status in errors:
+        found[status] = {
+            "description": f"A {kind}",
+            "content": {MEDIA_TYPE: {"schema": error_schema}},
+        }
+    return found | responses(413, 422)
