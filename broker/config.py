@@ -219,6 +219,12 @@ class Settings(BaseSettings):
         description="A contract negotiation that waits longer than this for its next message "
         "is ended by the broker (checked every `negotiation_sweep_seconds`)",
     )
+    protocol_callback_seconds: float = Field(
+        2.0,
+        gt=0,
+        description="How often the provider's and the broker's messages of Dataspace Protocol "
+        "negotiations are sent to the consumers' callback addresses (and failed ones retried)",
+    )
     negotiation_sweep_seconds: float = Field(
         60.0,
         gt=0,

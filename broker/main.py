@@ -25,6 +25,7 @@ from broker.console.router import router as console_router
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
+from broker.dsp.callbacks import send_due
 from broker.dsp.router import catalog_router as dsp_catalog
 from broker.dsp.router import negotiation_router as dsp_negotiations
 from broker.dsp.router import well_known as dsp_well_known
@@ -114,12 +115,16 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             settings.negotiation_sweep_seconds,
             partial(expire_waiting, app.state.sessionmaker, settings.negotiation_timeout_seconds),
         )
+        callbacks = Chore(
+            settings.protocol_callback_seconds,
+            partial(send_due, app.state.sessionmaker, client, settings.inbox_policy.refusal),
+        )
         jobs = JobRunner(
             app.state.sessionmaker,
             settings,
             app.state.monitoring,
             on_approved=worker.wake,
-            chores=[expiry],
+            chores=[expiry, callbacks],
         )
         app.state.job_runner = jobs
         health_client = httpx.Client(

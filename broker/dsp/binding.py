@@ -108,6 +108,8 @@ def request(
                 negotiation_id=negotiation.id,
                 consumer_pid=message.consumer_pid,
                 callback_address=message.callback_address,
+                # what the answer to this request tells (an immediate end) is not sent again
+                sent_event_id=max(e.id for e in negotiations.events(session, negotiation)),
             )
         )
         session.commit()

@@ -158,3 +158,61 @@ def _constraint(left: str, operator: str, right: str) -> dict[str, str]:
 
 def _service(broker_url: str) -> dict[str, Any]:
     return {"@id": f"{broker_url}", "@type": "DataService", "endpointURL": broker_url}
+
+
+def offer_message(
+    negotiation_id: str, consumer_pid: str, dataset_id: str, version: int, terms: Terms
+) -> dict[str, Any]:
+    """The provider's offer (ContractOfferMessage) on a negotiation the consumer started."""
+    return {
+        "@context": CONTEXT,
+        "@type": "ContractOfferMessage",
+        "providerPid": PROVIDER_PID + negotiation_id,
+        "consumerPid": consumer_pid,
+        "offer": {
+            "@id": offer_iri(dataset_id, version, terms.purpose),
+            "@type": "Offer",
+            "target": dataset_iri(dataset_id),
+            **policy(terms),
+        },
+    }
+
+
+def agreement_message(negotiation_id: str, consumer_pid: str, signed: dict[str, Any]) -> dict:
+    """The agreement the broker signed (its stored ``document``), as a ContractAgreementMessage."""
+    return {
+        "@context": CONTEXT,
+        "@type": "ContractAgreementMessage",
+        "providerPid": PROVIDER_PID + negotiation_id,
+        "consumerPid": consumer_pid,
+        "agreement": {
+            "@id": PROVIDER_PID + signed["id"],
+            "@type": "Agreement",
+            "target": dataset_iri(signed["dataset"]["id"]),
+            "timestamp": signed["signed_at"],
+            "assigner": member_iri(signed["provider"]),
+            "assignee": member_iri(signed["consumer"]),
+            **policy(Terms.of(signed["terms"])),
+        },
+    }
+
+
+def event_message(negotiation_id: str, consumer_pid: str, event: str) -> dict[str, Any]:
+    return {
+        "@context": CONTEXT,
+        "@type": "ContractNegotiationEventMessage",
+        "providerPid": PROVIDER_PID + negotiation_id,
+        "consumerPid": consumer_pid,
+        "eventType": event,
+    }
+
+
+def termination_message(negotiation_id: str, consumer_pid: str, reason: str) -> dict[str, Any]:
+    return {
+        "@context": CONTEXT,
+        "@type": "ContractNegotiationTerminationMessage",
+        "providerPid": PROVIDER_PID + negotiation_id,
+        "consumerPid": consumer_pid,
+        "code": "terminated",
+        "reason": [reason],
+    }
