@@ -28,7 +28,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from broker.anonymize.ladder import climb, climbed_reason, labels_of, rungs
+from broker.anonymize.ladder import (
+    climb,
+    climbed_reason,
+    labels_of,
+    lowest_loss,
+    optimal_reason,
+    rungs,
+)
 from broker.anonymize.steps import Step
 from broker.anonymize.target import Remedy, Target, dropped_because
 from broker.anonymize.verify import Check, describe, verify_counts
@@ -37,7 +44,11 @@ from broker.metrics.mmaq import mmaq_from_counts
 
 
 def generalize_engine(
-    engine: Engine, target: Target, deadline: float | None = None, progress=None
+    engine: Engine,
+    target: Target,
+    deadline: float | None = None,
+    progress=None,
+    optimal: bool = False,
 ) -> Remedy:
     """Plan a generalization of the table ``engine`` holds, as it is: its own drop and precision
     steps go into the plan the engine applies while it writes."""
@@ -59,7 +70,9 @@ def generalize_engine(
         )
         engine = engine.recode(first)
         steps += coarser
-    remedy = generalize(engine, target, drop, qis, sensitive, steps, [], deadline, progress)
+    remedy = generalize(
+        engine, target, drop, qis, sensitive, steps, [], deadline, progress, optimal
+    )
     if coarser and remedy.recode is not None:
         remedy = dataclasses.replace(
             remedy, recode=composed(first, remedy.recode, source.dictionary)
@@ -120,8 +133,12 @@ def generalize(
     notes: list[str],
     deadline: float | None = None,
     progress=None,
+    optimal: bool = False,
 ) -> Remedy:
-    """Climb the quasi-identifiers' ladders on ``engine``'s counts until every check passes.
+    """Climb the quasi-identifiers' ladders on ``engine``'s counts until every check passes
+    (Datafly), or with ``optimal`` find the generalization of least information loss that
+    passes (:func:`~broker.anonymize.ladder.lowest_loss`; a column given a hierarchy then
+    climbs that hierarchy's levels only, as ARX does).
 
     ``steps`` and ``notes`` are those made before (drops, precision); ``drop`` names the
     columns the plan drops (the engine may hold them still). When satisfied, the remedy holds
@@ -145,6 +162,11 @@ def generalize(
         ladders = [
             rungs(tuples.dictionaries[name], name, target.hierarchies.get(name)) for name in qis
         ]
+        if optimal:  # a hierarchy is climbed alone; masking only if its top is not one label
+            ladders = [
+                _hierarchy_alone(ladder) if target.hierarchies.get(name) else ladder
+                for name, ladder in zip(qis, ladders, strict=True)
+            ]
         tuples.climbing(ladders)
         attempts = 0
 
@@ -161,19 +183,51 @@ def generalize(
         def distinct(i: int, level: int) -> int:
             return len(tuples.labels(i, level)[1])
 
-        levels, checks, out_of_time = climb(
-            qis, ladders, evaluate, distinct, deadline, progress, tuples.coarsening
-        )
+        losses: dict[tuple[int, int], float] = {}
+
+        def loss(i: int, level: int) -> float:
+            if (i, level) not in losses:
+                losses[(i, level)] = _entropy_loss(
+                    tuples.by_code[qis[i]], tuples.labels(i, level)[0]
+                )
+            return losses[(i, level)]
+
+        def measure(levels: list[int]) -> list[Check]:
+            nonlocal attempts
+            attempts += 1
+            view = _Generalized(tuples, levels)
+            return verify_counts(view, target, qis, sensitive, drop, complete=False)
+
+        if optimal:
+            levels, checks, out_of_time, _ = lowest_loss(ladders, measure, loss, deadline, progress)
+            if out_of_time:
+                return Remedy(
+                    satisfied=False,
+                    reason=f"the search for the generalization of least loss stopped after "
+                    f"measuring {attempts:,} generalizations (its time or its budget ran out) "
+                    "before one met the target: use --method generalization, which climbs one "
+                    "rung at a time",
+                    steps=tuple(steps),
+                    notes=tuple(notes),
+                    attempts=attempts,
+                    out_of_time=True,
+                )
+        else:
+            levels, checks, out_of_time = climb(
+                qis, ladders, evaluate, distinct, deadline, progress, tuples.coarsening
+            )
+        bits = sum(loss(i, level) for i, level in enumerate(levels)) if optimal else 0.0
         for i, name in enumerate(qis):
             if levels[i]:
                 rung = ladders[i][levels[i] - 1]
-                steps.append(
-                    rung.because(
-                        climbed_reason(
-                            rung, distinct(i, 0), distinct(i, levels[i]), levels[i], target
-                        )
+                why = (
+                    optimal_reason(rung, levels[i], bits, attempts, target)
+                    if optimal
+                    else climbed_reason(
+                        rung, distinct(i, 0), distinct(i, levels[i]), levels[i], target
                     )
                 )
+                steps.append(rung.because(why))
                 codes, uniques = tuples.labels(i, levels[i])
                 labels[name] = uniques.to_numpy(dtype=object)[codes]
         if not all(check.passed for check in checks):
@@ -203,6 +257,28 @@ def generalize(
         engine=recoded if not failing else None,
         attempts=attempts,
     )
+
+
+def _hierarchy_alone(ladder: list[Step]) -> list[Step]:
+    """A ladder that climbs its hierarchy's levels only, and masks last unless the hierarchy's
+    top level already gives every value one label."""
+    levels = [rung for rung in ladder if rung.method == "hierarchy"]
+    if levels:
+        table = levels[-1].parameters["hierarchy"]
+        rows = [row for row in table.values() if isinstance(row, list | tuple)]
+        if rows and len({row[-1] for row in rows}) == 1:
+            return levels
+    return [*levels, Step(ladder[-1].column, "mask")]
+
+
+def _entropy_loss(rows: np.ndarray, labels: np.ndarray) -> float:
+    """Non-uniform entropy a column loses when each value (``rows`` rows per dictionary code)
+    is published as its label (``labels``, a label code per dictionary code): the sum over rows
+    of ``-log2 P(value | label)``, in bits (:mod:`broker.anonymize.loss`)."""
+    present = rows > 0
+    per_label = np.bincount(labels[present], weights=rows[present])
+    held = rows[present].astype(float)
+    return float(np.sum(held * (np.log2(per_label[labels[present]]) - np.log2(held))))
 
 
 def _mildest(dictionary, rows, name, bound, target) -> tuple[Step, np.ndarray]:

@@ -54,14 +54,21 @@ from broker.anonymize.limits import WHOLE_TABLE_ROWS
 from broker.anonymize.loss import information_loss
 from broker.anonymize.mondrian import AnonymizationError, mondrian
 from broker.anonymize.partition import QUASI_IDENTIFIER_TABLE, partition
-from broker.anonymize.steps import GENERALIZATION, MONDRIAN, PARTITION, Step, apply_steps
+from broker.anonymize.steps import (
+    GENERALIZATION,
+    MONDRIAN,
+    OPTIMAL,
+    PARTITION,
+    Step,
+    apply_steps,
+)
 from broker.anonymize.suppression import drop_columns
 from broker.anonymize.target import Acceptance, Remedy, Target, dropped_because
 from broker.anonymize.verify import describe, verify, verify_partition
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine, recoded
 
-METHODS = (MONDRIAN, PARTITION, GENERALIZATION)
+METHODS = (MONDRIAN, PARTITION, GENERALIZATION, OPTIMAL)
 
 
 def plan_remedy(
@@ -79,7 +86,7 @@ def plan_remedy(
     ----------
     frame : DataFrame
     target : Target
-    method : {"mondrian", "partition", "generalization"}
+    method : {"mondrian", "partition", "generalization", "optimal"}
     accept : callable, optional
         The caller's acceptance check of a Mondrian or generalization result (see
         :data:`Acceptance`); a generalization it refuses is not offered.
@@ -130,8 +137,10 @@ def plan_remedy(
         work = apply_steps(work, coarser).frame
         steps += coarser
 
-    if method == GENERALIZATION:
-        return _generalization(frame, work, target, qis, sensitive, drop, steps, accept, deadline)
+    if method in (GENERALIZATION, OPTIMAL):
+        return _generalization(
+            frame, work, target, qis, sensitive, drop, steps, accept, deadline, method == OPTIMAL
+        )
     engine = PandasEngine(work)
     more_steps, notes, labels = bounded(engine, target, qis, sensitive, drop)
     steps += more_steps
@@ -246,10 +255,10 @@ def plan_on_engine(
         if load is None:
             raise ValueError(f"{method} needs the rows: give load")
         return plan_remedy(load(), target, method, deadline=deadline)
-    if method != GENERALIZATION:
+    if method not in (GENERALIZATION, OPTIMAL):
         raise ValueError(f"Unknown method {method!r}: expected one of {METHODS}")
     target.check_table(engine.columns, engine.rows)
-    return generalize_engine(engine, target, deadline, progress)
+    return generalize_engine(engine, target, deadline, progress, method == OPTIMAL)
 
 
 def _raise_k(
@@ -362,10 +371,12 @@ def _mondrian_at(frame, work, target, qis, sensitive, drop, k, steps, notes, mea
     )
 
 
-def _generalization(frame, work, target, qis, sensitive, drop, steps, accept, deadline):
+def _generalization(frame, work, target, qis, sensitive, drop, steps, accept, deadline, optimal):
     """The generalization planner on the counts of ``work``, its plan applied to the rows: the
     output's information loss against ``frame`` and the caller's acceptance added."""
-    remedy = generalize(PandasEngine(work), target, drop, qis, sensitive, steps, [], deadline)
+    remedy = generalize(
+        PandasEngine(work), target, drop, qis, sensitive, steps, [], deadline, optimal=optimal
+    )
     if not remedy.satisfied:
         return remedy
     out = remedy.engine.frame

@@ -31,6 +31,7 @@ from broker.anonymize.suppression import drop_columns, mask
 MONDRIAN = "mondrian"
 PARTITION = "partition"
 GENERALIZATION = "generalization"  # a planner method: its steps are the one-column ones below
+OPTIMAL = "optimal"  # the same steps, the generalization of least information loss
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ from broker.anonymize.hierarchies import (
     write_hierarchy,
 )
 from broker.anonymize.loss import information_loss
-from broker.anonymize.steps import Step, apply_steps
+from broker.anonymize.planner import plan_remedy
+from broker.anonymize.steps import OPTIMAL, Step, apply_steps
+from broker.anonymize.target import Target
 from broker.metrics.anonymity import k_anonymity, sensitive_measure
 
 REPOSITORY = Path(__file__).parents[2]
@@ -295,3 +297,30 @@ def test_hierarchies_are_for_the_generalization_method(tmp_path):
         result.returncode == 2
         and "--hierarchy b: not one of the quasi-identifiers" in result.stderr
     )
+
+
+@needs_arx
+@pytest.mark.parametrize(
+    ("k", "levels", "bits"),
+    [
+        (5, [1, 2, 1, 1, 3, 2, 2, 1, 1], 407289.5388925293),
+        (100, [0, 4, 1, 1, 3, 2, 2, 1, 1], 453196.8932458743),
+    ],
+)
+def test_the_optimal_method_finds_arxs_optimum(adult, k, levels, bits):
+    """ARX's globally optimal transformation (TestAnonymizationKAnonymity, no suppression),
+    found by the broker's own search over ARX's hierarchies, with ARX's loss."""
+    target = Target(
+        quasi_identifiers=tuple(COLUMNS),
+        k=k,
+        max_suppression=0.0,
+        hierarchies={
+            name: read_hierarchy(hierarchy_file(name).read_bytes()).table() for name in COLUMNS
+        },
+    )
+    remedy = plan_remedy(adult, target, method=OPTIMAL)
+    assert remedy.satisfied, remedy.reason
+    chosen = {step.column: step.parameters["levels"] for step in remedy.steps}
+    assert [chosen.get(name, 0) for name in COLUMNS] == levels
+    assert k_anonymity(remedy.frame, COLUMNS).k >= k
+    assert entropy_bits(adult, remedy.frame, COLUMNS) == pytest.approx(bits, rel=1e-9)
