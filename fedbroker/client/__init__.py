@@ -7,7 +7,10 @@ The manual's page is docs/guides/member-clouds.md.
 It imports httpx, pydantic and the broker's wire contract (``broker.wire``) only.
 """
 
+from broker.wire.signing import SignatureError, UnknownKey, Verified
+from fedbroker.client._core import plain
 from fedbroker.client.clients import AsyncClient, Client
+from fedbroker.client.deliveries import verify_delivery, verify_signature
 from fedbroker.client.errors import (
     BadRequest,
     BrokerAnsweredError,
@@ -25,12 +28,14 @@ from fedbroker.client.errors import (
     Unprocessable,
     UnsupportedMediaType,
 )
+from fedbroker.client.keys import BrokerKeys
 
 __all__ = [
     "AsyncClient",
     "BadRequest",
     "BrokerAnsweredError",
     "BrokerClientError",
+    "BrokerKeys",
     "BrokerUnavailable",
     "Client",
     "Conflict",
@@ -40,8 +45,14 @@ __all__ = [
     "PreconditionFailed",
     "ServerError",
     "ServiceUnavailable",
+    "SignatureError",
     "TooManyRequests",
     "Unauthorized",
+    "UnknownKey",
     "Unprocessable",
     "UnsupportedMediaType",
+    "Verified",
+    "plain",
+    "verify_delivery",
+    "verify_signature",
 ]

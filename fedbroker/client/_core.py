@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from broker.wire.headers import IDEMPOTENCY_KEY
 from fedbroker.client.errors import BrokerAnsweredError, BrokerUnavailable, problem_error
@@ -254,3 +254,13 @@ def unavailable(base_url: str, error: httpx.TransportError) -> BrokerUnavailable
             base_url, f"no answer within the timeout ({type(error).__name__})", timed_out=True
         )
     return BrokerUnavailable(base_url, f"{type(error).__name__}: {error}".rstrip(": "))
+
+
+def plain(answer: Any) -> Any:
+    """An answer as the JSON the broker sent (models to dicts, only the fields it sent), for a
+    caller that passes it on."""
+    if isinstance(answer, BaseModel):
+        return answer.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(answer, list):
+        return [plain(item) for item in answer]
+    return answer

@@ -301,3 +301,16 @@ def test_a_job_that_fails_raises_its_problem(tmp_path):
 def test_models_read_the_brokers_json_as_sent():
     decision = TransferRead.model_validate(json.loads(json.dumps(APPROVED | {"extra": 1})))
     assert decision.status == "approved" and decision.model_extra == {"extra": 1}
+
+
+def test_a_member_rotates_its_key_and_an_admin_revokes_them(broker):
+    member_id = unique_id("sn-keys")
+    with Client(broker.url, ADMIN_TOKEN) as admin:
+        created = admin.register_member(member_id, "n", "SN", "http://127.0.0.1:9/inbox")
+    with Client(broker.url, created.api_key) as member:
+        rotated = member.rotate_member_key(member_id)
+    assert rotated.api_key.startswith("fbk_") and rotated.previous_key_valid_until
+    with Client(broker.url, ADMIN_TOKEN) as admin:
+        assert admin.revoke_member_keys(member_id).id == member_id
+    with Client(broker.url, rotated.api_key) as member, pytest.raises(Unauthorized):
+        member.get_member(member_id)
