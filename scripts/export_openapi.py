@@ -1,7 +1,8 @@
 """Write the broker's OpenAPI document to docs/openapi.json, from which clients are generated.
 
 The document is the one the broker serves at ``/openapi.json``, built from ``create_app`` with
-settings that do not touch a database; a test fails when the committed file differs from it.
+default settings (signing keys in a throwaway folder, so nothing is written into the checkout); a
+test fails when the committed file differs from it, and the HTTP API page of the docs links it.
 Run it after changing a route or a schema, then regenerate the Python client's models:
 
     python scripts/export_openapi.py
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +26,10 @@ def document() -> dict:
     from broker.config import Settings
     from broker.main import create_app
 
-    settings = Settings(
-        database_url="sqlite://",
-        admin_token="export-openapi-document",
-        apply_migrations=False,
-        delivery_enabled=False,
-        jobs_enabled=False,
-        health_check_enabled=False,
-    )
-    return create_app(settings).openapi()
+    # The app loads its signing keys when it is made: a throwaway folder for them.
+    with tempfile.TemporaryDirectory() as keys:
+        settings = Settings(admin_token="x" * 16, signing_key_dir=keys, _env_file=None)
+        return create_app(settings).openapi()
 
 
 def rendered(spec: dict) -> str:
