@@ -144,3 +144,29 @@ def test_operations_that_take_an_idempotency_key_always_send_one(spec):
         assert ("idempotency-key" in sent) == ("idempotency-key" in headers), operation[
             "operationId"
         ]
+
+
+# Where a method's argument is not named as the document's parameter.
+RENAMED = {"file": "data", "prefer": "respond_async", "q": "keywords", "state": "states"}
+WHOLE_BODY = {"record", "description", "patch"}  # a method that takes the whole JSON body
+
+
+def test_every_parameter_of_every_operation_can_be_given(spec):
+    """Query, path and header parameters, form fields, and the fields of a JSON body the method
+    spreads into arguments: a method that left one out could not send it."""
+    schemas = spec["components"]["schemas"]
+    for _, _, operation in every_operation(spec):
+        name = operations()[operation["operationId"]]
+        arguments = set(inspect.signature(getattr(Operations, name)).parameters)
+        wanted = {
+            p["name"].lower().replace("-", "_")
+            for p in operation.get("parameters", [])
+            if p["in"] in ("query", "path", "header")
+        }
+        for media, content in operation.get("requestBody", {}).get("content", {}).items():
+            reference = content["schema"].get("$ref")
+            if reference is None or (media == "application/json" and WHOLE_BODY & arguments):
+                continue
+            wanted |= set(schemas[reference.rsplit("/", 1)[1]]["properties"])
+        missing = {RENAMED.get(p, p) for p in wanted} - arguments
+        assert missing == set(), name
