@@ -6,7 +6,7 @@ test fails when the committed file differs from it, and the HTTP API page of the
 Run it after changing a route or a schema, then regenerate the Python client's models:
 
     python scripts/export_openapi.py
-    python scripts/generate_client_models.py
+    python scripts/generate_client.py
 """
 
 from __future__ import annotations

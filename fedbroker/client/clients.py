@@ -6,12 +6,17 @@ from __future__ import annotations
 import asyncio
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
 from fedbroker.client._core import Call, Rules, Send, Sleep, exchange, unavailable
 from fedbroker.client.operations import Operations
+
+if TYPE_CHECKING:  # the same operations, each awaited (a generated stub)
+    from fedbroker.client._async_operations import AsyncOperations
+else:
+    AsyncOperations = Operations
 
 USER_AGENT = "fedbroker-client/0.1"
 
@@ -91,7 +96,7 @@ class Client(Operations):
         self.close()
 
 
-class AsyncClient(Operations):
+class AsyncClient(AsyncOperations):
     """:class:`Client` for asyncio: the same methods, each returning an awaitable::
 
     async with AsyncClient("http://127.0.0.1:8000", token=api_key) as broker:
@@ -115,7 +120,7 @@ class AsyncClient(Operations):
             base_url=self.base_url, headers=_headers(token), timeout=timeout, transport=transport
         )
 
-    async def _call(self, call: Call) -> Any:  # type: ignore[override]
+    async def _call(self, call: Call) -> Any:
         steps = exchange(call, self.rules)
         answer: httpx.Response | None = None
         try:

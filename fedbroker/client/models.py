@@ -1,6 +1,6 @@
 """The broker's answers as pydantic models, generated from its OpenAPI document.
 
-Do not edit: scripts/generate_client_models.py writes this module from docs/openapi.json.
+Do not edit: scripts/generate_client.py writes this module from docs/openapi.json.
 """
 
 from __future__ import annotations

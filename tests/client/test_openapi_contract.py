@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 import typing
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCUMENT = ROOT / "docs" / "openapi.json"
 sys.path.insert(0, str(ROOT / "scripts"))
 import export_openapi  # noqa: E402
-import generate_client_models  # noqa: E402
+import generate_client  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +36,22 @@ def test_the_published_document_is_the_apps(spec):
 
 
 def test_the_models_are_generated_from_the_published_document():
-    """Run scripts/generate_client_models.py after exporting the document."""
-    written = generate_client_models.render(json.loads(DOCUMENT.read_text(encoding="utf-8")))
-    assert generate_client_models.OUTPUT.read_text(encoding="utf-8") == written
+    """Run scripts/generate_client.py after exporting the document."""
+    written = generate_client.render(json.loads(DOCUMENT.read_text(encoding="utf-8")))
+    assert generate_client.OUTPUT.read_text(encoding="utf-8") == written
+
+
+def test_the_async_stub_is_generated_from_the_operations():
+    """AsyncClient's methods, for type checkers: each operation as ``async def``."""
+    source = generate_client.OPERATIONS.read_text(encoding="utf-8")
+    assert generate_client.STUB.read_text(encoding="utf-8") == generate_client.stub(source)
+    stubbed = re.findall(r"async def (\w+)\(", generate_client.STUB.read_text(encoding="utf-8"))
+    assert sorted(stubbed) == sorted(operations().values())
 
 
 def test_the_generated_module_is_formatted_as_ruff_would():
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--check", str(generate_client_models.OUTPUT)],
+        [sys.executable, "-m", "ruff", "format", "--check", str(generate_client.OUTPUT)],
         capture_output=True,
         text=True,
     )

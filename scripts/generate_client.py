@@ -1,18 +1,27 @@
-"""Generate fedbroker/client/models.py, the Python client's answer models, from docs/openapi.json.
+"""Generate the Python client's typed parts: its answer models from docs/openapi.json, and the
+async client's type stub from its operations.
 
-Every schema of the broker's OpenAPI document becomes a pydantic model (an enumeration of strings
-becomes a ``StrEnum``), so the client's models are the document's, field for field; a test fails
-when the committed module differs from what this script writes. The models accept fields the
-document does not list yet (``extra="allow"``): a newer broker does not break an older client.
-Run it after scripts/export_openapi.py:
+fedbroker/client/models.py: every schema of the broker's OpenAPI document becomes a pydantic
+model (an enumeration of strings becomes a ``StrEnum``), so the client's models are the
+document's, field for field. The models accept fields the document does not list yet
+(``extra="allow"``): a newer broker does not break an older client.
 
-    python scripts/generate_client_models.py
+fedbroker/client/_async_operations.pyi: the operations of fedbroker/client/operations.py as
+``async def``, which is what ``AsyncClient``'s methods are at run time (each returns the
+awaitable of its answer); type checkers read it, nothing imports it when the client runs.
+
+A test fails when either committed file differs from what this script writes. Run it after
+scripts/export_openapi.py, and after changing an operation:
+
+    python scripts/generate_client.py
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import keyword
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -20,10 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENT = ROOT / "docs" / "openapi.json"
 OUTPUT = ROOT / "fedbroker" / "client" / "models.py"
+OPERATIONS = ROOT / "fedbroker" / "client" / "operations.py"
+STUB = ROOT / "fedbroker" / "client" / "_async_operations.pyi"
 RESERVED = {"model_config", "model_fields", "copy", "dict", "json", "schema", "validate"}
 HEADER = '''"""The broker's answers as pydantic models, generated from its OpenAPI document.
 
-Do not edit: scripts/generate_client_models.py writes this module from docs/openapi.json.
+Do not edit: scripts/generate_client.py writes this module from docs/openapi.json.
 """
 
 from __future__ import annotations
@@ -134,9 +145,59 @@ def render(document: dict) -> str:
     return "".join(parts)
 
 
+STUB_HEADER = '''"""The async client's operations for type checkers: each one awaited.
+
+Do not edit: scripts/generate_client.py writes this stub from fedbroker/client/operations.py.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fedbroker.client import models as m
+from fedbroker.client.operations import Body, Upload
+
+class AsyncOperations:
+'''
+
+
+def stub(source: str) -> str:
+    """Every operation method of ``Operations`` in ``source``, as an ``async def`` stub."""
+    tree = ast.parse(source)
+    operations = next(
+        node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Operations"
+    )
+    lines = [STUB_HEADER]
+    for node in operations.body:
+        marked = isinstance(node, ast.FunctionDef) and any(
+            isinstance(d, ast.Call) and getattr(d.func, "id", "") == "operation"
+            for d in node.decorator_list
+        )
+        if not marked:
+            continue
+        node.decorator_list = []
+        node.body = [ast.Expr(ast.Constant(...))]
+        lines.append("    async " + ast.unparse(node).replace("\n", " ") + "\n")
+    return formatted("".join(lines), STUB)
+
+
+def formatted(source: str, path: Path) -> str:
+    """``source`` as ``ruff format`` writes it (a stub is written on one line a method)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(path), "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return done.stdout
+
+
 def main() -> None:
     OUTPUT.write_text(render(json.loads(DOCUMENT.read_text(encoding="utf-8"))), encoding="utf-8")
     print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    STUB.write_text(stub(OPERATIONS.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {STUB.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
