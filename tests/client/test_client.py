@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,6 +28,7 @@ from fedbroker.client import (
     Unauthorized,
     Unprocessable,
 )
+from fedbroker.client._core import retry_after
 from fedbroker.client.models import MemberCreated, TransferRead, TransferStatus
 from tests.member_cloud.conftest import (
     ADMIN_TOKEN,
@@ -314,3 +316,28 @@ def test_a_member_rotates_its_key_and_an_admin_revokes_them(broker):
         assert admin.revoke_member_keys(member_id).id == member_id
     with Client(broker.url, rotated.api_key) as member, pytest.raises(Unauthorized):
         member.get_member(member_id)
+
+
+def test_the_async_client_follows_the_same_retry_and_idempotency_rules():
+    busy = {"title": "Too many requests", "status": 429, "detail": "slow down"}
+    answers = ((429, busy, {"Retry-After": "0"}), (200, APPROVED, {}))
+
+    async def run(url: str) -> TransferRead:
+        async with AsyncClient(url, "k") as client:
+            return await client.create_transfer(CSV, "p.csv", "fr", "research")
+
+    with Scripted(*answers) as server:
+        decision = asyncio.run(run(server.url))
+    assert decision.status is TransferStatus.APPROVED
+    keys = [headers["idempotency-key"] for _, _, headers, _ in server.received]
+    assert len(keys) == 2 and keys[0] == keys[1]
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("7", 7.0), ("0", 0.0), ("soon", None), ("", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+)
+def test_retry_after_is_read_as_seconds_or_a_date(header, seconds):
+    """RFC 9110: delay-seconds or an HTTP-date (one in the past is no wait)."""
+    response = httpx.Response(429, headers={"Retry-After": header} if header else {})
+    assert retry_after(response) == seconds
