@@ -97,6 +97,11 @@ def test_the_python_api_shows_the_pure_packages_entry_points_without_sphinx_role
         "reference/python/anonymize": ["broker.anonymize.mondrian.mondrian"],
         "reference/python/fsla": ["broker.fsla.evaluate.evaluate", "broker.fsla.decide.decide"],
         "reference/python/privacy": ["broker.privacy.queries.parse_queries"],
+        "reference/python/client": [
+            "fedbroker.client.clients.Client",
+            "fedbroker.client.operations.Operations.create_transfer",
+            "fedbroker.client.deliveries.verify_delivery",
+        ],
     }
     for path, ids in expected.items():
         text = page(site, path)
