@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from broker.wire.headers import IDEMPOTENCY_KEY
 from fedbroker.client.errors import BrokerAnsweredError, BrokerUnavailable, problem_error
@@ -150,17 +150,24 @@ def read(answer: Any, response: httpx.Response, method: str, path: str) -> Any:
     try:
         body = response.json()
     except ValueError as error:
-        raise BrokerAnsweredError(
-            502,
-            {
-                "type": "about:blank",
-                "title": "Unreadable answer",
-                "status": 502,
-                "detail": f"the broker answered {method} {path} with {response.status_code} "
-                "but no JSON body",
-            },
-        ) from error
-    return _adapter(answer).validate_python(body)
+        raise _unreadable(f"{response.status_code} but no JSON body", method, path) from error
+    try:
+        return _adapter(answer).validate_python(body)
+    except ValidationError as error:  # a broker of another version, or not a broker
+        what = f"{response.status_code} and a body that is not its schema's: {error}"
+        raise _unreadable(what, method, path) from error
+
+
+def _unreadable(what: str, method: str, path: str) -> BrokerAnsweredError:
+    return BrokerAnsweredError(
+        502,
+        {
+            "type": "about:blank",
+            "title": "Unreadable answer",
+            "status": 502,
+            "detail": f"the broker answered {method} {path} with {what}",
+        },
+    )
 
 
 _ADAPTERS: dict[Any, TypeAdapter] = {}

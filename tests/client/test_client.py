@@ -142,6 +142,18 @@ def test_an_error_without_json_still_carries_a_problem():
     assert caught.value.title == "Bad Gateway" and "Bad gateway" in caught.value.detail
 
 
+def test_an_answer_that_is_not_its_schema_is_an_unreadable_answer():
+    """Not a pydantic error escaping: the client's own error, naming the field."""
+    with (
+        Scripted((200, {"id": 7}, {})) as server,
+        Client(server.url) as client,
+        pytest.raises(BrokerAnsweredError) as caught,
+    ):
+        client.get_member("sn")
+    assert caught.value.status == 502 and caught.value.title == "Unreadable answer"
+    assert "GET /v1/members/sn" in caught.value.detail and "jurisdiction" in caught.value.detail
+
+
 def test_no_answer_is_broker_unavailable():
     url = f"http://127.0.0.1:{closed_port()}"
     with Client(url, "secret") as client, pytest.raises(BrokerUnavailable) as caught:
