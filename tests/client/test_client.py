@@ -95,6 +95,7 @@ class Scripted:
         self.received.append((request.method, request.url.path, dict(request.headers), body))
         self.raw_paths.append(request.scope["raw_path"])
         status, content, headers = self.answers.pop(0)
+        await asyncio.sleep(float(headers.get("X-Delay", 0)))
         if isinstance(content, str):
             return Response(content, status, headers=headers, media_type="text/html")
         kind = "application/problem+json" if status >= 400 else "application/json"
@@ -160,6 +161,44 @@ def test_no_answer_is_broker_unavailable():
         client.list_members()
     assert not isinstance(caught.value, BrokerAnsweredError)
     assert caught.value.base_url == url and caught.value.timed_out is False
+
+
+def test_a_transfer_is_the_brokers_multipart_form():
+    with Scripted((200, APPROVED, {})) as server, Client(server.url, "secret") as client:
+        client.create_transfer(
+            CSV,
+            "patients.csv",
+            "fr-research",
+            "research",
+            quasi_identifiers=["Age", "Gender"],
+            sensitive=["Disease"],
+            anonymize="auto",
+            dry_run=True,
+            content_type="text/csv",
+        )
+    method, path, headers, body = server.received[0]
+    assert (method, path, headers["authorization"]) == ("POST", "/v1/transfers", "Bearer secret")
+    for name, value in [
+        ("destination", "fr-research"),
+        ("purpose", "research"),
+        ("quasi_identifiers", "Age,Gender"),
+        ("sensitive", "Disease"),
+        ("anonymize", "auto"),
+        ("dry_run", "true"),
+    ]:
+        assert f'name="{name}"\r\n\r\n{value}\r\n'.encode() in body
+    assert b'name="file"; filename="patients.csv"\r\nContent-Type: text/csv' in body
+    assert CSV in body and b'name="kind"' not in body  # what is not given is not sent
+
+
+def test_a_broker_slower_than_the_timeout_is_unavailable_and_says_so():
+    with (
+        Scripted((200, [], {"X-Delay": "2"})) as server,
+        Client(server.url, timeout=0.2) as client,
+        pytest.raises(BrokerUnavailable) as caught,
+    ):
+        client.list_members()
+    assert caught.value.timed_out is True
 
 
 def test_429_and_503_are_tried_again_with_the_same_idempotency_key():
