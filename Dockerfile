@@ -20,6 +20,7 @@ RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock
 COPY pyproject.toml README.md LICENSE ./
 COPY broker ./broker
 COPY member_cloud ./member_cloud
+COPY fedbroker ./fedbroker
 COPY demo ./demo
 RUN pip install --no-cache-dir --no-deps --no-build-isolation .
 

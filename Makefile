@@ -6,13 +6,14 @@
 #               compose file with hadolint and the Compose CLI, no Docker engine needed)
 #   make check  the unit tests of the pure packages alone: a quick check while working
 #   make docs   the documentation site alone, built strictly into site/
+#   make client after changing a route: docs/openapi.json and the Python client's generated parts
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint docs bench clean
+.PHONY: demo test check lint docs client bench clean
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,11 @@ lint: $(DEV)
 # render fails the build. Material for MkDocs prints a banner about its successor at each build.
 docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
+
+# The published OpenAPI document, then the client's models and async stub generated from it
+client: $(DEV)
+	$(PY) scripts/export_openapi.py
+	$(PY) scripts/generate_client.py
 
 test: lint docs
 	$(PY) -m pytest -q

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from member_cloud.broker_client import BrokerClient
+from fedbroker.client import Client, plain
 
 QI = ["Age", "Gender"]
 SENSITIVE = ["Disease"]
@@ -125,7 +125,7 @@ def run(
             answer.raise_for_status()
             results.append({"step": step, "answer": answer.json()})
         results.append(negotiate(http, members))
-        with BrokerClient(broker_url, admin_token) as broker:
+        with Client(broker_url, admin_token) as broker:
             for result in results:
                 result["answer"] = _settled(broker, result["answer"])
                 result["inbox"] = _inbox_entry(
@@ -215,13 +215,13 @@ def negotiate(http: httpx.Client, members: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _settled(broker: BrokerClient, answer: dict, timeout: float = 30.0) -> dict:
+def _settled(broker: Client, answer: dict, timeout: float = 30.0) -> dict:
     """Wait until an approved transfer's delivery is delivered or failed (held: its
     destination is down, and it goes out once it is up)."""
     deadline = time.monotonic() + timeout
     while answer["delivery"]["status"] in ("pending", "held") and time.monotonic() < deadline:
         time.sleep(0.2)
-        answer = broker.get_transfer(answer["id"])
+        answer = plain(broker.get_transfer(answer["id"]))
     return answer
 
 

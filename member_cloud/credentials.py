@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
+from fedbroker.client import BrokerAnsweredError, BrokerUnavailable, Client
 from member_cloud.config import MemberSettings
 from member_cloud.storage import atomic_write
 
@@ -84,7 +84,7 @@ def register(settings: MemberSettings) -> str:
             raise StartupError(f"cannot register {settings.id!r}: {error}") from None
         except BrokerAnsweredError as error:
             raise StartupError(_registration_refused(settings, error)) from None
-    api_key = member["api_key"]
+    api_key = member.api_key
     write_key_file(settings, api_key)
     log.info(
         "registered %s (%s) at %s; inbox %s; key kept in %s",
@@ -124,17 +124,17 @@ def _stored_key_accepted(settings: MemberSettings, api_key: str) -> bool:
             raise StartupError(
                 f"cannot check the key in {settings.api_key_file} ({error.status}): {error.detail}"
             ) from None
-    if member.get("jurisdiction") != settings.jurisdiction:
+    if member.jurisdiction != settings.jurisdiction:
         raise StartupError(
             f"MEMBER_JURISDICTION is {settings.jurisdiction} but the broker registered "
-            f"{settings.id!r} in {member.get('jurisdiction')}"
+            f"{settings.id!r} in {member.jurisdiction}"
         )
-    if member.get("inbox_url") != settings.inbox_url:
+    if member.inbox_url != settings.inbox_url:
         log.warning(
             "the broker delivers to %s, but this member's inbox is %s: its deliveries are "
             "signed for the registered URL and will be refused (set MEMBER_PUBLIC_URL, or have "
             "the registration changed)",
-            member.get("inbox_url"),
+            member.inbox_url,
             settings.inbox_url,
         )
     log.info("using the key in %s (member %s)", settings.api_key_file, settings.id)
@@ -175,8 +175,11 @@ def write_key_file(settings: MemberSettings, api_key: str) -> None:
     atomic_write(path, json.dumps(record, indent=2).encode(), mode=0o600)
 
 
-def _client(settings: MemberSettings, token: str) -> BrokerClient:
-    return BrokerClient(settings.broker_base_url, token, timeout=settings.broker_timeout_seconds)
+def _client(settings: MemberSettings, token: str) -> Client:
+    """No retry of its own: :func:`_retrying` waits for a broker that is starting."""
+    return Client(
+        settings.broker_base_url, token, timeout=settings.broker_timeout_seconds, retries=0
+    )
 
 
 def _retrying(settings: MemberSettings, call: Callable[[], T]) -> T:

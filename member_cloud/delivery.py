@@ -2,9 +2,10 @@
 
 The broker POSTs an approved transfer's bytes to this member's inbox URL, signed with HTTP
 Message Signatures (RFC 9421, Ed25519; :mod:`broker.wire.signing`, the wire contract shared by
-both services). The broker's public keys are pinned by :mod:`member_cloud.broker_keys`: nobody
-who merely reads the broker's database can sign. Everything is checked before the body is read,
-so an unsigned or foreign delivery costs no disk:
+both services), checked by :func:`fedbroker.client.verify_signature`. The broker's public keys
+are pinned by :class:`fedbroker.client.BrokerKeys`: nobody who merely reads the broker's
+database can sign. Everything is checked before the body is read, so an unsigned or foreign
+delivery costs no disk:
 
 - the signature covers exactly the method, the target URI, ``Content-Digest``, the content type
   and every ``X-Fedbroker-*`` header stored, with ``created``, ``expires``, ``nonce``, ``keyid``,
@@ -31,8 +32,8 @@ from datetime import UTC, datetime
 from urllib.parse import unquote
 
 from broker.wire import headers as h
-from broker.wire.signing import SignatureError, Verified, verify_delivery
-from member_cloud.broker_keys import BrokerKeys
+from broker.wire.signing import SignatureError, Verified
+from fedbroker.client import BrokerKeys, verify_signature
 from member_cloud.config import MemberSettings
 from member_cloud.errors import BadRequest, NotAuthenticated, NotForThisMember, Replayed
 from member_cloud.storage import Delivery, Inbox, SeenNonces, check_name
@@ -47,7 +48,7 @@ def verify(
     if named and named != [settings.id]:  # said before the signature is checked: the clearer
         _not_for_us(", ".join(named), settings.id)
     try:
-        verified = verify_delivery(
+        verified = verify_signature(
             settings.inbox_url,
             lines,
             keys.public_key,

@@ -11,9 +11,8 @@ from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from fedbroker.client import BrokerKeys, Client
 from member_cloud.auth import LocalTokenGuard, declare_bearer
-from member_cloud.broker_client import BrokerClient
-from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.credentials import StartupError, resolve_api_key
 from member_cloud.errors import install_handlers, responses
@@ -91,12 +90,12 @@ def create_app(settings: MemberSettings) -> FastAPI:
         except StartupError as error:
             app.state.startup_error = error
             raise
-        app.state.broker = BrokerClient(
+        app.state.broker = Client(
             settings.broker_base_url, api_key, timeout=settings.broker_timeout_seconds
         )
         app.state.broker_keys = BrokerKeys(
             settings.data_dir / "broker-keys.json",
-            app.state.broker.signing_keys,
+            app.state.broker.get_signing_keys,
             refresh=settings.broker_keys_refresh,
             max_age_seconds=settings.broker_keys_max_age_seconds,
         )

@@ -1,7 +1,7 @@
 """The member cloud's side of the data market: publish its datasets in the federation's catalog,
 browse it, and negotiate agreements as consumer or provider, through the broker.
 
-Each route calls the broker (:mod:`member_cloud.broker_client`) and answers what it answered;
+Each route calls the broker (:mod:`fedbroker.client`) and answers what it answered;
 an error the broker answers is passed through as its problem+json, a broker that does not
 answer is 502. Before confirming an agreement (``/verify``), this member checks the broker's
 signature of it with the keys it pinned: it does not take the broker's word for what it signed.
@@ -20,8 +20,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from broker.wire.signing import SignatureError
-from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
-from member_cloud.broker_keys import BrokerKeys
+from fedbroker.client import BrokerAnsweredError, BrokerKeys, BrokerUnavailable, Client, plain
 from member_cloud.downloads import media_type
 from member_cloud.errors import PROBLEM_MEDIA_TYPE, BadRequest, BrokerUnreachable, responses
 from member_cloud.schemas import CounterAsk, Ending, NegotiationAsk, OfferTerms, Publication
@@ -32,7 +31,7 @@ negotiations = APIRouter(prefix="/negotiations", tags=["Negotiations"])
 PASSED_THROUGH = responses(400, 401, 403, 404, 409, 412, 413, 422, 502)
 
 
-def _broker(request: Request) -> BrokerClient:
+def _broker(request: Request) -> Client:
     return request.app.state.broker
 
 
@@ -44,7 +43,7 @@ def _keys(request: Request) -> BrokerKeys:
     return request.app.state.broker_keys
 
 
-BrokerDep = Annotated[BrokerClient, Depends(_broker)]
+BrokerDep = Annotated[Client, Depends(_broker)]
 DatasetsDep = Annotated[DatasetStore, Depends(_datasets)]
 KeysDep = Annotated[BrokerKeys, Depends(_keys)]
 
@@ -52,7 +51,7 @@ KeysDep = Annotated[BrokerKeys, Depends(_keys)]
 def _answered(call: Callable[[], Any], status: int = 200) -> JSONResponse:
     """The broker's answer, or its problem passed through; 502 when it does not answer."""
     try:
-        return JSONResponse(call(), status_code=status)
+        return JSONResponse(plain(call()), status_code=status)
     except BrokerAnsweredError as error:
         return JSONResponse(error.problem, status_code=error.status, media_type=PROBLEM_MEDIA_TYPE)
     except BrokerUnavailable as error:
@@ -92,12 +91,12 @@ def publish(body: Publication, store: DatasetsDep, broker: BrokerDep) -> JSONRes
         "purposes": body.purposes,
     }
 
-    def call() -> dict[str, Any]:
+    def call() -> Any:
         entry = broker.publish_dataset(description)
         if body.measure:
             with store.open(body.dataset) as data:
                 entry = broker.measure_dataset(
-                    entry["id"], data, body.dataset, media_type(body.dataset)
+                    entry.id, data, body.dataset, media_type(body.dataset)
                 )
         return entry
 
@@ -118,7 +117,9 @@ def browse(
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> JSONResponse:
-    return _answered(lambda: broker.catalog(jurisdiction, purpose, column, q, None, offset, limit))
+    return _answered(
+        lambda: broker.list_catalog(jurisdiction, purpose, column, q, None, offset, limit)
+    )
 
 
 @negotiations.post(
@@ -129,19 +130,21 @@ def browse(
 )
 def ask(body: NegotiationAsk, broker: BrokerDep) -> JSONResponse:
     return _answered(
-        lambda: broker.negotiate(body.dataset_id, body.purpose, body.columns, body.retention_days),
+        lambda: broker.create_negotiation(
+            body.dataset_id, body.purpose, body.columns, body.retention_days
+        ),
         201,
     )
 
 
 @negotiations.get("", responses=PASSED_THROUGH, summary="The negotiations this member is in")
 def listed(broker: BrokerDep) -> JSONResponse:
-    return _answered(broker.negotiations)
+    return _answered(broker.list_negotiations)
 
 
 @negotiations.get("/{negotiation_id}", responses=PASSED_THROUGH, summary="One negotiation")
 def one(negotiation_id: str, broker: BrokerDep) -> JSONResponse:
-    return _answered(lambda: broker.negotiation(negotiation_id))
+    return _answered(lambda: broker.get_negotiation(negotiation_id))
 
 
 @negotiations.post(
@@ -150,7 +153,7 @@ def one(negotiation_id: str, broker: BrokerDep) -> JSONResponse:
     summary="Offer the broker's terms, or stricter ones (as provider)",
 )
 def offer(negotiation_id: str, body: OfferTerms, broker: BrokerDep) -> JSONResponse:
-    return _answered(lambda: broker.offer(negotiation_id, body.terms))
+    return _answered(lambda: broker.offer_negotiation(negotiation_id, body.terms))
 
 
 @negotiations.post(
@@ -160,7 +163,7 @@ def offer(negotiation_id: str, body: OfferTerms, broker: BrokerDep) -> JSONRespo
 )
 def counter(negotiation_id: str, body: CounterAsk, broker: BrokerDep) -> JSONResponse:
     return _answered(
-        lambda: broker.counter_request(negotiation_id, body.columns, body.retention_days)
+        lambda: broker.request_negotiation(negotiation_id, body.columns, body.retention_days)
     )
 
 
@@ -170,7 +173,7 @@ def counter(negotiation_id: str, body: CounterAsk, broker: BrokerDep) -> JSONRes
     summary="Accept the offer (as consumer): the broker signs the agreement",
 )
 def accept(negotiation_id: str, broker: BrokerDep) -> JSONResponse:
-    return _answered(lambda: broker.accept(negotiation_id))
+    return _answered(lambda: broker.accept_negotiation(negotiation_id))
 
 
 @negotiations.post(
@@ -182,19 +185,18 @@ def accept(negotiation_id: str, broker: BrokerDep) -> JSONResponse:
     "broker (FINALIZED). A signature that does not verify is 502 and nothing is confirmed.",
 )
 def verify(negotiation_id: str, broker: BrokerDep, keys: KeysDep) -> JSONResponse:
-    def call() -> dict[str, Any]:
-        negotiation = broker.negotiation(negotiation_id)
-        agreement_id = negotiation.get("agreement_id")
+    def call() -> Any:
+        agreement_id = broker.get_negotiation(negotiation_id).agreement_id
         if agreement_id:
-            agreement = broker.agreement(agreement_id)
+            agreement = broker.get_agreement(agreement_id)
             try:
-                keys.verify_document(agreement["signature"], agreement["document"])
+                keys.verify_document(agreement.signature, agreement.document)
             except SignatureError as error:
                 raise BrokerUnreachable(
                     f"The broker's signature of agreement {agreement_id} does not verify "
                     f"({error}): it was not confirmed"
                 ) from None
-        return broker.verify(negotiation_id)
+        return broker.verify_negotiation(negotiation_id)
 
     return _answered(call)
 
@@ -205,7 +207,7 @@ def verify(negotiation_id: str, broker: BrokerDep, keys: KeysDep) -> JSONRespons
     summary="End a negotiation (either party)",
 )
 def terminate(negotiation_id: str, body: Ending, broker: BrokerDep) -> JSONResponse:
-    return _answered(lambda: broker.terminate(negotiation_id, body.reason))
+    return _answered(lambda: broker.terminate_negotiation(negotiation_id, body.reason))
 
 
 def _columns(store: DatasetStore, name: str) -> list[str]:

@@ -14,14 +14,14 @@ import logging
 import threading
 from datetime import UTC, datetime
 
-from member_cloud.broker_client import BrokerClient, BrokerClientError
+from fedbroker.client import BrokerClientError, Client
 from member_cloud.storage import Inbox
 
 log = logging.getLogger("member_cloud")
 
 
 class RetentionKeeper:
-    def __init__(self, inbox: Inbox, broker: BrokerClient, every_seconds: float):
+    def __init__(self, inbox: Inbox, broker: Client, every_seconds: float):
         self.inbox = inbox
         self.broker = broker
         self.every_seconds = every_seconds
@@ -45,7 +45,7 @@ class RetentionKeeper:
                 self.inbox.erase(transfer_id)
                 log.info("deleted transfer %s: its retention ended", transfer_id)
             try:
-                self.broker.report_erasure(transfer_id)
+                self.broker.erase_transfer(transfer_id)
             except BrokerClientError as error:
                 log.warning(
                     "the broker was not told of deleted transfer %s: %s", transfer_id, error

@@ -18,9 +18,8 @@ from fastapi.responses import FileResponse, JSONResponse
 from broker.wire import headers as h
 from broker.wire.signing import KEYS_PATH, TAG
 from broker.wire.statuses import TransferKind
+from fedbroker.client import BrokerAnsweredError, BrokerKeys, BrokerUnavailable, Client, plain
 from member_cloud import delivery
-from member_cloud.broker_client import BrokerAnsweredError, BrokerClient, BrokerUnavailable
-from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.downloads import (
     DOWNLOAD_RESPONSE,
@@ -58,7 +57,7 @@ def _inbox(request: Request) -> Inbox:
     return request.app.state.inbox
 
 
-def _broker(request: Request) -> BrokerClient:
+def _broker(request: Request) -> Client:
     return request.app.state.broker
 
 
@@ -82,7 +81,7 @@ def _streamed_body(request: Request) -> Iterator[bytes]:
 SettingsDep = Annotated[MemberSettings, Depends(_settings)]
 DatasetsDep = Annotated[DatasetStore, Depends(_datasets)]
 InboxDep = Annotated[Inbox, Depends(_inbox)]
-BrokerDep = Annotated[BrokerClient, Depends(_broker)]
+BrokerDep = Annotated[Client, Depends(_broker)]
 DatasetName = Annotated[str, Path(max_length=128, description=f"Dataset name: {NAME_RULE}")]
 TransferId = Annotated[str, Path(max_length=128)]
 
@@ -211,11 +210,12 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
     try:
         with store.open(body.dataset) as data:
             if body.kind == TransferKind.AGGREGATE:
-                answer = broker.send_aggregate(
+                answer = broker.create_transfer(
                     data,
                     body.dataset,
                     destination=body.destination,
                     purpose=body.purpose,
+                    kind=TransferKind.AGGREGATE,
                     queries=body.queries or [],
                     epsilon=body.epsilon or "",
                     delta=body.delta,
@@ -223,20 +223,20 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
                     idempotency_key=key,
                     content_type=media_type(body.dataset),
                 )
-                return JSONResponse(answer, headers=headers)
-            answer = broker.send_transfer(
-                data,
-                body.dataset,
-                destination=body.destination,
-                purpose=body.purpose,
-                quasi_identifiers=body.quasi_identifiers,
-                sensitive=body.sensitive,
-                anonymize=body.anonymize,
-                dry_run=body.dry_run,
-                idempotency_key=key,
-                content_type=media_type(body.dataset),
-                agreement_id=body.agreement_id,
-            )
+            else:
+                answer = broker.create_transfer(
+                    data,
+                    body.dataset,
+                    destination=body.destination,
+                    purpose=body.purpose,
+                    quasi_identifiers=body.quasi_identifiers,
+                    sensitive=body.sensitive,
+                    anonymize=body.anonymize,
+                    dry_run=body.dry_run,
+                    idempotency_key=key,
+                    content_type=media_type(body.dataset),
+                    agreement_id=body.agreement_id,
+                )
     except BrokerAnsweredError as error:
         return JSONResponse(
             error.problem,
@@ -257,7 +257,7 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
                 f"transfer, send the same request with idempotency_key {key!r}"
             )
         raise BrokerUnreachable(f"{what}; {retry}", headers=headers) from None
-    return JSONResponse(answer, headers=headers)
+    return JSONResponse(plain(answer), headers=headers)
 
 
 deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])

@@ -15,6 +15,8 @@
 - ``broker.wire``, the wire contract, imports nothing else from ``broker``; ``member_cloud``
   imports nothing from ``broker`` but ``broker.wire``; ``demo`` may import both services, and
   neither imports it.
+- ``fedbroker.client``, the client member clouds use, imports httpx, pydantic and
+  ``broker.wire`` only: no web framework, no database, neither service.
 """
 
 import ast
@@ -288,6 +290,15 @@ def test_the_member_cloud_imports_only_the_wire_from_broker():
     assert "member_cloud.main" in loaded and "broker.wire.problems" in loaded
     others = [m for m in loaded if within(m, "broker") and m != "broker"]
     assert [m for m in others if not within(m, "broker.wire")] == []
+
+
+def test_the_client_imports_only_httpx_pydantic_and_the_wire():
+    loaded = loaded_by("fedbroker.client", walk=True)
+    assert "fedbroker.client.clients" in loaded and "httpx" in loaded and "pydantic" in loaded
+    others = [m for m in loaded if within(m, "broker") and m != "broker"]
+    assert [m for m in others if not within(m, "broker.wire")] == []
+    heavy = ("fastapi", "starlette", "sqlalchemy", "uvicorn", "pandas", "numpy", "member_cloud")
+    assert [m for m in heavy if m in loaded] == []
 
 
 def test_neither_service_imports_the_demo():

@@ -9,7 +9,6 @@ the test suite, so a page that no longer builds fails it.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import typing
@@ -211,8 +210,9 @@ def http_api_page() -> str:
         "",
         f"{document['info']['title']} {document['info']['version']}. A running broker serves "
         "this API's interactive documentation at `/docs` and its OpenAPI document at "
-        "`/openapi.json`; [the same document](openapi.json) is generated with this page. Every "
-        "error is an RFC 9457 `application/problem+json` document.",
+        "`/openapi.json`; [the same document](../openapi.json) is published with this site "
+        "(`docs/openapi.json`, written by `scripts/export_openapi.py`), to generate clients in "
+        "any language. Every error is an RFC 9457 `application/problem+json` document.",
         "",
     ]
     by_tag: dict[str, list[tuple[str, str, dict]]] = {}
@@ -270,10 +270,6 @@ def _body_fields(document: dict, body: dict) -> list[str]:
     return [*rows, ""]
 
 
-def openapi_json() -> str:
-    return json.dumps(_openapi(), indent=2, ensure_ascii=False)
-
-
 # --- command line ----------------------------------------------------------------------------
 
 
@@ -311,6 +307,5 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/settings.md": settings_page,
     "reference/fsla.md": fsla_page,
     "reference/http-api.md": http_api_page,
-    "reference/openapi.json": openapi_json,
     "reference/cli.md": cli_page,
 }

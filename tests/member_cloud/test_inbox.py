@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from fedbroker.client import BrokerKeys
 from member_cloud import delivery
-from member_cloud.broker_keys import BrokerKeys
 from member_cloud.config import MemberSettings
 from member_cloud.errors import NotAuthenticated
 from member_cloud.storage import Delivery, Inbox, SeenNonces

@@ -118,17 +118,17 @@ def test_a_forged_agreement_signature_is_not_confirmed(pair, monkeypatch):
     provider.post(f"/negotiations/{negotiation}/offer", json={})
     consumer.post(f"/negotiations/{negotiation}/accept")
     broker = fr.app.state.broker
-    real = broker.agreement
+    real = broker.get_agreement
 
     def tampered(agreement_id):
         found = real(agreement_id)
-        found["document"]["terms"]["min_k"] = 1  # what a man in the middle would say
+        found.document["terms"]["min_k"] = 1  # what a man in the middle would say
         return found
 
-    monkeypatch.setattr(broker, "agreement", tampered)
+    monkeypatch.setattr(broker, "get_agreement", tampered)
     answer = consumer.post(f"/negotiations/{negotiation}/verify")
     assert answer.status_code == 502 and "does not verify" in answer.json()["detail"]
-    assert broker.negotiation(negotiation)["state"] == "AGREED"  # nothing confirmed
+    assert broker.get_negotiation(negotiation).state == "AGREED"  # nothing confirmed
 
 
 def test_publishing_names_a_missing_column(pair):

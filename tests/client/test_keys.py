@@ -15,8 +15,8 @@ from broker.wire.signing import (
     new_nonce,
     verify_delivery,
 )
-from member_cloud import broker_keys
-from member_cloud.broker_keys import BrokerKeys
+from fedbroker.client import keys as broker_keys
+from fedbroker.client.keys import BrokerKeys
 
 URL = "http://127.0.0.1:9/inbox"
 HEADERS = {

@@ -1,13 +1,14 @@
-"""The broker's public signing keys, as this member pins them.
+"""The broker's public signing keys, as a member pins them.
 
-The first key set is fetched from the broker's ``/.well-known/fedbroker-keys.json`` (through the
-configured broker URL) and kept in ``{data_dir}/broker-keys.json``, so deliveries verify while the
-broker is down. A delivery signed with a key id this member does not know makes it fetch the set
-again (at most once per :data:`REFRESH_SECONDS`): that is how a key rotation at the broker reaches
-it. A pinned set older than ``max_age_seconds`` (``MEMBER_BROKER_KEYS_MAX_AGE_SECONDS``) is
-fetched again before it is used: that is how a key the broker retired (or found compromised)
-stops being accepted, though no delivery names an unknown key. While the broker does not answer,
-the pinned set stays in use. With ``MEMBER_BROKER_KEYS_REFRESH=false`` the pinned file is never
+The first key set is fetched from the broker's ``/.well-known/fedbroker-keys.json``
+(``Client.get_signing_keys``) and kept in a file (the member cloud's
+``{data_dir}/broker-keys.json``), so deliveries verify while the broker is down. A delivery
+signed with a key id this member does not know makes it fetch the set again (at most once per
+:data:`REFRESH_SECONDS`): that is how a key rotation at the broker reaches it. A pinned set
+older than ``max_age_seconds`` (``MEMBER_BROKER_KEYS_MAX_AGE_SECONDS``) is fetched again before
+it is used: that is how a key the broker retired (or found compromised) stops being accepted,
+though no delivery names an unknown key. While the broker does not answer, the pinned set stays
+in use. With ``refresh=False`` (``MEMBER_BROKER_KEYS_REFRESH=false``) the pinned file is never
 replaced: put the broker's key set there yourself.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,13 +26,16 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from broker.wire.signing import UnknownKey, public_keys, verify_document
-from member_cloud.storage import atomic_write
 
-log = logging.getLogger("member_cloud")
+log = logging.getLogger("fedbroker.client")
 REFRESH_SECONDS = 30.0
 
 
 class BrokerKeys:
+    """The pinned key set in ``path``; ``fetch()`` gets the broker's current one (None: the
+    file is the only source). ``public_key`` is what :func:`fedbroker.client.verify_delivery`
+    takes."""
+
     def __init__(
         self,
         path: Path,
@@ -99,3 +105,18 @@ class BrokerKeys:
             self._keys, self._pinned_at = keys, time.time()
             log.info("pinned the broker's signing keys: %s", ", ".join(sorted(keys)))
             return True
+
+
+def atomic_write(path: Path, content: bytes) -> None:
+    """Replace ``path`` with ``content`` at once (a reader sees the old file or the new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
