@@ -142,7 +142,7 @@ def render(document: dict) -> str:
     parts.append("\n\nfor _model in (\n")
     parts.extend(f"    {name},\n" for name in classes)
     parts.append("):\n    _model.model_rebuild()\n")
-    return "".join(parts)
+    return formatted("".join(parts), OUTPUT)  # long unions wrapped as ruff wraps them
 
 
 STUB_HEADER = '''"""The async client's operations for type checkers: each one awaited.

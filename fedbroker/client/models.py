@@ -18,6 +18,12 @@ class BrokerModel(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
+class Accuracy(BrokerModel):
+    confidence: float | None
+    half_width: float | None
+    meaning: str
+
+
 class AdministratorCreate(BrokerModel):
     name: str
 
@@ -44,6 +50,7 @@ class AdministratorRead(BrokerModel):
 class AggregateRead(BrokerModel):
     """An aggregate release: what it spends and, once released, each query's answer."""
 
+    schema_version: Literal[2] | None = None
     epsilon: str
     epsilon_exact: str
     delta: str
@@ -51,7 +58,18 @@ class AggregateRead(BrokerModel):
     spent: bool
     released: bool
     dataset_key: str | None = None
-    answers: list[dict[str, Any]]
+    queries: list[PlannedQuery]
+    answers: (
+        list[
+            CountAnswer
+            | DeclaredCountsAnswer
+            | DataKeyCountsAnswer
+            | SumAnswer
+            | MeanAnswer
+            | QuantilesAnswer
+        ]
+        | None
+    )
 
 
 class AgreementPage(BrokerModel):
@@ -83,6 +101,13 @@ class AgreementState(StrEnum):
     SUSPENDED = "suspended"
 
 
+class AgreementVerification(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["ContractAgreementVerificationMessage"] = Field(alias="@type")
+    consumerPid: str
+    providerPid: str
+
+
 class Anonymize(StrEnum):
     """What the source asks of the broker when its data needs anonymization."""
 
@@ -102,7 +127,7 @@ class AttributeMeasure(BrokerModel):
     class_: str = Field(alias="class")
     name: str
     qir_risk_percent: float
-    qir_class: str
+    qir_class: Literal["high", "medium", "low"]
     values: str
     direct_identifier: str | None
     identifier_evidence: str | None = None
@@ -167,6 +192,12 @@ class CatalogEntryRead(BrokerModel):
     updated_at: datetime
 
 
+class CatalogRequest(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["CatalogRequestMessage"] = Field(alias="@type")
+    filter: list[Any] | None = None
+
+
 class CatalogSummary(BrokerModel):
     """What the catalog keeps of a measurement of the provider's file: figures, never values."""
 
@@ -180,6 +211,11 @@ class CatalogSummary(BrokerModel):
     identifiers: list[str]
     utility_at_k: dict[str, float]
     dropped_at_k: dict[str, list[str]] | None
+
+
+class Cell(BrokerModel):
+    key: list[str | None]
+    count: int
 
 
 class ColumnDescription(BrokerModel):
@@ -228,11 +264,39 @@ class CombinationSearch(BrokerModel):
     note: str | None
 
 
+class Constraint(BrokerModel):
+    leftOperand: str | None = None
+    operator: str | None = None
+    rightOperand: Any | None = None
+
+
+class ContractRequest(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["ContractRequestMessage"] = Field(alias="@type")
+    consumerPid: str
+    providerPid: str | None = None
+    offer: MessageOffer
+    callbackAddress: str | None = None
+
+
+class CountAnswer(BrokerModel):
+    count: int
+
+
 class CounterRequest(BrokerModel):
     """The consumer's answer to an offer with another request (the purpose stays)."""
 
     columns: list[str] | None = None
     retention_days: int | None = None
+
+
+class DataKeyCountsAnswer(BrokerModel):
+    """count_by with keys from the data: the keys counted above the threshold."""
+
+    columns: list[str]
+    cells: list[Cell]
+    threshold: int
+    withheld: int
 
 
 class DatasetDescription(BrokerModel):
@@ -276,6 +340,14 @@ class DecisionsOverTime(BrokerModel):
     last_day: str
     per_day: list[DayOverview]
     decisions: StatusCounts
+
+
+class DeclaredCountsAnswer(BrokerModel):
+    """count_by with declared keys: every declared cell, and the other rows in one."""
+
+    columns: list[str]
+    cells: list[Cell]
+    other: int
 
 
 class DeliveryCounts(BrokerModel):
@@ -402,6 +474,13 @@ class MarketCounts(BrokerModel):
     agreements_suspended: int | None = None
 
 
+class MeanAnswer(BrokerModel):
+    mean: float
+    sum: float
+    count: int
+    interval: list[float] | None
+
+
 class MemberCreate(BrokerModel):
     id: str
     name: str
@@ -467,11 +546,28 @@ class Message(StrEnum):
     TERMINATE = "terminate"
 
 
+class MessageOffer(BrokerModel):
+    """The offer a consumer's request names: the dataset (``target``) and the permission."""
+
+    id_: str = Field(alias="@id")
+    type_: Literal["Offer"] = Field(alias="@type")
+    target: str
+    permission: list[Rule] | None = None
+
+
 class NegotiationCreate(BrokerModel):
     dataset_id: str
     purpose: str
     columns: list[str] | None = None
     retention_days: int | None = None
+
+
+class NegotiationEvent(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["ContractNegotiationEventMessage"] = Field(alias="@type")
+    consumerPid: str
+    providerPid: str
+    eventType: Literal["ACCEPTED", "FINALIZED"]
 
 
 class NegotiationEventRead(BrokerModel):
@@ -522,6 +618,15 @@ class NegotiationState(StrEnum):
     TERMINATED = "TERMINATED"
 
 
+class NegotiationTermination(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["ContractNegotiationTerminationMessage"] = Field(alias="@type")
+    consumerPid: str
+    providerPid: str
+    code: str | None = None
+    reason: list[str] | None = None
+
+
 class NotificationRead(BrokerModel):
     id: int
     kind: str
@@ -538,6 +643,21 @@ class PairOverview(BrokerModel):
     source_jurisdiction: str
     destination_jurisdiction: str | None
     decisions: StatusCounts
+
+
+class PlannedQuery(BrokerModel):
+    """One query with its share of the budget, its mechanism and its accuracy."""
+
+    query: ReleaseQuery
+    mechanism: str
+    epsilon: str
+    epsilon_exact: str
+    delta: str
+    contributions: int
+    scale: float | list[float]
+    accuracy: Accuracy
+    threshold: int | None = None
+    delta_of_threshold: float | None = None
 
 
 class PolicyChange(BrokerModel):
@@ -628,6 +748,15 @@ class ProsecutorRisk(BrokerModel):
     average_per_class: float
 
 
+class QuantileValue(BrokerModel):
+    quantile: float
+    value: float
+
+
+class QuantilesAnswer(BrokerModel):
+    quantiles: list[QuantileValue]
+
+
 class QuasiIdentifierMeasure(BrokerModel):
     rows: int
     categories: int
@@ -655,6 +784,19 @@ class RecursiveDiversityRule(BrokerModel):
 
     c: float
     l: int
+
+
+class ReleaseQuery(BrokerModel):
+    """A query as asked, checked (:meth:`broker.privacy.queries.Query.as_dict`)."""
+
+    type: Literal["count", "count_by", "sum", "mean", "quantile"]
+    columns: list[str] | None = None
+    keys: dict[str, list[str | None]] | None = None
+    column: str | None = None
+    bounds: list[float] | None = None
+    quantiles: list[float] | None = None
+    candidates: int | None = None
+    contributions: int | None = None
 
 
 class RemedyAfter(BrokerModel):
@@ -745,6 +887,11 @@ class Report(BrokerModel):
     quasi_identifiers: QuasiIdentifierMeasure | None
     sensitive: list[SensitiveMeasure]
     population: PopulationMeasure | None = None
+
+
+class Rule(BrokerModel):
+    action: str
+    constraint: list[Constraint] | None = None
 
 
 class RuleName(StrEnum):
@@ -889,6 +1036,10 @@ class StoredRule(BrokerModel):
     detail: str
 
 
+class SumAnswer(BrokerModel):
+    sum: float
+
+
 class SummaryEntry(BrokerModel):
     kind: str
     problem: str | None
@@ -1030,12 +1181,14 @@ class WarningCode(StrEnum):
 
 
 for _model in (
+    Accuracy,
     AdministratorCreate,
     AdministratorCreated,
     AdministratorRead,
     AggregateRead,
     AgreementPage,
     AgreementRead,
+    AgreementVerification,
     AttributeMeasure,
     AuditEntryRead,
     AuditPage,
@@ -1043,16 +1196,23 @@ for _model in (
     Body_analyze_dataset,
     Body_measure_dataset,
     CatalogEntryRead,
+    CatalogRequest,
     CatalogSummary,
+    Cell,
     ColumnDescription,
     ColumnPrecision,
     CombinationMeasure,
     CombinationSearch,
+    Constraint,
+    ContractRequest,
+    CountAnswer,
     CounterRequest,
+    DataKeyCountsAnswer,
     DatasetDescription,
     DatasetRead,
     DayOverview,
     DecisionsOverTime,
+    DeclaredCountsAnswer,
     DeliveryCounts,
     DeliveryRead,
     DryRunPreview,
@@ -1063,18 +1223,23 @@ for _model in (
     JournalistRisk,
     KeyRotated,
     MarketCounts,
+    MeanAnswer,
     MemberCreate,
     MemberCreated,
     MemberHealthRead,
     MemberOverview,
     MemberRead,
+    MessageOffer,
     NegotiationCreate,
+    NegotiationEvent,
     NegotiationEventRead,
     NegotiationPage,
     NegotiationRead,
+    NegotiationTermination,
     NotificationRead,
     OfferCreate,
     PairOverview,
+    PlannedQuery,
     PolicyChange,
     PolicyCheck,
     PolicyDiff,
@@ -1086,8 +1251,11 @@ for _model in (
     PopulationUniqueness,
     Problem,
     ProsecutorRisk,
+    QuantileValue,
+    QuantilesAnswer,
     QuasiIdentifierMeasure,
     RecursiveDiversityRule,
+    ReleaseQuery,
     RemedyAfter,
     RemedyBefore,
     RemedyLoss,
@@ -1096,11 +1264,13 @@ for _model in (
     ReplayedRule,
     ReplayedTransfer,
     Report,
+    Rule,
     RuleRead,
     RuleSet,
     SensitiveMeasure,
     StatusCounts,
     StoredRule,
+    SumAnswer,
     SummaryEntry,
     Termination,
     TermsChange,

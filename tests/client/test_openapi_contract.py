@@ -121,10 +121,27 @@ def expected_answer(operation: dict) -> object:
     raise AssertionError(f"no Python type for {schema}")
 
 
+# The Dataspace Protocol's binding is for dataspace connectors, which speak the protocol with
+# clients of their own: the member clouds' client leaves it out.
+PROTOCOL_TAG = "Dataspace Protocol"
+
+
 def every_operation(spec: dict):
+    """Every operation of the document a member cloud calls (all but the protocol's)."""
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
-            yield method.upper(), path, operation
+            if PROTOCOL_TAG not in operation.get("tags", []):
+                yield method.upper(), path, operation
+
+
+def test_only_the_protocols_routes_are_left_to_connectors(spec):
+    left = {
+        path
+        for path, methods in spec["paths"].items()
+        for operation in methods.values()
+        if PROTOCOL_TAG in operation.get("tags", [])
+    }
+    assert left and all(p.startswith("/dsp/") or p == "/.well-known/dspace-version" for p in left)
 
 
 def test_every_operation_of_the_document_has_a_client_method(spec):
