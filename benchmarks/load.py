@@ -10,7 +10,8 @@ It also says where the machine's CPU went per decision (the broker, the member c
 clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow;
 and, on PostgreSQL, what the database did per decision by its own statistics: transactions
 committed and rolled back (``pg_stat_database``), table scans and rows written
-(``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded. Those are
+(``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
+broker's own count of them, ``fedbroker_database_statements_total``). The database's are
 counted from just before the first request until the broker has stopped (a backend reports its
 statistics at the latest when it exits), so deliveries and the broker's polling are included.
 
@@ -125,7 +126,7 @@ def main() -> None:
             cpu = _cpu_seconds(broker_pid) - cpu
             member_cpu = sum(_cpu_seconds(pid) for pid in members) - member_cpu
             machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
-            inside = _broker_seconds(broker_url)
+            inside, statements = _broker_figures(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
             behind = time.monotonic() - last_decision
@@ -158,6 +159,11 @@ def main() -> None:
                 f"inside the broker, reading, deciding and recording took {inside * 1000:.1f} ms "
                 "per transfer on average (its /metrics); the rest of the latency is HTTP, the "
                 "multipart upload and waiting for a worker"
+            )
+            print(
+                f"the broker sent its database {statements:.1f} statements per decision, BEGIN "
+                "and COMMIT aside (one worker's own count: its decisions, their deliveries and "
+                "its polling, from its /metrics)"
             )
             federation.stop()  # its backends exit, and so report their last statistics
             _report_database(database_before, _database_counts(url), len(results))
@@ -349,16 +355,24 @@ def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float)
     return results
 
 
-def _broker_seconds(broker_url: str) -> float:
-    """Mean seconds of the broker's own transfer handling, from its Prometheus histogram (of the
-    worker process that answers the scrape: each keeps its own)."""
+def _broker_figures(broker_url: str) -> tuple[float, float]:
+    """Mean seconds of the broker's own transfer handling, and statements sent to its database
+    per decision (its deliveries and polling included), from the Prometheus metrics of the
+    worker process that answers the scrape: each keeps its own, both figures are that one's."""
     text = httpx.get(f"{broker_url}/metrics", timeout=10).text
-    figures = {}
+    figures = dict.fromkeys(("sum", "count", "decisions", "statements"), 0.0)
     for line in text.splitlines():
         for field in ("sum", "count"):
             if line.startswith(f'fedbroker_analysis_seconds_{field}{{kind="transfer"}}'):
                 figures[field] = float(line.split()[-1])
-    return figures.get("sum", 0.0) / max(figures.get("count", 0.0), 1.0)
+        if line.startswith("fedbroker_decisions_total{"):
+            figures["decisions"] += float(line.split()[-1])
+        if line.startswith("fedbroker_database_statements_total "):
+            figures["statements"] = float(line.split()[-1])
+    return (
+        figures["sum"] / max(figures["count"], 1.0),
+        figures["statements"] / max(figures["decisions"], 1.0),
+    )
 
 
 def _delivery_states(broker_url: str, admin: str) -> dict[str, int]:
