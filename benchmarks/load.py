@@ -7,7 +7,13 @@ prints throughput, latency percentiles and errors, waits for every approved tran
 delivered, and checks the French inbox: each approved transfer exactly once.
 
 It also says where the machine's CPU went per decision (the broker, the member clouds, the
-clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow.
+clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow;
+and, on PostgreSQL, what the database did per decision by its own statistics: transactions
+committed and rolled back (``pg_stat_database``), table scans and rows written
+(``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
+broker's own count of them, ``fedbroker_database_statements_total``). The database's are
+counted from just before the first request until the broker has stopped (a backend reports its
+statistics at the latest when it exits), so deliveries and the broker's polling are included.
 
 Baselines, in the same run: the same decision's pure computation in this process
 (``broker.fsla.decide.measure`` on the same table); and the floor of the machine: the same
@@ -111,6 +117,7 @@ def main() -> None:
                 f"for {args.seconds:g} s, {args.rows}-row CSV transfers SN -> FR"
             )
             members = [p.pid for p in federation.processes if p.pid != broker_pid]
+            database_before = _database_counts(url)
             cpu = _cpu_seconds(broker_pid)
             member_cpu = sum(_cpu_seconds(pid) for pid in members)
             machine, clients = _machine_busy_seconds(), _own_cpu_seconds()
@@ -119,7 +126,7 @@ def main() -> None:
             cpu = _cpu_seconds(broker_pid) - cpu
             member_cpu = sum(_cpu_seconds(pid) for pid in members) - member_cpu
             machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
-            inside = _broker_seconds(broker_url)
+            inside, statements = _broker_figures(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
             behind = time.monotonic() - last_decision
@@ -153,6 +160,13 @@ def main() -> None:
                 "per transfer on average (its /metrics); the rest of the latency is HTTP, the "
                 "multipart upload and waiting for a worker"
             )
+            print(
+                f"the broker sent its database {statements:.1f} statements per decision, BEGIN "
+                "and COMMIT aside (one worker's own count: its decisions, their deliveries and "
+                "its polling, from its /metrics)"
+            )
+            federation.stop()  # its backends exit, and so report their last statistics
+            _report_database(database_before, _database_counts(url), len(results))
         finally:
             federation.stop()
             dropper()
@@ -209,6 +223,70 @@ def _trivial_endpoint(body: bytes, clients: int, seconds: float, workers: int) -
     p50, p99 = (latencies[min(len(latencies) - 1, int(p * len(latencies)))] for p in (0.5, 0.99))
     return (
         f"{len(results) / seconds:.1f} requests/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+    )
+
+
+def _database_counts(url: str) -> dict[str, int] | None:
+    """PostgreSQL's own counts for the broker's database so far (None on SQLite): transactions
+    committed and rolled back, table scans (sequential and by index), rows inserted, updated and
+    deleted, and statements when ``pg_stat_statements`` is loaded. This reading is itself one
+    committed transaction."""
+    if not url.startswith("postgresql"):
+        return None
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            transactions = connection.execute(
+                sa.text(
+                    "SELECT xact_commit, xact_rollback FROM pg_stat_database "
+                    "WHERE datname = current_database()"
+                )
+            ).one()
+            tables = connection.execute(
+                sa.text(
+                    "SELECT coalesce(sum(seq_scan), 0), coalesce(sum(idx_scan), 0), "
+                    "coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0), "
+                    "coalesce(sum(n_tup_del), 0) FROM pg_stat_user_tables"
+                )
+            ).one()
+            counts = dict(
+                zip(
+                    ("commits", "rollbacks", "sequential scans", "index scans"),
+                    (*transactions, *tables[:2]),
+                    strict=True,
+                )
+            )
+            counts["rows written"] = sum(tables[2:])
+            try:
+                with connection.begin_nested():
+                    counts["statements"] = connection.execute(
+                        sa.text(
+                            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                            "WHERE dbid = (SELECT oid FROM pg_database "
+                            "WHERE datname = current_database())"
+                        )
+                    ).scalar_one()
+            except sa.exc.DBAPIError:  # the extension is not installed or not loaded
+                pass
+            connection.commit()
+    finally:
+        engine.dispose()
+    return {name: int(value) for name, value in counts.items()}
+
+
+def _report_database(before: dict | None, after: dict | None, decisions: int) -> None:
+    """What PostgreSQL counted per decision between two :func:`_database_counts`."""
+    if before is None or after is None:
+        return
+    spent = {name: after[name] - before[name] for name in after if name in before}
+    spent["commits"] -= 1  # the first reading's own transaction
+    per = ", ".join(f"{value / max(decisions, 1):.2f} {name}" for name, value in spent.items())
+    missing = "" if "statements" in spent else " (statements: pg_stat_statements is not loaded)"
+    print(
+        f"the database per decision, by PostgreSQL's statistics (deliveries and the broker's "
+        f"polling included): {per}{missing}"
     )
 
 
@@ -277,16 +355,24 @@ def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float)
     return results
 
 
-def _broker_seconds(broker_url: str) -> float:
-    """Mean seconds of the broker's own transfer handling, from its Prometheus histogram (of the
-    worker process that answers the scrape: each keeps its own)."""
+def _broker_figures(broker_url: str) -> tuple[float, float]:
+    """Mean seconds of the broker's own transfer handling, and statements sent to its database
+    per decision (its deliveries and polling included), from the Prometheus metrics of the
+    worker process that answers the scrape: each keeps its own, both figures are that one's."""
     text = httpx.get(f"{broker_url}/metrics", timeout=10).text
-    figures = {}
+    figures = dict.fromkeys(("sum", "count", "decisions", "statements"), 0.0)
     for line in text.splitlines():
         for field in ("sum", "count"):
             if line.startswith(f'fedbroker_analysis_seconds_{field}{{kind="transfer"}}'):
                 figures[field] = float(line.split()[-1])
-    return figures.get("sum", 0.0) / max(figures.get("count", 0.0), 1.0)
+        if line.startswith("fedbroker_decisions_total{"):
+            figures["decisions"] += float(line.split()[-1])
+        if line.startswith("fedbroker_database_statements_total "):
+            figures["statements"] = float(line.split()[-1])
+    return (
+        figures["sum"] / max(figures["count"], 1.0),
+        figures["statements"] / max(figures["decisions"], 1.0),
+    )
 
 
 def _delivery_states(broker_url: str, admin: str) -> dict[str, int]:

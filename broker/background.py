@@ -55,20 +55,38 @@ class Deadline:
         )
 
 
+# The longest a quiet poller waits between two looks for work (see :class:`Poller`): what another
+# process queued, or a lease another process let run out, is found within it.
+IDLE_POLL_SECONDS = 5.0
+
+
 def owner_name() -> str:
     """This process's name on its leases: the host and a random suffix."""
     return f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
 class Poller:
+    """Runs ``run_once`` (it returns how much work it found) in a thread: again at once while it
+    finds work; when it finds none, after ``poll_seconds``, then after twice as long at each
+    idle pass up to ``idle_seconds`` (a quiet process stops asking its database twice a
+    second), and at once when :meth:`wake` is called, which starts the count again."""
+
     def __init__(
-        self, name: str, run_once: Callable[[], int], poll_seconds: float, log: logging.Logger
+        self,
+        name: str,
+        run_once: Callable[[], int],
+        poll_seconds: float,
+        log: logging.Logger,
+        idle_seconds: float | None = None,
     ):
         self._run_once = run_once
         self._poll_seconds = poll_seconds
+        self._idle_seconds = max(poll_seconds, idle_seconds or poll_seconds)
         self._log = log
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._due_at = float("inf")  # a wake asked for later (monotonic seconds)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     @property
@@ -88,6 +106,12 @@ class Poller:
         """Look for work now instead of at the next poll."""
         self._wake.set()
 
+    def wake_in(self, seconds: float) -> None:
+        """Look for work in ``seconds`` at the latest (work this process knows comes due then:
+        a retry), however long the idle polls have grown."""
+        with self._lock:
+            self._due_at = min(self._due_at, time.monotonic() + seconds)
+
     def stop(self, timeout: float = 10.0) -> None:
         self.stop_soon()
         self.join(timeout)
@@ -103,12 +127,23 @@ class Poller:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        idle = self._poll_seconds
         while not self._stop.is_set():
             try:
                 busy = self._run_once()
             except Exception:  # a database hiccup must not kill the thread
                 self._log.exception("%s iteration failed; retrying", self._thread.name)
                 busy = 0
-            if not busy:
-                self._wake.wait(self._poll_seconds)
-                self._wake.clear()
+            if busy:
+                idle = self._poll_seconds
+                continue
+            with self._lock:
+                wait = min(idle, max(0.0, self._due_at - time.monotonic()))
+            if self._wake.wait(wait):
+                idle = self._poll_seconds
+            else:
+                idle = min(idle * 2, self._idle_seconds)
+            self._wake.clear()
+            with self._lock:
+                if self._due_at <= time.monotonic():
+                    self._due_at = float("inf")

@@ -190,7 +190,11 @@ class Settings(BaseSettings):
     )
     jobs_enabled: bool = Field(True, description="Decide background transfers in this process")
     job_poll_seconds: float = Field(
-        0.5, gt=0, description="How often the job runner looks for queued jobs when idle"
+        0.5,
+        gt=0,
+        description="How soon the job runner looks again for queued jobs when it found none; "
+        "twice as long after each look that finds none, up to 5 s (a job sent to this process "
+        "wakes it at once)",
     )
     job_lease_seconds: float = Field(
         120.0,
@@ -309,7 +313,11 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How long a worker holds a delivery; must exceed the timeout"
     )
     delivery_poll_seconds: float = Field(
-        0.5, gt=0, description="How often the delivery worker looks for due deliveries when idle"
+        0.5,
+        gt=0,
+        description="How soon the delivery worker looks again for due deliveries when it found "
+        "none; twice as long after each look that finds none, up to 5 s (a transfer approved "
+        "in this process, or a retry coming due, wakes it at once)",
     )
     delivery_failed_retention_seconds: float = Field(
         7 * 86_400,

@@ -88,6 +88,8 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
                 bind=bind, expire_on_commit=False, join_transaction_mode="create_savepoint"
             )
         app.state.engine = engine
+        if bind is None:
+            app.state.monitoring.count_statements(engine)
         with startup_lock(engine) if bind is None else nullcontext():
             if settings.apply_migrations and bind is None:
                 upgrade(engine)

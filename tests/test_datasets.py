@@ -269,3 +269,13 @@ def test_out_of_core_readers_refuse_an_unnamed_first_column_with_the_way_out():
 
     with pytest.raises(DatasetError, match=r"first column has no name .*index=False"):
         csv_file_header(b",a\n0,1\n", "big.csv", ReadLimits())
+
+
+def test_column_names_remembered_once_passed_are_still_refused_with_each_uploads_label():
+    from broker.datasets.column_names import check_column_names
+
+    for _ in range(2):
+        check_column_names(["age", "region"], "a.csv")  # passes, then passes from memory
+    for label in ("first.csv", "second.csv"):
+        with pytest.raises(DatasetError, match=f"^{label} has the column name 'age' more"):
+            check_column_names(["age", "region", "age"], label)

@@ -59,6 +59,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -157,6 +158,7 @@ _STEMS = {
 ADDRESS = "address"  # a name that says address: a postcode column if its values hold them
 
 
+@lru_cache(maxsize=4096)  # asked for each sampled value and each measure: names are few
 def named(name: str, kind: str) -> bool:
     """Whether a column's name says it holds ``kind``: one of its words does, digits around it
     removed (``zip5``, ``age1``), or begins with a word that only says it (``zipcode_home``,
@@ -483,7 +485,8 @@ def column_kind(name: str, sample: Sequence) -> str | None:
     present = [v for v in sample if not is_missing(v)]
     if not present:
         return None
-    dated = [read_date(v, years=named(name, DATE)) for v in present]
+    years = named(name, DATE)
+    dated = [read_date(v, years=years) for v in present]
     fine = sum(r.precision is not None and r.precision > 0 for r in dated)
     if fine >= max(1, _DATES_SHARE * len(present)):
         return DATE

@@ -11,15 +11,41 @@ from the dataset's other names by more than case, look-alike letters or invisibl
 from __future__ import annotations
 
 import unicodedata
+from contextlib import suppress
+from functools import lru_cache
 
 from broker.columns.names import colliding_names
 from broker.datasets.dataset import DatasetError
 from broker.identifiers.short_text import identifier_across_names, identifier_in_text
 
 MAX_NAME_LENGTH = 200
+_REMEMBERED_COLUMNS = 256  # names of at most this many columns are remembered once they pass
 
 
 def check_column_names(columns: list, label: str) -> None:
+    """Refuse names that are empty, hold control characters, are too long, hold what looks
+    like an identifier (alone or read one after the other), repeat, or differ only in ways a
+    reader does not see. The same names (a member sends the same columns again and again, and
+    a request checks them twice) are checked once, if they are few."""
+    passed = False
+    if len(columns) <= _REMEMBERED_COLUMNS:
+        with suppress(TypeError):  # a name that cannot be a key: checked, and refused, below
+            passed = _passed(tuple(columns))
+    if not passed:
+        _check(columns, label)
+
+
+@lru_cache(maxsize=64)
+def _passed(columns: tuple) -> bool:
+    """Whether these names pass (an answer that depends on nothing else)."""
+    try:
+        _check(list(columns), "")
+    except DatasetError:
+        return False
+    return True
+
+
+def _check(columns: list, label: str) -> None:
     seen = set()
     for column in columns:
         if not isinstance(column, str) or column.strip() == "":

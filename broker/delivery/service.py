@@ -207,7 +207,7 @@ def attempt(
         except Exception as error:  # a bad stored value must not stall the outbox
             reason = f"cannot build the delivery: {type(error).__name__}: {error}"
             return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
-        session.rollback()  # hold no transaction (or SQLite lock) during DNS and HTTP
+        session.commit()  # end the reads: no transaction (or SQLite lock) during DNS and HTTP
     refused = settings.inbox_policy.refusal(inbox_url)
     if refused:  # checked again at each attempt: a name can resolve elsewhere later
         outcome = Attempt(False, False, f"the inbox URL is refused: {refused}")

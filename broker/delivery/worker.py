@@ -22,14 +22,14 @@ from typing import Protocol
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from broker.background import Poller, owner_name
+from broker.background import IDLE_POLL_SECONDS, Poller, owner_name
 from broker.config import Settings
 from broker.delivery import service
 from broker.delivery.keyring import KeyRing
 from broker.wire.statuses import DeliveryStatus
 
 log = logging.getLogger("broker.delivery")
-_FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped when idle, or this often
+_FORGET_EVERY_SECONDS = 60.0  # expired failed payloads: dropped this often
 _OUTCOMES = {
     DeliveryStatus.DELIVERED: "delivered",
     DeliveryStatus.PENDING: "retrying",
@@ -71,7 +71,16 @@ class DeliveryWorker:
             if settings.delivery_concurrency > 1
             else None  # one at a time, in the worker's own thread
         )
-        self._poller = Poller("delivery-worker", self._pass, settings.delivery_poll_seconds, log)
+        self._poller = Poller(
+            "delivery-worker",
+            self._pass,
+            settings.delivery_poll_seconds,
+            log,
+            idle_seconds=IDLE_POLL_SECONDS,
+        )
+        # The last pass filled every free place: more may be due, so a place freed is a reason
+        # to look again (else new work wakes the worker itself, or the next poll finds it).
+        self._full = False
         self.start, self.wake = self._poller.start, self._poller.wake
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -85,20 +94,22 @@ class DeliveryWorker:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def run_once(self) -> int:
-        """One pass, returning once every delivery it started is settled: how many it claimed."""
-        started, claimed = self._start_due()
+        """One pass, returning once every delivery it started is settled: how many it claimed.
+        It drops expired failed payloads every time (the thread's passes: once a minute)."""
+        started, claimed = self._start_due(forget=True)
         wait(started)
         return claimed
 
     def _pass(self) -> int:
         """The thread's pass: start what is due, without waiting (a delivery that ends wakes
-        the thread for the place it frees). Deliveries tried again do not count as work, or
-        a database that stays down would be asked again at once, over and over."""
-        return self._start_due()[1]
+        the thread if the pass left due rows behind). Deliveries tried again do not count as
+        work, or a database that stays down would be asked again at once, over and over."""
+        forget = time.monotonic() - self._forgot_at >= _FORGET_EVERY_SECONDS
+        return self._start_due(forget)[1]
 
-    def _start_due(self) -> tuple[list[Future], int]:
+    def _start_due(self, forget: bool) -> tuple[list[Future], int]:
         """Try again what a database error interrupted, then claim due deliveries for the free
-        places, and start them all."""
+        places, and start them all; drop expired failed payloads if ``forget``."""
         now = time.monotonic()
         with self._lock:
             for transfer_id, (_, until) in list(self._interrupted.items()):
@@ -108,13 +119,15 @@ class DeliveryWorker:
             waiting = [t for t in self._interrupted if t not in self._under_way][: max(free, 0)]
             again = [(t, *self._interrupted.pop(t)) for t in waiting]
         claimed = []
-        if free > len(again):
-            claimed = service.claim(self.factory, self.owner, self.settings, free - len(again))
+        wanted = free - len(again)
+        if wanted > 0:
+            claimed = service.claim(self.factory, self.owner, self.settings, wanted)
+        self._full = wanted <= 0 or len(claimed) == wanted
         until = now + self.settings.delivery_lease_seconds
         started = [self._start(*interrupted) for interrupted in again]
         started += [self._start(transfer_id, None, until) for transfer_id in claimed]
-        if not claimed or now - self._forgot_at >= _FORGET_EVERY_SECONDS:
-            self._forgot_at = now  # not on every pass of a busy worker: a query saved each time
+        if forget:
+            self._forgot_at = now
             service.forget_old_failures(self.factory, self.settings)
         return started, len(claimed)
 
@@ -162,6 +175,7 @@ class DeliveryWorker:
             )
             with self._lock:
                 self._interrupted[transfer_id] = (tried, until)
+            self._poller.wake_in(self.settings.delivery_poll_seconds)  # at the next poll
             return None
         finally:
             with self._lock:
@@ -170,5 +184,10 @@ class DeliveryWorker:
                 log.info("delivery %s: %s", transfer_id, status)
                 if self.monitoring is not None and status in _OUTCOMES:
                     self.monitoring.count_delivery(_OUTCOMES[status])
-                if self._pool is not None:
+                if status == DeliveryStatus.PENDING and tried is not None:  # to retry later
+                    outcome = tried.outcome
+                    self._poller.wake_in(
+                        service.backoff(self.settings, tried.attempts, outcome.retry_after)
+                    )
+                if self._pool is not None and self._full:
                     self.wake()  # a place is free (not after an error: the next poll retries)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from broker.background import Poller
+from broker.background import IDLE_POLL_SECONDS, Poller
 from broker.config import Settings
 from broker.members import service
 from broker.members.health import Health
@@ -104,8 +104,11 @@ class HealthChecker:
         self.settings = settings
         self.record = record
         self.on_up = on_up
-        poll = min(settings.health_check_seconds, 1.0)  # finds new members within a second
-        self._poller = Poller("health-checker", self.run_once, poll, log)
+        # A new member is found within a second of a check, within 5 s once checks are quiet
+        # (never later than its period): an idle broker does not ask its database each second.
+        poll = min(settings.health_check_seconds, 1.0)
+        idle = min(settings.health_check_seconds, IDLE_POLL_SECONDS)
+        self._poller = Poller("health-checker", self.run_once, poll, log, idle_seconds=idle)
         self.start, self.wake, self.stop = self._poller.start, self._poller.wake, self._poller.stop
 
     def run_once(self) -> int:

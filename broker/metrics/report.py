@@ -631,11 +631,14 @@ def _vertical_identifiers(
 
 
 def _has_short_values(dictionary: pd.Series) -> bool:
-    values = dictionary_of(dictionary)
-    text = values[values.map(lambda v: isinstance(v, str))]
-    if len(text) < len(values):  # typed numbers: one digit is a value below 100
+    """Whether a column's distinct values hold one of 1 to :data:`VERTICAL_VALUE_CHARS`
+    characters, blanks around it aside, or any value that is not text (typed numbers: one digit
+    is a value below 100; a missing value). In plain Python: a dictionary is mostly a few
+    values, and a pandas operation costs more than reading them."""
+    values = dictionary.tolist()
+    if not all(isinstance(v, str) for v in values):
         return True
-    return bool(text.str.strip().str.len().between(1, VERTICAL_VALUE_CHARS).any())
+    return any(1 <= len(v.strip()) <= VERTICAL_VALUE_CHARS for v in values)
 
 
 def _population_report(

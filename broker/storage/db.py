@@ -9,6 +9,7 @@ connections answers 503 instead of holding the request (``docs/operations-faults
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from sqlalchemy import (
     TypeDecorator,
     create_engine,
     event,
+    exc,
     text,
 )
 from sqlalchemy.engine import make_url
@@ -153,9 +155,8 @@ def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
     connect_args: dict[str, Any] = {"options": options} if options else {}
     if timeouts.connect:  # libpq counts whole seconds, and takes less than 2 as 2
         connect_args["connect_timeout"] = max(2, math.ceil(timeouts.connect))
-    engine = create_engine(
-        url, pool_pre_ping=True, pool_timeout=timeouts.pool, connect_args=connect_args
-    )
+    engine = create_engine(url, pool_timeout=timeouts.pool, connect_args=connect_args)
+    _ping_when_idle(engine)
     if parsed.get_driver_name() == "psycopg":
         from broker.storage import postgres
 
@@ -164,6 +165,31 @@ def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
             return postgres.connect(timeouts.answer, *cargs, **cparams)
 
     return engine
+
+
+# A pooled connection unused for longer than this is pinged before it is handed out.
+PING_AFTER_IDLE_SECONDS = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection before use only when it has lain idle in the pool: one that a
+    server restart or an idle timeout may have closed is replaced, not handed to a request. A
+    connection given back moments ago is not pinged (``pool_pre_ping`` would, at every
+    checkout: a round trip each time a request or a delivery opens a transaction)."""
+
+    @event.listens_for(engine, "checkin")
+    def _note_idle(_dbapi_connection, record) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection, record, _proxy) -> None:
+        idle_since = record.info.pop("idle_since", None)
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return  # new, or used moments ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:  # the pool drops it and hands out another
+            raise exc.DisconnectionError(f"a pooled connection was closed: {error}") from error
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from broker.background import Deadline, Poller, owner_name
+from broker.background import IDLE_POLL_SECONDS, Deadline, Poller, owner_name
 from broker.config import Settings
 from broker.transfers import job_queue, repository
 from broker.wire.statuses import JobState, TransferStatus
@@ -131,6 +131,7 @@ class JobRunner:
                 lambda: self._slot_pass(slot),
                 self.settings.job_poll_seconds,
                 log,
+                idle_seconds=IDLE_POLL_SECONDS,
             )
             self._slots.append(slot)
         slot.poller.start()

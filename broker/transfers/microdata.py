@@ -113,7 +113,7 @@ def decide(
     received = repository.received_under_no_onward(session, source_id, upload.sha256)
     if received is not None:
         onward = Onward(received[0].id, received[1].id)
-    session.rollback()
+    session.commit()  # end the reads (they wrote nothing) before the CPU work
     progress("deciding", 0.5)
     with counting_limits():
         case = Case(

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from broker.audit import service as audit
 from broker.callers import Caller
@@ -121,6 +122,9 @@ def submit(
     try:
         microdata.record(session, decided)
         session.flush()  # all but the commit: a failure up to here recorded nothing
+        if decided.delivery is not None:  # the answer shows it held if its destination is down:
+            health = members.health(session, decided.transfer.destination_id)  # now, not after
+            set_committed_value(decided.transfer, "destination_health", health)
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()

@@ -101,7 +101,7 @@ def caller_of(session: Session, settings: Settings, credential: Credential) -> C
     member, rotated_out = found
     caller = Caller(MEMBER, member.id, member.jurisdiction, rotated_out_key=rotated_out)
     active = member.status == "active"
-    session.rollback()  # end the read: no transaction (or SQLite lock) held into the route
+    session.commit()  # end the read (it wrote nothing): no transaction held into the route
     if not active:
         raise Forbidden(f"Member {caller.member_id!r} is suspended")
     return caller

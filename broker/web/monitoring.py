@@ -9,7 +9,9 @@
 - ``fedbroker_analysis_seconds{kind}``: measuring and deciding (``transfer``) or measuring only
   (``analyze``);
 - ``fedbroker_database_errors_total``: requests answered 503 because the database was busy or
-  unreachable.
+  unreachable;
+- ``fedbroker_database_statements_total``: statements this process sent to its database (its
+  requests and its background threads; the driver's BEGIN and COMMIT aside).
 
 Counters are per process: with several workers or brokers, sum them in Prometheus.
 """
@@ -30,7 +32,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_fastapi_instrumentator import Instrumentator
-from sqlalchemy import func, select
+from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.delivery.models import Delivery
@@ -67,6 +69,18 @@ class Monitoring:
             "Requests answered 503 because the database was busy or unreachable",
             registry=self.registry,
         )
+        self.database_statements = Counter(
+            "fedbroker_database_statements",
+            "Statements this process sent to its database (BEGIN and COMMIT aside)",
+            registry=self.registry,
+        )
+
+    def count_statements(self, engine: Engine) -> None:
+        """Count every statement sent on ``engine``'s connections."""
+        event.listen(engine, "before_cursor_execute", self._one_statement)
+
+    def _one_statement(self, *_args) -> None:
+        self.database_statements.inc()
 
     def install(self, app: FastAPI) -> None:
         """Instrument every route and serve ``/metrics`` (no authentication: counts only)."""

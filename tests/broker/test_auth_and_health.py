@@ -142,6 +142,32 @@ def test_prometheus_metrics_count_decisions_deliveries_and_the_outbox(federation
     assert 'http_requests_total{handler="/v1/transfers",method="POST",status="2xx"} 1.0' in text
 
 
+def test_prometheus_metrics_count_the_statements_sent_to_the_database(tmp_path, settings):
+    """Each statement the process sends, as the engine's own hook sees it (a test's listener
+    beside the broker's), counted once: a load benchmark divides it by the decisions."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import event
+
+    from broker.main import create_app
+
+    own = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'b.db'}"})
+    with TestClient(create_app(own)) as client:
+        counter = client.app.state.monitoring.database_statements
+
+        def counted() -> float:  # the counter alone: a scrape reads the outbox meanwhile
+            return next(s.value for s in counter.collect()[0].samples if s.name.endswith("_total"))
+
+        seen = []
+        event.listen(client.app.state.engine, "before_cursor_execute", lambda *a: seen.append(1))
+        before = counted()
+        assert client.get("/v1/members", headers=ADMIN).status_code == 200
+        after, statements = counted(), len(seen)
+        served = client.get("/metrics").text
+    assert before > 0  # the migrations and the seeding, at start
+    assert after - before == statements > 0
+    assert "fedbroker_database_statements_total " in served
+
+
 def test_a_member_over_its_upload_rate_gets_429_with_retry_after(connection, settings):
     from fastapi.testclient import TestClient
 

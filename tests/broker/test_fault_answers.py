@@ -144,3 +144,31 @@ def test_a_postgresql_session_has_the_timeouts_and_the_urls_own_options_win():
         drop()
     assert shown == ["2s", "777ms", "9s"]
     assert "statement timeout" in str(slow.value)
+
+
+@pytest.mark.postgres
+def test_a_pooled_connection_the_server_closed_while_idle_is_replaced_not_handed_out(
+    monkeypatch,
+):
+    """Pinged only after lying idle: the server ending it (a restart, an idle timeout) costs no
+    request an error; a connection given back moments ago is handed out again."""
+    from broker.storage import db
+
+    url, drop = postgres_database()
+    server = make_engine(url)
+    engine = make_engine(url, Timeouts(idle_in_transaction=0))
+    try:
+        with engine.connect() as connection:
+            first = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+        with engine.connect() as connection:  # at once: the same connection, not pinged
+            again = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+        with server.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
+        monkeypatch.setattr(db, "PING_AFTER_IDLE_SECONDS", 0.0)  # it has lain idle long enough
+        with engine.connect() as connection:
+            replaced = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+    finally:
+        engine.dispose()
+        server.dispose()
+        drop()
+    assert again == first and replaced != first
