@@ -77,7 +77,7 @@ class CopiedRows:
         read, the dictionaries no plan counted are read from that copy, and it is copied again."""
         if self._table is None:
             source = self._source
-            if not all(self._counted(name) for name in self._names):
+            if not all(self._counted_alone([name]) for name in self._names):
                 raw = f"__fedbroker_raw_{next(NAMES)}"
                 self._con.read(f"CREATE TABLE {raw} AS SELECT * FROM {self._source}")
                 self._table = source = raw  # where the dictionaries no plan counted are read
@@ -104,12 +104,6 @@ class CopiedRows:
                 self._con.sql(f"DROP TABLE {source}")
             self._table = table
         return self._table
-
-    def _counted(self, column: str) -> bool:
-        """Whether the column's dictionary is known without reading the rows again."""
-        return column in self._dictionary_tables or any(
-            counted.values(column) is not None for counted in self._passes
-        )
 
     def _grouped(self, columns: list[str], people: bool, coded: bool = False):
         """Rows (and people) per distinct tuple of ``columns`` in the copy, and with ``coded``

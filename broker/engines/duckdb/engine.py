@@ -240,13 +240,20 @@ class DuckDBEngine(CopiedRows):
         :class:`~broker.engines.duckdb.passes.Pass`), those no earlier plan counted; a table
         already copied answers on its own.
 
-        A planned set of several columns with more distinct tuples than ``max_tuples`` is a
-        :class:`~broker.datasets.DatasetTooLarge`, found before any of them reaches Python."""
+        A column alone counted by any pass is not counted again (a first look's, without
+        people): its people, when asked, are its rows less the repeats that the pass counting
+        people finds. A planned set of several columns with more distinct tuples than
+        ``max_tuples`` is a :class:`~broker.datasets.DatasetTooLarge`, found before any of them
+        reaches Python."""
         if self._table is not None:
             return
         if people:
             self._planned_people += [list(c) for c in column_sets]
-        sets = [list(c) for c in column_sets if self._pass_answering(list(c), people) is None]
+        sets = [
+            list(c)
+            for c in column_sets
+            if not self._counted_alone(list(c)) and self._pass_answering(list(c), people) is None
+        ]
         if sets or (people and not any(counted.people for counted in self._passes)):
             self._count_within_memory(sets, people)
 
@@ -266,6 +273,12 @@ class DuckDBEngine(CopiedRows):
             return
         self._passes.append(counted)
         self._rows = counted.rows
+
+    def _counted_alone(self, columns: list[str]) -> bool:
+        """Whether ``columns`` is one column some pass counted (alone or in its union)."""
+        return len(columns) == 1 and any(
+            columns[0] in counted.union or columns[0] in counted.alone for counted in self._passes
+        )
 
     def _pass_answering(self, columns: list[str], people: bool = False) -> Pass | None:
         """The earliest pass that counted ``columns`` (and, if asked, their people)."""
