@@ -36,7 +36,7 @@ from broker.engines.duckdb.opening import (
     parquet_reader,
     source_of,
 )
-from broker.engines.duckdb.passes import Pass
+from broker.engines.duckdb.passes import Pass, sizes_of
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, quote
 from broker.engines.people import (
     RareTuples,
@@ -320,12 +320,7 @@ class DuckDBEngine(CopiedRows):
         of them), what a search needs without the tuples' order."""
         require_columns(self._names, columns)
         grouped = f" GROUP BY {', '.join(map(quote, columns))}" if columns else ""
-        query = (
-            f"SELECT n, count(*) AS m FROM (SELECT count(*) AS n FROM {self._loaded()}"
-            f"{grouped}) GROUP BY n ORDER BY n"
-        )
-        found = self._con.execute(query).fetchnumpy()
-        return np.repeat(np.asarray(found["n"], dtype=np.int64), found["m"])
+        return sizes_of(self._con, f"SELECT count(*) AS n FROM {self._loaded()}{grouped}")
 
     def duplicate_rows(self) -> int:
         counted = next((c for c in self._passes if c.people), None)
