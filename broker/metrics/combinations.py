@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations as subsets
 
@@ -44,6 +44,7 @@ from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts
 MAX_EVALUATIONS = 20_000
 MAX_CELLS = 3_000_000_000
 MAX_REPORTED = 100
+CELLS_AT_ONCE = 1 << 24  # tuple sizes held at once: 128 MiB
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def identifying_combinations(
                 if combo in known  # counted already
                 or float(_unique_bound(combo, counted)) / engine.rows >= unique_threshold
             ]
-        for combo, counts in zip(candidates, _sizes(engine, candidates, known), strict=True):
+        for combo, counts in _counted_in_turn(engine, candidates, known):
             if size == 1:
                 alone[combo[0]] = counts
             counted[frozenset(combo)] = ClassSizes.of(counts)
@@ -212,6 +213,18 @@ def _unique_bound(combo: tuple[str, ...], counted: dict[frozenset[str], ClassSiz
                 values = math.prod(counted[frozenset([name])].distinct for name in rest)
             bounds.append(counted[part].unique_bound(values))
     return min(bounds)
+
+
+def _counted_in_turn(
+    engine: Engine, column_sets: list[tuple[str, ...]], known: dict[tuple[str, ...], np.ndarray]
+) -> Iterator[tuple[tuple[str, ...], np.ndarray]]:
+    """Each set with its tuple sizes, asked of the engine a few sets at a time: together at
+    most :data:`CELLS_AT_ONCE` rows' worth, since a near-unique set's sizes are about as many
+    as the rows (a file of 12.6M rows out of core: 100 MB a set)."""
+    at_once = max(1, CELLS_AT_ONCE // max(engine.rows, 1))
+    for start in range(0, len(column_sets), at_once):
+        batch = column_sets[start : start + at_once]
+        yield from zip(batch, _sizes(engine, batch, known), strict=True)
 
 
 def _sizes(

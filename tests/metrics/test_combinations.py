@@ -5,12 +5,14 @@ no engine): the search must report exactly what it finds, whatever the search le
 """
 
 from itertools import combinations
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import broker.metrics.combinations as combinations_module
 from broker.engines.pandas import PandasEngine
 from broker.metrics.combinations import ClassSizes, identifying_combinations
 from broker.metrics.mmaq import mmaq_from_counts
@@ -68,13 +70,20 @@ def tables(min_columns: int = 1):
     st.integers(1, 4),
     st.sampled_from([0.05, 0.1, 0.3, 0.5, 0.9, 1.0]),
     st.integers(1, 6),
+    st.integers(1, 3),
 )
-def test_the_search_reports_what_counting_every_subset_finds(columns, max_size, threshold, low):
-    # Small value ranges (``low``) make large classes, where the bound leaves sets uncounted.
+def test_the_search_reports_what_counting_every_subset_finds(
+    columns, max_size, threshold, low, at_once
+):
+    # Small value ranges (``low``) make large classes, where the bound leaves sets uncounted;
+    # the engine is asked ``at_once`` sets at a time.
     frame = pd.DataFrame({f"c{i}": [v % low for v in values] for i, values in enumerate(columns)})
     if low > 2:  # a copy makes a twin
         frame["copy"] = frame["c0"].astype(str) + "!"
-    found, search = identifying_combinations(PandasEngine(frame), list(frame), max_size, threshold)
+    with patch.object(combinations_module, "CELLS_AT_ONCE", at_once * len(frame)):
+        found, search = identifying_combinations(
+            PandasEngine(frame), list(frame), max_size, threshold
+        )
     expected, evaluations = _oracle(frame, max_size, threshold)
     assert [(f.attributes, f.unique_share, f.measure) for f in found] == expected
     assert search.evaluations == evaluations
