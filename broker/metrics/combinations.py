@@ -107,7 +107,7 @@ def identifying_combinations(
     pool: list[str] = list(columns)
     known: dict[tuple[str, ...], np.ndarray] = {}  # sizes counted ahead (the twin checks)
     alone: dict[str, np.ndarray] = {}  # the first level's sizes, which say who can be twins
-    counted: dict[frozenset[str], ClassSizes] = {}  # every counted set's, which bound the rest
+    counted: dict[frozenset[str], ClassSizes] = {}  # counted sets' (not identifying): bounds
     for size in range(1, min(max_size, len(columns)) + 1):
         if size == 2:
             pool = _combinable(columns, alone, engine, known, MAX_EVALUATIONS - evaluations)
@@ -139,13 +139,14 @@ def identifying_combinations(
         for combo, counts in _counted_in_turn(engine, candidates, known):
             if size == 1:
                 alone[combo[0]] = counts
-            counted[frozenset(combo)] = ClassSizes.of(counts)
             unique_share = float(np.count_nonzero(counts == 1)) / engine.rows
             # Every row distinct is the identifier class; only what identifies is measured.
             if counts.size == engine.rows or unique_share >= unique_threshold:
                 measure = mmaq_from_counts(counts)
                 identifying.append(frozenset(combo))
                 found.append(IdentifyingCombination(combo, unique_share, measure))
+            elif size < max_size:  # a bound for the next level (no candidate holds this one)
+                counted[frozenset(combo)] = ClassSizes.of(counts)
         known.clear()  # what was counted ahead and not asked (a superset of an identifying set)
         searched = size
     if len(found) > MAX_REPORTED:
@@ -200,7 +201,7 @@ def _unique_bound(combo: tuple[str, ...], counted: dict[frozenset[str], ClassSiz
     and of all columns but one (2 x size splits, whatever the size: the bound costs no more
     than the search's budget allows): each split into a counted part and the rest, whose values
     are at most its own count when it was counted, else the product of its columns' counts
-    (every column alone is counted)."""
+    (every column alone is counted; a candidate holds no identifying one)."""
     whole = frozenset(combo)
     bounds = []
     for column in combo:
