@@ -14,6 +14,13 @@ within :data:`MAX_EVALUATIONS` and :data:`MAX_CELLS` (rows x evaluations); and a
 :data:`MAX_REPORTED` combinations are listed. :class:`CombinationSearch` says how far the search
 went and why it stopped.
 
+Most combinations need no count at all. Rows unique on a set are at most the rows of its classes
+that the other columns can still split: a class of ``s`` rows of a subset, joined with columns
+taking at most ``v`` values together, holds at most ``s`` unique rows when ``s <= v`` and at most
+``v - 1`` otherwise. A candidate whose bound (the smallest over its counted subsets) stays below
+the threshold cannot identify, so it is not counted; only what may identify reaches the engine,
+and the answer is exactly the one counting every candidate gives.
+
 Twins are found from counts, like everything else: two columns group the rows alike exactly when
 their pair has as many distinct tuples as each alone, and only columns whose values have the same
 sizes (the same multiset of counts, known from the first level) can be twins. The pairs checked
@@ -23,7 +30,8 @@ are pairs the second level measures anyway, so their sizes are kept for it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations as subsets
 
@@ -36,6 +44,7 @@ from broker.metrics.mmaq import MmaqMeasure, mmaq_from_counts
 MAX_EVALUATIONS = 20_000
 MAX_CELLS = 3_000_000_000
 MAX_REPORTED = 100
+CELLS_AT_ONCE = 1 << 24  # tuple sizes held at once: 128 MiB
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ def identifying_combinations(
     pool: list[str] = list(columns)
     known: dict[tuple[str, ...], np.ndarray] = {}  # sizes counted ahead (the twin checks)
     alone: dict[str, np.ndarray] = {}  # the first level's sizes, which say who can be twins
+    counted: dict[frozenset[str], ClassSizes] = {}  # counted sets' (not identifying): bounds
     for size in range(1, min(max_size, len(columns)) + 1):
         if size == 2:
             pool = _combinable(columns, alone, engine, known, MAX_EVALUATIONS - evaluations)
@@ -119,7 +129,14 @@ def identifying_combinations(
             if not any(known_set <= frozenset(combo) for known_set in identifying)
         ]
         evaluations += len(candidates)
-        for combo, counts in zip(candidates, _sizes(engine, candidates, known), strict=True):
+        if size > 1:
+            candidates = [
+                combo
+                for combo in candidates
+                if combo in known  # counted already
+                or float(_unique_bound(combo, counted)) / engine.rows >= unique_threshold
+            ]
+        for combo, counts in _counted_in_turn(engine, candidates, known):
             if size == 1:
                 alone[combo[0]] = counts
             unique_share = float(np.count_nonzero(counts == 1)) / engine.rows
@@ -128,6 +145,8 @@ def identifying_combinations(
                 measure = mmaq_from_counts(counts)
                 identifying.append(frozenset(combo))
                 found.append(IdentifyingCombination(combo, unique_share, measure))
+            elif size < max_size:  # a bound for the next level (no candidate holds this one)
+                counted[frozenset(combo)] = ClassSizes.of(counts)
         known.clear()  # what was counted ahead and not asked (a superset of an identifying set)
         searched = size
     if len(found) > MAX_REPORTED:
@@ -137,6 +156,76 @@ def identifying_combinations(
         max_size, searched, evaluations, len(found), min(len(found), MAX_REPORTED), note
     )
     return found[:MAX_REPORTED], search
+
+
+@dataclass(frozen=True)
+class ClassSizes:
+    """A counted set's class sizes as a histogram: what bounds the unique rows of its supersets.
+
+    ``sizes`` are the distinct class sizes, ascending; ``rows_below[i]`` the rows of the classes
+    smaller than ``sizes[i]`` (one more entry: all rows), ``classes_from[i]`` the classes of
+    ``sizes[i]`` rows or more (one more entry: 0).
+    """
+
+    sizes: list[int]
+    rows_below: list[int]
+    classes_from: list[int]
+    distinct: int
+
+    @classmethod
+    def of(cls, counts: np.ndarray) -> ClassSizes:
+        """
+        >>> bound = ClassSizes.of(np.array([1, 3, 3, 5]))
+        >>> bound.sizes, bound.rows_below, bound.classes_from, bound.distinct
+        ([1, 3, 5], [0, 1, 7, 12], [4, 3, 1, 0], 4)
+        """
+        sizes, classes = np.unique(counts, return_counts=True)
+        rows = np.concatenate([[0], np.cumsum(sizes * classes)])
+        above = np.concatenate([np.cumsum(classes[::-1])[::-1], [0]])
+        return cls(sizes.tolist(), rows.tolist(), above.tolist(), int(counts.size))
+
+    def unique_bound(self, values: int) -> int:
+        """The most rows that can be unique once columns taking at most ``values`` values
+        together are added: a class of ``s <= values`` rows all of them, a larger one
+        ``values - 1`` (one value at least is held twice).
+
+        >>> ClassSizes.of(np.array([1, 3, 3, 5])).unique_bound(3)  # 1 + 3 + 3 + (3 - 1)
+        9
+        """
+        split = bisect_right(self.sizes, values)
+        return self.rows_below[split] + (values - 1) * self.classes_from[split]
+
+
+def _unique_bound(combo: tuple[str, ...], counted: dict[frozenset[str], ClassSizes]) -> int:
+    """The most rows that can be unique on ``combo``, from its counted subsets of one column
+    and of all columns but one (2 x size splits, whatever the size: the bound costs no more
+    than the search's budget allows): each split into a counted part and the rest, whose values
+    are at most its own count when it was counted, else the product of its columns' counts
+    (every column alone is counted; a candidate holds no identifying one)."""
+    whole = frozenset(combo)
+    bounds = []
+    for column in combo:
+        for part in {frozenset([column]), whole - {column}}:
+            if part not in counted:
+                continue
+            rest = whole - part
+            values = counted[rest].distinct if rest in counted else None
+            if values is None:
+                values = math.prod(counted[frozenset([name])].distinct for name in rest)
+            bounds.append(counted[part].unique_bound(values))
+    return min(bounds)
+
+
+def _counted_in_turn(
+    engine: Engine, column_sets: list[tuple[str, ...]], known: dict[tuple[str, ...], np.ndarray]
+) -> Iterator[tuple[tuple[str, ...], np.ndarray]]:
+    """Each set with its tuple sizes, asked of the engine a few sets at a time: together at
+    most :data:`CELLS_AT_ONCE` rows' worth, since a near-unique set's sizes are about as many
+    as the rows (a file of 12.6M rows out of core: 100 MB a set)."""
+    at_once = max(1, CELLS_AT_ONCE // max(engine.rows, 1))
+    for start in range(0, len(column_sets), at_once):
+        batch = column_sets[start : start + at_once]
+        yield from zip(batch, _sizes(engine, batch, known), strict=True)
 
 
 def _sizes(

@@ -108,8 +108,11 @@ def mmaq_from_counts(counts: Sequence[int] | np.ndarray) -> MmaqMeasure:
     >>> mmaq_from_counts([1] * 200).mmaq
     '6.223e-461'
     """
-    # Sorted so that the float sums depend on the multiset of counts only, not on category order.
-    n = np.sort(np.asarray(counts, dtype=np.int64))
+    # Sorted so that the float sums depend on the multiset of counts only, not on category order
+    # (counts already ascending, as a search's near-unique sets come, are not copied).
+    n = np.asarray(counts, dtype=np.int64)
+    if n.size > 1 and not (n[1:] >= n[:-1]).all():
+        n = np.sort(n)
     if n.size == 0 or n.sum() == 0:
         raise ValueError("The dataset has no rows: Mmaq is not defined for N = 0")
     if (n <= 0).any():
@@ -120,7 +123,10 @@ def mmaq_from_counts(counts: Sequence[int] | np.ndarray) -> MmaqMeasure:
         return MmaqMeasure(1, 1, 0.0, 1.0, 0.0, 0.0, 1.0, IDENTIFIER)
 
     log_rows = math.log(rows)
-    n_log_n = float(np.sum(n * np.log(n)))  # sum n_i ln n_i, 0 for singletons
+    logs = np.log(n)
+    logs *= n  # in place: one temporary array the size of the counts, not two
+    n_log_n = float(np.sum(logs))  # sum n_i ln n_i, 0 for singletons
+    del logs
     one_minus_hn = n_log_n / (rows * log_rows)
     shannon = log_rows - n_log_n / rows
     log10_stabilizer = float(np.sum(np.log10(n))) - categories * math.log10(rows)

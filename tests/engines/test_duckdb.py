@@ -180,6 +180,34 @@ def test_the_report_is_counted_from_the_file_without_a_copy(tmp_path):
     assert engine._table is None  # no copy of the rows was made
 
 
+def test_columns_a_first_look_counted_are_not_counted_again(tmp_path):
+    # An upload's first look counts every column alone, without people; the report's pass then
+    # counts only its union and the repeats, and each column's people (identical rows) are
+    # still the in-memory report's.
+    rows = [[str(i % 7), f"id{i % 290}", "FM"[i % 2], "", "yn"[i % 3 == 0]] for i in range(300)]
+    rows += [rows[5], rows[5], rows[8]] + [["99", "x", "F", "", "y"]] * 3
+    path = tmp_path / "data.csv"
+    _write(path, ["age", "ref", "sex", "note", "flu"], rows)
+    engine = DuckDBEngine.from_path(path)
+    engine.profile()
+    options = ReportOptions(max_combination_size=2)
+    ours = report_of(engine, ["age", "sex"], ["flu", "note"], options).as_dict()
+    in_memory = PandasEngine(read_path(path).frame)
+    assert ours == report_of(in_memory, ["age", "sex"], ["flu", "note"], options).as_dict()
+    first, report = engine._passes[:2]
+    assert first.alone == ["age", "ref", "sex", "note", "flu"] and not first.people
+    assert report.people and report.alone == [] and report.union == ["age", "sex", "note", "flu"]
+    # Identical rows only (no worst case told): id0..id9 are two different rows each, the
+    # copies of rows 5 and 8 and of the "x" row add rows, not people.
+    fresh = DuckDBEngine.from_path(path)
+    fresh.profile()
+    fresh.plan([["age", "sex"]])
+    ref, note = fresh.counts([["ref"], ["note"]], people=True)
+    assert len(fresh._passes) == 2 and fresh._passes[1].alone == []
+    assert sorted(ref.people.tolist()) == [1] * 281 + [2] * 10
+    assert (note.rows.tolist(), note.people.tolist()) == ([306], [301])
+
+
 def test_a_pass_duckdb_cannot_hold_is_split_into_passes_with_the_same_report(tmp_path, monkeypatch):
     # DuckDB's hash tables spill, but not every part of every one: a pass of many grouping sets
     # can meet the memory limit where two of half as many do not. Passes of more than two sets

@@ -70,14 +70,20 @@ class CopiedRows:
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan
-        counted: the combination search, partitions, recoding."""
+        counted: the combination search, partitions, recoding.
+
+        The ENUMs are the columns' dictionaries: when the passes counted every column, they
+        are known and the source is copied in one step; otherwise the rows are first copied as
+        read, the dictionaries no plan counted are read from that copy, and it is copied again."""
         if self._table is None:
-            raw = f"__fedbroker_raw_{next(NAMES)}"
-            self._con.read(f"CREATE TABLE {raw} AS SELECT * FROM {self._source}")
-            self._table = raw  # where the dictionaries no plan counted are read
+            source = self._source
+            if not all(self._counted_alone([name]) for name in self._names):
+                raw = f"__fedbroker_raw_{next(NAMES)}"
+                self._con.read(f"CREATE TABLE {raw} AS SELECT * FROM {self._source}")
+                self._table = source = raw  # where the dictionaries no plan counted are read
             kinds = dict(
                 self._con.execute(
-                    f"SELECT column_name, column_type FROM (DESCRIBE {raw})"
+                    f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})"
                 ).fetchall()
             )
             selected = []
@@ -93,8 +99,9 @@ class CopiedRows:
                 else:
                     selected.append(quote(name))
             table = f"__fedbroker_data_{next(NAMES)}"
-            self._con.sql(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM {raw}")
-            self._con.sql(f"DROP TABLE {raw}")
+            self._con.read(f"CREATE TABLE {table} AS SELECT {', '.join(selected)} FROM {source}")
+            if source != self._source:
+                self._con.sql(f"DROP TABLE {source}")
             self._table = table
         return self._table
 

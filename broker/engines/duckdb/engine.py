@@ -36,7 +36,7 @@ from broker.engines.duckdb.opening import (
     parquet_reader,
     source_of,
 )
-from broker.engines.duckdb.passes import Pass
+from broker.engines.duckdb.passes import Pass, sizes_of
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, quote
 from broker.engines.people import (
     RareTuples,
@@ -240,13 +240,20 @@ class DuckDBEngine(CopiedRows):
         :class:`~broker.engines.duckdb.passes.Pass`), those no earlier plan counted; a table
         already copied answers on its own.
 
-        A planned set of several columns with more distinct tuples than ``max_tuples`` is a
-        :class:`~broker.datasets.DatasetTooLarge`, found before any of them reaches Python."""
+        A column alone counted by any pass is not counted again (a first look's, without
+        people): its people, when asked, are its rows less the repeats that the pass counting
+        people finds. A planned set of several columns with more distinct tuples than
+        ``max_tuples`` is a :class:`~broker.datasets.DatasetTooLarge`, found before any of them
+        reaches Python."""
         if self._table is not None:
             return
         if people:
             self._planned_people += [list(c) for c in column_sets]
-        sets = [list(c) for c in column_sets if self._pass_answering(list(c), people) is None]
+        sets = [
+            list(c)
+            for c in column_sets
+            if not self._counted_alone(list(c)) and self._pass_answering(list(c), people) is None
+        ]
         if sets or (people and not any(counted.people for counted in self._passes)):
             self._count_within_memory(sets, people)
 
@@ -266,6 +273,12 @@ class DuckDBEngine(CopiedRows):
             return
         self._passes.append(counted)
         self._rows = counted.rows
+
+    def _counted_alone(self, columns: list[str]) -> bool:
+        """Whether ``columns`` is one column some pass counted (alone or in its union)."""
+        return len(columns) == 1 and any(
+            columns[0] in counted.union or columns[0] in counted.alone for counted in self._passes
+        )
 
     def _pass_answering(self, columns: list[str], people: bool = False) -> Pass | None:
         """The earliest pass that counted ``columns`` (and, if asked, their people)."""
@@ -298,8 +311,16 @@ class DuckDBEngine(CopiedRows):
             if counted is not None:
                 found.append(counted.sizes(columns))
             else:
-                found.append(self._grouped(columns, False)[0])
+                found.append(self._sizes_in_copy(columns))
         return found
+
+    def _sizes_in_copy(self, columns: list[str]) -> np.ndarray:
+        """The tuple sizes of ``columns`` counted in the copy, ascending: each size with its
+        number of tuples comes back (a near-unique set's millions of sizes are a few hundred
+        of them), what a search needs without the tuples' order."""
+        require_columns(self._names, columns)
+        grouped = f" GROUP BY {', '.join(map(quote, columns))}" if columns else ""
+        return sizes_of(self._con, f"SELECT count(*) AS n FROM {self._loaded()}{grouped}")
 
     def duplicate_rows(self) -> int:
         counted = next((c for c in self._passes if c.people), None)

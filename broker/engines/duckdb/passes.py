@@ -22,6 +22,16 @@ from broker.engines.duckdb.sql import KEY, NAMES, ROW, UNION, literal, quote
 
 if TYPE_CHECKING:
     from broker.engines.duckdb.engine import DuckDBEngine
+    from broker.engines.duckdb.opening import Connection
+
+
+def sizes_of(con: Connection, tuples: str) -> np.ndarray:
+    """The sizes ``n`` of the tuples ``tuples`` selects, ascending: each size comes back once
+    with its number of tuples, not once a tuple."""
+    found = con.execute(
+        f"SELECT n, count(*) AS m FROM ({tuples}) GROUP BY n ORDER BY n"
+    ).fetchnumpy()
+    return np.repeat(np.asarray(found["n"], dtype=np.int64), found["m"])
 
 
 class Pass:
@@ -125,11 +135,13 @@ class Pass:
         return None
 
     def sizes(self, columns: list[str]) -> np.ndarray:
-        if len(columns) == 1:  # in code order, as its count table gives them
+        """The rows of each tuple: a column alone's in code order, as its count table gives
+        them; several columns' ascending, each size coming back once with its number of
+        tuples (what a search needs of a near-unique set, without millions of numbers)."""
+        if len(columns) == 1:
             query = f"SELECT n FROM {self._engine._dictionary_table(columns[0])} ORDER BY code"
-        else:
-            query = f"SELECT __fedbroker_n AS n FROM ({self._tuples(columns)})"
-        return np.asarray(self._con.execute(query).fetchnumpy()["n"], dtype=np.int64)
+            return np.asarray(self._con.execute(query).fetchnumpy()["n"], dtype=np.int64)
+        return sizes_of(self._con, f"SELECT __fedbroker_n AS n FROM ({self._tuples(columns)})")
 
     def count_table(self, columns: list[str], people: bool) -> CountTable:
         if len(columns) == 1 and (not people or not self._repeats):
