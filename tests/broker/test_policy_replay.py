@@ -6,6 +6,7 @@ import json
 import pytest
 from sqlalchemy import text
 
+from broker.metrics.stored import REPORT_VERSION
 from tests.broker.conftest import ADMIN, bearer
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
@@ -168,7 +169,7 @@ def test_reports_are_stored_with_their_version_and_old_rows_still_read(client, d
         text("SELECT report FROM transfers WHERE id = :id"), {"id": transfer_id}
     ).scalar_one()
     report = json.loads(row) if isinstance(row, str) else row
-    assert (report["schema_version"], report["precision_measured"]) == (1, True)
+    assert (report["schema_version"], report["precision_measured"]) == (REPORT_VERSION, True)
     served = client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["report"]
     del report["schema_version"], report["precision_measured"]
     assert served == report
@@ -200,7 +201,7 @@ def test_the_report_before_a_remedy_is_stored_and_served_as_the_report(client, d
     ).scalar_one()
     remedy = json.loads(row) if isinstance(row, str) else row
     stored = remedy["before"]["report"]
-    assert (stored["schema_version"], stored["precision_measured"]) == (1, True)
+    assert (stored["schema_version"], stored["precision_measured"]) == (REPORT_VERSION, True)
     served = client.get(f"/v1/transfers/{transfer_id}", headers=ADMIN).json()["remedy"]["before"]
     del stored["schema_version"], stored["precision_measured"]
     assert served["report"] == stored == decided["auto"]["remedy"]["before"]["report"]
