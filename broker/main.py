@@ -25,6 +25,7 @@ from broker.console.router import router as console_router
 from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
+from broker.dsp.callbacks import TIMEOUT_SECONDS as CALLBACK_TIMEOUT
 from broker.dsp.callbacks import send_due
 from broker.dsp.router import catalog_router as dsp_catalog
 from broker.dsp.router import negotiation_router as dsp_negotiations
@@ -117,9 +118,12 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             settings.negotiation_sweep_seconds,
             partial(expire_waiting, app.state.sessionmaker, settings.negotiation_timeout_seconds),
         )
+        callback_client = httpx.Client(timeout=CALLBACK_TIMEOUT, follow_redirects=False)
         callbacks = Chore(
             settings.protocol_callback_seconds,
-            partial(send_due, app.state.sessionmaker, client, settings.inbox_policy.refusal),
+            partial(
+                send_due, app.state.sessionmaker, callback_client, settings.inbox_policy.refusal
+            ),
         )
         jobs = JobRunner(
             app.state.sessionmaker,
@@ -158,6 +162,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
             if settings.dask_scheduler is not None:
                 app.state.dask.close()
             health_client.close()
+            callback_client.close()
             client.close()
             if bind is None:
                 engine.dispose()

@@ -19,12 +19,13 @@ followed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.dsp import documents
@@ -37,6 +38,9 @@ log = logging.getLogger("fedbroker.dsp")
 MAX_BACKOFF_SECONDS = 600
 LEASE_SECONDS = 60
 PER_PASS = 20  # negotiations a pass serves at most: a pass stays short
+PASS_SECONDS = 5.0  # no negotiation is started after this long (the pass runs in the job
+# runner's supervisor thread); each POST is bounded by the client's timeout
+TIMEOUT_SECONDS = 5.0  # what broker.main gives the callbacks' client
 PATHS = {
     Message.OFFER: "offers",
     Message.AGREE: "agreement",
@@ -56,7 +60,10 @@ def send_due(
     with factory() as session:
         due = _due(session, now())
         session.commit()
+    ends = time.monotonic() + PASS_SECONDS
     for negotiation_id in due:
+        if time.monotonic() > ends:
+            break  # the rest at the next pass
         with factory() as session:
             if _lease(session, negotiation_id, now()):
                 sent += _send(session, negotiation_id, client, refusal, now)
@@ -64,19 +71,18 @@ def send_due(
 
 
 def _due(session: Session, moment: datetime) -> list[str]:
-    last = (
-        select(
-            NegotiationEvent.negotiation_id,
-            func.max(NegotiationEvent.id).label("last"),
-        )
+    """Protocol negotiations with a provider's or broker's event after their cursor (each
+    looked up by the events' negotiation index, not by reading every event)."""
+    unsent = (
+        select(NegotiationEvent.id)
+        .where(NegotiationEvent.negotiation_id == ProtocolNegotiation.negotiation_id)
+        .where(NegotiationEvent.id > ProtocolNegotiation.sent_event_id)
         .where(NegotiationEvent.role != Role.CONSUMER)
-        .group_by(NegotiationEvent.negotiation_id)
-        .subquery()
+        .exists()
     )
     rows = session.execute(
         select(ProtocolNegotiation.negotiation_id)
-        .join(last, last.c.negotiation_id == ProtocolNegotiation.negotiation_id)
-        .where(last.c.last > ProtocolNegotiation.sent_event_id)
+        .where(unsent)
         .where(
             or_(
                 ProtocolNegotiation.next_attempt_at.is_(None),

@@ -5,7 +5,8 @@ body is the binding's error document, never an RFC 9457 problem.
 ``APIRoute``): the caller's authentication, the message's validation and the service's errors all
 happen inside it, so each is answered as a ``CatalogError`` or ``ContractNegotiationError``. The
 binding asks for 400 on a message the negotiation's state does not accept (the ``/v1`` API says
-409) and 404 where the caller may not see a negotiation (``/v1`` says 403 for some).
+409) and 404 where the caller may not see a negotiation (``/v1`` says 403 for some); a message
+the market refuses (``/v1``'s 422) is a 400 too.
 
 A negotiation's error document names the pids the request named (the path's providerPid, the
 message's consumerPid). The schema asks for both; where the request names only one (an initial
@@ -55,8 +56,8 @@ def protocol_route(kind: str) -> type[APIRoute]:
                     return _answer(kind, found.status_code, reason, pids)
                 except ProblemError as found:
                     status = found.status
-                    if isinstance(found, InvalidTransition):
-                        status = 400
+                    if isinstance(found, InvalidTransition) or status == 422:
+                        status = 400  # the binding's answer to a message it cannot take
                     elif isinstance(found, Forbidden) and kind == NEGOTIATION_ERROR:
                         status = 404
                     headers = dict(found.headers) if status == found.status else {}

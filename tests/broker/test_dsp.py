@@ -319,3 +319,56 @@ def test_every_example_message_the_broker_accepts_reads(name, model):
     from broker.dsp import messages
 
     getattr(messages, model).model_validate(example(name))
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("negotiation/example/contract-negotiation-event-message.json", "events"),
+        ("negotiation/example/contract-negotiation-termination-message.json", "termination"),
+        (
+            "negotiation/example/contract-agreement-verification-message.json",
+            "agreement/verification",
+        ),
+    ],
+)
+def test_another_member_cannot_move_a_negotiation_it_takes_no_part_in(
+    federation, dataset, name, path
+):
+    """THREATS 13: a member that is not a party, sending the right pids, gets 404, and the
+    negotiation is as it was."""
+    provider_pid = post(federation, "/negotiations/request", initial_request(dataset)).json()[
+        "providerPid"
+    ]
+    answer = post(
+        federation,
+        f"/negotiations/{provider_pid}/{path}",
+        addressed(name, provider_pid),
+        "ng-health",
+    )
+    assert answer.status_code == 404, answer.text
+    error_valid(answer.json(), "negotiation/contract-negotiation-error-schema.json")
+    still = federation.client.get(
+        f"{BASE}/negotiations/{provider_pid}", headers=bearer(federation.keys["fr-research"])
+    )
+    assert still.json()["state"] == "REQUESTED"
+
+
+def test_an_identifier_in_a_termination_reason_is_refused(federation, dataset):
+    """THREATS 5 and 8: the reason reaches the provider; an e-mail address in it is refused
+    (400, the binding's answer to a message it cannot take), and nothing is recorded."""
+    provider_pid = post(federation, "/negotiations/request", initial_request(dataset)).json()[
+        "providerPid"
+    ]
+    message = addressed(
+        "negotiation/example/contract-negotiation-termination-message.json", provider_pid
+    )
+    message["reason"] = ["ask aminata.diallo@example.org for the raw file"]
+    answer = post(federation, f"/negotiations/{provider_pid}/termination", message)
+    assert answer.status_code == 400, answer.text
+    schema_valid(answer.json(), "negotiation/contract-negotiation-error-schema.json")
+    assert "aminata" not in answer.text
+    still = federation.client.get(
+        f"{BASE}/negotiations/{provider_pid}", headers=bearer(federation.keys["fr-research"])
+    )
+    assert still.json()["state"] == "REQUESTED"

@@ -200,3 +200,31 @@ def test_what_the_consumer_said_itself_is_not_sent_back(federation, dataset, con
     )
     assert ended.json()["state"] == "TERMINATED"
     assert deliver(federation) == 0 and consumer.received == []
+
+
+def test_a_redirect_from_the_callback_is_not_followed(federation, dataset):
+    """THREATS 14: a consumer that answers with a redirect to an internal address is not
+    followed there; the message counts as not taken and waits."""
+    hits: list[str] = []
+
+    async def redirect(request: Request) -> Response:
+        hits.append(request.url.path)
+        if request.url.path.startswith("/internal"):
+            return Response(status_code=200)
+        return Response(status_code=307, headers={"Location": "/internal/secrets"})
+
+    server = ServerThread(
+        Starlette(routes=[Route("/{rest:path}", redirect, methods=["POST"])])
+    ).start()
+    try:
+        message = initial_request(dataset)
+        message["callbackAddress"] = f"{server.url}/cb"
+        provider_pid = post(federation, "/negotiations/request", message).json()["providerPid"]
+        v1(federation, "sn-hospital", provider_pid, "offer")
+        assert deliver(federation) == 0
+    finally:
+        server.stop()
+    assert hits == [f"/cb/negotiations/{CONSUMER_PID}/offers"]
+    with federation.client.app.state.sessionmaker() as session:
+        kept = session.get(ProtocolNegotiation, provider_pid.removeprefix("urn:uuid:"))
+        assert kept.last_error == "the consumer answered 307" and kept.attempts == 1
