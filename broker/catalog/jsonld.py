@@ -148,20 +148,29 @@ def _offer(entry: dict[str, Any], offer: Offer) -> dict[str, Any]:
 
 
 # The ODRL operator of a rule, from its declared stricter direction (broker.fsla.stricter).
-_OPERATORS = {HIGHER: "odrl:gteq", LOWER: "odrl:lteq"}
+_OPERATORS = {HIGHER: "gteq", LOWER: "lteq"}
 
 
-def policy(terms: Terms) -> dict[str, Any]:
-    """The ODRL rules of ``terms``: a permission to use for the purpose with its duties, and
-    the prohibition to distribute (unless the terms allow onward transfer)."""
-    anonymize = [
-        _constraint(f"fedbroker:{name}", _OPERATORS[declaration(RuleSet, rule)["stricter"]], value)
+def anonymity_bounds(terms: Terms) -> list[tuple[str, str, Any]]:
+    """``(name, ODRL operator, value)`` of the k, l and t the terms ask, each operator from its
+    rule's declared stricter direction: one source for every rendering of an offer."""
+    return [
+        (name, _OPERATORS[declaration(RuleSet, rule)["stricter"]], value)
         for name, rule, value in (
             ("k", "min_k", terms.min_k),
             ("l", "min_l", terms.min_l),
             ("t", "max_t", terms.max_t),
         )
         if value is not None
+    ]
+
+
+def policy(terms: Terms) -> dict[str, Any]:
+    """The ODRL rules of ``terms``: a permission to use for the purpose with its duties, and
+    the prohibition to distribute (unless the terms allow onward transfer)."""
+    anonymize = [
+        _constraint(f"fedbroker:{name}", f"odrl:{operator}", value)
+        for name, operator, value in anonymity_bounds(terms)
     ]
     duties = []
     if anonymize:

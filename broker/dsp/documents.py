@@ -11,17 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from broker.catalog.jsonld import dataset_iri, member_iri, offer_iri
-from broker.fsla.models import RuleSet
+from broker.catalog.jsonld import anonymity_bounds, dataset_iri, member_iri, offer_iri
 from broker.fsla.offers import Offer, Terms
-from broker.fsla.stricter import HIGHER, LOWER, declaration
 from broker.wire.statuses import OfferKind
 
 VERSION = "2025-1"
 CONTEXT = ["https://w3id.org/dspace/2025/1/context.jsonld"]
 MEDIA_TYPE = "application/json"
 PROVIDER_PID = "urn:uuid:"  # a negotiation's providerPid is its id as a URN
-_OPERATORS = {HIGHER: "gteq", LOWER: "lteq"}
 
 
 class ProtocolError(Exception):
@@ -115,13 +112,7 @@ def policy(terms: Terms) -> dict[str, Any]:
     """The permission to use for the purpose, its duties (anonymize to k, l, t; delete after
     the retention) and, without onward transfer, the prohibition to distribute."""
     anonymize = [
-        _constraint(name, _OPERATORS[declaration(RuleSet, rule)["stricter"]], str(value))
-        for name, rule, value in (
-            ("k", "min_k", terms.min_k),
-            ("l", "min_l", terms.min_l),
-            ("t", "max_t", terms.max_t),
-        )
-        if value is not None
+        _constraint(name, operator, str(value)) for name, operator, value in anonymity_bounds(terms)
     ]
     duties = []
     if anonymize:
