@@ -14,7 +14,6 @@ repository, or ``$FEDBROKER_SHARED``); these tests skip, saying so, where it is 
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,10 +35,9 @@ from broker.anonymize.planner import plan_remedy
 from broker.anonymize.steps import OPTIMAL, Step, apply_steps
 from broker.anonymize.target import Target
 from broker.metrics.anonymity import k_anonymity, sensitive_measure
+from tests.shared_data import DATA
 
-REPOSITORY = Path(__file__).parents[2]
-SHARED = Path(os.environ.get("FEDBROKER_SHARED", REPOSITORY.parent / "shared"))
-ARX = SHARED / "data" / "arx-adult"
+ARX = DATA / "arx-adult"
 needs_arx = pytest.mark.skipif(
     not (ARX / "adult.csv").exists(), reason=f"ARX's adult data is not at {ARX}"
 )

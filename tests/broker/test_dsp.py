@@ -8,18 +8,15 @@ the repository, or ``$FEDBROKER_SHARED``); without them these tests skip, saying
 
 import copy
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from broker.dsp.router import BASE
 from tests.broker.conftest import ADMIN, bearer
 from tests.broker.test_catalog import measure, publish
+from tests.shared_data import DATA
 
-REPOSITORY = Path(__file__).parents[2]
-SHARED = Path(os.environ.get("FEDBROKER_SHARED", REPOSITORY.parent / "shared"))
-SPEC = SHARED / "data" / "dsp-2025-1"
+SPEC = DATA / "dsp-2025-1"
 pytestmark = pytest.mark.skipif(
     not (SPEC / "catalog").is_dir(), reason=f"the protocol's schemas are not at {SPEC}"
 )

@@ -12,7 +12,6 @@ from collections import Counter
 from decimal import Decimal, getcontext
 from fractions import Fraction
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,16 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.metrics.suda import MAX_KEY_SETS, suda_of_frame
+from tests.shared_data import DATA
 
-ROOT = Path(__file__).resolve().parents[2]
-REFS = next(
-    (
-        base / "shared" / "data" / "refs" / "suda"
-        for base in (ROOT.parent, ROOT.parent.parent)
-        if (base / "shared" / "data" / "refs" / "suda").is_dir()
-    ),
-    None,
-)
+REFS = DATA / "refs" / "suda" if (DATA / "refs" / "suda").is_dir() else None
 
 
 def oracle(records: list[tuple], dis_fraction: float = 0.01, max_size: int | None = None) -> dict:
