@@ -17,7 +17,7 @@ from broker.fsla.models import FSLARecord
 from broker.fsla.offers import Terms
 from broker.fsla.remedy import Effort, VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
-from broker.fsla.rules import aggregate_instead
+from broker.fsla.rules import aggregate_instead, suda
 from broker.fsla.stored import StoredBefore, StoredRemedy, StoredRule
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
@@ -226,6 +226,11 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         roles.person_key,
         None if agreed is None else (agreed.id, agreed.terms.rule_set(measured.engine.columns)),
     )
+    fraction = suda.strictest_fraction(
+        rules for _, _, rules in applicable_rule_sets(context, source_policy, destination_policy)
+    )
+    if fraction is not None:  # SUDA's search only when a rule set bounds DIS-SUDA
+        report = suda.with_suda(measured.engine, report, fraction)
     joints = ()
     if history is not None and history.releases:
         joints = assess(

@@ -125,6 +125,21 @@ class RuleSet(BaseModel):
         "individual risks (Benedetti-Franconi) with every row weighing 1 / sampling_fraction.",
         examples=[1.0],
     )
+    max_dis_suda: float | None = Field(
+        None,
+        json_schema_extra={"stricter": "lower"},
+        ge=0,
+        le=1,
+        description="Highest DIS-SUDA score allowed for any record on the quasi-identifiers: a "
+        "probability in [0, 1], Skinner and Elliot's (2002) estimate that a sample unique is "
+        "unique in the population, shared among the records by their SUDA scores (special "
+        "uniques: records unique on few attributes score most), as sdcMicro's suda2 computes "
+        "it, at this rule set's sampling_fraction (0.01, sdcMicro's default, without one; a "
+        "larger fraction gives higher scores). SUDA runs only when a rule set sets this. The "
+        "remedy k-anonymizes the quasi-identifiers with k >= 2: no record is then unique on "
+        "any of them, and every score is 0.",
+        examples=[0.01],
+    )
     min_l: int | None = Field(
         None,
         json_schema_extra={"stricter": "higher"},

@@ -26,7 +26,7 @@ from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
+from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk, suda
 from broker.fsla.rules.base import Aim
 from broker.fsla.stored import RemedyAfter, StoredRemedy
 from broker.metrics.report import AnalysisReport, ReportOptions, analyze, report_of
@@ -80,7 +80,7 @@ def _with_reason(step: dict[str, Any]) -> dict[str, Any]:
 
 
 # The families whose rules a k-anonymizing step serves, in the order the answer names them.
-K_FAMILIES = (k_anonymity, risk, identifiers, diversity, closeness)
+K_FAMILIES = (k_anonymity, risk, suda, identifiers, diversity, closeness)
 
 
 def target_for(
@@ -257,6 +257,12 @@ class _Search:
             engine, quasi, sensitive, self.history.releases, self.history.now, released, relabel
         )
 
+    def with_suda(self, engine: Engine, after: AnalysisReport) -> AnalysisReport:
+        """``after`` with the SUDA figures a rule set needs (unchanged when none bounds it)."""
+        rule_sets = applicable_rule_sets(self.context, self.source, self.destination)
+        fraction = suda.strictest_fraction(rules for _, _, rules in rule_sets)
+        return after if fraction is None else suda.with_suda(engine, after, fraction)
+
     def kept(self, columns) -> tuple[list[str], list[str]]:
         """The declared quasi-identifiers and sensitive attributes an anonymized table keeps."""
         return (
@@ -278,6 +284,7 @@ def _in_memory(
     def accept(anonymized: pd.DataFrame) -> str | None:
         kept = search.kept(anonymized.columns)
         after = analyze(anonymized, *kept, ReportOptions(max_combination_size=0), people=people)
+        after = search.with_suda(PandasEngine(anonymized, people=people), after)
         joints = search.linkage(*_released_beside(frame, anonymized, people, kept))
         return search.judge(after, kept, accepted, joints)
 
@@ -308,6 +315,7 @@ def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) ->
             return _verified(remedy, accepted, budget_seconds)
         kept = search.kept(remedy.engine.columns)
         after = report_of(remedy.engine, *kept, ReportOptions(max_combination_size=0))
+        after = search.with_suda(remedy.engine, after)
         joints = search.linkage(engine, kept, relabel=remedy.recode)
         failing = search.judge(after, kept, accepted, joints)
         if failing is None:

@@ -327,6 +327,7 @@ _ANONYMITY = {
     "qi_max_mmaq_index": "combined Mmaq index",
     "max_population_uniqueness": "population uniqueness",
     "max_expected_reidentifications": "expected re-identifications",
+    "max_dis_suda": "DIS-SUDA of the riskiest record",
     "min_l": "l",
     "max_t": "t",
     "max_alpha": "alpha",

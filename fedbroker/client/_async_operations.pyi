@@ -148,6 +148,9 @@ class AsyncOperations:
         beta: float | None = None,
         sampling_fraction: float | None = None,
         weights: str | None = None,
+        suda: bool | None = None,
+        suda_dis_fraction: float | None = None,
+        suda_max_msu: int | None = None,
         content_type: str | None = None,
     ) -> m.Report: ...
     async def list_audit_entries(

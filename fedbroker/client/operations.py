@@ -529,9 +529,13 @@ class Operations:
         beta: float | None = None,
         sampling_fraction: float | None = None,
         weights: str | None = None,
+        suda: bool | None = None,
+        suda_dis_fraction: float | None = None,
+        suda_max_msu: int | None = None,
         content_type: str | None = None,
     ) -> m.Report:
-        """Measure a dataset (Mmaq, k, l, t, risk) without any policy; nothing is stored."""
+        """Measure a dataset (Mmaq, k, l, t, risk; SUDA with ``suda=True``) without any
+        policy; nothing is stored."""
         form = _form(
             quasi_identifiers=columns(quasi_identifiers),
             sensitive=columns(sensitive),
@@ -540,6 +544,9 @@ class Operations:
             beta=beta,
             sampling_fraction=sampling_fraction,
             weights=weights,
+            suda=suda,
+            suda_dis_fraction=suda_dis_fraction,
+            suda_max_msu=suda_max_msu,
         )
         files = _file(data, filename, content_type)
         return self._call(Call("POST", "/v1/analyze", m.Report, data=form, files=files))
