@@ -66,6 +66,7 @@ class AsyncOperations:
         idempotency_key: str | None = None,
         content_type: str | None = None,
         respond_async: bool = False,
+        hierarchy: Mapping[str, Upload] | None = None,
     ) -> m.TransferRead: ...
     async def list_transfers(
         self, status: str | None = None, offset: int = 0, limit: int = 20

@@ -408,6 +408,7 @@ class FSLARecord(BrokerModel):
     domestic_export: RuleSet | None = None
     cross_border_export: RuleSet | None = None
     import_rules: RuleSet | None = None
+    hierarchies: dict[str, dict[str, list[str]]] | None = None
 
 
 class FederationOverview(BrokerModel):
@@ -1127,6 +1128,7 @@ class TransferForm(BrokerModel):
     epsilon: str | None = None
     delta: str | None = None
     file: str | None = None
+    hierarchy: list[str] | None = None
 
 
 class TransferJobRead(BrokerModel):
