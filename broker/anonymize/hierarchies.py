@@ -265,7 +265,8 @@ def safe_labels(
                 written = range_label(low[0], high[0]) if finite else SUPPRESSED
                 for member in members:
                     rows[member][level] = written
-                relabelled.append((text, written))
+                if written != text:  # bounds on the grid are the grid's, not the class's
+                    relabelled.append((text, written))
                 continue
             named = [member for member in members if _names(text, member)]
             if named:

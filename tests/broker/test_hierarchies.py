@@ -31,12 +31,15 @@ def arx(name: str) -> bytes:
     return (ADULT / f"adult_hierarchy_{name}.csv").read_bytes()
 
 
-def send(federation, data: bytes, hierarchies=(), source="sn-hospital", **form):
+def send(federation, data: bytes, hierarchies=(), source="sn-hospital", headers=None, **form):
     form = {"destination": "sn-lab", "purpose": "research", **QI, **form}
     files = [("file", ("adult.csv", data, "text/csv"))]
     files += [("hierarchy", (name, content, "text/csv")) for name, content in hierarchies]
     return federation.client.post(
-        "/v1/transfers", headers=bearer(federation.keys[source]), files=files, data=form
+        "/v1/transfers",
+        headers={**bearer(federation.keys[source]), **(headers or {})},
+        files=files,
+        data=form,
     )
 
 
@@ -210,3 +213,34 @@ def test_a_records_hierarchy_that_misses_a_value_refuses_the_remedy(federation, 
     assert body["status"] == "rejected", body
     assert body["remedy"]["verified"] is False
     assert "SN's hierarchy for 'education' does not cover" in body["remedy"]["note"]
+
+
+def test_a_job_decided_in_the_background_follows_its_hierarchies(federation, adult):
+    client = federation.client
+    k_domestically(client)
+    form = {"destination": "sn-lab", "purpose": "research", "anonymize": "auto", **QI}
+    files = [
+        ("file", ("adult.csv", adult, "text/csv")),
+        ("hierarchy", ("education.csv", arx("education"), "text/csv")),
+    ]
+    headers = {**bearer(federation.keys["sn-hospital"]), "Prefer": "respond-async"}
+    answer = client.post("/v1/transfers", headers=headers, files=files, data=form)
+    assert answer.status_code == 202, answer.text
+    runner = client.app.state.job_runner
+    while runner.run_once():
+        pass
+    polled = client.get(answer.headers["Location"], headers=headers).json()
+    decided = polled["transfer"]
+    assert polled["state"] == "done" and decided["status"] == "approved", polled
+    assert {s["column"]: s["method"] for s in decided["remedy"]["steps"]}["education"] == (
+        "hierarchy"
+    )
+
+
+def test_the_same_key_with_another_hierarchy_is_another_request(federation, adult):
+    key = {"Idempotency-Key": "upload-h"}
+    first = send(federation, adult, [("education.csv", arx("education"))], headers=key)
+    assert first.status_code == 200, first.text
+    other = b"".join(b"%s;Any;*\n" % v.encode() for v in read_hierarchy(arx("education")).levels)
+    second = send(federation, adult, [("education.csv", other)], headers=key)
+    assert second.status_code == 409
