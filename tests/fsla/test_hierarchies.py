@@ -110,7 +110,7 @@ def test_labels_that_only_resemble_a_value_pass():
 
 def test_a_label_holding_an_identifier_is_refused():
     levels = {"a": ("call 0612345678",), "b": ("call 0612345678",)}
-    with pytest.raises(HierarchyError, match="line 1: the level 1 label .* holds"):
+    with pytest.raises(HierarchyError, match=r"line 1: the level 1 label .* holds"):
         safe_labels(Hierarchy(levels), identifier_in=identifier_in_text)
 
 
