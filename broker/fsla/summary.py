@@ -392,6 +392,8 @@ def _remedy_k(remedy: StoredRemedy) -> int | None:
 
 
 def _figure(value: Any) -> str:
+    if value is None:  # a figure the rule could not measure (SUDA past its bounds)
+        return "not measured"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)

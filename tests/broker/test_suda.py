@@ -124,3 +124,18 @@ def test_a_wide_table_asks_for_a_bounded_msu_size(federation):
     assert refused.status_code == 422 and "bound the MSU size" in refused.json()["detail"]
     bounded = analyze(federation, csv, suda="true", suda_max_msu="2", quasi_identifiers=names)
     assert bounded.status_code == 200 and bounded.json()["suda"]["max_msu_size"] == 2
+
+
+def test_a_replay_reads_the_stored_figures_or_names_the_rule_it_cannot_replay(federation):
+    client = federation.client
+    federation.send("sn-hospital", CSV, destination="sn-lab", **QI)  # no SUDA measured
+    bound_dis_suda(client, 0.5)
+    federation.send("sn-hospital", CSV, destination="sn-lab", **QI)  # SUDA stored (passes)
+    draft = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    draft["domestic_export"]["max_dis_suda"] = 0.001
+    body = client.post("/v1/policies/SN/replay", headers=ADMIN, json=draft).json()
+    older, newer = sorted(body["items"], key=lambda item: bool(item["newly_failed"]))
+    assert any("max_dis_suda" in text for text in older["not_replayed"])
+    [failed] = newer["newly_failed"]
+    assert failed["rule"] == "max_dis_suda"
+    assert newer["new_verdict"] == "anonymization_required"
