@@ -73,6 +73,7 @@ from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qi
 from broker.metrics.stored import StoredReport
 from broker.metrics.suda import (
     DEFAULT_DIS_FRACTION,
+    MAX_UNIQUE_BITS,
     SudaFigures,
     no_uniques,
     suda,
@@ -288,6 +289,7 @@ class SudaOptions:
     dis_fraction: float = DEFAULT_DIS_FRACTION
     max_msu_size: int | None = None
     riskiest: int = 10
+    max_bits: int = MAX_UNIQUE_BITS  # the search's memory bound (broker.metrics.suda)
 
 
 def suda_figures(engine: Engine, quasi_identifiers: Sequence[str], options: SudaOptions):
@@ -311,6 +313,7 @@ def suda_figures(engine: Engine, quasi_identifiers: Sequence[str], options: Suda
             columns,
             dis_fraction=options.dis_fraction,
             max_msu_size=options.max_msu_size,
+            max_bits=options.max_bits,
         )
         return found.figures(options.riskiest)
     codes, widths = [], []
@@ -325,6 +328,7 @@ def suda_figures(engine: Engine, quasi_identifiers: Sequence[str], options: Suda
         columns=columns,
         dis_fraction=options.dis_fraction,
         max_msu_size=options.max_msu_size,
+        max_bits=options.max_bits,
     )
     return found.figures(0)
 

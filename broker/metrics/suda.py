@@ -249,9 +249,11 @@ def no_uniques(columns: Sequence[str], dis_fraction: float = DEFAULT_DIS_FRACTIO
     )
 
 
-def over_budget(keys: int, tuples: int, max_msu_size: int | None = None) -> str | None:
+def over_budget(
+    keys: int, tuples: int, max_msu_size: int | None = None, max_bits: int = MAX_UNIQUE_BITS
+) -> str | None:
     """Why a search on ``keys`` keys and ``tuples`` distinct tuples would pass the search's
-    bounds (:data:`MAX_KEY_SETS`, :data:`MAX_UNIQUE_BITS`); None when it stays within them."""
+    bounds (:data:`MAX_KEY_SETS`, ``max_bits``); None when it stays within them."""
     limit = keys if max_msu_size is None else max_msu_size
     key_sets = sum(math.comb(keys, size) for size in range(1, limit + 1))
     if key_sets > MAX_KEY_SETS:
@@ -259,10 +261,10 @@ def over_budget(keys: int, tuples: int, max_msu_size: int | None = None) -> str 
             f"SUDA on {keys} quasi-identifiers searches {key_sets} key sets, more than "
             f"{MAX_KEY_SETS}: bound the MSU size"
         )
-    if key_sets * tuples > MAX_UNIQUE_BITS:
+    if key_sets * tuples > max_bits:
         return (
             f"SUDA on {tuples} distinct tuples and {key_sets} key sets needs more than "
-            f"{MAX_UNIQUE_BITS // (8 << 20)} MiB: bound the MSU size"
+            f"{max_bits / (8 << 20):g} MiB: bound the MSU size"
         )
     return None
 
@@ -273,6 +275,7 @@ def suda_of_frame(
     *,
     dis_fraction: float = DEFAULT_DIS_FRACTION,
     max_msu_size: int | None = None,
+    max_bits: int = MAX_UNIQUE_BITS,
 ) -> Suda:
     """SUDA of the rows of ``frame`` on the keys ``columns`` (a missing value is a category).
 
@@ -303,6 +306,7 @@ def suda_of_frame(
         columns=columns,
         dis_fraction=dis_fraction,
         max_msu_size=max_msu_size,
+        max_bits=max_bits,
     )
     return Suda(
         per_tuple.columns,
@@ -365,6 +369,7 @@ def suda(
     columns: Sequence[str],
     dis_fraction: float = DEFAULT_DIS_FRACTION,
     max_msu_size: int | None = None,
+    max_bits: int = MAX_UNIQUE_BITS,
 ) -> Suda:
     """SUDA of a count table: the distinct tuples of the keys (``codes[j][t]`` in
     ``range(widths[j])``) and the rows holding each (``rows``). The figures are per tuple; a
@@ -389,7 +394,7 @@ def suda(
         raise ValueError(f"the largest MSU size is between 1 and {keys}, got {limit}")
     rows = np.asarray(rows, dtype=np.int64)
     tuples = rows.size
-    refused = over_budget(keys, tuples, limit)
+    refused = over_budget(keys, tuples, limit, max_bits)
     if refused is not None:
         raise ValueError(refused)
     # Keys with many values first: their prefixes single records out soonest, and the walk

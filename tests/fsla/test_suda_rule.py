@@ -145,3 +145,12 @@ def test_the_lower_bound_is_the_stricter():
 def test_the_bound_is_a_probability(bad):
     with pytest.raises(ValueError, match="max_dis_suda"):
         RuleSet(max_dis_suda=bad)
+
+
+def test_a_decision_bounds_the_search_tighter_than_the_command_line(monkeypatch):
+    # 15 key sets x 7 distinct tuples (three pairs among 10 rows) = 105 cells, over 64
+    monkeypatch.setattr("broker.fsla.rules.suda.DECISION_MAX_BITS", 64)
+    [failed] = rule(outcome(GUIDELINE, export={"max_dis_suda": 0.5}))
+    assert not failed.passed and failed.measured is None
+    assert "SUDA on 7 distinct tuples and 15 key sets needs more than" in failed.detail
+    assert outcome(GUIDELINE, export={"max_dis_suda": 0.5}).report.suda is None

@@ -23,6 +23,10 @@ from broker.metrics.report import AnalysisReport, SudaOptions, suda_figures
 from broker.metrics.suda import DEFAULT_DIS_FRACTION, over_budget
 
 RULES = ("max_dis_suda",)
+# A decision's SUDA searches at most this many (key set, distinct tuple) cells, 16 MiB of bits
+# and about 2 s of CPU (14 keys and 8,000 tuples, 10 keys and 100,000): a decision runs beside
+# others, and the remedy may measure SUDA again at each attempt.
+DECISION_MAX_BITS = 1 << 27
 PAPER = (
     "Elliot, Manning and Ford 2002 (SUDA, IJUFKS 10(5)); Skinner and Elliot 2002 (DIS, JRSS B "
     "64(4)); sdcMicro's suda2"
@@ -69,7 +73,9 @@ def check(j: Judged) -> list[RuleResult]:
         ]
     figures = report.suda
     if figures is None or list(figures.quasi_identifiers) != list(qi.attributes):
-        why = over_budget(len(qi.attributes), qi.anonymity.equivalence_classes)
+        why = over_budget(
+            len(qi.attributes), qi.anonymity.equivalence_classes, max_bits=DECISION_MAX_BITS
+        )
         reason = f"{why.split(':')[0]}: beyond the broker's bounds" if why else "not measured"
         return [
             j.result(
@@ -119,7 +125,8 @@ def with_suda(engine: Engine, report: AnalysisReport, fraction: float) -> Analys
     if found is not None and found.quasi_identifiers == qi.attributes:
         return report
     try:
-        figures = suda_figures(engine, qi.attributes, SudaOptions(dis_fraction=fraction))
+        options = SudaOptions(dis_fraction=fraction, riskiest=10, max_bits=DECISION_MAX_BITS)
+        figures = suda_figures(engine, qi.attributes, options)
     except ValueError:  # beyond the search's bounds
         return report
     return dataclasses.replace(report, suda=figures)
