@@ -8,7 +8,7 @@ from broker.errors import FAULT_EXAMPLES, Unprocessable, responses
 from broker.intake.tables import counting_limits, open_upload
 from broker.metrics.report import ReportOptions, SudaOptions, report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
-from broker.metrics.suda import DEFAULT_DIS_FRACTION
+from broker.metrics.suda import BROKER_MAX_UNIQUE_BITS, DEFAULT_DIS_FRACTION
 from broker.web.deps import RateLimitedCaller, SettingsDep, SpooledUpload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
@@ -132,5 +132,7 @@ def _suda_options(
             f"got {max_msu}"
         )
     return SudaOptions(
-        dis_fraction=DEFAULT_DIS_FRACTION if fraction is None else fraction, max_msu_size=max_msu
+        dis_fraction=DEFAULT_DIS_FRACTION if fraction is None else fraction,
+        max_msu_size=max_msu,
+        max_bits=BROKER_MAX_UNIQUE_BITS,
     )

@@ -64,6 +64,10 @@ DEFAULT_DIS_FRACTION = 0.01
 MAX_KEY_SETS = 1 << 14
 # Bits kept at most: one per (key set, distinct tuple), 256 MiB.
 MAX_UNIQUE_BITS = 1 << 31
+# What the broker's own searches keep at most (a decision's max_dis_suda rule, the analysis
+# API): 16 MiB of bits, about 2 s of CPU (14 keys and 8,000 tuples, 10 keys and 100,000),
+# since requests run side by side and a remedy measures SUDA again at each attempt.
+BROKER_MAX_UNIQUE_BITS = 1 << 27
 # Mixed-radix keys up to this many times the tuples are counted with bincount, else sorted.
 _DIRECT_RANGE = 8
 

@@ -149,7 +149,7 @@ def test_the_bound_is_a_probability(bad):
 
 def test_a_decision_bounds_the_search_tighter_than_the_command_line(monkeypatch):
     # 15 key sets x 7 distinct tuples (three pairs among 10 rows) = 105 cells, over 64
-    monkeypatch.setattr("broker.fsla.rules.suda.DECISION_MAX_BITS", 64)
+    monkeypatch.setattr("broker.metrics.suda.BROKER_MAX_UNIQUE_BITS", 64)
     [failed] = rule(outcome(GUIDELINE, export={"max_dis_suda": 0.5}))
     assert not failed.passed and failed.measured is None
     assert "SUDA on 7 distinct tuples and 15 key sets needs more than" in failed.detail

@@ -19,14 +19,12 @@ from broker.engines.base import Engine
 from broker.fsla.models import RuleSet
 from broker.fsla.results import RuleResult
 from broker.fsla.rules.base import Aim, Judged
+from broker.metrics import suda as metrics_suda
 from broker.metrics.report import AnalysisReport, SudaOptions, suda_figures
 from broker.metrics.suda import DEFAULT_DIS_FRACTION, over_budget
 
 RULES = ("max_dis_suda",)
-# A decision's SUDA searches at most this many (key set, distinct tuple) cells, 16 MiB of bits
-# and about 2 s of CPU (14 keys and 8,000 tuples, 10 keys and 100,000): a decision runs beside
-# others, and the remedy may measure SUDA again at each attempt.
-DECISION_MAX_BITS = 1 << 27
+
 PAPER = (
     "Elliot, Manning and Ford 2002 (SUDA, IJUFKS 10(5)); Skinner and Elliot 2002 (DIS, JRSS B "
     "64(4)); sdcMicro's suda2"
@@ -73,9 +71,8 @@ def check(j: Judged) -> list[RuleResult]:
         ]
     figures = report.suda
     if figures is None or list(figures.quasi_identifiers) != list(qi.attributes):
-        why = over_budget(
-            len(qi.attributes), qi.anonymity.equivalence_classes, max_bits=DECISION_MAX_BITS
-        )
+        bits = metrics_suda.BROKER_MAX_UNIQUE_BITS
+        why = over_budget(len(qi.attributes), qi.anonymity.equivalence_classes, max_bits=bits)
         reason = f"{why.split(':')[0]}: beyond the broker's bounds" if why else "not measured"
         return [
             j.result(
@@ -125,7 +122,8 @@ def with_suda(engine: Engine, report: AnalysisReport, fraction: float) -> Analys
     if found is not None and found.quasi_identifiers == qi.attributes:
         return report
     try:
-        options = SudaOptions(dis_fraction=fraction, riskiest=10, max_bits=DECISION_MAX_BITS)
+        bits = metrics_suda.BROKER_MAX_UNIQUE_BITS  # read at the call: one home, patchable
+        options = SudaOptions(dis_fraction=fraction, max_bits=bits)
         figures = suda_figures(engine, qi.attributes, options)
     except ValueError:  # beyond the search's bounds
         return report
