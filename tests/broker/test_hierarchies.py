@@ -244,3 +244,27 @@ def test_the_same_key_with_another_hierarchy_is_another_request(federation, adul
     other = b"".join(b"%s;Any;*\n" % v.encode() for v in read_hierarchy(arx("education")).levels)
     second = send(federation, adult, [("education.csv", other)], headers=key)
     assert second.status_code == 409
+
+
+def test_a_table_counted_out_of_core_follows_the_hierarchy_too(connection, settings, adult):
+    from fastapi.testclient import TestClient
+
+    from broker.main import create_app
+    from tests.broker.conftest import Federation
+
+    out_of_core = settings.model_copy(update={"in_memory_max_bytes": 0})
+    with TestClient(create_app(out_of_core, bind=connection)) as client:
+        federation = Federation(client)
+        k_domestically(client)
+        body = send(
+            federation,
+            adult,
+            [("education.csv", arx("education"))],
+            anonymize="auto",
+            dry_run="true",
+        ).json()
+        assert body["status"] == "approved", (body["remedy"], body["rules"])
+        assert set(received(federation, body)["education"]) <= levels_of("education")
+        partial = b"Bachelors;Higher;*\nMasters;Higher;*\n"
+        refused = send(federation, adult, [("education.csv", partial)])
+        assert refused.status_code == 422 and "does not cover" in refused.json()["detail"]
