@@ -27,7 +27,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from broker.anonymize._values import SUPPRESSED
+from broker.anonymize.labels import grid_bounds, number_of, range_label, read_label
 
 DELIMITER = ";"
 MAX_BYTES = 16 << 20  # a hierarchy is read whole; this one is far larger than ARX's own
@@ -239,10 +242,6 @@ def safe_labels(
     ...
     broker.anonymize.hierarchies.HierarchyError: the hierarchy, line 1: the level 1 label 'Lyon' ...
     """
-    import numpy as np
-
-    from broker.anonymize.labels import grid_bounds, number_of, range_label, read_label
-
     line = {value: number for number, value in enumerate(hierarchy.levels, start=1)}
     rows = {value: list(labels) for value, labels in hierarchy.levels.items()}
     relabelled: list[tuple[str, str]] = []

@@ -3,7 +3,9 @@ Manning and Ford 2002, SUDA; Skinner and Elliot 2002, DIS), as sdcMicro's ``suda
 (:mod:`broker.metrics.suda`), at the rule set's sampling fraction.
 
 SUDA is a search over the subsets of the quasi-identifiers, so it runs only when a rule set sets
-``max_dis_suda`` (:func:`needs_suda`): the decision then adds its figures to the report. A search
+``max_dis_suda`` (:func:`strictest_fraction` is None otherwise): the decision then adds its
+figures to the report (:func:`with_suda`), measured within the broker's bound
+(:data:`broker.metrics.suda.BROKER_MAX_UNIQUE_BITS`). A search
 beyond its bounds (:func:`broker.metrics.suda.over_budget`) is not run: the rule fails, saying
 so, and the remedy still applies. The remedy k-anonymizes the quasi-identifiers with k >= 2 (in
 rows): no record is then unique on any subset of them, so nothing scores; the anonymized table's
@@ -35,11 +37,6 @@ def dis_fraction(rules: RuleSet) -> float:
     """The sampling fraction DIS-SUDA is judged at: the rule set's, else sdcMicro's 0.01."""
     fraction = rules.sampling_fraction
     return DEFAULT_DIS_FRACTION if fraction is None else fraction
-
-
-def needs_suda(rule_sets: Iterable[RuleSet]) -> bool:
-    """Whether any of ``rule_sets`` bounds DIS-SUDA (so SUDA must be measured)."""
-    return any(rules.max_dis_suda is not None for rules in rule_sets)
 
 
 def k_sources(aim: Aim) -> list[tuple[int, str]]:
