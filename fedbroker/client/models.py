@@ -1211,6 +1211,7 @@ class WarningCode(StrEnum):
     IDENTIFIERS_NEVER_PASS = "identifiers-never-pass"
     DOMESTIC_STRICTER = "domestic-stricter"
     UNUSED_CROSS_BORDER_RULES = "unused-cross-border-rules"
+    SUDA_DEFAULT_FRACTION = "suda-default-fraction"
 
 
 for _model in (
