@@ -315,6 +315,7 @@ def _in_memory(
     # A hierarchy is followed by the global generalization of least information loss (ARX's
     # optimal search, bounded in measurements and time); Mondrian cuts ranges of its own.
     following = bool(set(target.hierarchies) & set(target.quasi_identifiers))
+    refused_before = None
     while True:
         try:
             remedy = plan_remedy(
@@ -323,13 +324,18 @@ def _in_memory(
         except ValueError as error:
             return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
         # The generalization plans on rows and raises no k; while the rules refuse what it
-        # found (k counted in people, a joint release), k doubles, as on counts.
-        refused = not remedy.satisfied and bool(remedy.checks) and not remedy.out_of_time
+        # found (its own checks all passed: k counted in people, a joint release), k doubles,
+        # as on counts. Once a larger k cannot be met at all, the rules' refusal is the answer.
+        checks = remedy.checks
+        refused = not remedy.satisfied and bool(checks) and all(c.passed for c in checks)
+        if not remedy.satisfied and not refused and refused_before is not None:
+            return _verified(refused_before, accepted, budget_seconds)
         out_of_time = deadline is not None and time.monotonic() > deadline
         if not following or not refused or out_of_time or not target.k:
             return _verified(remedy, accepted, budget_seconds)
         if target.k >= len(frame):
             return _verified(remedy, accepted, budget_seconds)
+        refused_before = remedy
         target = dataclasses.replace(target, k=min(2 * target.k, len(frame)))
 
 

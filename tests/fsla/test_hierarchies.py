@@ -123,3 +123,33 @@ def test_inline_tables_are_held_to_the_files_rules():
         of_table({})
     with pytest.raises(HierarchyError, match="more than 16"):
         bounded(Hierarchy({"a": tuple("*" * 17)}))
+
+
+def test_a_remedy_that_cannot_follow_the_hierarchy_says_why_not_that_time_ran_out():
+    # Missing values stay missing under a hierarchy: 6 rows (NA, F) and (NA, M), three of each
+    # identical, so 2 people, in a class of 6 rows at best: the generalization meets k = 4 in
+    # rows, the rules refuse it in people, and a larger k cannot be met at all
+    from broker.columns.roles import Roles
+    from broker.engines.pandas import PandasEngine
+    from broker.fsla.decide import Case, Measured, Parties, Party, TransferRequest, decide
+    from broker.fsla.models import RuleSet
+    from broker.fsla.remedy import Effort
+    from broker.metrics.report import ReportOptions, report_of
+
+    frame = pd.DataFrame(
+        {"edu": ["a", "b", "c", "d", None, "a", "b", "c", "d", None] * 3, "sex": list("FM") * 15}
+    )
+    rules = RuleSet(identifiers_allowed=True, min_k=4, auto_anonymize=True)
+    sn = record("SN").model_copy(update={"domestic_export": rules})
+    parties = Parties(Party("a", "SN", "active"), Party("b", "SN", "active"), {"SN": (sn, 1)})
+    table = {"a": ["ab", "*"], "b": ["ab", "*"], "c": ["cd", "*"], "d": ["cd", "*"]}
+    request = TransferRequest(
+        "b", "research", ("edu", "sex"), anonymize="auto", hierarchies={"edu": table}
+    )
+    engine = PandasEngine(frame)
+    report = report_of(engine, ["edu", "sex"], [], ReportOptions(max_combination_size=0))
+    case = Case(parties, request, Roles(("edu", "sex")), Measured(engine, report))
+    outcome = decide(case, Effort())
+    assert outcome.status == "rejected"
+    assert outcome.remedy.note.startswith("anonymization could not reach compliance")
+    assert "k = 2 people" in outcome.remedy.note and "budget" not in outcome.remedy.note
