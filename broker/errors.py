@@ -21,6 +21,7 @@ clouds)::
     │   ├── InvalidDataset         422 invalid-dataset
     │   ├── UnknownColumn          422 unknown-column
     │   ├── InvalidPolicy          422 invalid-policy
+    │   ├── InvalidHierarchy       422 invalid-hierarchy (a transfer's hierarchy file)
     │   └── InvalidQuery           422 invalid-query (an aggregate release's queries)
     ├── NotImplementedHere         501 not-implemented (an optional extra is not installed)
     ├── NotReady                   503 not-ready
@@ -155,6 +156,12 @@ class UnknownColumn(Unprocessable):
 
 class InvalidPolicy(Unprocessable):
     type, title = "invalid-policy", "Invalid F-SLA record"
+
+
+class InvalidHierarchy(Unprocessable):
+    """A generalization hierarchy sent with a transfer that cannot be followed as sent."""
+
+    type, title = "invalid-hierarchy", "Invalid generalization hierarchy"
 
 
 class InvalidQuery(Unprocessable):

@@ -6,8 +6,9 @@ from broker.analysis.schemas import Report
 from broker.columns.roles import NAMES_MAX_LENGTH, parse_names
 from broker.errors import FAULT_EXAMPLES, Unprocessable, responses
 from broker.intake.tables import counting_limits, open_upload
-from broker.metrics.report import ReportOptions, report_of
+from broker.metrics.report import ReportOptions, SudaOptions, report_of
 from broker.metrics.risk import DEFAULT_ALPHA, DEFAULT_BETA, QirThresholds
+from broker.metrics.suda import BROKER_MAX_UNIQUE_BITS, DEFAULT_DIS_FRACTION
 from broker.web.deps import RateLimitedCaller, SettingsDep, SpooledUpload
 
 router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
@@ -20,7 +21,9 @@ router = APIRouter(prefix="/v1/analyze", tags=["Measurement"])
     summary="Measure a dataset (no policy, nothing stored)",
     description="Mmaq of every attribute and of the quasi-identifiers, k, l, t, the "
     "re-identification risks and the riskiest column combinations, as `fedbroker analyze` "
-    "reports them. Any member or admin; nothing is kept.",
+    "reports them; with `suda`, the SUDA and DIS-SUDA figures of the quasi-identifiers (the "
+    "object `fedbroker analyze --suda --format json` gives, without its list of every record). "
+    "Any member or admin; nothing is kept.",
 )
 def analyze_dataset(
     _: RateLimitedCaller,
@@ -63,11 +66,37 @@ def analyze_dataset(
             max_length=NAMES_MAX_LENGTH,
         ),
     ] = None,
+    suda: Annotated[
+        bool,
+        Form(
+            description="Add SUDA (minimal sample uniques, SUDA and DIS-SUDA scores, each key's "
+            "contribution and the 10 riskiest records by row) of the quasi-identifiers, as "
+            "sdcMicro's suda2 computes them; needs quasi_identifiers"
+        ),
+    ] = False,
+    suda_dis_fraction: Annotated[
+        float | None,
+        Form(
+            gt=0,
+            le=1,
+            description="The sampling fraction DIS-SUDA assumes (default 0.01); needs suda",
+        ),
+    ] = None,
+    suda_max_msu: Annotated[
+        int | None,
+        Form(
+            ge=1,
+            le=64,
+            description="The largest MSU searched, in keys (default: every size); a table with "
+            "many quasi-identifiers needs it to stay within the search's bounds; needs suda",
+        ),
+    ] = None,
 ) -> Report:
     table = open_upload(
         upload, settings, parse_names(quasi_identifiers), parse_names(sensitive), None
     )
     roles = table.roles
+    suda_options = _suda_options(suda, suda_dis_fraction, suda_max_msu, roles.quasi_identifiers)
     try:
         with request.app.state.monitoring.timed("analyze"), counting_limits():
             report = report_of(
@@ -79,8 +108,31 @@ def analyze_dataset(
                     thresholds=QirThresholds(alpha, beta),
                     sampling_fraction=sampling_fraction,
                     weights=weights or None,
+                    suda=suda_options,
                 ),
             )
     except ValueError as error:
         raise Unprocessable(str(error)) from None
     return Report.model_validate(report.as_dict())
+
+
+def _suda_options(
+    asked: bool, fraction: float | None, max_msu: int | None, quasi_identifiers: tuple[str, ...]
+) -> SudaOptions | None:
+    """The SUDA the request asks for, or the field it gets wrong."""
+    if not asked:
+        if fraction is not None or max_msu is not None:
+            raise Unprocessable("suda_dis_fraction and suda_max_msu need suda=true")
+        return None
+    if not quasi_identifiers:
+        raise Unprocessable("suda needs quasi_identifiers: SUDA searches their combinations")
+    if max_msu is not None and max_msu > len(quasi_identifiers):
+        raise Unprocessable(
+            f"suda_max_msu is between 1 and the {len(quasi_identifiers)} quasi-identifiers, "
+            f"got {max_msu}"
+        )
+    return SudaOptions(
+        dis_fraction=DEFAULT_DIS_FRACTION if fraction is None else fraction,
+        max_msu_size=max_msu,
+        max_bits=BROKER_MAX_UNIQUE_BITS,
+    )

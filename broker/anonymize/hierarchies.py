@@ -23,13 +23,25 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from broker.anonymize._values import SUPPRESSED
+from broker.anonymize.labels import grid_bounds, number_of, range_label, read_label
 
 DELIMITER = ";"
 MAX_BYTES = 16 << 20  # a hierarchy is read whole; this one is far larger than ARX's own
+# What a transfer request or an F-SLA record may hold (threat: small inputs that cost a lot):
+# hierarchies (one a column), values a hierarchy, levels above the values, characters a value
+# or label, and bytes a hierarchy file sent with a request.
+MAX_HIERARCHIES = 32
+MAX_VALUES = 20_000
+MAX_LEVELS = 16
+MAX_TEXT_CHARS = 200
+MAX_UPLOAD_BYTES = 1 << 20
 
 
 class HierarchyError(ValueError):
@@ -52,7 +64,9 @@ class Hierarchy:
         return {value: list(labels) for value, labels in self.levels.items()}
 
 
-def read_hierarchy(data: bytes | str, label: str = "the hierarchy") -> Hierarchy:
+def read_hierarchy(
+    data: bytes | str, label: str = "the hierarchy", max_bytes: int = MAX_BYTES
+) -> Hierarchy:
     """An ARX hierarchy file (``;`` separated; ``,`` or tab when every line uses it instead).
 
     Raises
@@ -68,8 +82,8 @@ def read_hierarchy(data: bytes | str, label: str = "the hierarchy") -> Hierarchy
     (1, ('*',))
     """
     if isinstance(data, bytes):
-        if len(data) > MAX_BYTES:
-            raise HierarchyError(f"{label} is larger than {MAX_BYTES >> 20} MiB")
+        if len(data) > max_bytes:
+            raise HierarchyError(f"{label} is larger than {_size(max_bytes)}")
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError as error:
@@ -143,9 +157,137 @@ def unchanged(values: Sequence[str]) -> Hierarchy:
     return Hierarchy({str(value): (SUPPRESSED,) for value in dict.fromkeys(values)})
 
 
+def _size(count: int) -> str:
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count >> 10} KiB"
+
+
 def _delimiter(lines: list[str]) -> str:
     """``;``, ARX's own, unless every line holds none of it and all hold ``,`` (or a tab)."""
     for candidate in (DELIMITER, ",", "\t"):
         if all(candidate in line for line in lines):
             return candidate
     return DELIMITER
+
+
+def of_table(table: Mapping, label: str = "the hierarchy") -> Hierarchy:
+    """A level table (value -> its labels from level 1 up, as an F-SLA record writes it inline)
+    as a :class:`Hierarchy`, held to the same rules as a file (:func:`bounded`)."""
+    if not isinstance(table, Mapping) or not table:
+        raise HierarchyError(f"{label} is empty: each value and its labels from level 1 up")
+    levels: dict[str, tuple[str, ...]] = {}
+    width = None
+    for number, (value, row) in enumerate(table.items(), start=1):
+        where = f"{label}, value {number} ({str(value)[:MAX_TEXT_CHARS]!r})"
+        if not isinstance(row, list | tuple) or not row:
+            raise HierarchyError(f"{where}: its labels are a list of at least one level")
+        if any(not isinstance(text, str) or not text.strip() for text in row):
+            raise HierarchyError(f"{where}: an empty label, or one that is not text")
+        if width is not None and len(row) != width:
+            raise HierarchyError(
+                f"{where}: {len(row)} levels where the first value has {width} (every value "
+                "has the same number of levels)"
+            )
+        width = len(row)
+        levels[str(value)] = tuple(row)
+    return bounded(Hierarchy(levels), label)
+
+
+def bounded(hierarchy: Hierarchy, label: str = "the hierarchy") -> Hierarchy:
+    """``hierarchy`` when it stays within :data:`MAX_VALUES` values, :data:`MAX_LEVELS` levels
+    and :data:`MAX_TEXT_CHARS` characters a value or label; else :class:`HierarchyError`."""
+    if len(hierarchy.levels) > MAX_VALUES:
+        raise HierarchyError(
+            f"{label} has {len(hierarchy.levels):,} values, more than {MAX_VALUES:,}: generalize "
+            "the column first (ranges, a prefix), or give a hierarchy of its groups"
+        )
+    if hierarchy.depth > MAX_LEVELS:
+        raise HierarchyError(f"{label} has {hierarchy.depth} levels, more than {MAX_LEVELS}")
+    for number, (value, labels) in enumerate(hierarchy.levels.items(), start=1):
+        for text in (value, *labels):
+            if len(text) > MAX_TEXT_CHARS:
+                raise HierarchyError(
+                    f"{label}, line {number}: {text[:40]!r}... is longer than {MAX_TEXT_CHARS} "
+                    "characters"
+                )
+    return hierarchy
+
+
+def safe_labels(
+    hierarchy: Hierarchy,
+    label: str = "the hierarchy",
+    identifier_in: Callable[[str], str | None] | None = None,
+) -> tuple[Hierarchy, tuple[str, ...]]:
+    """``hierarchy`` with labels that say no more than their class (the values sharing the label
+    at one level), and notes on what was re-labelled; :class:`HierarchyError` naming the line
+    of the first label that cannot be made so.
+
+    A label leaves the broker in place of the values of its class, so, at each level:
+
+    - a label that holds a direct identifier (``identifier_in``, the broker's detector for short
+      text) is refused;
+    - in a class of several values, a label that is one of them, or names one as a whole word
+      (``Other`` for {Other, Unknown}; ``Lyon area`` for {Lyon, Villeurbanne}), is refused: the
+      recipient would read it as that value;
+    - in a class of several numbers, a range label whose bound is one of them (ARX's ``35-39``
+      for 35..39: the class's extreme values) is re-labelled as the broker labels its own
+      ranges, on a 1-2-5 grid (:func:`broker.anonymize.labels.grid_bounds`; ``35-40``).
+
+    Examples
+    --------
+    >>> safe, notes = safe_labels(Hierarchy({"35": ("35-39", "*"), "39": ("35-39", "*")}))
+    >>> safe.levels["35"], len(notes)
+    (('35-40', '*'), 1)
+    >>> safe_labels(Hierarchy({"Lyon": ("Lyon",), "Nice": ("Lyon",)}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    broker.anonymize.hierarchies.HierarchyError: the hierarchy, line 1: the level 1 label 'Lyon' ...
+    """
+    line = {value: number for number, value in enumerate(hierarchy.levels, start=1)}
+    rows = {value: list(labels) for value, labels in hierarchy.levels.items()}
+    relabelled: list[tuple[str, str]] = []
+    for level in range(hierarchy.depth):
+        classes: dict[str, list[str]] = {}
+        for value, labels in hierarchy.levels.items():
+            classes.setdefault(labels[level], []).append(value)
+        for text, members in classes.items():
+            where = f"{label}, line {line[members[0]]}: the level {level + 1} label {text!r}"
+            found = identifier_in(text) if identifier_in is not None else None
+            if found:
+                raise HierarchyError(f"{where} holds {found}: labels leave with the data")
+            if len(members) < 2 or text == SUPPRESSED:
+                continue
+            numbers = [number_of(member) for member in members]
+            bounds = read_label(text).range
+            if bounds is not None and None not in numbers and set(bounds) & set(numbers):
+                low, high = grid_bounds(np.array([min(numbers)]), np.array([max(numbers)]))
+                finite = bool(np.isfinite(low[0]) and np.isfinite(high[0]))
+                written = range_label(low[0], high[0]) if finite else SUPPRESSED
+                for member in members:
+                    rows[member][level] = written
+                if written != text:  # bounds on the grid are the grid's, not the class's
+                    relabelled.append((text, written))
+                continue
+            named = [member for member in members if _names(text, member)]
+            if named:
+                raise HierarchyError(
+                    f"{where} names {named[0]!r}, one of the {len(members)} values of its class: "
+                    "a recipient would read it as that value; give the class a label of its own"
+                )
+    notes = ()
+    if relabelled:
+        text, written = relabelled[0]
+        notes = (
+            f"{label}: {len(relabelled)} range label(s) whose bounds are values of their class "
+            f"leave re-labelled on a 1-2-5 grid (e.g. {text!r} as {written!r})",
+        )
+    return Hierarchy({value: tuple(labels) for value, labels in rows.items()}), notes
+
+
+def _names(label: str, value: str) -> bool:
+    """Whether ``label`` is ``value`` or holds it as a whole word (compared without case)."""
+    if not value.strip() or value == SUPPRESSED:
+        return False
+    if label.casefold() == value.casefold():
+        return True
+    pattern = rf"(?<![\w-]){re.escape(value.casefold())}(?![\w-])"
+    return re.search(pattern, label.casefold()) is not None

@@ -270,10 +270,14 @@ def lowest_loss(
     one rung coarser on one ladder. The first that passes is then the cheapest that passes,
     whether or not the checks are monotone along the ladders; ties go to the smallest levels in
     order. Returns the levels, their checks, whether the deadline or the ``budget`` of
-    measurements stopped the search first (then the levels are the coarsest, all masked), and
-    the number of measurements.
+    measurements stopped the search first (then the levels are the coarsest, all masked, with
+    no checks), and the number of measurements. When every generalization was measured and
+    none passes, the levels are the coarsest with its failing checks, and the search did not
+    stop early.
     """
     start = tuple(0 for _ in ladders)
+    coarsest = tuple(len(ladder) for ladder in ladders)
+    coarsest_checks: list = []
     frontier = [(0.0, start)]
     seen = {start}
     measured = 0
@@ -287,6 +291,8 @@ def lowest_loss(
             progress(measured)
         if all(check.passed for check in checks):
             return list(levels), checks, False, measured
+        if levels == coarsest:
+            coarsest_checks = checks
         for i, ladder in enumerate(ladders):
             if levels[i] < len(ladder):
                 coarser = (*levels[:i], levels[i] + 1, *levels[i + 1 :])
@@ -294,7 +300,9 @@ def lowest_loss(
                     seen.add(coarser)
                     cost = sum(loss(j, level) for j, level in enumerate(coarser))
                     heapq.heappush(frontier, (cost, coarser))
-    return [len(ladder) for ladder in ladders], [], True, measured
+    if not frontier:  # every generalization measured, none passes: the coarsest says why
+        return list(coarsest), coarsest_checks, False, measured
+    return list(coarsest), [], True, measured
 
 
 def optimal_reason(step: Step, rung: int, bits: float, measured: int, target) -> str:

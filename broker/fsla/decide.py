@@ -7,17 +7,18 @@ branch of a decision is testable on its own. The service around it reads, calls 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from broker.columns.roles import Roles
 from broker.engines.base import Engine
 from broker.fsla.evaluate import applicable_rule_sets, combine, evaluate
+from broker.fsla.hierarchies import followed
 from broker.fsla.linkage import History, assess, lookback
 from broker.fsla.models import FSLARecord
 from broker.fsla.offers import Terms
 from broker.fsla.remedy import Effort, VerifiedRemedy, find_remedy
 from broker.fsla.results import RuleResult, TransferContext
-from broker.fsla.rules import aggregate_instead
+from broker.fsla.rules import aggregate_instead, suda
 from broker.fsla.stored import StoredBefore, StoredRemedy, StoredRule
 from broker.metrics.mmaq import QUASI_IDENTIFIER
 from broker.metrics.report import AnalysisReport, attribute_classes, report_of
@@ -47,6 +48,9 @@ class TransferRequest:
     queries: str | None = None
     epsilon: str | None = None
     delta: str | None = None
+    # Generalization hierarchies the sender gives (column of the table -> value -> labels from
+    # level 1 up): the remedy follows them where no F-SLA record gives one (broker.fsla.hierarchies)
+    hierarchies: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 def measure(
@@ -226,6 +230,11 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         roles.person_key,
         None if agreed is None else (agreed.id, agreed.terms.rule_set(measured.engine.columns)),
     )
+    fraction = suda.strictest_fraction(
+        rules for _, _, rules in applicable_rule_sets(context, source_policy, destination_policy)
+    )
+    if fraction is not None:  # SUDA's search only when a rule set bounds DIS-SUDA
+        report = suda.with_suda(measured.engine, report, fraction)
     joints = ()
     if history is not None and history.releases:
         joints = assess(
@@ -241,16 +250,25 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
     if decision.status != TransferStatus.ANONYMIZATION_REQUIRED:
         return Outcome(decision.status, rules, None, versions, report, retention_days=retention)
 
-    found = find_remedy(
-        measured.engine,
-        report,
-        decision,
-        context,
-        source_policy,
-        destination_policy,
-        effort,
-        history,
-    )
+    records = [source_policy, destination_policy] if context.cross_border else [source_policy]
+    engine = measured.engine
+    hierarchies = followed(request.hierarchies, records, engine.columns, engine.dictionary)
+    if hierarchies.problem is not None:
+        found = VerifiedRemedy(
+            False, f"the broker cannot anonymize this data: {hierarchies.problem}"
+        )
+    else:
+        found = find_remedy(
+            engine,
+            report,
+            decision,
+            context,
+            source_policy,
+            destination_policy,
+            effort,
+            history,
+            hierarchies.tables,
+        )
     if found.verified:
         floor = utility_floor(request, context, source_policy, destination_policy)
         refusal = below_floor(found, floor)
@@ -273,6 +291,7 @@ def _decide_rows(case: Case, effort: Effort) -> Outcome:
         )
         return Outcome(TransferStatus.REJECTED, rules, found.document(), versions, report)
     remedy = found.document()
+    remedy.note = _join(remedy.note, *hierarchies.notes)
     required = TransferStatus.ANONYMIZATION_REQUIRED
     if request.anonymize != Anonymize.AUTO:
         remedy.note = _join(

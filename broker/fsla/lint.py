@@ -18,7 +18,10 @@ by reading the record beside the federation's other records (pure: records in, w
 - ``domestic-stricter``: ``domestic_export`` asks more than ``cross_border_export`` on the same
   rule, so data leaves the country more easily than it moves inside it;
 - ``unused-cross-border-rules``: ``cross_border_export`` sets rules but no destination is
-  allowed, so they never apply.
+  allowed, so they never apply;
+- ``suda-default-fraction``: a rule set bounds ``max_dis_suda`` without ``sampling_fraction``,
+  so DIS-SUDA is judged at sdcMicro's default 0.01, which says the data is a 1 % sample: a
+  larger share gives higher scores.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class WarningCode(StrEnum):
     IDENTIFIERS_NEVER_PASS = "identifiers-never-pass"
     DOMESTIC_STRICTER = "domestic-stricter"
     UNUSED_CROSS_BORDER_RULES = "unused-cross-border-rules"
+    SUDA_DEFAULT_FRACTION = "suda-default-fraction"
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,16 @@ def warnings(record: FSLARecord, others: Iterable[FSLARecord]) -> list[PolicyWar
                     f"{name}.identifiers_allowed",
                     f"{name} allows identifiers, but its max_mmaq_index {ceiling:g} "
                     "refuses every identifier (Mmaq index 1)",
+                )
+            )
+        if rules.max_dis_suda is not None and rules.sampling_fraction is None:
+            found.append(
+                PolicyWarning(
+                    WarningCode.SUDA_DEFAULT_FRACTION,
+                    f"{name}.max_dis_suda",
+                    f"{name} bounds DIS-SUDA without sampling_fraction: it is judged as if the "
+                    "data were a 1 % sample (sdcMicro's default 0.01); a larger share gives "
+                    "higher scores, so state the share the data is of its population",
                 )
             )
     found += _domestic_stricter(record)

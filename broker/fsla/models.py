@@ -16,8 +16,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from broker.anonymize.hierarchies import (
+    MAX_HIERARCHIES,
+    MAX_LEVELS,
+    MAX_TEXT_CHARS,
+    MAX_VALUES,
+    HierarchyError,
+    of_table,
+    safe_labels,
+)
 from broker.columns.names import attribute_key
 from broker.columns.precision import DATE_LEVELS
+from broker.identifiers.short_text import identifier_in_text
 
 JURISDICTION_PATTERN = r"^[A-Z][A-Z0-9]{1,9}$"
 ANY_DESTINATION = "*"
@@ -124,6 +134,21 @@ class RuleSet(BaseModel):
         description="Highest expected number of re-identified rows: the sum of sdcMicro's "
         "individual risks (Benedetti-Franconi) with every row weighing 1 / sampling_fraction.",
         examples=[1.0],
+    )
+    max_dis_suda: float | None = Field(
+        None,
+        json_schema_extra={"stricter": "lower"},
+        ge=0,
+        le=1,
+        description="Highest DIS-SUDA score allowed for any record on the quasi-identifiers: a "
+        "probability in [0, 1], Skinner and Elliot's (2002) estimate that a sample unique is "
+        "unique in the population, shared among the records by their SUDA scores (special "
+        "uniques: records unique on few attributes score most), as sdcMicro's suda2 computes "
+        "it, at this rule set's sampling_fraction (0.01, sdcMicro's default, without one; a "
+        "larger fraction gives higher scores). SUDA runs only when a rule set sets this. The "
+        "remedy k-anonymizes the quasi-identifiers with k >= 2: no record is then unique on "
+        "any of them, and every score is 0.",
+        examples=[0.01],
     )
     min_l: int | None = Field(
         None,
@@ -403,6 +428,18 @@ class FSLARecord(BaseModel):
         default_factory=RuleSet,
         description="Rules for data arriving from a member in another jurisdiction.",
     )
+    hierarchies: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict,
+        description="Generalization hierarchies the broker's remedy must follow for these "
+        "attributes, in data leaving or entering this jurisdiction: attribute -> each value -> "
+        "its labels from level 1 up (an ARX hierarchy file inline, one list per line), every "
+        "value with the same number of levels. Labels are checked as they are saved: none may "
+        "hold a direct identifier or name a value of a class of several values, and range "
+        "labels whose bounds are values of their class leave re-labelled on a 1-2-5 grid. At "
+        f"most {MAX_HIERARCHIES} attributes and {MAX_VALUES:,} values in all, {MAX_LEVELS} "
+        f"levels, {MAX_TEXT_CHARS} characters a value or label.",
+        examples=[{"education": {"Bachelors": ["Undergraduate", "*"], "HS-grad": ["School", "*"]}}],
+    )
 
     @field_validator("allowed_destinations")
     @classmethod
@@ -421,6 +458,46 @@ class FSLARecord(BaseModel):
         if any(not p for p in cleaned):
             raise ValueError("purposes cannot be blank")
         return cleaned
+
+    @field_validator("hierarchies")
+    @classmethod
+    def _hierarchies_are_safe(
+        cls, hierarchies: dict[str, dict[str, list[str]]]
+    ) -> dict[str, dict[str, list[str]]]:
+        if len(hierarchies) > MAX_HIERARCHIES:
+            raise ValueError(f"at most {MAX_HIERARCHIES} hierarchies, got {len(hierarchies)}")
+        total = sum(len(table) for table in hierarchies.values() if isinstance(table, dict))
+        if total > MAX_VALUES:
+            raise ValueError(f"at most {MAX_VALUES:,} values in all hierarchies, got {total:,}")
+        seen: dict[str, str] = {}
+        for name, table in hierarchies.items():
+            if not name.strip():
+                raise ValueError("an attribute name cannot be blank")
+            earlier = seen.setdefault(attribute_key(name), name)
+            if earlier != name:
+                raise ValueError(
+                    f"{earlier!r} and {name!r} name one attribute (compared without regard to "
+                    "case, look-alike letters or invisible characters)"
+                )
+            try:
+                safe_labels(
+                    of_table(table, f"the hierarchy of {name!r}"),
+                    f"the hierarchy of {name!r}",
+                    identifier_in_text,
+                )
+            except HierarchyError as error:
+                raise ValueError(str(error)) from None
+        return hierarchies
+
+    def hierarchy(self, name: str) -> tuple[str, dict[str, list[str]]] | None:
+        """The hierarchy this record gives for the attribute ``name`` (compared as
+        :func:`broker.columns.names.attribute_key` folds names), with the name it is given
+        under; None when it gives none."""
+        key = attribute_key(name)
+        for given, table in self.hierarchies.items():
+            if attribute_key(given) == key:
+                return given, table
+        return None
 
     @model_validator(mode="after")
     def _not_sending_to_itself(self) -> FSLARecord:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from broker.anonymize import Remedy, Target, plan_on_engine, plan_remedy
-from broker.anonymize.steps import GENERALIZATION
+from broker.anonymize.steps import GENERALIZATION, MONDRIAN, OPTIMAL
 from broker.engines.base import Engine
 from broker.engines.pandas import PandasEngine
 from broker.fsla.evaluate import applicable_rule_sets, evaluate
@@ -26,7 +26,7 @@ from broker.fsla.linkage import History, Joint, assess, linkage_rules
 from broker.fsla.models import FSLARecord
 from broker.fsla.precision import limits_of, remedy_steps
 from broker.fsla.results import Decision, TransferContext
-from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk
+from broker.fsla.rules import closeness, diversity, identifiers, k_anonymity, mmaq, risk, suda
 from broker.fsla.rules.base import Aim
 from broker.fsla.stored import RemedyAfter, StoredRemedy
 from broker.metrics.report import AnalysisReport, ReportOptions, analyze, report_of
@@ -80,7 +80,7 @@ def _with_reason(step: dict[str, Any]) -> dict[str, Any]:
 
 
 # The families whose rules a k-anonymizing step serves, in the order the answer names them.
-K_FAMILIES = (k_anonymity, risk, identifiers, diversity, closeness)
+K_FAMILIES = (k_anonymity, risk, suda, identifiers, diversity, closeness)
 
 
 def target_for(
@@ -90,9 +90,11 @@ def target_for(
     context: TransferContext,
     max_suppression: float,
     people_labellings: tuple[np.ndarray, ...] = (),
+    hierarchies: dict[str, dict[str, list[str]]] | None = None,
 ) -> Target:
     """What the data must meet, as the anonymizer understands it; ``values(name)`` gives a
-    column's values (all of them, or its distinct ones: only their kind matters)."""
+    column's values (all of them, or its distinct ones: only their kind matters);
+    ``hierarchies``, the level tables to follow (:mod:`broker.fsla.hierarchies`)."""
     req = decision.requirements
     sensitive = set(context.sensitive)
     drop = [a.name for a in report.attributes if req.forbids(a.name)]
@@ -135,6 +137,7 @@ def target_for(
         max_suppression=max_suppression,
         people=people_labellings,
         reasons=reasons,
+        hierarchies={c: t for c, t in (hierarchies or {}).items() if c not in drop},
     )
 
 
@@ -193,6 +196,7 @@ def find_remedy(
     destination: FSLARecord,
     effort: Effort = Effort(),
     history: History | None = None,
+    hierarchies: dict[str, dict[str, list[str]]] | None = None,
 ) -> VerifiedRemedy:
     """Plan, apply, re-measure and re-evaluate; k rises until every rule passes or none can.
 
@@ -204,9 +208,20 @@ def find_remedy(
     any other engine holds data too large to load, and gets a generalization planned on its
     count tables (:func:`plan_on_engine`). Either way the F-SLA evaluation of the anonymized
     result decides whether the remedy is offered.
+
+    ``hierarchies`` (column -> level table) are followed for their columns instead of the
+    broker's own ladder; in memory a quasi-identifier given one makes the remedy the global
+    generalization of least information loss (Mondrian cannot follow a hierarchy).
     """
     search = _Search(
-        report, decision, context, source, destination, effort.max_suppression, history
+        report,
+        decision,
+        context,
+        source,
+        destination,
+        effort.max_suppression,
+        history,
+        hierarchies or {},
     )
     if isinstance(engine, PandasEngine):
         return _in_memory(engine, search, effort.budget_seconds)
@@ -224,10 +239,17 @@ class _Search:
     destination: FSLARecord
     max_suppression: float
     history: History | None = None
+    hierarchies: dict[str, dict[str, list[str]]] = dataclasses.field(default_factory=dict)
 
     def target(self, values: Callable[[str], pd.Series], people=()) -> Target:
         return target_for(
-            values, self.decision, self.report, self.context, self.max_suppression, people
+            values,
+            self.decision,
+            self.report,
+            self.context,
+            self.max_suppression,
+            people,
+            self.hierarchies,
         )
 
     def judge(
@@ -257,6 +279,12 @@ class _Search:
             engine, quasi, sensitive, self.history.releases, self.history.now, released, relabel
         )
 
+    def with_suda(self, engine: Engine, after: AnalysisReport) -> AnalysisReport:
+        """``after`` with the SUDA figures a rule set needs (unchanged when none bounds it)."""
+        rule_sets = applicable_rule_sets(self.context, self.source, self.destination)
+        fraction = suda.strictest_fraction(rules for _, _, rules in rule_sets)
+        return after if fraction is None else suda.with_suda(engine, after, fraction)
+
     def kept(self, columns) -> tuple[list[str], list[str]]:
         """The declared quasi-identifiers and sensitive attributes an anonymized table keeps."""
         return (
@@ -278,15 +306,37 @@ def _in_memory(
     def accept(anonymized: pd.DataFrame) -> str | None:
         kept = search.kept(anonymized.columns)
         after = analyze(anonymized, *kept, ReportOptions(max_combination_size=0), people=people)
+        after = search.with_suda(PandasEngine(anonymized, people=people), after)
         joints = search.linkage(*_released_beside(frame, anonymized, people, kept))
         return search.judge(after, kept, accepted, joints)
 
     target = search.target(frame.__getitem__, people.labellings())
-    try:
-        remedy = plan_remedy(frame, target, accept=accept, deadline=_deadline(budget_seconds))
-    except ValueError as error:
-        return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
-    return _verified(remedy, accepted, budget_seconds)
+    deadline = _deadline(budget_seconds)
+    # A hierarchy is followed by the global generalization of least information loss (ARX's
+    # optimal search, bounded in measurements and time); Mondrian cuts ranges of its own.
+    following = bool(set(target.hierarchies) & set(target.quasi_identifiers))
+    refused_before = None
+    while True:
+        try:
+            remedy = plan_remedy(
+                frame, target, OPTIMAL if following else MONDRIAN, accept, deadline
+            )
+        except ValueError as error:
+            return VerifiedRemedy(False, f"the broker cannot anonymize this data: {error}")
+        # The generalization plans on rows and raises no k; while the rules refuse what it
+        # found (its own checks all passed: k counted in people, a joint release), k doubles,
+        # as on counts. Once a larger k cannot be met at all, the rules' refusal is the answer.
+        checks = remedy.checks
+        refused = not remedy.satisfied and bool(checks) and all(c.passed for c in checks)
+        if not remedy.satisfied and not refused and refused_before is not None:
+            return _verified(refused_before, accepted, budget_seconds)
+        out_of_time = deadline is not None and time.monotonic() > deadline
+        if not following or not refused or out_of_time or not target.k:
+            return _verified(remedy, accepted, budget_seconds)
+        if target.k >= len(frame):
+            return _verified(remedy, accepted, budget_seconds)
+        refused_before = remedy
+        target = dataclasses.replace(target, k=min(2 * target.k, len(frame)))
 
 
 def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) -> VerifiedRemedy:
@@ -308,6 +358,7 @@ def _on_counts(engine: Engine, search: _Search, budget_seconds: float | None) ->
             return _verified(remedy, accepted, budget_seconds)
         kept = search.kept(remedy.engine.columns)
         after = report_of(remedy.engine, *kept, ReportOptions(max_combination_size=0))
+        after = search.with_suda(remedy.engine, after)
         joints = search.linkage(engine, kept, relabel=remedy.recode)
         failing = search.judge(after, kept, accepted, joints)
         if failing is None:
@@ -354,10 +405,15 @@ def _verified(
     budget_seconds: float | None,
 ) -> VerifiedRemedy:
     if remedy.out_of_time:
+        budget = (
+            "search budget (the generalizations it measures at most)"
+            if budget_seconds is None
+            else f"{budget_seconds:g} s budget (BROKER_REMEDY_SECONDS)"
+        )
         return VerifiedRemedy(
             False,
-            f"no verified remedy within the broker's {budget_seconds:g} s budget "
-            f"(BROKER_REMEDY_SECONDS) after {remedy.attempts} attempt(s); the last one failed "
+            f"no verified remedy within the broker's {budget} after {remedy.attempts} "
+            "attempt(s); the last one failed "
             f"because {remedy.reason}: anonymize the data yourself, or send less of it",
         )
     if not remedy.satisfied:

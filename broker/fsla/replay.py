@@ -49,11 +49,13 @@ from broker.metrics.content import Content
 from broker.metrics.mmaq import IDENTIFIER, MmaqMeasure
 from broker.metrics.report import AnalysisReport, AttributeReport, QuasiIdentifierReport
 from broker.metrics.stored import MmaqFields, StoredReport
+from broker.metrics.suda import SudaFigures
 from broker.wire.statuses import TransferStatus
 
 FEDERATION = "federation"
 REMEDY_FOUND = "remedy_found"
 NO_IDENTIFIERS = "no_identifiers"
+MAX_DIS_SUDA = "max_dis_suda"
 PRECISION_RULES = frozenset({*FIELDS, "identifying_precision"})
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 
@@ -158,6 +160,7 @@ def report_from_dict(data: dict[str, Any] | StoredReport) -> AnalysisReport:
         people_counted_by=document.people_counted_by,
         rare_tuples=document.rare_tuples,
         rare_tuple_rows=document.rare_tuple_rows,
+        suda=None if document.suda is None else SudaFigures.of_dict(document.suda.model_dump()),
     )
 
 
@@ -280,11 +283,13 @@ def _comparable(
     states: dict[RuleKey, tuple[bool, str]],
     undecided: dict[tuple[str, str], list[str]],
     precision_unknown: bool = False,
+    suda_unknown: bool = False,
 ) -> dict[RuleKey, tuple[bool, str]]:
     """Leave out what is not replayed: federation rules, the remedy, linkage, and
     ``no_identifiers`` of an undecided attribute (and the rule set's summary, which says that
     no attribute failed); with ``precision_unknown`` (a report from before precision was
-    measured), the precision rules."""
+    measured), the precision rules; with ``suda_unknown`` (a report without SUDA figures),
+    ``max_dis_suda``."""
 
     def undecided_identifier(key: RuleKey) -> bool:
         names = undecided.get((key[1], key[2]))
@@ -297,6 +302,7 @@ def _comparable(
         and key[0] != LINKAGE
         and not undecided_identifier(key)
         and not (precision_unknown and key[0] in PRECISION_RULES)
+        and not (suda_unknown and key[0] == MAX_DIS_SUDA)
     }
 
 
@@ -394,9 +400,11 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
 
     # A report stored before precision was measured says nothing of its dates, postcodes, ages.
     unknown = not document.precision_measured
+    # SUDA is measured only when a rule asked for it: without its figures the rule is not replayed.
+    suda_unknown = document.suda is None
     # The stored report must give the stored results again under the versions then used.
-    recorded = _comparable(_state(rules_then), undecided, unknown)
-    again = _comparable(_state(then.rules), undecided, unknown)
+    recorded = _comparable(_state(rules_then), undecided, unknown, suda_unknown)
+    again = _comparable(_state(then.rules), undecided, unknown, suda_unknown)
     differ = sorted(
         key
         for key in recorded.keys() | again.keys()
@@ -424,6 +432,11 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
             "max_date_precision, max_postcode_prefix, max_age: the stored report is from before "
             "the broker measured how precise dates, postcodes and ages are"
         )
+    if suda_unknown and any(r.max_dis_suda is not None for _, _, r in draft_sets):
+        not_replayed.append(
+            "max_dis_suda: the stored report has no SUDA figures (no rule asked for them when "
+            "the transfer was decided), and SUDA needs the rows, which are not kept"
+        )
     looks_back = lookback([r for _, _, r in draft_sets])
     if looks_back is not None:
         not_replayed.append(
@@ -440,7 +453,7 @@ def replay(past: PastDecision, jurisdiction: str, draft: FSLARecord) -> Replay:
     else:
         old_verdict = _verdict(old_rules)
     new_verdict = now.status
-    after = _comparable(_state(now.rules), undecided, unknown)
+    after = _comparable(_state(now.rules), undecided, unknown, suda_unknown)
     newly_failed, newly_passed = [], []
     for key in sorted(recorded.keys() | after.keys(), key=lambda k: tuple(map(str, k))):
         was = recorded.get(key)

@@ -327,6 +327,7 @@ _ANONYMITY = {
     "qi_max_mmaq_index": "combined Mmaq index",
     "max_population_uniqueness": "population uniqueness",
     "max_expected_reidentifications": "expected re-identifications",
+    "max_dis_suda": "DIS-SUDA of the riskiest record",
     "min_l": "l",
     "max_t": "t",
     "max_alpha": "alpha",
@@ -391,6 +392,8 @@ def _remedy_k(remedy: StoredRemedy) -> int | None:
 
 
 def _figure(value: Any) -> str:
+    if value is None:  # a figure the rule could not measure (SUDA past its bounds)
+        return "not measured"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)

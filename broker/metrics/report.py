@@ -71,6 +71,14 @@ from broker.metrics.mmaq import (
 from broker.metrics.population import population_class_sizes
 from broker.metrics.risk import DEFAULT_THRESHOLDS, QirThresholds, qir_class, qir_risk_percent
 from broker.metrics.stored import StoredReport
+from broker.metrics.suda import (
+    DEFAULT_DIS_FRACTION,
+    MAX_UNIQUE_BITS,
+    SudaFigures,
+    no_uniques,
+    suda,
+    suda_of_frame,
+)
 from broker.metrics.uniqueness import (
     IndividualRisk,
     PopulationUniqueness,
@@ -197,6 +205,8 @@ class AnalysisReport:
     # each counted as one person, and the rows they hold.
     rare_tuples: int = 0
     rare_tuple_rows: int = 0
+    # SUDA of the quasi-identifiers (broker.metrics.suda), only when asked (ReportOptions.suda).
+    suda: SudaFigures | None = None
 
     def attribute(self, name: str) -> AttributeReport:
         return next(a for a in self.attributes if a.name == name)
@@ -207,9 +217,11 @@ class AnalysisReport:
         return StoredReport.model_validate(self.as_dict()).model_dump(mode="json")
 
     def as_dict(self) -> dict:
-        """The report's fields; ``population`` only when one was asked for (see
-        :class:`PopulationReport`)."""
+        """The report's fields; ``population`` and ``suda`` only when asked for (see
+        :class:`PopulationReport` and :class:`SudaOptions`)."""
         population = {"population": self.population.as_dict()} if self.population else {}
+        if self.suda is not None:
+            population["suda"] = self.suda.as_dict()
         return {
             "rows": self.rows,
             "duplicate_rows": self.duplicate_rows,
@@ -267,6 +279,60 @@ def attribute_classes(engine: Engine) -> dict[str, str]:
     return classes
 
 
+@dataclass(frozen=True)
+class SudaOptions:
+    """SUDA of the quasi-identifiers in a report (:mod:`broker.metrics.suda`): the DIS sampling
+    fraction, the largest MSU searched (None: every size) and how many of the riskiest records
+    to name (by row, when the engine holds the rows in memory; a table counted elsewhere names
+    none)."""
+
+    dis_fraction: float = DEFAULT_DIS_FRACTION
+    max_msu_size: int | None = None
+    riskiest: int = 10
+    max_bits: int = MAX_UNIQUE_BITS  # the search's memory bound (broker.metrics.suda)
+
+
+def suda_figures(engine: Engine, quasi_identifiers: Sequence[str], options: SudaOptions):
+    """SUDA figures of the quasi-identifiers of ``engine``; raises ValueError when the search
+    would pass its bounds (:func:`broker.metrics.suda.over_budget`).
+
+    Where every tuple of the quasi-identifiers is held by two rows or more no row is unique on
+    any subset, and nothing is searched. A table in memory is searched row by row (the riskiest
+    records are named by their row); any other on its count table, the same figures without
+    rows.
+    """
+    columns = list(quasi_identifiers)
+    if not columns:
+        raise ValueError("SUDA needs at least one quasi-identifier")
+    [table] = engine.counts([columns])
+    if int(table.rows.min(initial=2)) >= 2:
+        return no_uniques(columns, options.dis_fraction)
+    if isinstance(engine, PandasEngine):
+        found = suda_of_frame(
+            engine.frame,
+            columns,
+            dis_fraction=options.dis_fraction,
+            max_msu_size=options.max_msu_size,
+            max_bits=options.max_bits,
+        )
+        return found.figures(options.riskiest)
+    codes, widths = [], []
+    for name in columns:
+        _, dense = np.unique(table.codes(name), return_inverse=True)
+        codes.append(dense.astype(np.int64))
+        widths.append(int(dense.max(initial=0)) + 1)
+    found = suda(
+        codes,
+        widths,
+        table.rows,
+        columns=columns,
+        dis_fraction=options.dis_fraction,
+        max_msu_size=options.max_msu_size,
+        max_bits=options.max_bits,
+    )
+    return found.figures(0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReportOptions:
     """How a report measures, besides the table and the roles of its columns: what
@@ -286,6 +352,8 @@ class ReportOptions:
     and, with a population table, k-map. The fraction, unless stated, is N / the population
     table's rows, or N / the sum of the weights.
 
+    ``suda`` (:class:`SudaOptions`) adds the SUDA figures of the quasi-identifiers.
+
     ``progress`` is told each step, in a few words.
 
     Examples
@@ -301,6 +369,7 @@ class ReportOptions:
     population: Engine | pd.DataFrame | None = field(default=None, compare=False)
     sampling_fraction: float | None = None
     weights: str | None = None
+    suda: SudaOptions | None = None
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
 
@@ -443,6 +512,12 @@ def report_of(
             population_report = _population_report(
                 engine, classes, qi_report.anonymity, sizes, population, sampling_fraction, weights
             )
+    figures = None
+    if options.suda is not None:
+        if not quasi_identifiers:
+            raise ValueError("SUDA needs quasi-identifiers: it searches their combinations")
+        say("SUDA: the minimal sample uniques of each record")
+        figures = suda_figures(engine, quasi_identifiers, options.suda)
     sensitive_reports = [
         sensitive_measure_of(engine, name, _known(name, quasi_identifiers, sensitive))
         for name in sensitive
@@ -465,6 +540,7 @@ def report_of(
         population_report,
         0 if rare is None else rare.people,
         0 if rare is None else rare.rows,
+        figures,
     )
 
 

@@ -236,6 +236,38 @@ class PopulationMeasure(BaseModel):
     )
 
 
+class SudaRecord(BaseModel):
+    row: int = Field(description="The record's row in the data as sent, from 0")
+    msus: int = Field(description="Its minimal sample uniques")
+    score: float = Field(description="Its SUDA score: the sum over its MSUs of (M - size)!")
+    dis_score: float = Field(description="Its DIS-SUDA score")
+
+
+class SudaMeasure(BaseModel):
+    """SUDA of the quasi-identifiers (Elliot et al. 2002; DIS-SUDA, Skinner and Elliot 2002),
+    as sdcMicro's ``suda2`` computes them: the same object as ``fedbroker analyze --suda``
+    without its list of every record."""
+
+    quasi_identifiers: list[str] = Field(description="The keys searched (M of them)")
+    dis_fraction: float = Field(description="The sampling fraction DIS-SUDA assumes")
+    max_msu_size: int = Field(description="The largest MSU searched (M: every size)")
+    records_with_msus: int = Field(description="Records with at least one MSU")
+    max_score: float = Field(description="The highest SUDA score of a record")
+    max_dis_score: float = Field(description="The highest DIS-SUDA score of a record, in [0, 1]")
+    attribute_contributions: dict[str, float] = Field(
+        description="Key -> percent of the total SUDA score its MSUs carry"
+    )
+    riskiest: list[SudaRecord] = Field(
+        description="The records of the highest DIS-SUDA scores, riskiest first (none when "
+        "the table was counted out of memory)"
+    )
+    sample_uniques: int = Field(description="U: records unique on every key")
+    pair_records: int = Field(description="P: records whose tuple of every key two records hold")
+    dis_weight_sum: float = Field(
+        description="A: the sum over scoring records of score ** -(1 + (8 - M) / 20)"
+    )
+
+
 class Report(BaseModel):
     rows: int
     duplicate_rows: int = Field(description="Rows identical to an earlier row")
@@ -260,6 +292,12 @@ class Report(BaseModel):
         None,
         description="The dataset as a sample of a population: only when a sampling fraction, "
         "weights or a population table is given",
+        exclude_if=lambda value: value is None,
+    )
+    suda: SudaMeasure | None = Field(
+        None,
+        description="SUDA of the quasi-identifiers: only when asked for, or when a rule "
+        "(max_dis_suda) needs it",
         exclude_if=lambda value: value is None,
     )
 

@@ -64,6 +64,10 @@ DEFAULT_DIS_FRACTION = 0.01
 MAX_KEY_SETS = 1 << 14
 # Bits kept at most: one per (key set, distinct tuple), 256 MiB.
 MAX_UNIQUE_BITS = 1 << 31
+# What the broker's own searches keep at most (a decision's max_dis_suda rule, the analysis
+# API): 16 MiB of bits, about 2 s of CPU (14 keys and 8,000 tuples, 10 keys and 100,000),
+# since requests run side by side and a remedy measures SUDA again at each attempt.
+BROKER_MAX_UNIQUE_BITS = 1 << 27
 # Mixed-radix keys up to this many times the tuples are counted with bincount, else sorted.
 _DIRECT_RANGE = 8
 
@@ -83,6 +87,8 @@ class Suda:
     contributions: np.ndarray
     dis_fraction: float
     max_msu_size: int
+    sample_uniques: int = 0  # U of DIS: records unique on every key
+    pair_records: int = 0  # P of DIS: records whose tuple of every key two records hold
 
     @property
     def msus(self) -> np.ndarray:
@@ -115,27 +121,156 @@ class Suda:
             "dis_score": float(self.dis_scores[row]),
         }
 
+    def figures(self, riskiest: int = 10) -> SudaFigures:
+        """The table's figures, with the ``riskiest`` records (their rows), without the list of
+        every record."""
+        scoring = self.scores[self.scores > 0]
+        return SudaFigures(
+            quasi_identifiers=self.columns,
+            dis_fraction=self.dis_fraction,
+            max_msu_size=self.max_msu_size,
+            records_with_msus=int(np.count_nonzero(self.msus)),
+            max_score=float(self.scores.max(initial=0.0)),
+            max_dis_score=float(self.dis_scores.max(initial=0.0)),
+            attribute_contributions=self.attribute_contributions,
+            riskiest=tuple(self.record(r) for r in self.riskiest(riskiest)),
+            sample_uniques=self.sample_uniques,
+            pair_records=self.pair_records,
+            dis_weight_sum=float(np.sum(scoring ** -dis_power(len(self.columns)))),
+        )
+
     def as_dict(self, riskiest: int = 10, records: bool = True) -> dict:
         """The figures; ``records`` (one per input row) unless asked not to."""
-        msus = self.msus
-        document = {
-            "quasi_identifiers": list(self.columns),
-            "dis_fraction": self.dis_fraction,
-            "max_msu_size": self.max_msu_size,
-            "records_with_msus": int(np.count_nonzero(msus)),
-            "max_score": float(self.scores.max(initial=0.0)),
-            "max_dis_score": float(self.dis_scores.max(initial=0.0)),
-            "attribute_contributions": self.attribute_contributions,
-            "riskiest": [self.record(r) for r in self.riskiest(riskiest)],
-        }
+        document = self.figures(riskiest).as_dict()
         if records:
             document["records"] = [
                 {"row": r, "msus": m, "score": s, "dis_score": d}
                 for r, (m, s, d) in enumerate(
-                    zip(msus.tolist(), self.scores.tolist(), self.dis_scores.tolist(), strict=True)
+                    zip(
+                        self.msus.tolist(),
+                        self.scores.tolist(),
+                        self.dis_scores.tolist(),
+                        strict=True,
+                    )
                 )
             ]
         return document
+
+
+@dataclass(frozen=True)
+class SudaFigures:
+    """A table's SUDA figures without a list of every record: what a report keeps.
+
+    ``sample_uniques`` (U), ``pair_records`` (P) and ``dis_weight_sum`` (A, the sum over scoring
+    records of ``score**-Q``) are what DIS-SUDA needs besides a record's score, so
+    :meth:`max_dis_at` gives the highest DIS-SUDA score at any sampling fraction exactly,
+    without searching again.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    dis_fraction: float
+    max_msu_size: int
+    records_with_msus: int
+    max_score: float
+    max_dis_score: float
+    attribute_contributions: dict[str, float]
+    riskiest: tuple[dict, ...] = ()
+    sample_uniques: int = 0
+    pair_records: int = 0
+    dis_weight_sum: float = 0.0
+
+    def max_dis_at(self, fraction: float) -> float:
+        """The highest DIS-SUDA score of any record at sampling fraction ``fraction`` (the
+        record of the highest SUDA score: DIS-SUDA grows with the score).
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"a": [0, 1, 1, 1], "b": [0, 0, 1, 1]})
+        >>> figures = suda_of_frame(frame, ["a", "b"], dis_fraction=0.5).figures()
+        >>> figures.max_dis_score, figures.max_dis_at(0.5), round(figures.max_dis_at(0.01), 6)
+        (0.5, 0.5, 0.01)
+        """
+        if not 0 < fraction <= 1:
+            raise ValueError(f"the DIS sampling fraction is in (0, 1], got {fraction}")
+        if self.max_score <= 0:
+            return 0.0
+        return float(
+            _dis_scores(
+                np.array([self.max_score]),
+                self.sample_uniques,
+                self.pair_records,
+                len(self.quasi_identifiers),
+                fraction,
+                self.dis_weight_sum,
+            )[0]
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "dis_fraction": self.dis_fraction,
+            "max_msu_size": self.max_msu_size,
+            "records_with_msus": self.records_with_msus,
+            "max_score": self.max_score,
+            "max_dis_score": self.max_dis_score,
+            "attribute_contributions": dict(self.attribute_contributions),
+            "riskiest": [dict(record) for record in self.riskiest],
+            "sample_uniques": self.sample_uniques,
+            "pair_records": self.pair_records,
+            "dis_weight_sum": self.dis_weight_sum,
+        }
+
+    @classmethod
+    def of_dict(cls, document: dict) -> SudaFigures:
+        """The figures :meth:`as_dict` wrote."""
+        return cls(
+            quasi_identifiers=tuple(document["quasi_identifiers"]),
+            dis_fraction=document["dis_fraction"],
+            max_msu_size=document["max_msu_size"],
+            records_with_msus=document["records_with_msus"],
+            max_score=document["max_score"],
+            max_dis_score=document["max_dis_score"],
+            attribute_contributions=dict(document["attribute_contributions"]),
+            riskiest=tuple(dict(record) for record in document["riskiest"]),
+            sample_uniques=document["sample_uniques"],
+            pair_records=document["pair_records"],
+            dis_weight_sum=document["dis_weight_sum"],
+        )
+
+
+def no_uniques(columns: Sequence[str], dis_fraction: float = DEFAULT_DIS_FRACTION) -> SudaFigures:
+    """The figures of a table where every tuple of the keys is held by two records or more: no
+    record is unique on any key set (uniqueness only grows with the set), so nothing scores,
+    and no search is needed."""
+    return SudaFigures(
+        quasi_identifiers=tuple(columns),
+        dis_fraction=dis_fraction,
+        max_msu_size=len(columns),
+        records_with_msus=0,
+        max_score=0.0,
+        max_dis_score=0.0,
+        attribute_contributions=dict.fromkeys(columns, 0.0),
+    )
+
+
+def over_budget(
+    keys: int, tuples: int, max_msu_size: int | None = None, max_bits: int = MAX_UNIQUE_BITS
+) -> str | None:
+    """Why a search on ``keys`` keys and ``tuples`` distinct tuples would pass the search's
+    bounds (:data:`MAX_KEY_SETS`, ``max_bits``); None when it stays within them."""
+    limit = keys if max_msu_size is None else max_msu_size
+    key_sets = sum(math.comb(keys, size) for size in range(1, limit + 1))
+    if key_sets > MAX_KEY_SETS:
+        return (
+            f"SUDA on {keys} quasi-identifiers searches {key_sets} key sets, more than "
+            f"{MAX_KEY_SETS}: bound the MSU size"
+        )
+    if key_sets * tuples > max_bits:
+        return (
+            f"SUDA on {tuples} distinct tuples and {key_sets} key sets needs more than "
+            f"{max_bits / (8 << 20):g} MiB: bound the MSU size"
+        )
+    return None
 
 
 def suda_of_frame(
@@ -144,6 +279,7 @@ def suda_of_frame(
     *,
     dis_fraction: float = DEFAULT_DIS_FRACTION,
     max_msu_size: int | None = None,
+    max_bits: int = MAX_UNIQUE_BITS,
 ) -> Suda:
     """SUDA of the rows of ``frame`` on the keys ``columns`` (a missing value is a category).
 
@@ -174,6 +310,7 @@ def suda_of_frame(
         columns=columns,
         dis_fraction=dis_fraction,
         max_msu_size=max_msu_size,
+        max_bits=max_bits,
     )
     return Suda(
         per_tuple.columns,
@@ -183,6 +320,8 @@ def suda_of_frame(
         per_tuple.contributions[rows_of],
         dis_fraction,
         per_tuple.max_msu_size,
+        per_tuple.sample_uniques,
+        per_tuple.pair_records,
     )
 
 
@@ -234,6 +373,7 @@ def suda(
     columns: Sequence[str],
     dis_fraction: float = DEFAULT_DIS_FRACTION,
     max_msu_size: int | None = None,
+    max_bits: int = MAX_UNIQUE_BITS,
 ) -> Suda:
     """SUDA of a count table: the distinct tuples of the keys (``codes[j][t]`` in
     ``range(widths[j])``) and the rows holding each (``rows``). The figures are per tuple; a
@@ -256,19 +396,11 @@ def suda(
     limit = keys if max_msu_size is None else max_msu_size
     if not 1 <= limit <= keys:
         raise ValueError(f"the largest MSU size is between 1 and {keys}, got {limit}")
-    key_sets = sum(math.comb(keys, size) for size in range(1, limit + 1))
-    if key_sets > MAX_KEY_SETS:
-        raise ValueError(
-            f"SUDA on {keys} quasi-identifiers searches {key_sets} key sets, more than "
-            f"{MAX_KEY_SETS}: bound the MSU size"
-        )
     rows = np.asarray(rows, dtype=np.int64)
     tuples = rows.size
-    if key_sets * tuples > MAX_UNIQUE_BITS:
-        raise ValueError(
-            f"SUDA on {tuples} distinct tuples and {key_sets} key sets needs more than "
-            f"{MAX_UNIQUE_BITS // (8 << 20)} MiB: bound the MSU size"
-        )
+    refused = over_budget(keys, tuples, limit, max_bits)
+    if refused is not None:
+        raise ValueError(refused)
     # Keys with many values first: their prefixes single records out soonest, and the walk
     # drops them from the subtrees below.
     order = sorted(range(keys), key=lambda j: -widths[j])
@@ -296,14 +428,18 @@ def suda(
         for j in _members(mask):
             carried[j, holders] += weight[size - 1]
     scores = weight @ by_size
+    uniques = int(np.count_nonzero(rows == 1))
+    pairs = 2 * int(np.count_nonzero(rows == 2))
     return Suda(
         tuple(columns),
         by_size.T.copy(),
         scores,
-        _dis_scores(scores, rows, keys, dis_fraction),
+        _dis_scores(scores, uniques, pairs, keys, dis_fraction),
         carried.T.copy(),
         dis_fraction,
         limit,
+        uniques,
+        pairs,
     )
 
 
@@ -357,17 +493,28 @@ def _fill(
             _fill(mask | (1 << j), j, found, everyone, keys, limit)
 
 
-def _dis_scores(scores: np.ndarray, rows: np.ndarray, keys: int, fraction: float) -> np.ndarray:
-    """DIS-SUDA per tuple (see the module docstring)."""
+def dis_power(keys: int) -> float:
+    """DIS-SUDA's power Q = 1 + (8 - M) / 20 of the scores, for M keys."""
+    return 1.0 + (8.0 - keys) / 20.0
+
+
+def _dis_scores(
+    scores: np.ndarray,
+    uniques: int,
+    in_pairs: int,
+    keys: int,
+    fraction: float,
+    adjustment: float | None = None,
+) -> np.ndarray:
+    """DIS-SUDA of each score (see the module docstring); ``adjustment``, A, from ``scores``
+    unless given."""
     scoring = scores > 0
     result = np.zeros(scores.size, np.float64)
     if not scoring.any():
         return result
-    uniques = float(np.count_nonzero(rows == 1))
-    in_pairs = 2.0 * np.count_nonzero(rows == 2)
     dis = uniques * fraction / (uniques * fraction + in_pairs * (1.0 - fraction))
-    q = 1.0 + (8.0 - keys) / 20.0
-    powered = scores[scoring] ** q
-    adjustment = float(np.sum(1.0 / powered))
+    powered = scores[scoring] ** dis_power(keys)
+    if adjustment is None:
+        adjustment = float(np.sum(1.0 / powered))
     result[scoring] = 1.0 / (1.0 + (uniques / dis - uniques) / (powered * adjustment))
     return result

@@ -11,7 +11,7 @@ here but by :func:`record`, which the intake (:mod:`broker.transfers.service`) o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from broker.fsla.decide import (
 )
 from broker.fsla.linkage import History, released_classes
 from broker.fsla.offers import Terms
+from broker.intake.hierarchies import resolved
 from broker.intake.references import REFERENCE, Reference, open_reference
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
@@ -99,6 +100,11 @@ def decide(
     else:
         table = open_upload(upload, settings, *roles_asked)
     roles = table.roles
+    if request.hierarchies:  # each file held to a column of the table and its values
+        engine = table.engine
+        request = replace(
+            request, hierarchies=resolved(request.hierarchies, engine.columns, engine.dictionary)
+        )
     progress("measuring", 0.2)
     with counting_limits():
         report, quasi_identifiers, inferred = measure(

@@ -11,9 +11,11 @@ from broker.callers import Caller
 from broker.columns.roles import NAMES_MAX_LENGTH, parse_names
 from broker.delivery import states as delivery_states
 from broker.delivery.schemas import DeliveryRead
+from broker.errors import InvalidHierarchy
 from broker.fsla.decide import TransferRequest
 from broker.fsla.stored import StoredBefore, StoredRemedy
 from broker.fsla.summary import summarize
+from broker.intake.hierarchies import read_parts
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.release import StoredRelease
 from broker.wire.statuses import (
@@ -394,11 +396,30 @@ class TransferForm(BaseModel):
         UploadFile | None,
         File(description="CSV, JSON (array of records) or Parquet (or name a `location`)"),
     ] = None
+    hierarchy: Annotated[
+        list[UploadFile],
+        File(
+            description="Generalization hierarchies for the remedy, as ARX writes them: one "
+            "file part per column, each named for its column (`education.csv`), one line per "
+            "value with its labels from level 1 up, `;` separated (`Bachelors;Undergraduate;*`). "
+            "The remedy follows them instead of its own ranges, unless an F-SLA record gives "
+            "a hierarchy for the same column. Each must cover every value of its column; labels "
+            "are checked (none may name a value of a class of several values or hold a direct "
+            "identifier; range labels whose bounds are values of their class leave re-labelled). "
+            "At most 32 files of 1 MiB, 20,000 values, 16 levels"
+        ),
+    ] = []
 
     def request(self, idempotency_key: str | None) -> TransferRequest:
         """The request to decide: names parsed, text trimmed, an empty optional field None, the
         fields of an aggregate release kept only for one."""
         aggregate = self.kind == TransferKind.AGGREGATE
+        if aggregate and self.hierarchy:
+            raise InvalidHierarchy(
+                "hierarchy files shape the remedy of a microdata transfer; an aggregate release "
+                "sends statistics, not rows"
+            )
+        hierarchies = read_parts([(part.filename, part.file) for part in self.hierarchy])
         return TransferRequest(
             destination=self.destination.strip(),
             purpose=self.purpose.strip(),
@@ -414,4 +435,5 @@ class TransferForm(BaseModel):
             queries=self.queries if aggregate else None,
             epsilon=self.epsilon.strip() if aggregate else None,
             delta=self.delta.strip() if aggregate else None,
+            hierarchies=hierarchies,
         )

@@ -60,6 +60,8 @@ def fingerprint(request: TransferRequest, dataset_sha256: str) -> str:
         body["min_utility_percent"] = request.min_utility_percent
     if request.agreement_id is not None:  # likewise
         body["agreement_id"] = request.agreement_id
+    if request.hierarchies:  # absent before hierarchies could be sent: same hash
+        body["hierarchies"] = request.hierarchies
     if request.kind != TransferKind.MICRODATA:  # absent before aggregate releases: same hash
         body |= {"kind": request.kind, "queries": request.queries}
         body |= {"epsilon": request.epsilon, "delta": request.delta}

@@ -138,6 +138,7 @@ class RuleName(StrEnum):
     MAX_MARKETER_RISK = "max_marketer_risk"
     MAX_POPULATION_UNIQUENESS = "max_population_uniqueness"
     MAX_EXPECTED_REIDENTIFICATIONS = "max_expected_reidentifications"
+    MAX_DIS_SUDA = "max_dis_suda"
     MIN_L = "min_l"
     MAX_ALPHA = "max_alpha"
     RECURSIVE_C_L = "recursive_c_l"

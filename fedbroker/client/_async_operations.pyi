@@ -66,6 +66,7 @@ class AsyncOperations:
         idempotency_key: str | None = None,
         content_type: str | None = None,
         respond_async: bool = False,
+        hierarchy: Mapping[str, Upload] | None = None,
     ) -> m.TransferRead: ...
     async def list_transfers(
         self, status: str | None = None, offset: int = 0, limit: int = 20
@@ -148,6 +149,9 @@ class AsyncOperations:
         beta: float | None = None,
         sampling_fraction: float | None = None,
         weights: str | None = None,
+        suda: bool | None = None,
+        suda_dis_fraction: float | None = None,
+        suda_max_msu: int | None = None,
         content_type: str | None = None,
     ) -> m.Report: ...
     async def list_audit_entries(

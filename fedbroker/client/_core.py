@@ -50,14 +50,17 @@ class Call:
     params: dict[str, Any] | None = None
     json: Any = None
     data: dict[str, str] | None = None
-    files: dict[str, tuple[str, Any, str]] | None = None
+    # field name -> (file name, content, media type); a list of (field name, file) pairs where
+    # one field repeats (a transfer's hierarchy files)
+    files: dict[str, tuple[str, Any, str]] | list[tuple[str, tuple[str, Any, str]]] | None = None
     content: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     follow_job: bool = False
 
     def request(self) -> Send:
         """The request to send now; a file object is read again from its start on a retry."""
-        for _, content, _ in (self.files or {}).values():
+        parts = self.files.values() if isinstance(self.files, dict) else self.files or ()
+        for _, content, _ in (part if isinstance(self.files, dict) else part[1] for part in parts):
             if hasattr(content, "seek") and content.seekable():
                 content.seek(0)
         arguments: dict[str, Any] = {"headers": self.headers}

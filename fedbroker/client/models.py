@@ -169,6 +169,9 @@ class Body_analyze_dataset(BrokerModel):
     beta: float | None = None
     sampling_fraction: float | None = None
     weights: str | None = None
+    suda: bool | None = None
+    suda_dis_fraction: float | None = None
+    suda_max_msu: int | None = None
     file: str
 
 
@@ -405,6 +408,7 @@ class FSLARecord(BrokerModel):
     domestic_export: RuleSet | None = None
     cross_border_export: RuleSet | None = None
     import_rules: RuleSet | None = None
+    hierarchies: dict[str, dict[str, list[str]]] | None = None
 
 
 class FederationOverview(BrokerModel):
@@ -887,6 +891,7 @@ class Report(BrokerModel):
     quasi_identifiers: QuasiIdentifierMeasure | None
     sensitive: list[SensitiveMeasure]
     population: PopulationMeasure | None = None
+    suda: SudaMeasure | None = None
 
 
 class Rule(BrokerModel):
@@ -914,6 +919,7 @@ class RuleName(StrEnum):
     MAX_MARKETER_RISK = "max_marketer_risk"
     MAX_POPULATION_UNIQUENESS = "max_population_uniqueness"
     MAX_EXPECTED_REIDENTIFICATIONS = "max_expected_reidentifications"
+    MAX_DIS_SUDA = "max_dis_suda"
     MIN_L = "min_l"
     MAX_ALPHA = "max_alpha"
     RECURSIVE_C_L = "recursive_c_l"
@@ -973,6 +979,7 @@ class RuleSet(BrokerModel):
     sampling_fraction: float | None = None
     max_population_uniqueness: float | None = None
     max_expected_reidentifications: float | None = None
+    max_dis_suda: float | None = None
     min_l: int | None = None
     max_alpha: float | None = None
     recursive_c_l: RecursiveDiversityRule | None = None
@@ -1036,6 +1043,31 @@ class StoredRule(BrokerModel):
     detail: str
 
 
+class SudaMeasure(BrokerModel):
+    """SUDA of the quasi-identifiers (Elliot et al. 2002; DIS-SUDA, Skinner and Elliot 2002), as
+    sdcMicro's ``suda2`` computes them: the same object as ``fedbroker analyze --suda`` without its
+    list of every record."""
+
+    quasi_identifiers: list[str]
+    dis_fraction: float
+    max_msu_size: int
+    records_with_msus: int
+    max_score: float
+    max_dis_score: float
+    attribute_contributions: dict[str, float]
+    riskiest: list[SudaRecord]
+    sample_uniques: int
+    pair_records: int
+    dis_weight_sum: float
+
+
+class SudaRecord(BrokerModel):
+    row: int
+    msus: int
+    score: float
+    dis_score: float
+
+
 class SumAnswer(BrokerModel):
     sum: float
 
@@ -1096,6 +1128,7 @@ class TransferForm(BrokerModel):
     epsilon: str | None = None
     delta: str | None = None
     file: str | None = None
+    hierarchy: list[str] | None = None
 
 
 class TransferJobRead(BrokerModel):
@@ -1178,6 +1211,7 @@ class WarningCode(StrEnum):
     IDENTIFIERS_NEVER_PASS = "identifiers-never-pass"
     DOMESTIC_STRICTER = "domestic-stricter"
     UNUSED_CROSS_BORDER_RULES = "unused-cross-border-rules"
+    SUDA_DEFAULT_FRACTION = "suda-default-fraction"
 
 
 for _model in (
@@ -1270,6 +1304,8 @@ for _model in (
     SensitiveMeasure,
     StatusCounts,
     StoredRule,
+    SudaMeasure,
+    SudaRecord,
     SumAnswer,
     SummaryEntry,
     Termination,

@@ -241,6 +241,7 @@ class Operations:
         idempotency_key: str | None = None,
         content_type: str | None = None,
         respond_async: bool = False,
+        hierarchy: Mapping[str, Upload] | None = None,
     ) -> m.TransferRead:
         """Ask the broker to send a dataset to another member (member key); its decision.
 
@@ -248,7 +249,8 @@ class Operations:
         until decided. ``idempotency_key`` (a random one when not given) makes every retry
         replay the first decision instead of making a second transfer. ``kind="aggregate"``
         with ``queries`` and ``epsilon``: statistics under differential privacy instead of rows.
-        ``data=None`` with ``location``: the broker reads the file there.
+        ``data=None`` with ``location``: the broker reads the file there. ``hierarchy``: column
+        -> an ARX hierarchy file (its bytes or a file object) for the remedy to follow.
         """
         form = _form(
             destination=destination,
@@ -270,6 +272,14 @@ class Operations:
         if respond_async:
             headers["Prefer"] = "respond-async"
         files = None if data is None else _file(data, filename, content_type)
+        if hierarchy:
+            files = [
+                *(files or {}).items(),
+                *(
+                    ("hierarchy", (f"{column}.csv", content, "text/csv"))
+                    for column, content in hierarchy.items()
+                ),
+            ]
         return self._call(
             Call(
                 "POST",
@@ -529,9 +539,13 @@ class Operations:
         beta: float | None = None,
         sampling_fraction: float | None = None,
         weights: str | None = None,
+        suda: bool | None = None,
+        suda_dis_fraction: float | None = None,
+        suda_max_msu: int | None = None,
         content_type: str | None = None,
     ) -> m.Report:
-        """Measure a dataset (Mmaq, k, l, t, risk) without any policy; nothing is stored."""
+        """Measure a dataset (Mmaq, k, l, t, risk; SUDA with ``suda=True``) without any
+        policy; nothing is stored."""
         form = _form(
             quasi_identifiers=columns(quasi_identifiers),
             sensitive=columns(sensitive),
@@ -540,6 +554,9 @@ class Operations:
             beta=beta,
             sampling_fraction=sampling_fraction,
             weights=weights,
+            suda=suda,
+            suda_dis_fraction=suda_dis_fraction,
+            suda_max_msu=suda_max_msu,
         )
         files = _file(data, filename, content_type)
         return self._call(Call("POST", "/v1/analyze", m.Report, data=form, files=files))

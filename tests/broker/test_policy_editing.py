@@ -304,3 +304,14 @@ def test_every_error_status_has_its_own_example(client):
             details = [body["detail"] for body in shown.values()]
             assert len(set(details)) == len(details), (method, path, details)
             assert not any("'zip'" in d for d in details if not path.startswith("/v1/transfers"))
+
+
+def test_check_warns_of_dis_suda_judged_at_the_default_fraction(client):
+    record = client.get("/v1/policies/SN", headers=ADMIN).json()["record"]
+    domestic = {**record["domestic_export"], "max_dis_suda": 0.05}
+    found, body = warnings_of(client, "SN", domestic_export=domestic)
+    assert ("suda-default-fraction", "domestic_export.max_dis_suda") in found
+    assert any("as if the data were a 1 % sample" in w["message"] for w in body["warnings"])
+    stated = {**domestic, "sampling_fraction": 0.2}
+    found, _ = warnings_of(client, "SN", domestic_export=stated)
+    assert all(code != "suda-default-fraction" for code, _ in found)

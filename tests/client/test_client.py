@@ -4,6 +4,7 @@ rules, against scripted servers and a real broker on 127.0.0.1, sync and async."
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 
 import httpx
@@ -189,6 +190,26 @@ def test_a_transfer_is_the_brokers_multipart_form():
         assert f'name="{name}"\r\n\r\n{value}\r\n'.encode() in body
     assert b'name="file"; filename="patients.csv"\r\nContent-Type: text/csv' in body
     assert CSV in body and b'name="kind"' not in body  # what is not given is not sent
+
+
+def test_hierarchies_are_repeated_file_parts_named_for_their_column():
+    hierarchy = {"Age": b"28;20-40;*\n", "Gender": io.BytesIO(b"F;*\nM;*\n")}
+    answers = ((503, {"title": "Unavailable", "status": 503}, {"Retry-After": "0"}),)
+    with (
+        Scripted(*answers, (200, APPROVED, {})) as server,
+        Client(server.url, "secret") as client,
+    ):
+        client.create_transfer(CSV, "patients.csv", "fr-research", "research", hierarchy=hierarchy)
+    for _, _, _, body in server.received:  # a retry sends every part again, from its start
+        assert b'name="file"; filename="patients.csv"' in body
+        assert (
+            b'name="hierarchy"; filename="Age.csv"\r\nContent-Type: text/csv\r\n\r\n28;20-40;*'
+            in body
+        )
+        assert (
+            b'name="hierarchy"; filename="Gender.csv"\r\nContent-Type: text/csv\r\n\r\nF;*\nM;*'
+            in body
+        )
 
 
 def test_a_broker_slower_than_the_timeout_is_unavailable_and_says_so():

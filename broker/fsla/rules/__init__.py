@@ -17,6 +17,7 @@ each rule's stricter direction :mod:`broker.fsla.stricter`.
 - :mod:`~broker.fsla.rules.k_anonymity`: k, in people;
 - :mod:`~broker.fsla.rules.risk`: journalist and marketer risk, population uniqueness, expected
   re-identifications;
+- :mod:`~broker.fsla.rules.suda`: DIS-SUDA of the riskiest record (special uniques);
 - :mod:`~broker.fsla.rules.diversity`: l, recursive (c, l), alpha;
 - :mod:`~broker.fsla.rules.closeness`: t, beta-likeness, delta-disclosure.
 
@@ -38,6 +39,7 @@ from broker.fsla.rules import (
     person,
     precision,
     risk,
+    suda,
 )
 from broker.fsla.rules.aggregate import aggregate_instead, aggregate_rules
 from broker.fsla.rules.base import Judged
@@ -57,6 +59,7 @@ FAMILIES = (
     mmaq,
     k_anonymity,
     risk,
+    suda,
     diversity,
     closeness,
 )
