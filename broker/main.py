@@ -29,7 +29,9 @@ from broker.dsp.callbacks import TIMEOUT_SECONDS as CALLBACK_TIMEOUT
 from broker.dsp.callbacks import send_due
 from broker.dsp.router import catalog_router as dsp_catalog
 from broker.dsp.router import negotiation_router as dsp_negotiations
+from broker.dsp.router import transfer_router as dsp_transfers
 from broker.dsp.router import well_known as dsp_well_known
+from broker.dsp.transfers import advance_due as advance_transfer_processes
 from broker.federation.router import router as federation_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -125,12 +127,16 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
                 send_due, app.state.sessionmaker, callback_client, settings.inbox_policy.refusal
             ),
         )
+        processes = Chore(  # before the callbacks, which send what it recorded
+            settings.protocol_callback_seconds,
+            partial(advance_transfer_processes, app.state.sessionmaker),
+        )
         jobs = JobRunner(
             app.state.sessionmaker,
             settings,
             app.state.monitoring,
             on_approved=worker.wake,
-            chores=[expiry, callbacks],
+            chores=[expiry, processes, callbacks],
         )
         app.state.job_runner = jobs
         health_client = httpx.Client(
@@ -203,6 +209,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         dsp_well_known,
         dsp_catalog,
         dsp_negotiations,
+        dsp_transfers,
     ):
         app.include_router(router)
 
