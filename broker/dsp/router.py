@@ -264,10 +264,10 @@ def transfer(provider_pid: ProcessPid, session: SessionDep, caller: CurrentMembe
     return _json(transfers.document(transfers.get(session, caller, provider_pid)))
 
 
-def _transfer_move(path: str, move: Move, summary: str, description: str):
+def _transfer_move(path: str, verb: str, move: Move, summary: str, description: str):
     @transfer_router.post(
         f"/transfers/{{provider_pid}}/{path}",
-        operation_id=f"dsp_{path}_transfer",
+        operation_id=f"dsp_{verb}_transfer",
         response_class=JSONResponse,
         responses=documented(TRANSFER_ERROR, 200, 400, 401, 403, 404, 503),
         summary=summary,
@@ -287,6 +287,7 @@ def _transfer_move(path: str, move: Move, summary: str, description: str):
 
 _transfer_move(
     "start",
+    "start",
     Move.START,
     "Resume a suspended transfer process (TransferStartMessage, consumer)",
     "SUSPENDED -> STARTED, under an agreement still in force. The provider's own start is the "
@@ -294,18 +295,21 @@ _transfer_move(
 )
 _transfer_move(
     "completion",
+    "complete",
     Move.COMPLETE,
     "Complete a started transfer process (TransferCompletionMessage, consumer)",
     "STARTED -> COMPLETED.",
 )
 _transfer_move(
     "suspension",
+    "suspend",
     Move.SUSPEND,
     "Suspend a started transfer process (TransferSuspensionMessage, consumer)",
     "STARTED -> SUSPENDED.",
 )
 _transfer_move(
     "termination",
+    "terminate",
     Move.TERMINATE,
     "End a transfer process (TransferTerminationMessage, consumer or provider)",
     "REQUESTED, STARTED or SUSPENDED -> TERMINATED; the other party is told in the broker's "
