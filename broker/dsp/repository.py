@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from broker.delivery.models import Delivery
 from broker.dsp.models import ProtocolTransfer, ProtocolTransferEvent
@@ -65,11 +65,15 @@ def linked(
 
 
 def waiting_for_data(session: Session, limit: int) -> Sequence[ProtocolTransfer]:
-    """Requested processes no /v1 transfer carries yet, oldest first."""
+    """Requested processes no /v1 transfer carries yet but one could (:func:`next_decision`
+    finds it), oldest first: a process still waiting for its data never holds back the
+    others."""
+    waiting = ProtocolTransfer
     return session.scalars(
-        select(ProtocolTransfer)
-        .where(ProtocolTransfer.state == "REQUESTED", ProtocolTransfer.transfer_id.is_(None))
-        .order_by(ProtocolTransfer.created_at, ProtocolTransfer.id)
+        select(waiting)
+        .where(waiting.state == "REQUESTED", waiting.transfer_id.is_(None))
+        .where(_decisions(waiting).exists())
+        .order_by(waiting.created_at, waiting.id)
         .limit(limit)
     ).all()
 
@@ -78,20 +82,24 @@ def next_decision(session: Session, found: ProtocolTransfer) -> Transfer | None:
     """The oldest approved or rejected /v1 transfer under the process's agreement, from its
     provider to its consumer, decided since the process was requested and carrying no other
     process's data."""
-    taken = select(ProtocolTransfer.transfer_id).where(ProtocolTransfer.transfer_id.is_not(None))
     return session.scalars(
-        select(Transfer)
-        .where(
-            Transfer.agreement_id == found.agreement_id,
-            Transfer.source_id == found.provider_id,
-            Transfer.destination_id == found.consumer_id,
-            Transfer.status.in_([TransferStatus.APPROVED, TransferStatus.REJECTED]),
-            Transfer.created_at >= found.created_at,
-            Transfer.id.not_in(taken),
-        )
-        .order_by(Transfer.created_at, Transfer.id)
-        .limit(1)
+        _decisions(found).order_by(Transfer.created_at, Transfer.id).limit(1)
     ).first()
+
+
+def _decisions(found):
+    """The transfers that may carry ``found``'s data (a process, or the class for a correlated
+    subquery)."""
+    other = aliased(ProtocolTransfer)  # never correlated with the process asked about
+    taken = select(other.transfer_id).where(other.transfer_id.is_not(None))
+    return select(Transfer).where(
+        Transfer.agreement_id == found.agreement_id,
+        Transfer.source_id == found.provider_id,
+        Transfer.destination_id == found.consumer_id,
+        Transfer.status.in_([TransferStatus.APPROVED, TransferStatus.REJECTED]),
+        Transfer.created_at >= found.created_at,
+        Transfer.id.not_in(taken),
+    )
 
 
 def delivered(session: Session, limit: int) -> Sequence[ProtocolTransfer]:

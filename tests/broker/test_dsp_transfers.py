@@ -47,9 +47,11 @@ def consumer():
 
 
 def agree(federation, inbox, terms=None, verify=True) -> str:
-    """fr-lab (its inbox records what it receives) with an agreement on ``terms`` for a
-    measured dataset of sn-hospital, FINALIZED unless not ``verify``."""
-    federation.add_lab(inbox.url)
+    """fr-lab (its inbox records what it receives; registered unless ``inbox`` is None) with
+    an agreement on ``terms`` for a measured dataset of sn-hospital, FINALIZED unless not
+    ``verify``."""
+    if inbox is not None:
+        federation.add_lab(inbox.url)
     dataset = publish(federation).json()["id"]
     measure(federation, dataset)
     negotiation = request(federation, dataset, member="fr-lab")["id"]
@@ -519,3 +521,40 @@ def test_the_job_runner_moves_processes(federation, agreement, consumer, inbox):
     with factory() as session:
         kinds = session.scalars(select(Notification.kind)).all()
     assert "transfer.requested" in kinds
+
+
+def test_processes_waiting_for_data_hold_back_none_that_has_it(
+    federation, agreement, consumer, monkeypatch
+):
+    """A pass looks at a bounded number of processes: those whose data came, not the oldest
+    ones still waiting for theirs."""
+    monkeypatch.setattr(transfers, "PER_PASS", 1)
+    waiting = started(federation, agreement, consumer)  # the oldest: no data comes for it
+    other = agree(federation, None)
+    found = transfer_request(other, consumer)
+    found["consumerPid"] = "urn:uuid:another-process"
+    served = post(federation, "/transfers/request", found).json()["providerPid"]
+    send(federation, other)
+    assert advance(federation) == 1
+    with federation.client.app.state.sessionmaker() as session:
+        assert session.get(ProtocolTransfer, served.removeprefix("urn:uuid:")).transfer_id
+        assert session.get(ProtocolTransfer, waiting.removeprefix("urn:uuid:")).transfer_id is None
+
+
+def test_a_callback_that_now_resolves_inside_is_not_called(federation, agreement, consumer):
+    """THREATS 14: the callback is checked again before each message."""
+    provider_pid = started(federation, agreement, consumer)
+    factory = federation.client.app.state.sessionmaker
+    with factory() as session:
+        kept = session.get(ProtocolTransfer, provider_pid.removeprefix("urn:uuid:"))
+        kept.callback_address = "http://169.254.169.254/latest"
+        session.commit()
+    ending = addressed("transfer-termination-message", provider_pid)
+    assert post(
+        federation, f"/transfers/{provider_pid}/termination", ending, "sn-hospital"
+    ).is_success
+    assert deliver(federation) == 0
+    with factory() as session:
+        kept = session.get(ProtocolTransfer, provider_pid.removeprefix("urn:uuid:"))
+        assert kept.last_error.startswith("callback address refused: it resolves to 169.254")
+    assert consumer.received == []
