@@ -26,6 +26,7 @@ from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
 from broker.dsp.callbacks import TIMEOUT_SECONDS as CALLBACK_TIMEOUT
+from broker.dsp.callbacks import Signer as CallbackSigner
 from broker.dsp.callbacks import send_due
 from broker.dsp.router import catalog_router as dsp_catalog
 from broker.dsp.router import negotiation_router as dsp_negotiations
@@ -124,7 +125,11 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         callbacks = Chore(
             settings.protocol_callback_seconds,
             partial(
-                send_due, app.state.sessionmaker, callback_client, settings.inbox_policy.refusal
+                send_due,
+                app.state.sessionmaker,
+                callback_client,
+                settings.inbox_policy.refusal,
+                CallbackSigner(app.state.keyring, settings.delivery_signature_seconds),
             ),
         )
         processes = Chore(  # before the callbacks, which send what it recorded

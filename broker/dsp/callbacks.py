@@ -17,6 +17,11 @@ A transfer process's messages (the broker's start, completion and end, at
 go out the same way, from the process's own history (:mod:`broker.dsp.transfers`): each kind
 of conversation is an :class:`Outbox`.
 
+Each message is signed as a delivery is (RFC 9421, Ed25519, the keys at
+``/.well-known/fedbroker-keys.json``), tagged ``fedbroker-callback``: the method, the target URI,
+the body (canonical JSON, RFC 8785) through its ``Content-Digest``, its type and the consumer
+member it is for (``X-Fedbroker-Recipient``), with a fresh nonce and a lifetime (:class:`Signer`).
+
 The callback address was checked when the request came (the rules inbox addresses follow); it is
 checked again before each message (its name may resolve elsewhere by then), and redirects are not
 followed.
@@ -24,6 +29,7 @@ followed.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -35,6 +41,7 @@ import httpx
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from broker.delivery.keyring import KeyRing
 from broker.dsp import documents
 from broker.dsp.models import (
     ProtocolNegotiation,
@@ -45,6 +52,9 @@ from broker.dsp.transfer_states import Move, Party
 from broker.fsla.offers import Terms
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent
 from broker.negotiations.states import Message, Role
+from broker.wire import headers as h
+from broker.wire.canonical import canonical_json
+from broker.wire.signing import content_digest, new_nonce
 
 log = logging.getLogger("fedbroker.dsp")
 MAX_BACKOFF_SECONDS = 600
@@ -83,15 +93,37 @@ class Outbox:
     sent: Any
     prefix: str
     message: Callable[[Session, Any, Any], tuple[str, dict[str, Any]] | None]
+    recipient: Callable[[Session, Any], str]  # the consumer member a conversation's are for
+
+
+@dataclass(frozen=True)
+class Signer:
+    """Signs each callback as deliveries are signed (RFC 9421, tag ``fedbroker-callback``):
+    a fresh nonce, valid ``lifetime`` seconds from now."""
+
+    keyring: KeyRing
+    lifetime: int = 300
+
+    def headers(self, url: str, body: bytes, recipient: str) -> dict[str, str]:
+        found = {
+            h.CONTENT_TYPE: documents.MEDIA_TYPE,
+            h.CONTENT_DIGEST: content_digest(hashlib.sha256(body).hexdigest()),
+            h.RECIPIENT: recipient,
+        }
+        created = int(time.time())
+        return found | self.keyring.sign_callback(
+            url, found, created=created, expires=created + self.lifetime, nonce=new_nonce()
+        )
 
 
 def send_due(
     factory: sessionmaker[Session],
     client: httpx.Client,
     refusal: Callable[[str], str | None],
+    signer: Signer,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> int:
-    """Send what is due to the consumers' callbacks; the number of messages sent."""
+    """Send what is due to the consumers' callbacks, signed; the number of messages sent."""
     sent = 0
     ends = time.monotonic() + PASS_SECONDS
     for outbox in OUTBOXES:
@@ -103,7 +135,7 @@ def send_due(
                 return sent  # the rest at the next pass
             with factory() as session:
                 if _lease(session, outbox, key, now()):
-                    sent += _send(session, outbox, key, client, refusal, now)
+                    sent += _send(session, outbox, key, client, refusal, signer, now)
     return sent
 
 
@@ -141,8 +173,9 @@ def _lease(session: Session, outbox: Outbox, key: str, moment: datetime) -> bool
     return taken.rowcount == 1
 
 
-def _send(session, outbox: Outbox, key: str, client, refusal, now) -> int:
+def _send(session, outbox: Outbox, key: str, client, refusal, signer: Signer, now) -> int:
     kept = session.get(outbox.kept, key)
+    recipient = outbox.recipient(session, kept)
     events = session.scalars(
         select(outbox.event)
         .where(outbox.owner == key)
@@ -156,7 +189,8 @@ def _send(session, outbox: Outbox, key: str, client, refusal, now) -> int:
             path, body = message
             base = kept.callback_address.rstrip("/")
             url = f"{base}/{outbox.prefix}/{kept.consumer_pid}/{path}"
-            error = _post(client, refusal, url, body)
+            content = canonical_json(body)
+            error = _post(client, refusal, url, content, signer.headers(url, content, recipient))
             if error is not None:
                 kept.attempts += 1
                 delay = min(2**kept.attempts, MAX_BACKOFF_SECONDS)
@@ -220,6 +254,7 @@ OUTBOXES = (
         NegotiationEvent.role != Role.CONSUMER,
         "negotiations",
         _negotiation_message,
+        lambda session, kept: session.get(Negotiation, kept.negotiation_id).consumer_id,
     ),
     Outbox(
         ProtocolTransfer,
@@ -229,17 +264,18 @@ OUTBOXES = (
         ProtocolTransferEvent.party == Party.PROVIDER,
         "transfers",
         _transfer_message,
+        lambda session, kept: kept.consumer_id,
     ),
 )
 
 
-def _post(client: httpx.Client, refusal, url: str, body: dict[str, Any]) -> str | None:
-    """POST ``body`` to ``url``: None when the consumer took it (2xx), else why not."""
+def _post(client: httpx.Client, refusal, url: str, content: bytes, headers) -> str | None:
+    """POST ``content`` to ``url``: None when the consumer took it (2xx), else why not."""
     refused = refusal(url)
     if refused is not None:
         return f"callback address refused: {refused}"
     try:
-        answer = client.post(url, json=body)
+        answer = client.post(url, content=content, headers=headers)
     except httpx.HTTPError as error:
         return f"{type(error).__name__}: {error}"
     if not answer.is_success:
