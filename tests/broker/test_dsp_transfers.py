@@ -101,9 +101,12 @@ def get(federation, provider_pid, member="fr-lab"):
 
 
 def addressed(name: str, provider_pid: str) -> dict:
+    """The specification's example message ``name``, for the process ``provider_pid`` (still
+    valid by its schema)."""
     found = copy.deepcopy(example(f"transfer/example/{name}.json"))
     found["providerPid"] = provider_pid
     found["consumerPid"] = CONSUMER_PID
+    schema_valid(found, f"transfer/{name}-schema.json")
     return found
 
 
@@ -145,7 +148,9 @@ def processes(federation) -> int:
 def test_the_data_an_agreement_covers_reaches_the_inbox_and_the_connector_hears_it(
     federation, agreement, consumer, inbox
 ):
-    first = post(federation, "/transfers/request", transfer_request(agreement, consumer, inbox))
+    asked = transfer_request(agreement, consumer, inbox)
+    schema_valid(asked, "transfer/transfer-request-message-schema.json")  # what a connector sends
+    first = post(federation, "/transfers/request", asked)
     assert first.status_code == 201, first.text
     process = first.json()
     schema_valid(process, PROCESS)
