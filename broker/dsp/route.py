@@ -130,8 +130,9 @@ def _answer(
 
 def documented(kind: str, success: int, *errors: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` of a protocol route: its document on ``success`` and the error
-    document on each of ``errors`` (the JSON bounds of every route, 413 and 422, stay
-    problems: they are answered before any route)."""
+    document on each of ``errors`` and on 422 (a JSON body over the bounds of every route: too
+    deep, a number too long). A body over the size limit is a 413 problem when its declared
+    length says so, answered before any route."""
     from broker.wire.problem_model import responses
 
     error_schema = {
@@ -152,9 +153,9 @@ def documented(kind: str, success: int, *errors: int) -> dict[int | str, dict[st
             "content": {MEDIA_TYPE: {"schema": {"type": "object"}}},
         }
     }
-    for status in errors:
+    for status in (*errors, 422):
         found[status] = {
             "description": f"A {kind}",
             "content": {MEDIA_TYPE: {"schema": error_schema}},
         }
-    return found | responses(413, 422)
+    return found | responses(413)

@@ -563,3 +563,11 @@ def test_a_callback_that_now_resolves_inside_is_not_called(federation, agreement
         kept = session.get(ProtocolTransfer, provider_pid.removeprefix("urn:uuid:"))
         assert kept.last_error.startswith("callback address refused: it resolves to 169.254")
     assert consumer.received == []
+
+
+def test_a_body_over_the_size_limit_is_refused_before_it_is_read(federation, agreement, consumer):
+    """THREATS 15: the broker's body limit holds on the protocol's routes."""
+    found = {**transfer_request(agreement, consumer), "padding": "x" * 3_000_000}
+    answer = post(federation, "/transfers/request", found)
+    assert answer.status_code == 413, answer.text[:200]
+    assert processes(federation) == 0
