@@ -220,12 +220,16 @@ def advance(session: Session) -> int:
         if decided is None:
             continue
         now = datetime.now(UTC)
+        carried = f"Transfer {decided.id} carries transfer process {found.id}"
         if decided.status == TransferStatus.REJECTED:
             after = State.TERMINATED
             if repository.linked(session, found.id, decided.id, now, after):
                 _event(session, found, Move.TERMINATE, Party.PROVIDER, after, now, REJECTED)
+                _tell_provider(session, found, "terminated", after, f"{carried}; it was rejected")
                 moved += 1
         elif repository.linked(session, found.id, decided.id, now):
+            waits = f"{carried}; it waits for its delivery"
+            _tell_provider(session, found, "linked", State.REQUESTED, waits)
             moved += 1
         session.commit()
     for found in repository.delivered(session, PER_PASS):
@@ -233,9 +237,25 @@ def advance(session: Session) -> int:
         if repository.moved(session, found.id, State.REQUESTED, State.COMPLETED, now):
             _event(session, found, Move.START, Party.PROVIDER, State.STARTED, now)
             _event(session, found, Move.COMPLETE, Party.PROVIDER, State.COMPLETED, now)
+            delivered = f"Transfer {found.transfer_id} reached {found.consumer_id}'s inbox"
+            _tell_provider(session, found, "completed", State.COMPLETED, delivered)
             moved += 1
         session.commit()
     return moved
+
+
+def _tell_provider(
+    session: Session, found: ProtocolTransfer, kind: str, state: State, detail: str
+) -> None:
+    """A ``transfer.<kind>`` notification to the process's provider member, in the broker's
+    words."""
+    agreements.notify(
+        session,
+        found.provider_id,
+        f"transfer.{kind}",
+        found.id,
+        f"{detail} (agreement {found.agreement_id}): the process is {state}",
+    )
 
 
 def advance_due(factory: sessionmaker[Session]) -> int:

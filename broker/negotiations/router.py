@@ -342,7 +342,8 @@ def get_agreement(
     description="Oldest first, after the id `after`: agreements an F-SLA change suspended or "
     "restored, and the Dataspace Protocol's transfer processes: a consumer's connector asking "
     "for the data of an agreement you provide (`transfer.requested`, the process's id as "
-    "`subject`), or ending it. Read them regularly; pass the last id you read as `after`.",
+    "`subject`), the transfer that carries it, its delivery or its end. Read them regularly; "
+    "pass the last id you read as `after`.",
 )
 def list_notifications(
     session: SessionDep,

@@ -188,6 +188,11 @@ def test_the_data_an_agreement_covers_reaches_the_inbox_and_the_connector_hears_
         assert (sent["providerPid"], sent["consumerPid"]) == (provider_pid, CONSUMER_PID)
         assert "dataAddress" not in sent  # pushed, not fetched
 
+    told = {n["kind"]: n["detail"] for n in notices(federation)}
+    assert told["transfer.linked"].startswith(f"Transfer {decision['id']} carries transfer ")
+    assert "reached fr-lab's inbox" in told["transfer.completed"]
+    assert "COMPLETED" in told["transfer.completed"]
+
     later = send(federation, agreement)  # a second transfer carries no finished process
     assert later["status"] == "approved"
     assert advance(federation) == 0
@@ -263,6 +268,8 @@ def test_a_rejected_transfer_ends_the_process_in_the_brokers_words(federation, a
     assert path == f"/cb/transfers/{CONSUMER_PID}/termination"
     schema_valid(sent, SCHEMAS["TransferTerminationMessage"])
     assert sent["reason"] == [transfers.REJECTED]
+    [told] = [n for n in notices(federation) if n["kind"] == "transfer.terminated"]
+    assert told["detail"].startswith(f"Transfer {decision['id']} carries")
     for leaked in ("Aminata", "public_health", "Disease", "Age"):
         assert leaked not in str(sent)
 
