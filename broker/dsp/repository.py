@@ -91,14 +91,14 @@ def _decisions(found):
     """The transfers that may carry ``found``'s data (a process, or the class for a correlated
     subquery)."""
     other = aliased(ProtocolTransfer)  # never correlated with the process asked about
-    taken = select(other.transfer_id).where(other.transfer_id.is_not(None))
+    taken = select(other.id).where(other.transfer_id == Transfer.id).exists()  # its unique index
     return select(Transfer).where(
         Transfer.agreement_id == found.agreement_id,
         Transfer.source_id == found.provider_id,
         Transfer.destination_id == found.consumer_id,
         Transfer.status.in_([TransferStatus.APPROVED, TransferStatus.REJECTED]),
         Transfer.created_at >= found.created_at,
-        Transfer.id.not_in(taken),
+        ~taken,
     )
 
 

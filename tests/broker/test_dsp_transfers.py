@@ -578,3 +578,21 @@ def test_a_body_over_the_size_limit_is_refused_before_it_is_read(federation, agr
     answer = post(federation, "/transfers/request", found)
     assert answer.status_code == 413, answer.text[:200]
     assert processes(federation) == 0
+
+
+def test_one_transfer_carries_one_process_the_oldest_first(federation, agreement, consumer):
+    first = started(federation, agreement, consumer)
+    found = transfer_request(agreement, consumer)
+    found["consumerPid"] = "urn:uuid:the-second-process"
+    second = post(federation, "/transfers/request", found).json()["providerPid"]
+    one = send(federation, agreement)
+    assert advance(federation) == 1
+    assert advance(federation) == 0  # the transfer is taken
+    two = send(federation, agreement)
+    assert advance(federation) == 1
+    with federation.client.app.state.sessionmaker() as session:
+        carried = {
+            pid: session.get(ProtocolTransfer, pid.removeprefix("urn:uuid:")).transfer_id
+            for pid in (first, second)
+        }
+    assert carried == {first: one["id"], second: two["id"]}
