@@ -227,7 +227,9 @@ class Settings(BaseSettings):
         2.0,
         gt=0,
         description="How often the provider's and the broker's messages of Dataspace Protocol "
-        "negotiations are sent to the consumers' callback addresses (and failed ones retried)",
+        "negotiations and transfer processes are sent to the consumers' callback addresses "
+        "(and failed ones retried), and transfer processes are tied to the /v1 transfers that "
+        "carry their data",
     )
     negotiation_sweep_seconds: float = Field(
         60.0,

@@ -26,10 +26,13 @@ from broker.delivery.keyring import KeyRing
 from broker.delivery.router import router as keys_router
 from broker.delivery.worker import DeliveryWorker
 from broker.dsp.callbacks import TIMEOUT_SECONDS as CALLBACK_TIMEOUT
+from broker.dsp.callbacks import Signer as CallbackSigner
 from broker.dsp.callbacks import send_due
 from broker.dsp.router import catalog_router as dsp_catalog
 from broker.dsp.router import negotiation_router as dsp_negotiations
+from broker.dsp.router import transfer_router as dsp_transfers
 from broker.dsp.router import well_known as dsp_well_known
+from broker.dsp.transfers import advance_due as advance_transfer_processes
 from broker.federation.router import router as federation_router
 from broker.members.health_checks import HealthChecker
 from broker.members.router import router as members_router
@@ -122,15 +125,23 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         callbacks = Chore(
             settings.protocol_callback_seconds,
             partial(
-                send_due, app.state.sessionmaker, callback_client, settings.inbox_policy.refusal
+                send_due,
+                app.state.sessionmaker,
+                callback_client,
+                settings.inbox_policy.refusal,
+                CallbackSigner(app.state.keyring, settings.delivery_signature_seconds),
             ),
+        )
+        processes = Chore(  # before the callbacks, which send what it recorded
+            settings.protocol_callback_seconds,
+            partial(advance_transfer_processes, app.state.sessionmaker),
         )
         jobs = JobRunner(
             app.state.sessionmaker,
             settings,
             app.state.monitoring,
             on_approved=worker.wake,
-            chores=[expiry, callbacks],
+            chores=[expiry, processes, callbacks],
         )
         app.state.job_runner = jobs
         health_client = httpx.Client(
@@ -203,6 +214,7 @@ def create_app(settings: Settings | None = None, *, bind: Connection | None = No
         dsp_well_known,
         dsp_catalog,
         dsp_negotiations,
+        dsp_transfers,
     ):
         app.include_router(router)
 

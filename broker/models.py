@@ -5,7 +5,7 @@ from broker.audit.models import AuditEntry
 from broker.catalog.models import CatalogDataset, CatalogVersion
 from broker.console.models import ConsoleSession
 from broker.delivery.models import Delivery
-from broker.dsp.models import ProtocolNegotiation
+from broker.dsp.models import ProtocolNegotiation, ProtocolTransfer, ProtocolTransferEvent
 from broker.members.models import Member, MemberHealth
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent, Notification
 from broker.policies.models import PolicyVersion
@@ -34,6 +34,8 @@ __all__ = [
     "PolicyVersion",
     "PrivacySpend",
     "ProtocolNegotiation",
+    "ProtocolTransfer",
+    "ProtocolTransferEvent",
     "ReleasedClasses",
     "Transfer",
     "TransferJob",

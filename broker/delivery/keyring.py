@@ -19,7 +19,14 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from broker.wire.signing import SignatureError, key_id, key_set, sign_delivery, sign_document
+from broker.wire.signing import (
+    SignatureError,
+    key_id,
+    key_set,
+    sign_callback,
+    sign_delivery,
+    sign_document,
+)
 
 _KEY_SUFFIX = ".pem"
 
@@ -67,6 +74,15 @@ class KeyRing:
         """The ``Signature-Input`` and ``Signature`` of a delivery to ``url``, by the newest
         key (:func:`broker.wire.signing.sign_delivery`)."""
         return sign_delivery(
+            self.keys[-1], url, headers, created=created, expires=expires, nonce=nonce
+        )
+
+    def sign_callback(
+        self, url: str, headers: Mapping[str, str], *, created: int, expires: int, nonce: str
+    ) -> dict[str, str]:
+        """The signature of a protocol callback to ``url``, by the newest key
+        (:func:`broker.wire.signing.sign_callback`)."""
+        return sign_callback(
             self.keys[-1], url, headers, created=created, expires=expires, nonce=nonce
         )
 

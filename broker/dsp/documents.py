@@ -18,7 +18,10 @@ from broker.wire.statuses import OfferKind
 VERSION = "2025-1"
 CONTEXT = ["https://w3id.org/dspace/2025/1/context.jsonld"]
 MEDIA_TYPE = "application/json"
-PROVIDER_PID = "urn:uuid:"  # a negotiation's providerPid is its id as a URN
+PROVIDER_PID = "urn:uuid:"  # a negotiation's or a transfer process's providerPid: its id as a URN
+# The one transfer type the broker does: it pushes the data, over HTTP, to the consumer member's
+# registered inbox (the name Eclipse EDC gives a push over HTTP).
+PUSH_FORMAT = "HttpData-PUSH"
 
 
 class ProtocolError(Exception):
@@ -75,7 +78,7 @@ def dataset(entry: dict[str, Any], offers: Sequence[Offer], broker_url: str) -> 
         "distribution": [
             {
                 "@type": "Distribution",
-                "format": description.get("format", "csv"),
+                "format": PUSH_FORMAT,
                 "accessService": _service(broker_url)["@id"],
             }
         ],
@@ -207,3 +210,31 @@ def termination_message(negotiation_id: str, consumer_pid: str, reason: str) -> 
         "code": "terminated",
         "reason": [reason],
     }
+
+
+def transfer_process(provider_pid: str, consumer_pid: str, state: str) -> dict[str, Any]:
+    return {
+        "@context": CONTEXT,
+        "@type": "TransferProcess",
+        "providerPid": PROVIDER_PID + provider_pid,
+        "consumerPid": consumer_pid,
+        "state": state,
+    }
+
+
+def transfer_message(
+    kind: str, provider_pid: str, consumer_pid: str, reason: str | None = None
+) -> dict[str, Any]:
+    """A provider's message on a transfer process (``kind``: TransferStartMessage,
+    TransferCompletionMessage, TransferSuspensionMessage or TransferTerminationMessage), with
+    the broker's ``reason`` where it gives one. A start names no ``dataAddress``: the data is
+    pushed to the consumer member's registered inbox, not fetched."""
+    found: dict[str, Any] = {
+        "@context": CONTEXT,
+        "@type": kind,
+        "providerPid": PROVIDER_PID + provider_pid,
+        "consumerPid": consumer_pid,
+    }
+    if reason:
+        found |= {"code": "terminated", "reason": [reason]}
+    return found

@@ -104,3 +104,59 @@ class NegotiationTermination(Message):
     provider_pid: Text = Field(alias="providerPid")
     code: Text | None = None
     reason: list[Text] = Field(default_factory=list, max_length=20)
+
+
+Pid = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=500, pattern=r"^[\x21-\x7e]+$"),
+]  # a URI: visible ASCII only, so two pids never differ by an invisible or look-alike letter
+
+
+class EndpointProperty(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: Literal["EndpointProperty"] = Field(alias="@type")
+    name: str = Field(max_length=200)
+    value: str = Field(max_length=4000)
+
+
+class DataAddress(BaseModel):
+    """Where a consumer asks the data to be pushed. The broker delivers to the consumer
+    member's registered inbox only: an ``endpoint`` must be that inbox; the properties (a
+    token, its type) are neither kept nor used."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    type: Literal["DataAddress"] = Field(alias="@type")
+    endpoint_type: Text = Field(alias="endpointType")
+    endpoint: str | None = Field(None, max_length=2000)
+    endpoint_properties: list[EndpointProperty] = Field(
+        default_factory=list, alias="endpointProperties", max_length=20
+    )
+
+
+class TransferRequest(Message):
+    type: Literal["TransferRequestMessage"] = Field(alias="@type")
+    consumer_pid: Pid = Field(alias="consumerPid")
+    agreement_id: Text = Field(alias="agreementId")
+    format: Text
+    data_address: DataAddress | None = Field(None, alias="dataAddress")
+    callback_address: Text = Field(alias="callbackAddress")
+
+
+class TransferMessage(Message):
+    """A message on an existing transfer process (start, completion, suspension, termination):
+    its pids, and for some a code and reasons (read for their shape; the broker forwards no
+    sender's text)."""
+
+    type: Literal[
+        "TransferStartMessage",
+        "TransferCompletionMessage",
+        "TransferSuspensionMessage",
+        "TransferTerminationMessage",
+    ] = Field(alias="@type")
+    consumer_pid: Text = Field(alias="consumerPid")
+    provider_pid: Text = Field(alias="providerPid")
+    code: Text | None = None
+    reason: list[object] = Field(default_factory=list, max_length=20)
+    data_address: DataAddress | None = Field(None, alias="dataAddress")

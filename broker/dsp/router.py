@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from broker.dsp import binding, documents
+from broker.dsp import binding, documents, transfers
 from broker.dsp.documents import ProtocolError
 from broker.dsp.messages import (
     AgreementVerification,
@@ -20,8 +20,17 @@ from broker.dsp.messages import (
     ContractRequest,
     NegotiationEvent,
     NegotiationTermination,
+    TransferMessage,
+    TransferRequest,
 )
-from broker.dsp.route import CATALOG_ERROR, NEGOTIATION_ERROR, documented, protocol_route
+from broker.dsp.route import (
+    CATALOG_ERROR,
+    NEGOTIATION_ERROR,
+    TRANSFER_ERROR,
+    documented,
+    protocol_route,
+)
+from broker.dsp.transfer_states import Move
 from broker.errors import MAX_INT32
 from broker.web.deps import CurrentMember, SessionDep, SettingsDep
 
@@ -34,7 +43,9 @@ catalog_router = APIRouter(prefix=BASE, tags=TAGS, route_class=protocol_route(CA
 negotiation_router = APIRouter(
     prefix=BASE, tags=TAGS, route_class=protocol_route(NEGOTIATION_ERROR)
 )
+transfer_router = APIRouter(prefix=BASE, tags=TAGS, route_class=protocol_route(TRANSFER_ERROR))
 ProviderPid = Annotated[str, Path(description="The negotiation's providerPid", max_length=80)]
+ProcessPid = Annotated[str, Path(description="The transfer process's providerPid", max_length=80)]
 
 
 def _json(document: dict[str, Any], status: int = 200, **headers: str) -> JSONResponse:
@@ -214,3 +225,94 @@ def negotiation_termination(
     caller: CurrentMember,
 ) -> JSONResponse:
     return _json(binding.termination(session, caller, provider_pid, message).document())
+
+
+@transfer_router.post(
+    "/transfers/request",
+    operation_id="dsp_request_transfer",
+    response_class=JSONResponse,
+    responses=documented(TRANSFER_ERROR, 201, 400, 401, 403, 404, 503),
+    status_code=201,
+    summary="Ask for the data an agreement covers (TransferRequestMessage)",
+    description="For a FINALIZED agreement you are the consumer of, in force: a transfer "
+    f"process, REQUESTED, and the provider is told. Format `{documents.PUSH_FORMAT}` only: "
+    "the broker delivers the data, once its checks pass, to your member's registered inbox "
+    "(a `dataAddress` naming anywhere else is refused). The same consumerPid again answers "
+    "the same process (200).",
+)
+def transfer_request(
+    message: Annotated[TransferRequest, Body()],
+    session: SessionDep,
+    caller: CurrentMember,
+    settings: SettingsDep,
+) -> JSONResponse:
+    found, new = transfers.request(session, caller, message, settings)
+    location = f"{BASE}/transfers/{documents.PROVIDER_PID}{found.id}"
+    return _json(transfers.document(found), 201 if new else 200, Location=location)
+
+
+@transfer_router.get(
+    "/transfers/{provider_pid}",
+    operation_id="dsp_get_transfer",
+    response_class=JSONResponse,
+    responses=documented(TRANSFER_ERROR, 200, 400, 401, 403, 404, 503),
+    summary="A transfer process",
+    description="The TransferProcess: its pids and state, for its consumer and its provider. "
+    "404 when you take no part in it.",
+)
+def transfer(provider_pid: ProcessPid, session: SessionDep, caller: CurrentMember):
+    return _json(transfers.document(transfers.get(session, caller, provider_pid)))
+
+
+def _transfer_move(path: str, verb: str, move: Move, summary: str, description: str):
+    @transfer_router.post(
+        f"/transfers/{{provider_pid}}/{path}",
+        operation_id=f"dsp_{verb}_transfer",
+        response_class=JSONResponse,
+        responses=documented(TRANSFER_ERROR, 200, 400, 401, 403, 404, 503),
+        summary=summary,
+        description=description,
+    )
+    def moved(
+        provider_pid: ProcessPid,
+        message: Annotated[TransferMessage, Body()],
+        session: SessionDep,
+        caller: CurrentMember,
+    ) -> JSONResponse:
+        found = transfers.move(session, caller, provider_pid, move, message)
+        return _json(transfers.document(found))
+
+    return moved
+
+
+_transfer_move(
+    "start",
+    "start",
+    Move.START,
+    "Resume a suspended transfer process (TransferStartMessage, consumer)",
+    "SUSPENDED -> STARTED, under an agreement still in force. The provider's own start is the "
+    "broker's delivery.",
+)
+_transfer_move(
+    "completion",
+    "complete",
+    Move.COMPLETE,
+    "Complete a started transfer process (TransferCompletionMessage, consumer)",
+    "STARTED -> COMPLETED.",
+)
+_transfer_move(
+    "suspension",
+    "suspend",
+    Move.SUSPEND,
+    "Suspend a started transfer process (TransferSuspensionMessage, consumer)",
+    "STARTED -> SUSPENDED.",
+)
+_transfer_move(
+    "termination",
+    "terminate",
+    Move.TERMINATE,
+    "End a transfer process (TransferTerminationMessage, consumer or provider)",
+    "REQUESTED, STARTED or SUSPENDED -> TERMINATED; the other party is told in the broker's "
+    "words (the message's reasons are not forwarded). A delivery already approved is not "
+    "called back.",
+)

@@ -340,7 +340,10 @@ def get_agreement(
     responses=responses(401, 403, 422),
     summary="What you must know that no answer of yours told you (member)",
     description="Oldest first, after the id `after`: agreements an F-SLA change suspended or "
-    "restored. Read them regularly; pass the last id you read as `after`.",
+    "restored, and the Dataspace Protocol's transfer processes: a consumer's connector asking "
+    "for the data of an agreement you provide (`transfer.requested`, the process's id as "
+    "`subject`), the transfer that carries it, its delivery or its end. Read them regularly; "
+    "pass the last id you read as `after`.",
 )
 def list_notifications(
     session: SessionDep,

@@ -70,6 +70,16 @@ COVERED = (
     h.RETAIN_UNTIL.lower(),
 )
 PARAMETERS = ("created", "keyid", "alg", "expires", "nonce", "tag")
+# A Dataspace Protocol callback (broker.dsp.callbacks): its JSON body through its digest, and
+# the member it is for; the target URI holds the consumer's own pid for the conversation.
+CALLBACK_TAG = "fedbroker-callback"
+CALLBACK_COVERED = (
+    "@method",
+    "@target-uri",
+    h.CONTENT_DIGEST.lower(),
+    h.CONTENT_TYPE.lower(),
+    h.RECIPIENT.lower(),
+)
 DOCUMENT_SCHEME = "ed25519-jcs"  # Ed25519 over the document's RFC 8785 canonical JSON
 LEGACY_DOCUMENT_SCHEME = "ed25519"  # over sorted_json: agreements signed before RFC 8785
 _DOCUMENT_FORMS = {
@@ -223,6 +233,24 @@ def sign_delivery(
     one, or a digest that is not RFC 9530's, raises :class:`SignatureError`); the body itself
     is not needed.
     """
+    return _sign(key, url, headers, created, expires, nonce, TAG, COVERED)
+
+
+def sign_callback(
+    key: Ed25519PrivateKey,
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    created: int,
+    expires: int,
+    nonce: str,
+) -> dict[str, str]:
+    """The ``Signature-Input`` and ``Signature`` of a protocol callback POSTed to ``url``:
+    as a delivery's, tagged :data:`CALLBACK_TAG`, covering :data:`CALLBACK_COVERED`."""
+    return _sign(key, url, headers, created, expires, nonce, CALLBACK_TAG, CALLBACK_COVERED)
+
+
+def _sign(key, url, headers, created, expires, nonce, tag, covered) -> dict[str, str]:
     message = Message("POST", url, dict(headers))
     kid = key_id(key.public_key())
     signer = HTTPMessageSigner(
@@ -236,12 +264,12 @@ def sign_delivery(
             expires=datetime.fromtimestamp(expires, UTC),
             nonce=nonce,
             label=LABEL,
-            tag=TAG,
-            covered_component_ids=COVERED,
+            tag=tag,
+            covered_component_ids=covered,
             use_existing_digest=True,
         )
     except HTTPMessageSignaturesException as error:
-        raise SignatureError(f"cannot sign the delivery: {error}") from None
+        raise SignatureError(f"cannot sign the message: {error}") from None
     return {name: message.headers[name] for name in (h.SIGNATURE_INPUT, h.SIGNATURE)}
 
 

@@ -293,6 +293,17 @@ class CounterRequest(BrokerModel):
     retention_days: int | None = None
 
 
+class DataAddress(BrokerModel):
+    """Where a consumer asks the data to be pushed. The broker delivers to the consumer member's
+    registered inbox only: an ``endpoint`` must be that inbox; the properties (a token, its type)
+    are neither kept nor used."""
+
+    type_: Literal["DataAddress"] = Field(alias="@type")
+    endpointType: str
+    endpoint: str | None = None
+    endpointProperties: list[EndpointProperty] | None = None
+
+
 class DataKeyCountsAnswer(BrokerModel):
     """count_by with keys from the data: the keys counted above the threshold."""
 
@@ -394,6 +405,12 @@ class DryRunPreview(BrokerModel):
     columns: int
     what: str
     note: str
+
+
+class EndpointProperty(BrokerModel):
+    type_: Literal["EndpointProperty"] = Field(alias="@type")
+    name: str
+    value: str
 
 
 class FSLARecord(BrokerModel):
@@ -1152,6 +1169,25 @@ class TransferKind(StrEnum):
     AGGREGATE = "aggregate"
 
 
+class TransferMessage(BrokerModel):
+    """A message on an existing transfer process (start, completion, suspension, termination): its
+    pids, and for some a code and reasons (read for their shape; the broker forwards no sender's
+    text)."""
+
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal[
+        "TransferStartMessage",
+        "TransferCompletionMessage",
+        "TransferSuspensionMessage",
+        "TransferTerminationMessage",
+    ] = Field(alias="@type")
+    consumerPid: str
+    providerPid: str
+    code: str | None = None
+    reason: list[Any] | None = None
+    dataAddress: DataAddress | None = None
+
+
 class TransferPage(BrokerModel):
     items: list[TransferRead]
     total: int
@@ -1185,6 +1221,16 @@ class TransferRead(BrokerModel):
     erased_at: datetime | None = None
     kind: TransferKind | None = None
     aggregate: AggregateRead | None = None
+
+
+class TransferRequest(BrokerModel):
+    context_: list[str] | str = Field(alias="@context")
+    type_: Literal["TransferRequestMessage"] = Field(alias="@type")
+    consumerPid: str
+    agreementId: str
+    format: str
+    dataAddress: DataAddress | None = None
+    callbackAddress: str
 
 
 class TransferStatus(StrEnum):
@@ -1241,6 +1287,7 @@ for _model in (
     ContractRequest,
     CountAnswer,
     CounterRequest,
+    DataAddress,
     DataKeyCountsAnswer,
     DatasetDescription,
     DatasetRead,
@@ -1250,6 +1297,7 @@ for _model in (
     DeliveryCounts,
     DeliveryRead,
     DryRunPreview,
+    EndpointProperty,
     FSLARecord,
     FederationOverview,
     HealthCounts,
@@ -1313,8 +1361,10 @@ for _model in (
     TermsRead,
     TransferForm,
     TransferJobRead,
+    TransferMessage,
     TransferPage,
     TransferRead,
+    TransferRequest,
     UniquenessEstimate,
 ):
     _model.model_rebuild()

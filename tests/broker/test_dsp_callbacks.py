@@ -5,6 +5,8 @@ against the specification's own schemas, in the order the negotiation went, once
 Read in place from the shared data folder, as tests/broker/test_dsp.py does (skipped without).
 """
 
+import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -14,8 +16,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from broker.dsp.callbacks import send_due
+from broker.dsp.callbacks import Signer, send_due
 from broker.dsp.models import ProtocolNegotiation
+from tests import rfc9421
 from tests.broker.conftest import bearer
 from tests.broker.test_catalog import measure, publish
 from tests.broker.test_dsp import (
@@ -43,6 +46,7 @@ class Consumer:
 
     def __init__(self):
         self.received: list[tuple[str, dict]] = []
+        self.raw: list[tuple[object, list[tuple[str, str]], bytes]] = []  # url, headers, body
         self.failures = 0  # answer 503 this many times first
 
     def app(self) -> Starlette:
@@ -50,7 +54,9 @@ class Consumer:
             if self.failures:
                 self.failures -= 1
                 return Response(status_code=503)
-            self.received.append((request.url.path, await request.json()))
+            body = await request.body()
+            self.received.append((request.url.path, json.loads(body)))
+            self.raw.append((request.url, list(request.headers.items()), body))
             return Response(status_code=200)
 
         return Starlette(routes=[Route("/cb/{rest:path}", take, methods=["POST"])])
@@ -80,6 +86,7 @@ def deliver(federation, moment=None) -> int:
             state.sessionmaker,
             client,
             state.settings.inbox_policy.refusal,
+            Signer(state.keyring),
             (lambda: moment) if moment else (lambda: datetime.now(UTC)),
         )
 
@@ -228,3 +235,30 @@ def test_a_redirect_from_the_callback_is_not_followed(federation, dataset):
     with federation.client.app.state.sessionmaker() as session:
         kept = session.get(ProtocolNegotiation, provider_pid.removeprefix("urn:uuid:"))
         assert kept.last_error == "the consumer answered 307" and kept.attempts == 1
+
+
+def test_each_callback_is_signed_for_its_consumer_as_deliveries_are(federation, dataset, consumer):
+    """THREATS 11: a connector checks that the broker sent the message, for this consumer, at
+    this address, with this body: an independent RFC 9421 verifier, the published keys."""
+    provider_pid = start(federation, dataset, consumer)
+    v1(federation, "sn-hospital", provider_pid, "offer")
+    assert deliver(federation) == 1
+    [(url, lines, body)] = consumer.raw
+    jwks = federation.client.get("/.well-known/fedbroker-keys.json").json()
+    checked = rfc9421.verify("POST", str(url), lines, jwks, tag="fedbroker-callback")
+    assert checked.components == [
+        "@method",
+        "@target-uri",
+        "content-digest",
+        "content-type",
+        "x-fedbroker-recipient",
+    ]
+    assert checked.fields["x-fedbroker-recipient"] == "fr-research"
+    assert checked.body_sha256 == hashlib.sha256(body).digest()
+    assert {"created", "expires", "nonce", "keyid"} <= set(checked.params)
+    elsewhere = str(url).replace("/cb/", "/other/")
+    with pytest.raises(rfc9421.Refused):  # posted again to another address
+        rfc9421.verify("POST", elsewhere, lines, jwks, tag="fedbroker-callback")
+    forged = [(n, "ng-health" if n == "x-fedbroker-recipient" else v) for n, v in lines]
+    with pytest.raises(rfc9421.Refused):  # re-addressed to another member
+        rfc9421.verify("POST", str(url), forged, jwks, tag="fedbroker-callback")
