@@ -51,12 +51,12 @@ from broker.metrics.content import (
     SAMPLE,
     TEXT,
     VERTICAL_ROWS,
-    VERTICAL_VALUE_CHARS,
     WORDS,
     Content,
     ScanBudget,
     content_of,
     fragment_kind,
+    may_spell_down,
     sample_distinct,
     split_content,
     vertical_content,
@@ -608,7 +608,8 @@ def _vertical_identifiers(
 ) -> list[AttributeReport]:
     """Columns that spell an identifier down their rows (one digit per row): the first
     :data:`~broker.metrics.content.VERTICAL_ROWS` rows, in order, of each column not yet a
-    direct identifier that has values of one or two characters, read by
+    direct identifier whose distinct values hold a piece of one
+    (:func:`~broker.metrics.content.may_spell_down`: nothing else can be found there), read by
     :func:`~broker.metrics.content.vertical_content`. Only an engine that reads rows in order
     (:class:`ReadsRowsInOrder`) is asked."""
     if not isinstance(engine, ReadsRowsInOrder):
@@ -616,7 +617,7 @@ def _vertical_identifiers(
     candidates = [
         a.name
         for a in attributes
-        if not a.content.direct_identifier and _has_short_values(engine.dictionary(a.name))
+        if not a.content.direct_identifier and may_spell_down(engine.dictionary(a.name).tolist())
     ]
     if not candidates:
         return attributes
@@ -628,17 +629,6 @@ def _vertical_identifiers(
             evidence = f"{vertical.describe()}, written down the rows of column {name!r}"
             _condemn(found, [name], vertical.kind, evidence)
     return [found[a.name] for a in attributes]
-
-
-def _has_short_values(dictionary: pd.Series) -> bool:
-    """Whether a column's distinct values hold one of 1 to :data:`VERTICAL_VALUE_CHARS`
-    characters, blanks around it aside, or any value that is not text (typed numbers: one digit
-    is a value below 100; a missing value). In plain Python: a dictionary is mostly a few
-    values, and a pandas operation costs more than reading them."""
-    values = dictionary.tolist()
-    if not all(isinstance(v, str) for v in values):
-        return True
-    return any(1 <= len(v.strip()) <= VERTICAL_VALUE_CHARS for v in values)
 
 
 def _population_report(
