@@ -449,3 +449,17 @@ class PlansCounts(Protocol):
 
         Without ``people`` the pass is cheaper: neither people nor duplicate rows are
         counted (a later plan counts them). A later plan counts only what no earlier one did."""
+
+
+@runtime_checkable
+class SamplesTuples(Protocol):
+    """An engine that can choose distinct tuples of a column set at random without counting
+    them all (a file larger than memory, where a set with a near-unique column has about as
+    many tuples as rows)."""
+
+    def sample_tuples(
+        self, column_sets: Sequence[Sequence[str]], sizes: Sequence[int]
+    ) -> list[list[np.ndarray]]:
+        """For each column set, the codes, column by column, of its ``size`` distinct tuples,
+        each as likely to be chosen whatever its number of rows, by randomness a sender cannot
+        predict (all of them when there are no more), in a random order."""

@@ -26,6 +26,7 @@ from broker.engines.base import (
     Engine,
     PlansCounts,
     ReadsRowsInOrder,
+    SamplesTuples,
     dictionary_of,
 )
 from broker.engines.pandas import PandasEngine, People
@@ -497,28 +498,34 @@ def _split_identifiers(
     parts; past two, most of them digits), any two columns of digits in their order, and any
     two columns of single words, in both orders (a given name and a family name, wherever
     they stand). A finding makes every
-    column of the set a direct identifier. The sets are counted in one more pass of an engine
-    that reads in passes (a set it cannot hold is counted as the combination search counts).
-    Then :func:`_vertical_identifiers`."""
+    column of the set a direct identifier. An engine that samples distinct tuples
+    (:class:`SamplesTuples`) chooses them without counting them all; otherwise the sets are
+    counted, in one more pass of an engine that reads in passes (a set it cannot hold is
+    counted as the combination search counts). Then :func:`_vertical_identifiers`."""
     sets = _split_sets(attributes, fragments)
     pairs = sum(1 for c in sets if len(c) == 2 and _adjacent(attributes, c))
     extra_budget = ScanBudget()  # the other sets' own: spent, they are no longer read
-    if sets and isinstance(engine, PlansCounts):
+    sampling = isinstance(engine, SamplesTuples)
+    if sets and not sampling and isinstance(engine, PlansCounts):
         with contextlib.suppress(DatasetTooLarge):
             engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
+    sizes = [SAMPLE if index < pairs else EXTRA_SET_SAMPLE for index in range(len(sets))]
+    sampled = engine.sample_tuples(sets, sizes) if sampling else None
+    dictionaries: dict[str, np.ndarray] = {}
     for index, columns in enumerate(sets):
         if all(found[c].content.direct_identifier for c in columns):
             continue  # already condemned by other sets
-        [table] = engine.counts([sorted(set(columns))])
         adjacent_pair = index < pairs
-        sample = SAMPLE if adjacent_pair else EXTRA_SET_SAMPLE
-        chosen = np.arange(table.size)
-        if table.size > sample:
-            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, sample, False)
-        values = [
-            dictionary_of(engine.dictionary(c)).to_numpy()[table.codes(c)[chosen]] for c in columns
-        ]
+        if sampled is not None:
+            codes = sampled[index]
+        else:
+            codes = _sampled_codes(engine, columns, sizes[index])
+        values = []
+        for column, chosen in zip(columns, codes, strict=True):
+            if column not in dictionaries:
+                dictionaries[column] = dictionary_of(engine.dictionary(column)).to_numpy()
+            values.append(dictionaries[column][chosen])
         tuples = list(zip(*values, strict=True))
         if adjacent_pair:
             split = split_content(tuples, regions, budget)
@@ -534,6 +541,16 @@ def _split_identifiers(
         _condemn(found, fresh, split.kind, f"{split.describe()}, split over the {where} {named}")
     attributes = [found[a.name] for a in attributes]
     return _vertical_identifiers(engine, attributes, regions, budget)
+
+
+def _sampled_codes(engine: Engine, columns: Sequence[str], size: int) -> list[np.ndarray]:
+    """The codes of ``size`` distinct tuples of ``columns`` chosen at random (all of them
+    when there are no more), from their count table."""
+    [table] = engine.counts([sorted(set(columns))])
+    chosen = np.arange(table.size)
+    if table.size > size:
+        chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, size, False)
+    return [table.codes(c)[chosen] for c in columns]
 
 
 def _split_sets(
