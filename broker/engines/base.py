@@ -56,8 +56,21 @@ WORST_CASE = "worst_case"
 def dictionary_of(values: pd.Series) -> pd.Series:
     """A column's distinct values as the contract hands them over: objects, a missing value as
     None, numbered 0..m-1 by position."""
-    values = values.astype(object)
-    return values.where(values.notna(), None).reset_index(drop=True)
+    return pd.Series(dictionary_values(values), dtype=object)
+
+
+def dictionary_values(values: pd.Series) -> np.ndarray:
+    """:func:`dictionary_of` as an array of objects (what a reader indexing it by codes
+    needs, without a Series built for it).
+
+    Examples
+    --------
+    >>> dictionary_values(pd.Series([1.5, float("nan"), 2.0])).tolist()
+    [1.5, None, 2.0]
+    """
+    found = values.to_numpy(dtype=object, copy=True)
+    found[pd.isna(found)] = None
+    return found
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,6 +28,7 @@ from broker.engines.base import (
     ReadsRowsInOrder,
     SamplesTuples,
     dictionary_of,
+    dictionary_values,
 )
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
@@ -524,7 +525,7 @@ def _split_identifiers(
         values = []
         for column, chosen in zip(columns, codes, strict=True):
             if column not in dictionaries:
-                dictionaries[column] = dictionary_of(engine.dictionary(column)).to_numpy()
+                dictionaries[column] = dictionary_values(engine.dictionary(column))
             values.append(dictionaries[column][chosen])
         tuples = list(zip(*values, strict=True))
         if adjacent_pair:
