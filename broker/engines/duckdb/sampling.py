@@ -90,12 +90,18 @@ def _sample(
         codes.append(f"{code} AS k{position}")
         joins.append(join)
     while True:
-        under = "" if share >= 1 else f" WHERE __fedbroker_h < {int(share * _KEYS)}::UBIGINT"
-        query = (
-            f"SELECT {', '.join(codes)} FROM (SELECT {names}, __fedbroker_h FROM "
-            f"(SELECT {names}, {key} AS __fedbroker_h FROM {table}){under} GROUP BY ALL "
-            f"ORDER BY __fedbroker_h LIMIT {int(size)}) t {' '.join(joins)}"
-        )
+        if share >= 1:  # every tuple: grouped first, then keyed
+            chosen = (
+                f"SELECT * FROM (SELECT {names} FROM {table} GROUP BY ALL) "
+                f"ORDER BY {key} LIMIT {int(size)}"
+            )
+        else:
+            chosen = (
+                f"SELECT {names}, __fedbroker_h FROM (SELECT {names}, {key} AS __fedbroker_h "
+                f"FROM {table}) WHERE __fedbroker_h < {int(share * _KEYS)}::UBIGINT "
+                f"GROUP BY ALL ORDER BY __fedbroker_h LIMIT {int(size)}"
+            )
+        query = f"SELECT {', '.join(codes)} FROM ({chosen}) t {' '.join(joins)}"
         found = engine._con.execute(query).fetchnumpy()
         taken = len(found["k0"])
         if taken >= size or share >= 1:
