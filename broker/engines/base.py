@@ -471,8 +471,13 @@ class SamplesTuples(Protocol):
     many tuples as rows)."""
 
     def sample_tuples(
-        self, column_sets: Sequence[Sequence[str]], sizes: Sequence[int]
+        self,
+        column_sets: Sequence[Sequence[str]],
+        sizes: Sequence[int],
+        read_again: bool = False,
     ) -> list[list[np.ndarray]]:
         """For each column set, the codes, column by column, of its ``size`` distinct tuples,
         each as likely to be chosen whatever its number of rows, by randomness a sender cannot
-        predict (all of them when there are no more), in a random order."""
+        predict (all of them when there are no more), in a random order. ``read_again``: the
+        rows will be read again after (a combination search), so an engine that copies them
+        for that may copy them now and sample from the copy."""

@@ -424,7 +424,8 @@ def report_of(
             )
         )
 
-    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget)
+    searched = max_combination_size > 0
+    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget, searched)
 
     qi_report, population_report = None, None
     if quasi_identifiers:
@@ -491,6 +492,7 @@ def _split_identifiers(
     fragments: dict[str, str | None],
     regions: Sequence[str],
     budget: ScanBudget,
+    searched: bool = False,
 ) -> list[AttributeReport]:
     """Columns, none of them a direct identifier, that may hold the parts of one identifier
     (digits, or single words one of which is a listed name: see
@@ -500,7 +502,8 @@ def _split_identifiers(
     two columns of single words, in both orders (a given name and a family name, wherever
     they stand). A finding makes every
     column of the set a direct identifier. An engine that samples distinct tuples
-    (:class:`SamplesTuples`) chooses them without counting them all; otherwise the sets are
+    (:class:`SamplesTuples`) chooses them without counting them all (from its copy of the rows
+    when the combination search, ``searched``, will read that copy); otherwise the sets are
     counted, in one more pass of an engine that reads in passes (a set it cannot hold is
     counted as the combination search counts). Then :func:`_vertical_identifiers`."""
     sets = _split_sets(attributes, fragments)
@@ -512,7 +515,7 @@ def _split_identifiers(
             engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
     sizes = [SAMPLE if index < pairs else EXTRA_SET_SAMPLE for index in range(len(sets))]
-    sampled = engine.sample_tuples(sets, sizes) if sampling else None
+    sampled = engine.sample_tuples(sets, sizes, searched) if sampling else None
     dictionaries: dict[str, np.ndarray] = {}
     for index, columns in enumerate(sets):
         if all(found[c].content.direct_identifier for c in columns):

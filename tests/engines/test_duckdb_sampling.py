@@ -17,14 +17,15 @@ def _tuples(engine, columns, codes) -> set[tuple]:
     return set(zip(*values, strict=True))
 
 
-@pytest.mark.parametrize("copied", [False, True], ids=["source", "copy"])
-def test_a_small_set_gives_every_distinct_tuple_once(copied):
+@pytest.mark.parametrize("read", ["source", "copy", "read again"])
+def test_a_small_set_gives_every_distinct_tuple_once(read):
     frame = pd.DataFrame({"a": list("xxyyz") * 4, "b": ["1", "1", "2", "3", "1"] * 4})
     engine = DuckDBEngine.from_frame(frame)
-    if copied:  # what the combination search reads, text columns as ENUMs
+    if read == "copy":  # what the combination search reads, text columns as ENUMs
         engine.tuple_sizes([["a", "b"]])
         assert engine._table is not None
-    [codes] = engine.sample_tuples([["a", "b"]], [250])
+    [codes] = engine.sample_tuples([["a", "b"]], [250], read_again=read == "read again")
+    assert (engine._table is not None) == (read != "source")
     assert len(codes[0]) == 4  # (x,1), (y,2), (y,3), (z,1): no tuple twice
     assert _tuples(engine, ["a", "b"], codes) == {("x", "1"), ("y", "2"), ("y", "3"), ("z", "1")}
 

@@ -338,10 +338,16 @@ class DuckDBEngine(CopiedRows):
         return self._con.frame(f"SELECT {selected} FROM {self._source} LIMIT {int(rows)}")
 
     def sample_tuples(
-        self, column_sets: Sequence[Sequence[str]], sizes: Sequence[int]
+        self,
+        column_sets: Sequence[Sequence[str]],
+        sizes: Sequence[int],
+        read_again: bool = False,
     ) -> list[list[np.ndarray]]:
         """Codes of distinct tuples of each set chosen at random, without counting every
-        tuple (:mod:`broker.engines.duckdb.sampling`)."""
+        tuple (:mod:`broker.engines.duckdb.sampling`); with ``read_again``, from the copy of
+        the rows, made now."""
+        if read_again:
+            self._loaded()
         return sample_tuples(self, column_sets, sizes)
 
     def row_sketch(
