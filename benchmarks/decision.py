@@ -8,7 +8,7 @@ the repository), the runs alternate between this checkout and that one, ``--repe
 the medians are compared: on a machine shared with other work, a change is only seen that way.
 
     .venv/bin/python benchmarks/decision.py --repeats 7
-    .venv/bin/python benchmarks/decision.py --against ../before --repeats 7
+    .venv/bin/python benchmarks/decision.py --against /tmp/before --repeats 7
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ memory), then runs, each in its own process under ``/usr/bin/time`` (wall second
     .venv/bin/python benchmarks/scale.py --rows 12600000     # about 1 GB
     .venv/bin/python benchmarks/scale.py --rows 66000000     # about 5 GB
     .venv/bin/python benchmarks/scale.py --rows 3000000 --combinations 3
-    .venv/bin/python benchmarks/scale.py --rows 3000000 --against ../before --repeats 5
+    .venv/bin/python benchmarks/scale.py --rows 3000000 --against /tmp/before --repeats 5
 
 With ``--against PATH`` (another checkout of the repository, its package importable from there),
 only our reports are timed, this checkout's and that one's alternately, ``--repeats`` times each,
