@@ -62,6 +62,26 @@ def test_a_tuple_of_many_rows_is_no_likelier_than_one_of_one_row():
     assert held <= 12  # 3 expected; a row sample gives about 56
 
 
+def test_many_columns_of_few_values_are_read_under_a_threshold(monkeypatch):
+    # 20 columns of two values: up to a million tuples, nearly 100,000 here, more than the
+    # 256 x 250 a read may group: never grouped whole.
+    rows = 100_000
+    frame = pd.DataFrame({f"c{i}": rng_bits(rows, i) for i in range(20)})
+    engine = DuckDBEngine.from_frame(frame)
+    engine.plan([[c] for c in frame.columns], people=False)
+    queries = []
+    execute = engine._con.execute
+    monkeypatch.setattr(engine._con, "execute", lambda q: queries.append(q) or execute(q))
+    [codes] = engine.sample_tuples([list(frame.columns)], [250])
+    assert len(_tuples(engine, list(frame.columns), codes)) == 250
+    sampled = [q for q in queries if "hash(xor(" in q]
+    assert sampled and all("__fedbroker_h <" in q for q in sampled)
+
+
+def rng_bits(rows: int, seed: int) -> list[str]:
+    return [str(b) for b in np.random.default_rng(seed).integers(0, 2, rows)]
+
+
 def test_samples_differ_between_reports():
     engine = DuckDBEngine.from_frame(pd.DataFrame({"id": [str(i) for i in range(5000)]}))
     first, second = (engine.sample_tuples([["id"]], [50])[0][0] for _ in range(2))

@@ -13,10 +13,11 @@ the sets use.
 Only the tuples whose key falls under a threshold are grouped, so that a set of millions of
 tuples is not held in a hash table: the threshold keeps, in expectation, four times ``size``
 tuples of a set with the geometric mean of the fewest (its largest column's values) and the most
-(its rows, or the product of its columns' values) distinct tuples it can have. When fewer than
-``size`` fall under it, the threshold is raised 64-fold and the set read again, up to the
-whole set: the smallest keys under a threshold are the smallest of all as soon as there are
-``size`` of them.
+(its rows, or the product of its columns' values) distinct tuples it can have, and never more
+than 256 times ``size`` of the most. When fewer than ``size`` fall under it, the threshold is
+raised 64-fold and the set read again, up to the whole set: the smallest keys under a threshold
+are the smallest of all as soon as there are ``size`` of them. So no read groups more than
+about 256 times ``size`` tuples, whatever the set.
 """
 
 from __future__ import annotations
@@ -81,7 +82,10 @@ def _sample(
     widths = [engine._width(c) for c in columns]
     fewest = max(widths)
     most = min(engine.rows, math.prod(widths))
-    share = KEPT_PER_SAMPLED * size / math.sqrt(fewest * max(most, fewest))
+    share = min(
+        KEPT_PER_SAMPLED * size / math.sqrt(fewest * max(most, fewest)),
+        KEPT_PER_SAMPLED * RAISED * size / max(most, 1),
+    )
     salt = secrets.randbits(64)
     names = ", ".join(quote(c) for c in columns)
     key = f"hash(xor(hash({names}), {salt}::UBIGINT))"
