@@ -64,11 +64,11 @@ def sample_tuples(
         ]
     used = [c for c in engine.columns if any(c in columns for columns in sets)]
     path = Path(engine._keep.name) / f"sampled_{next(NAMES)}.parquet"
-    engine._con.read(
-        f"COPY (SELECT {', '.join(map(quote, used))} FROM {engine._source}) "
-        f"TO {literal(str(path))} (FORMAT parquet)"
-    )
     try:
+        engine._con.read(
+            f"COPY (SELECT {', '.join(map(quote, used))} FROM {engine._source}) "
+            f"TO {literal(str(path))} (FORMAT parquet)"
+        )
         table = f"read_parquet({literal(str(path))})"
         return [_sample(engine, table, c, n, False) for c, n in zip(sets, sizes, strict=True)]
     finally:
