@@ -163,18 +163,33 @@ def _status_kib(field: str) -> int | None:
 def time_process(command: list[str], cwd: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one process, from ``/usr/bin/time``; exits the script
     with the command's last line on stderr when it fails."""
+    timed = time_process_cpu(command, cwd)
+    return timed.seconds, timed.rss
+
+
+@dataclass(frozen=True)
+class Timed:
+    seconds: float  # wall
+    cpu: float  # user + system seconds
+    rss: float  # peak MiB
+
+
+def time_process_cpu(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Timed:
+    """:func:`time_process` with the process's CPU seconds (user + system), which a machine
+    shared with other work changes less than wall seconds; ``env`` replaces the environment."""
     result = subprocess.run(
-        ["/usr/bin/time", "-f", "%e %M", *command],
+        ["/usr/bin/time", "-f", "%e %U %S %M", *command],
         capture_output=True,
         text=True,
         cwd=cwd,
         check=False,
+        env=env,
     )
     *said, figures = result.stderr.strip().splitlines()
     if result.returncode != 0:  # /usr/bin/time added "Command exited with non-zero status N"
         sys.exit(f"{command[:4]} failed: {said[-2] if len(said) > 1 else result.returncode}")
-    seconds, kib = figures.split()
-    return float(seconds), int(kib) / 1024
+    seconds, user, system, kib = figures.split()
+    return Timed(float(seconds), float(user) + float(system), int(kib) / 1024)
 
 
 # The peer, in a child process --------------------------------------------------------------------

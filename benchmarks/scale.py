@@ -16,6 +16,12 @@ memory), then runs, each in its own process under ``/usr/bin/time`` (wall second
     .venv/bin/python benchmarks/scale.py --rows 12600000     # about 1 GB
     .venv/bin/python benchmarks/scale.py --rows 66000000     # about 5 GB
     .venv/bin/python benchmarks/scale.py --rows 3000000 --combinations 3
+    .venv/bin/python benchmarks/scale.py --rows 3000000 --against /tmp/before --repeats 5
+
+With ``--against PATH`` (another checkout of the repository, its package importable from there),
+only our reports are timed, this checkout's and that one's alternately, ``--repeats`` times each,
+and their medians compared (wall and CPU seconds): on a shared machine, a change is only seen
+that way.
 
 Targets: peak RSS below 1 GiB; the full report within 2x of the bare ``GROUP BY`` and 1.15x of
 DuckDB counting the same sets; the default report (search included) within 3x of the bare one.
@@ -24,12 +30,14 @@ DuckDB counting the same sets; the default report (search included) within 3x of
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 from adult import write_csv
-from harness import time_process
+from harness import Timed, time_process, time_process_cpu
 
 QUASI_IDENTIFIERS = ["age", "education", "marital-status", "occupation", "sex", "native-country"]
 SENSITIVE = ["income", "relationship"]
@@ -48,6 +56,12 @@ def main() -> None:
         metavar="N",
         help="also run the report with the combination search of up to N attributes",
     )
+    parser.add_argument(
+        "--against",
+        metavar="PATH",
+        help="another checkout: time its reports and ours alternately instead of the baselines",
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each with --against")
     parser.add_argument("--folder", help="where to write the file (default: a temporary folder)")
     parser.add_argument(
         "--keep",
@@ -109,8 +123,21 @@ def main() -> None:
                 ],
             )
         )
+        search = [*cli[:-4], "--combinations", str(args.combinations), *cli[-2:]]
+        if args.against:
+            reports = [
+                ("full report", [*cli, "--engine", "duckdb", "--memory-limit", args.memory_limit])
+            ]
+            if args.combinations:
+                reports.append(
+                    (
+                        f"search of {args.combinations}",
+                        [*search, "--engine", "duckdb", "--memory-limit", args.memory_limit],
+                    )
+                )
+            _compare(reports, Path(args.against).resolve(), args.repeats)
+            return
         if args.combinations:
-            search = [*cli[:-4], "--combinations", str(args.combinations), *cli[-2:]]
             runs.append(
                 (
                     f"ours, search of {args.combinations}",
@@ -136,6 +163,24 @@ def main() -> None:
         _target("default report, peak RSS below 1 GiB", f"{default[1]:,.0f} MiB", default[1] < 1024)
         ratio = default[0] / base[0]
         _target("default report within 3x of the bare GROUP BY", ratio, ratio <= 3)
+
+
+def _compare(reports: list[tuple[str, list[str]]], other: Path, repeats: int) -> None:
+    """Each report timed in this checkout and in ``other``, alternately, ``repeats`` times."""
+    checkouts = {"this checkout": ROOT, other.name or str(other): other}
+    figures: dict[tuple[str, str], list[Timed]] = {}
+    for _ in range(repeats):
+        for report, command in reports:
+            for name, root in checkouts.items():
+                env = {**os.environ, "PYTHONPATH": str(root)}
+                figures.setdefault((report, name), []).append(time_process_cpu(command, root, env))
+    header = f"{'report':>16} | {'checkout':>14} | {'median wall s':>13} | {'median CPU s':>12}"
+    print(f"{header} | runs (wall/CPU)")
+    for (report, name), timed in figures.items():
+        wall = statistics.median(t.seconds for t in timed)
+        cpu = statistics.median(t.cpu for t in timed)
+        runs = ", ".join(f"{t.seconds:.1f}/{t.cpu:.1f}" for t in timed)
+        print(f"{report:>16} | {name[:14]:>14} | {wall:13.1f} | {cpu:12.1f} | {runs}")
 
 
 def _target(name: str, figure: float | str, met: bool) -> None:

@@ -56,8 +56,21 @@ WORST_CASE = "worst_case"
 def dictionary_of(values: pd.Series) -> pd.Series:
     """A column's distinct values as the contract hands them over: objects, a missing value as
     None, numbered 0..m-1 by position."""
-    values = values.astype(object)
-    return values.where(values.notna(), None).reset_index(drop=True)
+    return pd.Series(dictionary_values(values), dtype=object)
+
+
+def dictionary_values(values: pd.Series) -> np.ndarray:
+    """:func:`dictionary_of` as an array of objects (what a reader indexing it by codes
+    needs, without a Series built for it).
+
+    Examples
+    --------
+    >>> dictionary_values(pd.Series([1.5, float("nan"), 2.0])).tolist()
+    [1.5, None, 2.0]
+    """
+    found = values.to_numpy(dtype=object, copy=True)
+    found[pd.isna(found)] = None
+    return found
 
 
 @dataclass(frozen=True, eq=False)
@@ -449,3 +462,22 @@ class PlansCounts(Protocol):
 
         Without ``people`` the pass is cheaper: neither people nor duplicate rows are
         counted (a later plan counts them). A later plan counts only what no earlier one did."""
+
+
+@runtime_checkable
+class SamplesTuples(Protocol):
+    """An engine that can choose distinct tuples of a column set at random without counting
+    them all (a file larger than memory, where a set with a near-unique column has about as
+    many tuples as rows)."""
+
+    def sample_tuples(
+        self,
+        column_sets: Sequence[Sequence[str]],
+        sizes: Sequence[int],
+        read_again: bool = False,
+    ) -> list[list[np.ndarray]]:
+        """For each column set, the codes, column by column, of its ``size`` distinct tuples,
+        each as likely to be chosen whatever its number of rows, by randomness a sender cannot
+        predict (all of them when there are no more), in a random order. ``read_again``: the
+        rows will be read again after (a combination search), so an engine that copies them
+        for that may copy them now and sample from the copy."""

@@ -242,29 +242,66 @@ def vertical_content(
     >>> vertical_content("stars", list("4111111111111111") + list("1234512345" * 5))
     """
     budget = budget or ScanBudget()
-    text = ["" if is_missing(v) else _text(v).strip() for v in values]
-    short = [_piece(t) for t in text]
-    if len(text) > _VERTICAL_SMALL_COLUMN and sum(short) * 2 > len(text):
+    text = _texts(values)
+    short = np.fromiter((_piece(t) for t in text), dtype=bool, count=len(text))
+    if len(text) > _VERTICAL_SMALL_COLUMN and int(short.sum()) * 2 > len(text):
         return None
-    runs, run = [], []
-    for value, is_short in zip(text, short, strict=True):
-        if is_short:
-            run.append(value)
-        elif value:  # a longer value ends the run; a missing or blank one does not
-            runs.append(run)
-            run = []
-    runs.append(run)
+    if not short.any():
+        return None
+    # Runs: a longer value ends one (a missing or blank one does not); the characters each
+    # run joins into, blanks aside, decide which are read.
+    ends = np.fromiter((bool(t) for t in text), dtype=bool, count=len(text)) & ~short
+    run_of = np.cumsum(ends)
+    chars = np.fromiter((len(t) - t.count(" ") for t in text), dtype=np.int64, count=len(text))
+    per_run = np.bincount(run_of[short], weights=chars[short], minlength=run_of[-1] + 1)
+    read = np.flatnonzero((per_run >= _VERTICAL_RUN.start) & (per_run < _VERTICAL_RUN.stop))
     try:
-        for run in runs:
+        for run_id in read:
+            run = [text[i] for i in np.flatnonzero(short & (run_of == run_id))]
             for joined in ("".join(run), " ".join(run)):
-                if len(joined.replace(" ", "")) not in _VERTICAL_RUN:
-                    continue
                 for finding in scan(f"{name}: {joined}", regions, budget):
                     if finding.strength == STRONG and finding.kind != PERSON_NAME:
                         return finding
     except BudgetSpent:
         return _FAILED_CLOSED
     return None
+
+
+def may_spell_down(distinct: Sequence) -> bool:
+    """Whether any of a column's ``distinct`` values may be a piece of an identifier written
+    down its rows (:func:`_piece`): :func:`vertical_content` finds nothing in a column that
+    has none, so its rows need not be read.
+
+    >>> may_spell_down(["flu", "tb", "ok"]), may_spell_down(["flu", " 4 ", None])
+    (False, True)
+    """
+    for value in distinct:
+        if isinstance(value, str):
+            text = value.strip()
+        else:
+            text = "" if is_missing(value) else _text(value).strip()
+        if 0 < len(text) <= VERTICAL_VALUE_CHARS and _piece(text):
+            return True
+    return False
+
+
+def _texts(values: Sequence) -> list[str]:
+    """Each of ``values`` as :func:`vertical_content` reads it (stripped, missing as blank),
+    worked out once per distinct value: a column's first rows repeat a few values."""
+    seen: dict = {}
+    found = []
+    for value in values:
+        try:
+            key = (value.__class__, value)
+            text = seen.get(key)
+        except TypeError:  # an unhashable value
+            key, text = None, None
+        if text is None:
+            text = "" if is_missing(value) else _text(value).strip()
+            if key is not None:
+                seen[key] = text
+        found.append(text)
+    return found
 
 
 def _piece(text: str) -> bool:

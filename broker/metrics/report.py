@@ -26,7 +26,9 @@ from broker.engines.base import (
     Engine,
     PlansCounts,
     ReadsRowsInOrder,
+    SamplesTuples,
     dictionary_of,
+    dictionary_values,
 )
 from broker.engines.pandas import PandasEngine, People
 from broker.metrics.anonymity import (
@@ -51,12 +53,12 @@ from broker.metrics.content import (
     SAMPLE,
     TEXT,
     VERTICAL_ROWS,
-    VERTICAL_VALUE_CHARS,
     WORDS,
     Content,
     ScanBudget,
     content_of,
     fragment_kind,
+    may_spell_down,
     sample_distinct,
     split_content,
     vertical_content,
@@ -491,7 +493,8 @@ def report_of(
             )
         )
 
-    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget)
+    searched = max_combination_size > 0
+    attributes = _split_identifiers(engine, attributes, fragments, regions, scan_budget, searched)
 
     qi_report, population_report = None, None
     if quasi_identifiers:
@@ -565,6 +568,7 @@ def _split_identifiers(
     fragments: dict[str, str | None],
     regions: Sequence[str],
     budget: ScanBudget,
+    searched: bool = False,
 ) -> list[AttributeReport]:
     """Columns, none of them a direct identifier, that may hold the parts of one identifier
     (digits, or single words one of which is a listed name: see
@@ -573,28 +577,35 @@ def _split_identifiers(
     parts; past two, most of them digits), any two columns of digits in their order, and any
     two columns of single words, in both orders (a given name and a family name, wherever
     they stand). A finding makes every
-    column of the set a direct identifier. The sets are counted in one more pass of an engine
-    that reads in passes (a set it cannot hold is counted as the combination search counts).
-    Then :func:`_vertical_identifiers`."""
+    column of the set a direct identifier. An engine that samples distinct tuples
+    (:class:`SamplesTuples`) chooses them without counting them all (from its copy of the rows
+    when the combination search, ``searched``, will read that copy); otherwise the sets are
+    counted, in one more pass of an engine that reads in passes (a set it cannot hold is
+    counted as the combination search counts). Then :func:`_vertical_identifiers`."""
     sets = _split_sets(attributes, fragments)
     pairs = sum(1 for c in sets if len(c) == 2 and _adjacent(attributes, c))
     extra_budget = ScanBudget()  # the other sets' own: spent, they are no longer read
-    if sets and isinstance(engine, PlansCounts):
+    sampling = isinstance(engine, SamplesTuples)
+    if sets and not sampling and isinstance(engine, PlansCounts):
         with contextlib.suppress(DatasetTooLarge):
             engine.plan([sorted(set(columns)) for columns in sets], people=False)
     found = {a.name: a for a in attributes}
+    sizes = [SAMPLE if index < pairs else EXTRA_SET_SAMPLE for index in range(len(sets))]
+    sampled = engine.sample_tuples(sets, sizes, searched) if sampling else None
+    dictionaries: dict[str, np.ndarray] = {}
     for index, columns in enumerate(sets):
         if all(found[c].content.direct_identifier for c in columns):
             continue  # already condemned by other sets
-        [table] = engine.counts([sorted(set(columns))])
         adjacent_pair = index < pairs
-        sample = SAMPLE if adjacent_pair else EXTRA_SET_SAMPLE
-        chosen = np.arange(table.size)
-        if table.size > sample:
-            chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, sample, False)
-        values = [
-            dictionary_of(engine.dictionary(c)).to_numpy()[table.codes(c)[chosen]] for c in columns
-        ]
+        if sampled is not None:
+            codes = sampled[index]
+        else:
+            codes = _sampled_codes(engine, columns, sizes[index])
+        values = []
+        for column, chosen in zip(columns, codes, strict=True):
+            if column not in dictionaries:
+                dictionaries[column] = dictionary_values(engine.dictionary(column))
+            values.append(dictionaries[column][chosen])
         tuples = list(zip(*values, strict=True))
         if adjacent_pair:
             split = split_content(tuples, regions, budget)
@@ -610,6 +621,16 @@ def _split_identifiers(
         _condemn(found, fresh, split.kind, f"{split.describe()}, split over the {where} {named}")
     attributes = [found[a.name] for a in attributes]
     return _vertical_identifiers(engine, attributes, regions, budget)
+
+
+def _sampled_codes(engine: Engine, columns: Sequence[str], size: int) -> list[np.ndarray]:
+    """The codes of ``size`` distinct tuples of ``columns`` chosen at random (all of them
+    when there are no more), from their count table."""
+    [table] = engine.counts([sorted(set(columns))])
+    chosen = np.arange(table.size)
+    if table.size > size:
+        chosen = np.random.default_rng(secrets.randbits(64)).choice(table.size, size, False)
+    return [table.codes(c)[chosen] for c in columns]
 
 
 def _split_sets(
@@ -684,7 +705,8 @@ def _vertical_identifiers(
 ) -> list[AttributeReport]:
     """Columns that spell an identifier down their rows (one digit per row): the first
     :data:`~broker.metrics.content.VERTICAL_ROWS` rows, in order, of each column not yet a
-    direct identifier that has values of one or two characters, read by
+    direct identifier whose distinct values hold a piece of one
+    (:func:`~broker.metrics.content.may_spell_down`: nothing else can be found there), read by
     :func:`~broker.metrics.content.vertical_content`. Only an engine that reads rows in order
     (:class:`ReadsRowsInOrder`) is asked."""
     if not isinstance(engine, ReadsRowsInOrder):
@@ -692,7 +714,7 @@ def _vertical_identifiers(
     candidates = [
         a.name
         for a in attributes
-        if not a.content.direct_identifier and _has_short_values(engine.dictionary(a.name))
+        if not a.content.direct_identifier and may_spell_down(engine.dictionary(a.name).tolist())
     ]
     if not candidates:
         return attributes
@@ -704,17 +726,6 @@ def _vertical_identifiers(
             evidence = f"{vertical.describe()}, written down the rows of column {name!r}"
             _condemn(found, [name], vertical.kind, evidence)
     return [found[a.name] for a in attributes]
-
-
-def _has_short_values(dictionary: pd.Series) -> bool:
-    """Whether a column's distinct values hold one of 1 to :data:`VERTICAL_VALUE_CHARS`
-    characters, blanks around it aside, or any value that is not text (typed numbers: one digit
-    is a value below 100; a missing value). In plain Python: a dictionary is mostly a few
-    values, and a pandas operation costs more than reading them."""
-    values = dictionary.tolist()
-    if not all(isinstance(v, str) for v in values):
-        return True
-    return any(1 <= len(v.strip()) <= VERTICAL_VALUE_CHARS for v in values)
 
 
 def _population_report(

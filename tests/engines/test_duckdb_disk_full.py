@@ -73,3 +73,15 @@ def test_other_duckdb_errors_are_not_taken_for_a_full_disk():
     assert disk_full(raised.value) is None
     with pytest.raises(duckdb.Error):
         Connection(connection).execute("SELECT nonsense FROM nowhere")
+
+
+def test_sampling_split_tuples_without_room_is_enospc_and_leaves_no_file(tmp_path, monkeypatch):
+    with small_filesystem(tmp_path / "work", "4m") as folder:
+        monkeypatch.setattr(tempfile, "tempdir", str(folder))  # the engine's working files
+        engine = _engine(tmp_path)
+        engine.plan([[c] for c in engine.columns], people=False)  # the report's first pass
+        fill(folder, leave=0)
+        with pytest.raises(OSError) as raised:
+            engine.sample_tuples([["age", "sex"]], [250])
+        assert raised.value.errno == errno.ENOSPC
+        assert not list(folder.rglob("sampled_*"))

@@ -37,6 +37,7 @@ from broker.engines.duckdb.opening import (
     source_of,
 )
 from broker.engines.duckdb.passes import Pass, sizes_of
+from broker.engines.duckdb.sampling import sample_tuples
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, quote
 from broker.engines.people import (
     RareTuples,
@@ -335,6 +336,19 @@ class DuckDBEngine(CopiedRows):
         require_columns(self._names, columns)
         selected = ", ".join(quote(c) for c in columns)
         return self._con.frame(f"SELECT {selected} FROM {self._source} LIMIT {int(rows)}")
+
+    def sample_tuples(
+        self,
+        column_sets: Sequence[Sequence[str]],
+        sizes: Sequence[int],
+        read_again: bool = False,
+    ) -> list[list[np.ndarray]]:
+        """Codes of distinct tuples of each set chosen at random, without counting every
+        tuple (:mod:`broker.engines.duckdb.sampling`); with ``read_again``, from the copy of
+        the rows, made now."""
+        if read_again:
+            self._loaded()
+        return sample_tuples(self, column_sets, sizes)
 
     def row_sketch(
         self, columns: Sequence[str], cell_hash: Callable[[str], str], size: int
