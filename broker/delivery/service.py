@@ -44,7 +44,6 @@ from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict
 from broker.intake.tables import Written
-from broker.members import repository as members
 from broker.wire import headers as h
 from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
@@ -134,11 +133,8 @@ def claim(
     """Lease up to ``limit`` due deliveries for ``owner``."""
     now = datetime.now(UTC)
     until = now + timedelta(seconds=settings.delivery_lease_seconds)
-    claimed = []
     with factory() as session:
-        for transfer_id in repository.due(session, now, limit):
-            if repository.take_lease(session, transfer_id, owner, now, until):
-                claimed.append(transfer_id)
+        claimed = repository.lease_due(session, owner, now, until, limit)
         session.commit()
     return claimed
 
@@ -177,7 +173,8 @@ def attempt(
     """Make one attempt at a leased delivery (the POST is its last step): what it gave, to
     :func:`settle`, or a status when there was nothing to attempt (``lease_lost``, held)."""
     with factory() as session:
-        delivery = repository.get(session, transfer_id)
+        found = repository.with_destination(session, transfer_id)  # one query, not three
+        delivery, destination, health = found if found is not None else (None, None, None)
         if (
             delivery is None
             or delivery.status != DeliveryStatus.PENDING
@@ -186,8 +183,6 @@ def attempt(
         ):
             return "lease_lost"  # settled or taken over since we claimed it
         destination_id = delivery.destination_id
-        destination = members.get(session, destination_id)
-        health = members.health(session, destination_id)
         if health is not None and health.state == HealthState.DOWN:
             # Marked down since we claimed it: held, not attempted, its attempts not spent.
             repository.release(session, transfer_id, owner)
