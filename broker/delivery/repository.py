@@ -112,18 +112,18 @@ def get(session: Session, transfer_id: str) -> Delivery | None:
     return session.get(Delivery, transfer_id)
 
 
-def with_destination(
-    session: Session, transfer_id: str
-) -> tuple[Delivery, Member | None, MemberHealth | None] | None:
-    """The delivery, its destination member and that member's health (None where a row is
-    missing), in one query: what an attempt reads."""
+def with_destinations(
+    session: Session, transfer_ids: list[str]
+) -> dict[str, tuple[Delivery, Member | None, MemberHealth | None]]:
+    """These deliveries, each with its destination member and that member's health (None
+    where a row is missing), in one query: what their attempts read."""
     found = session.execute(
         select(Delivery, Member, MemberHealth)
         .outerjoin(Member, Member.id == Delivery.destination_id)
         .outerjoin(MemberHealth, MemberHealth.member_id == Delivery.destination_id)
-        .where(Delivery.transfer_id == transfer_id)
-    ).first()
-    return None if found is None else (found[0], found[1], found[2])
+        .where(Delivery.transfer_id.in_(transfer_ids))
+    )
+    return {delivery.transfer_id: (delivery, member, health) for delivery, member, health in found}
 
 
 def release(session: Session, transfer_id: str, owner: str) -> bool:
