@@ -168,7 +168,7 @@ class DeliveryWorker:
                     self.settings,
                     self.keyring,
                     transfer_id,
-                    found,
+                    found=found,
                 )
                 if isinstance(attempted, str):  # nothing attempted: lease lost, or held
                     status = attempted
