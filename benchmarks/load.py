@@ -126,11 +126,11 @@ def main() -> None:
             cpu = _cpu_seconds(broker_pid) - cpu
             member_cpu = sum(_cpu_seconds(pid) for pid in members) - member_cpu
             machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
-            inside, statements = _broker_figures(broker_url)
             approved = [r for r in results if r[1] == "approved"]
             delivered = _wait_delivered(inbox, len(approved))
             behind = time.monotonic() - last_decision
             states = _delivery_states(broker_url, admin)
+            inside, statements = _broker_figures(broker_url, args.workers)  # deliveries done
             _report(results, args.seconds, floor, approved, delivered)
             print(
                 f"floor: a trivial FastAPI endpoint taking the same upload, served as the broker "
@@ -162,8 +162,8 @@ def main() -> None:
             )
             print(
                 f"the broker sent its database {statements:.1f} statements per decision, BEGIN "
-                "and COMMIT aside (one worker's own count: its decisions, their deliveries and "
-                "its polling, from its /metrics)"
+                "and COMMIT aside (every worker's own count from its /metrics, added up: the "
+                "decisions, their deliveries and the polling until all were delivered)"
             )
             federation.stop()  # its backends exit, and so report their last statistics
             _report_database(database_before, _database_counts(url), len(results))
@@ -355,11 +355,25 @@ def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float)
     return results
 
 
-def _broker_figures(broker_url: str) -> tuple[float, float]:
+def _broker_figures(broker_url: str, workers: int) -> tuple[float, float]:
     """Mean seconds of the broker's own transfer handling, and statements sent to its database
-    per decision (its deliveries and polling included), from the Prometheus metrics of the
-    worker process that answers the scrape: each keeps its own, both figures are that one's."""
-    text = httpx.get(f"{broker_url}/metrics", timeout=10).text
+    per decision (its deliveries and polling included), from the Prometheus metrics of every
+    worker process: each keeps its own, and a scrape is answered by one of them, so the script
+    scrapes until it has seen ``workers`` different ones (told apart by their decision counts
+    and handling time, which no longer change once the clients have stopped) and adds them up.
+    A worker delivers transfers the other decided: only the sum means something per decision."""
+    seen: dict[tuple[float, float], dict[str, float]] = {}
+    for _ in range(20 * workers):
+        figures = _worker_figures(httpx.get(f"{broker_url}/metrics", timeout=10).text)
+        seen[(figures["decisions"], figures["sum"])] = figures
+        if len(seen) >= workers:
+            break
+    total = {name: sum(f[name] for f in seen.values()) for name in ("sum", "count", "decisions")}
+    statements = sum(f["statements"] for f in seen.values())
+    return total["sum"] / max(total["count"], 1.0), statements / max(total["decisions"], 1.0)
+
+
+def _worker_figures(text: str) -> dict[str, float]:
     figures = dict.fromkeys(("sum", "count", "decisions", "statements"), 0.0)
     for line in text.splitlines():
         for field in ("sum", "count"):
@@ -369,10 +383,7 @@ def _broker_figures(broker_url: str) -> tuple[float, float]:
             figures["decisions"] += float(line.split()[-1])
         if line.startswith("fedbroker_database_statements_total "):
             figures["statements"] = float(line.split()[-1])
-    return (
-        figures["sum"] / max(figures["count"], 1.0),
-        figures["statements"] / max(figures["decisions"], 1.0),
-    )
+    return figures
 
 
 def _delivery_states(broker_url: str, admin: str) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from sqlalchemy import select, text
+from sqlalchemy import Row, select, text
 from sqlalchemy.orm import Session
 
 from broker.audit.models import AuditEntry
@@ -17,8 +17,10 @@ def lock_for_append(session: Session) -> None:
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _APPEND_LOCK})
 
 
-def last(session: Session) -> AuditEntry | None:
-    return session.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(1)).first()
+def last(session: Session) -> Row[tuple[int, str]] | None:
+    """The last entry's ``id`` and ``hash``: all an append needs (not its details)."""
+    query = select(AuditEntry.id, AuditEntry.hash).order_by(AuditEntry.id.desc()).limit(1)
+    return session.execute(query).first()
 
 
 def add(session: Session, entry: AuditEntry) -> None:

@@ -41,9 +41,8 @@ def is_na(value: object) -> bool:
 
 def blank_strings(values) -> np.ndarray:
     """Which of ``values`` (distinct values, NA already set apart) are blank strings."""
-    as_series = pd.Series(np.asarray(values, dtype=object))
-    is_string = as_series.map(type).eq(str).to_numpy()
-    blank = np.zeros(len(as_series), dtype=bool)
-    if is_string.any():
-        blank[is_string] = as_series[is_string].str.strip().eq("").to_numpy()
-    return blank
+    array = values.to_numpy(dtype=object) if isinstance(values, pd.Series) else values
+    array = np.asarray(array, dtype=object).ravel()
+    return np.fromiter(
+        (type(v) is str and not v.strip() for v in array), dtype=bool, count=len(array)
+    )

@@ -36,5 +36,7 @@ def numbers_of(values) -> np.ndarray:
     )
     if huge.any():
         array = np.where(huge, None, array)
-    numbers = pd.to_numeric(pd.Series(array, dtype=object), errors="coerce")
-    return numbers.to_numpy(dtype=float, na_value=np.nan)
+    numbers = pd.to_numeric(array, errors="coerce")  # an array in, an array out: no Series
+    if numbers.dtype == object:  # missing values pandas could not make NaN
+        return pd.Series(numbers, dtype=object).to_numpy(dtype=float, na_value=np.nan)
+    return numbers.astype(float)

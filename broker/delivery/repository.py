@@ -10,7 +10,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
-from broker.members.models import MemberHealth
+from broker.members.models import Member, MemberHealth
 from broker.wire.statuses import DeliveryStatus, HealthState
 
 
@@ -26,20 +26,44 @@ def destination_down():
     )
 
 
-def due(session: Session, now: datetime, limit: int) -> list[str]:
+def _due(now: datetime, limit: int):
     """Pending deliveries whose time has come, unleased, to a destination that is not down."""
-    query = (
+    return (
         select(Delivery.transfer_id)
         .where(
             Delivery.status == DeliveryStatus.PENDING,
             Delivery.next_attempt_at <= now,
-            or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
+            _unleased(now),
             ~destination_down(),
         )
         .order_by(Delivery.next_attempt_at)
         .limit(limit)
     )
-    return list(session.scalars(query))
+
+
+def _unleased(now: datetime):
+    return or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now)
+
+
+def lease_due(
+    session: Session, owner: str, now: datetime, until: datetime, limit: int
+) -> list[str]:
+    """Lease up to ``limit`` due deliveries to ``owner`` in one statement: those whose time
+    has come, unleased, to a destination that is not down; the ones we got, the earliest due
+    first. The lease is a conditional update: a row another process leased meanwhile fails the
+    condition, checked again on the row as that process left it, and is not ours."""
+    leased = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.transfer_id.in_(_due(now, limit)),
+            Delivery.status == DeliveryStatus.PENDING,
+            _unleased(now),
+        )
+        .values(lease_owner=owner, lease_expires_at=until)
+        .returning(Delivery.transfer_id, Delivery.next_attempt_at)
+        .execution_options(synchronize_session=False)
+    ).all()
+    return [transfer_id for transfer_id, _ in sorted(leased, key=lambda row: (row[1], row[0]))]
 
 
 def make_due(session: Session, destination_id: str, now: datetime) -> int:
@@ -55,22 +79,6 @@ def make_due(session: Session, destination_id: str, now: datetime) -> int:
         .values(next_attempt_at=now)
     )
     return result.rowcount
-
-
-def take_lease(
-    session: Session, transfer_id: str, owner: str, now: datetime, until: datetime
-) -> bool:
-    """Lease the row unless someone else holds an unexpired lease; True when we got it."""
-    result = session.execute(
-        update(Delivery)
-        .where(
-            Delivery.transfer_id == transfer_id,
-            Delivery.status == DeliveryStatus.PENDING,
-            or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
-        )
-        .values(lease_owner=owner, lease_expires_at=until)
-    )
-    return result.rowcount == 1
 
 
 def forget_failed_payloads(session: Session, before: datetime) -> list[str]:
@@ -102,6 +110,20 @@ def requeue(session: Session, transfer_id: str, now: datetime) -> bool:
 
 def get(session: Session, transfer_id: str) -> Delivery | None:
     return session.get(Delivery, transfer_id)
+
+
+def with_destinations(
+    session: Session, transfer_ids: list[str]
+) -> dict[str, tuple[Delivery, Member | None, MemberHealth | None]]:
+    """These deliveries, each with its destination member and that member's health (None
+    where a row is missing), in one query: what their attempts read."""
+    found = session.execute(
+        select(Delivery, Member, MemberHealth)
+        .outerjoin(Member, Member.id == Delivery.destination_id)
+        .outerjoin(MemberHealth, MemberHealth.member_id == Delivery.destination_id)
+        .where(Delivery.transfer_id.in_(transfer_ids))
+    )
+    return {delivery.transfer_id: (delivery, member, health) for delivery, member, health in found}
 
 
 def release(session: Session, transfer_id: str, owner: str) -> bool:

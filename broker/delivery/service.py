@@ -5,7 +5,8 @@ leases due rows, POSTs the payload to the inbox URL from the member registry (ne
 request) with the transfer id as idempotency key, signed for that member and that URL (RFC 9421;
 each attempt signed anew just before its POST, :func:`_signature`), and records the outcome
 (:func:`attempt` then :func:`settle`; the worker runs several at once,
-:mod:`broker.delivery.worker`):
+:mod:`broker.delivery.worker`). A delivery is two transactions: the lease, with the reads its
+attempt needs (:func:`claim`), and the outcome; no transaction is open during the POST.
 
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
@@ -44,7 +45,6 @@ from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict
 from broker.intake.tables import Written
-from broker.members import repository as members
 from broker.wire import headers as h
 from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
@@ -128,19 +128,16 @@ def _payload(delivery: Delivery) -> Written:
     return Written("", path.stat().st_size, path=path)
 
 
-def claim(
-    factory: sessionmaker[Session], owner: str, settings: Settings, limit: int = 10
-) -> list[str]:
-    """Lease up to ``limit`` due deliveries for ``owner``."""
-    now = datetime.now(UTC)
-    until = now + timedelta(seconds=settings.delivery_lease_seconds)
-    claimed = []
-    with factory() as session:
-        for transfer_id in repository.due(session, now, limit):
-            if repository.take_lease(session, transfer_id, owner, now, until):
-                claimed.append(transfer_id)
-        session.commit()
-    return claimed
+@dataclass(frozen=True)
+class Ready:
+    """A leased delivery read and checked, to sign and POST (:func:`attempt`)."""
+
+    transfer_id: str
+    attempts: int  # including this one
+    payload: Written
+    headers: dict[str, str]
+    inbox_url: str
+    payload_file: str | None
 
 
 @dataclass(frozen=True)
@@ -151,6 +148,31 @@ class Tried:
     attempts: int  # including this one
     outcome: Attempt
     payload_file: str | None
+
+
+@dataclass(frozen=True)
+class Leased:
+    """A delivery :func:`claim` leased, with what its attempt found when it read it in the
+    claim's transaction: ready to POST, an outcome without a POST, or a status."""
+
+    transfer_id: str
+    found: Ready | Tried | str
+
+
+def claim(
+    factory: sessionmaker[Session], owner: str, settings: Settings, limit: int = 10
+) -> list[Leased]:
+    """Lease up to ``limit`` due deliveries for ``owner``, and read each as its attempt would
+    (:func:`attempt`), in the same transaction: a delivery's first attempt needs no
+    transaction of its own."""
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=settings.delivery_lease_seconds)
+    with factory() as session:
+        transfer_ids = repository.lease_due(session, owner, now, until, limit)
+        rows = repository.with_destinations(session, transfer_ids) if transfer_ids else {}
+        leased = [Leased(t, _read(session, owner, t, rows.get(t))) for t in transfer_ids]
+        session.commit()
+    return leased
 
 
 def deliver(
@@ -173,52 +195,65 @@ def attempt(
     settings: Settings,
     keyring: KeyRing,
     transfer_id: str,
+    found: Ready | Tried | str | None = None,
 ) -> Tried | str:
     """Make one attempt at a leased delivery (the POST is its last step): what it gave, to
-    :func:`settle`, or a status when there was nothing to attempt (``lease_lost``, held)."""
-    with factory() as session:
-        delivery = repository.get(session, transfer_id)
-        if (
-            delivery is None
-            or delivery.status != DeliveryStatus.PENDING
-            or delivery.lease_owner != owner
-            or not delivery.held
-        ):
-            return "lease_lost"  # settled or taken over since we claimed it
-        destination_id = delivery.destination_id
-        destination = members.get(session, destination_id)
-        health = members.health(session, destination_id)
-        if health is not None and health.state == HealthState.DOWN:
-            # Marked down since we claimed it: held, not attempted, its attempts not spent.
-            repository.release(session, transfer_id, owner)
-            session.commit()
-            return HELD
-        payload_file = delivery.payload_file
-        attempts = delivery.attempts + 1
-        if destination is None or destination.status != MemberStatus.ACTIVE:
-            state = destination.status if destination else "gone"
-            outcome = Attempt(False, False, f"destination {destination_id!r} is {state}")
-            return Tried(transfer_id, attempts, outcome, payload_file)
-        inbox_url = destination.inbox_url
-        try:
-            payload = _payload(delivery)
-            # Streamed files too carry their length: the member can refuse a body too large.
-            headers = delivery.headers | {h.CONTENT_LENGTH: str(payload.size)}
-        except Exception as error:  # a bad stored value must not stall the outbox
-            reason = f"cannot build the delivery: {type(error).__name__}: {error}"
-            return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
-        session.commit()  # end the reads: no transaction (or SQLite lock) during DNS and HTTP
-    refused = settings.inbox_policy.refusal(inbox_url)
+    :func:`settle`, or a status when there was nothing to attempt (``lease_lost``, held).
+    ``found``: what :func:`claim` read of it just before (else it is read now)."""
+    if found is None:
+        with factory() as session:
+            row = repository.with_destinations(session, [transfer_id]).get(transfer_id)
+            found = _read(session, owner, transfer_id, row)
+            session.commit()  # end the reads: no transaction (or SQLite lock) during DNS and HTTP
+    if not isinstance(found, Ready):
+        return found
+    headers = found.headers
+    refused = settings.inbox_policy.refusal(found.inbox_url)
     if refused:  # checked again at each attempt: a name can resolve elsewhere later
         outcome = Attempt(False, False, f"the inbox URL is refused: {refused}")
     else:
         try:
-            headers |= _signature(keyring, settings, inbox_url, headers)
+            headers = headers | _signature(keyring, settings, found.inbox_url, headers)
         except SignatureError as error:
             outcome = Attempt(False, False, f"cannot sign the delivery: {error}")
         else:
-            outcome = _post(client, inbox_url, payload, headers)
-    return Tried(transfer_id, attempts, outcome, payload_file)
+            outcome = _post(client, found.inbox_url, found.payload, headers)
+    return Tried(transfer_id, found.attempts, outcome, found.payload_file)
+
+
+def _read(session: Session, owner: str, transfer_id: str, row) -> Ready | Tried | str:
+    """A leased delivery as its attempt reads it (``row``: the delivery, its destination and
+    that one's health, :func:`repository.with_destinations`): ready to POST; an outcome
+    without a POST (its destination gone or suspended, its payload unusable); ``lease_lost``
+    when it is no longer ours; :data:`HELD` when its destination is down (given back: the
+    caller commits)."""
+    delivery, destination, health = row if row is not None else (None, None, None)
+    if (
+        delivery is None
+        or delivery.status != DeliveryStatus.PENDING
+        or delivery.lease_owner != owner
+        or not delivery.held
+    ):
+        return "lease_lost"  # settled or taken over since we claimed it
+    destination_id = delivery.destination_id
+    if health is not None and health.state == HealthState.DOWN:
+        # Marked down since we claimed it: held, not attempted, its attempts not spent.
+        repository.release(session, transfer_id, owner)
+        return HELD
+    payload_file = delivery.payload_file
+    attempts = delivery.attempts + 1
+    if destination is None or destination.status != MemberStatus.ACTIVE:
+        state = destination.status if destination else "gone"
+        outcome = Attempt(False, False, f"destination {destination_id!r} is {state}")
+        return Tried(transfer_id, attempts, outcome, payload_file)
+    try:
+        payload = _payload(delivery)
+        # Streamed files too carry their length: the member can refuse a body too large.
+        headers = delivery.headers | {h.CONTENT_LENGTH: str(payload.size)}
+    except Exception as error:  # a bad stored value must not stall the outbox
+        reason = f"cannot build the delivery: {type(error).__name__}: {error}"
+        return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
+    return Ready(transfer_id, attempts, payload, headers, destination.inbox_url, payload_file)
 
 
 def settle(factory: sessionmaker[Session], owner: str, settings: Settings, tried: Tried) -> str:

@@ -120,25 +120,27 @@ class DeliveryWorker:
             again = [(t, *self._interrupted.pop(t)) for t in waiting]
         claimed = []
         wanted = free - len(again)
-        if wanted > 0:
+        if wanted > 0:  # read as their attempts read them, in the claim's transaction
             claimed = service.claim(self.factory, self.owner, self.settings, wanted)
         self._full = wanted <= 0 or len(claimed) == wanted
         until = now + self.settings.delivery_lease_seconds
         started = [self._start(*interrupted) for interrupted in again]
-        started += [self._start(transfer_id, None, until) for transfer_id in claimed]
+        started += [self._start(one.transfer_id, None, until, one.found) for one in claimed]
         if forget:
             self._forgot_at = now
             service.forget_old_failures(self.factory, self.settings)
         return started, len(claimed)
 
-    def _start(self, transfer_id: str, tried: service.Tried | None, until: float) -> Future:
+    def _start(
+        self, transfer_id: str, tried: service.Tried | None, until: float, found=None
+    ) -> Future:
         with self._lock:
             self._under_way.add(transfer_id)
         if self._pool is None:
             done: Future = Future()
-            done.set_result(self._deliver(transfer_id, tried, until))
+            done.set_result(self._deliver(transfer_id, tried, until, found))
             return done
-        future = self._pool.submit(self._deliver, transfer_id, tried, until)
+        future = self._pool.submit(self._deliver, transfer_id, tried, until, found)
         with self._lock:
             self._futures.add(future)
         future.add_done_callback(self._forget)
@@ -148,16 +150,25 @@ class DeliveryWorker:
         with self._lock:
             self._futures.discard(future)
 
-    def _deliver(self, transfer_id: str, tried: service.Tried | None, until: float) -> str | None:
-        """Attempt (unless ``tried`` already holds what the attempt gave) and settle one
-        delivery; None when stopping or interrupted by an error."""
+    def _deliver(
+        self, transfer_id: str, tried: service.Tried | None, until: float, found=None
+    ) -> str | None:
+        """Attempt (unless ``tried`` already holds what the attempt gave; ``found``: what the
+        claim read of it) and settle one delivery; None when stopping or interrupted by an
+        error."""
         status = None
         try:
             if self._poller.stopping:
                 return None
             if tried is None:
                 attempted = service.attempt(
-                    self.factory, self.client, self.owner, self.settings, self.keyring, transfer_id
+                    self.factory,
+                    self.client,
+                    self.owner,
+                    self.settings,
+                    self.keyring,
+                    transfer_id,
+                    found=found,
                 )
                 if isinstance(attempted, str):  # nothing attempted: lease lost, or held
                     status = attempted

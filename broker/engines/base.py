@@ -56,7 +56,7 @@ WORST_CASE = "worst_case"
 def dictionary_of(values: pd.Series) -> pd.Series:
     """A column's distinct values as the contract hands them over: objects, a missing value as
     None, numbered 0..m-1 by position."""
-    return pd.Series(dictionary_values(values), dtype=object)
+    return pd.Series(dictionary_values(values), dtype=object, copy=False)
 
 
 def dictionary_values(values: pd.Series) -> np.ndarray:

@@ -283,12 +283,11 @@ def _numeric_order(uniques: pd.Series) -> np.ndarray | None:
     """
     if uniques.dtype == bool or isinstance(uniques.dtype, pd.BooleanDtype):
         return None
-    na = uniques.isna().to_numpy()
-    blank = np.zeros_like(na)
-    blank[~na] = blank_strings(uniques[~na])
+    values = uniques.to_numpy(dtype=object)  # a handful, most often: no pandas operation each
+    na = pd.isna(values)
+    blank = blank_strings(values) & ~na
     missing = na | blank
-    present = uniques.where(~missing)
-    numbers = numbers_of(present)
+    numbers = numbers_of(np.where(missing, None, values))
     if np.isnan(numbers[~missing]).any() or (~missing).sum() < 2:
         return None
     keys = np.where(missing, np.inf, numbers)

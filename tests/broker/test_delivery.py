@@ -315,3 +315,37 @@ def test_a_failure_older_than_the_retention_cannot_be_redelivered(broker, inbox)
     drain(broker, rounds=1)  # the worker forgets the payload
     answer = broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=ADMIN)
     assert answer.status_code == 409 and "no longer held" in answer.json()["detail"]
+
+
+def test_a_first_attempt_reads_nothing_the_claim_did_not(broker, inbox, connection):
+    """The claim leases a delivery and reads it as its attempt would, in one transaction; the
+    attempt then only signs and POSTs, and the outcome is recorded in a second one."""
+    from sqlalchemy import event
+
+    from broker.delivery import service
+
+    transfer_id = approved(broker)
+    worker = broker.worker
+    statements = []
+    event.listen(connection, "before_cursor_execute", lambda *args: statements.append(args[2]))
+
+    def sent() -> list[str]:  # the test's own savepoints aside
+        return [s for s in statements if not s.startswith(("SAVEPOINT", "RELEASE"))]
+
+    [leased] = service.claim(worker.factory, worker.owner, worker.settings)
+    claimed = len(sent())
+    assert leased.transfer_id == transfer_id and isinstance(leased.found, service.Ready)
+    tried = service.attempt(
+        worker.factory,
+        worker.client,
+        worker.owner,
+        worker.settings,
+        worker.keyring,
+        transfer_id,
+        leased.found,
+    )
+    assert len(sent()) == claimed  # no statement between the claim and the POST
+    assert tried.outcome.delivered and len(inbox.received) == 1
+    assert service.settle(worker.factory, worker.owner, worker.settings, tried) == "delivered"
+    assert claimed == 2  # the lease (one UPDATE) and the read (one SELECT, joined)
+    assert delivery(broker, transfer_id)["status"] == "delivered"

@@ -106,7 +106,8 @@ def test_a_held_delivery_keeps_its_retry_budget_and_goes_out_at_once_when_up(bro
 def test_a_delivery_claimed_before_its_member_was_marked_down_is_given_back(broker, inbox):
     worker = broker.worker
     transfer_id = approved(broker)
-    assert service.claim(worker.factory, worker.owner, worker.settings) == [transfer_id]
+    [leased] = service.claim(worker.factory, worker.owner, worker.settings)
+    assert leased.transfer_id == transfer_id
     inbox.readiness = 503
     broker.check()
     status = service.deliver(
