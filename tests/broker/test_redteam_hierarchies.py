@@ -1,0 +1,145 @@
+"""Red-team attacks on ARX hierarchies sent with a transfer, through a real broker: labels that
+spell out a value of their class (class 3, 4), ranges whose bounds give the class's extremes
+away (class 3), labels a recipient reads otherwise than the broker measured them (class 1) and
+CSV that the reader cannot take (class 15, 16). Judged on the answer and on what the recipient
+would receive (the dry run's data)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.broker.conftest import ADMIN
+from tests.broker.test_hierarchies import ADULT, PROBLEM, k_domestically, received, send
+
+EDUCATION = [
+    *("Bachelors", "HS-grad", "11th", "Masters", "9th", "Some-college", "Assoc-acdm"),
+    *("Assoc-voc", "7th-8th", "Doctorate", "Prof-school", "5th-6th", "10th", "1st-4th"),
+    *("Preschool", "12th"),
+]
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str).head(2000)
+
+
+@pytest.fixture(scope="module")
+def adult(frame) -> bytes:
+    return frame[["age", "education", "sex", "salary-class"]].to_csv(index=False).encode()
+
+
+def education(label: str, pair=("Bachelors", "Masters")) -> bytes:
+    """A hierarchy grouping ``pair`` under ``label``, every other value under ``Group``."""
+    lines = [f"{v};{label if v in pair else 'Group'};*" for v in EDUCATION]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "BACHELORS",  # case
+        "Ｂachelors",  # a full-width letter
+        "Bach\u200belors",  # an invisible character
+        "B\u0430chelors",  # a Cyrillic a
+        "Bachelors_",  # glued to a word character
+        "Bachelor",  # a prefix of one value of the class
+        "Bach*",  # a masked prefix of one value of the class
+        "helors",  # a suffix of one value of the class
+    ],
+)
+def test_a_label_that_spells_out_one_value_of_its_class_is_refused(federation, adult, label):
+    # class 3/4: the recipient would read the label as Bachelors, one of the class's two values
+    answer = send(federation, adult, [("education.csv", education(label))])
+    assert answer.status_code == 422, (label, answer.text)
+    assert answer.headers["content-type"].startswith(PROBLEM)
+    assert "names 'Bachelors'" in answer.json()["detail"], answer.text
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
+
+
+@pytest.mark.parametrize("label", ["Higher education", "Grad*", "B-M"])
+def test_a_label_of_its_own_is_followed(federation, adult, label):
+    # the check is not a refusal of every label: one that singles out no value passes
+    k_domestically(federation.client)
+    body = send(
+        federation,
+        adult,
+        [("education.csv", education(label))],
+        anonymize="auto",
+        dry_run="true",
+    ).json()
+    assert body["status"] == "approved", (label, body.get("remedy"), body.get("detail"))
+
+
+def ages(tight: float) -> bytes:
+    """Five-year classes labelled just outside their extremes (34.9-39.1 for 35..39)."""
+    lines = []
+    for age in range(17, 91):
+        low = age - age % 5
+        lines.append(f"{age};{low - tight:g}-{low + 4 + tight:g};*")
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("tight", [0.1, 0.5])
+def test_range_bounds_just_outside_the_extremes_leave_on_the_grid(federation, frame, tight):
+    # class 3: 34.9-39.1 holds only 35..39 among whole ages: it gives the class's extremes away
+    k_domestically(federation.client)
+    body = send(
+        federation,
+        frame[["age", "sex"]].to_csv(index=False).encode(),
+        [("age.csv", ages(tight))],
+        anonymize="auto",
+        dry_run="true",
+        quasi_identifiers="age,sex",
+    ).json()
+    assert body["status"] == "approved", body
+    # (20..24 is 20-24 on the grid itself: 19.9-24.1 says no more than it and may stay)
+    written = {f"{35 - tight:g}-{39 + tight:g}", f"{45 - tight:g}-{49 + tight:g}"}
+    assert "re-labelled on a 1-2-5 grid" in body["remedy"]["note"]
+    [step] = [s for s in body["remedy"]["steps"] if s["column"] == "age"]
+    followed = {label for row in step["parameters"]["hierarchy"].values() for label in row}
+    assert "35-40" in followed and not followed & written, followed
+    assert not set(received(federation, body)["age"]) & written
+
+
+def test_missing_like_labels_leave_as_measured(federation, frame):
+    # class 1: labels a reader takes for missing values must not make the measured table differ
+    # from the bytes that leave (the recipient reads them as written)
+    k_domestically(federation.client)
+    pairs = [("Bachelors", "Masters"), ("Doctorate", "Prof-school"), ("9th", "10th")]
+    labels = ["NA", "N/A", "null"]
+    lines = []
+    for value in EDUCATION:
+        grouped = (text for pair, text in zip(pairs, labels, strict=True) if value in pair)
+        label = next(grouped, "Group")
+        lines.append(f"{value};{label};*")
+    body = send(
+        federation,
+        frame[["education", "sex"]].to_csv(index=False).encode(),
+        [("education.csv", ("\n".join(lines) + "\n").encode())],
+        anonymize="auto",
+        dry_run="true",
+        quasi_identifiers="education,sex",
+    ).json()
+    assert body["status"] == "approved", body
+    sent = received(federation, body)
+    k = body["report"]["quasi_identifiers"]["k"]
+    assert sent.groupby(["education", "sex"]).size().min() >= k >= 5
+
+
+@pytest.mark.parametrize(
+    ("content", "detail"),
+    [
+        # class 15/16: one field longer than the CSV reader's own field limit (131072)
+        (b"Bachelors;" + b"x" * 140_000 + b"\n", "cannot be read as CSV"),
+        # an unclosed quote swallowing the following lines
+        (b'Bachelors;"Higher;*\nMasters;Higher;*\n', "education.csv"),
+        # NUL bytes in a label
+        (education("Hi\x00gher").replace(b"Group", b"Other\x00"), "control"),
+    ],
+)
+def test_csv_tricks_are_a_422_naming_the_file(federation, adult, content, detail):
+    answer = send(federation, adult, [("education.csv", content)])
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"].startswith(PROBLEM)
+    assert detail in answer.json()["detail"], answer.text
