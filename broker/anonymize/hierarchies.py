@@ -26,6 +26,7 @@ import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -200,7 +201,9 @@ def of_table(table: Mapping, label: str = "the hierarchy") -> Hierarchy:
 
 def bounded(hierarchy: Hierarchy, label: str = "the hierarchy") -> Hierarchy:
     """``hierarchy`` when it stays within :data:`MAX_VALUES` values, :data:`MAX_LEVELS` levels
-    and :data:`MAX_TEXT_CHARS` characters a value or label; else :class:`HierarchyError`."""
+    and :data:`MAX_TEXT_CHARS` characters a value or label, with no control character in a
+    label and each level grouping whole classes of the level below; else
+    :class:`HierarchyError`."""
     if len(hierarchy.levels) > MAX_VALUES:
         raise HierarchyError(
             f"{label} has {len(hierarchy.levels):,} values, more than {MAX_VALUES:,}: generalize "
@@ -208,7 +211,16 @@ def bounded(hierarchy: Hierarchy, label: str = "the hierarchy") -> Hierarchy:
         )
     if hierarchy.depth > MAX_LEVELS:
         raise HierarchyError(f"{label} has {hierarchy.depth} levels, more than {MAX_LEVELS}")
+    above: list[dict[str, str]] = [{} for _ in range(max(hierarchy.depth - 1, 0))]
     for number, (value, labels) in enumerate(hierarchy.levels.items(), start=1):
+        for level, (text, parent) in enumerate(pairwise(labels)):
+            if above[level].setdefault(text, parent) != parent:
+                raise HierarchyError(
+                    f"{label}, line {number}: the level {level + 1} label {text!r} is generalized "
+                    f"to {above[level][text]!r} and to {parent!r} at level {level + 2}: each "
+                    "level must group whole classes of the level below (as ARX's do), else two "
+                    "releases at different levels single out where their classes meet"
+                )
         if any(_CONTROL.search(text) for text in labels):  # labels leave as written
             raise HierarchyError(f"{label}, line {number}: a label holds a control character")
         for text in (value, *labels):

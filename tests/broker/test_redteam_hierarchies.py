@@ -143,3 +143,34 @@ def test_csv_tricks_are_a_422_naming_the_file(federation, adult, content, detail
     assert answer.status_code == 422, answer.text
     assert answer.headers["content-type"].startswith(PROBLEM)
     assert detail in answer.json()["detail"], answer.text
+
+
+def test_levels_that_cross_are_refused(federation, adult):
+    # class 7: level 1 groups {Bachelors, Masters}, level 2 {Bachelors, Doctorate}: two
+    # releases, one at each level, would single out Bachelors where their classes meet
+    crossing = {"Bachelors": "A;P", "Masters": "A;Q", "Doctorate": "B;P", "Prof-school": "B;Q"}
+    lines = [f"{v};{crossing.get(v, 'C;R')}" for v in EDUCATION]
+    answer = send(federation, adult, [("education.csv", ("\n".join(lines) + "\n").encode())])
+    assert answer.status_code == 422, answer.text
+    assert "line 4: the level 1 label 'A' is generalized to 'P' and to 'Q'" in answer.text
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
+
+
+@pytest.mark.parametrize("label", ["Ｂachelors", "Bach\u200belors", "Bach*"])
+def test_a_records_label_that_spells_out_a_value_is_refused(federation, label):
+    # the same rules hold for an F-SLA record's hierarchies, checked as it is saved
+    client = federation.client
+    current = client.get("/v1/policies/SN", headers=ADMIN)
+    record = current.json()["record"]
+    table = {"Bachelors": [label, "*"], "Masters": [label, "*"], "9th": ["School", "*"]}
+    answer = client.put(
+        "/v1/policies/SN",
+        headers={**ADMIN, "If-Match": current.headers["ETag"]},
+        json=record | {"hierarchies": {"education": table}},
+    )
+    assert answer.status_code == 422, answer.text
+    assert "names 'Bachelors'" in answer.text
+    assert (
+        client.get("/v1/policies/SN", headers=ADMIN).json()["version"]
+        == (current.json()["version"])
+    )
