@@ -174,3 +174,48 @@ def test_a_records_label_that_spells_out_a_value_is_refused(federation, label):
         client.get("/v1/policies/SN", headers=ADMIN).json()["version"]
         == (current.json()["version"])
     )
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "awa.diop@example.sn",
+        "ａｗａ．ｄｉｏｐ＠ｅｘａｍｐｌｅ．ｓｎ",  # full-width
+        "awa dot diop at example dot sn",  # spelled out
+        "a w a . d i o p @ e x a m p l e . s n",  # spaced out
+        "YXdhLmRpb3BAZXhhbXBsZS5zbg==",  # base64 of the address
+        "+221 77 123 45 67",
+        "FR76 3000 6000 0112 3456 7890 189",  # an IBAN
+        "4111 1111 1111 1111",  # a card number
+    ],
+)
+def test_an_identifier_in_a_label_in_any_disguise_is_refused(federation, adult, label):
+    # class 5/8: labels leave with the data, unmeasured but for the detector
+    answer = send(federation, adult, [("education.csv", education(label))])
+    assert answer.status_code == 422, (label, answer.text)
+    assert "labels leave with the data" in answer.json()["detail"], answer.text
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../education.csv",
+        "..\\education.csv",
+        "/etc/education.csv",
+        "%2e%2e%2feducation.csv",
+        "education .csv",  # a trailing blank
+        "educa\u200btion.csv",  # an invisible character
+        "ｅducation.csv",  # a full-width letter
+        ".csv",
+        "education.csv\x00.txt",
+        "",
+    ],
+)
+def test_a_file_name_that_is_not_a_column_is_refused(federation, adult, name):
+    # class 2/4: a hierarchy file names one column as the table writes it, and nothing else
+    arx = b"".join(b"%s;Group;*\n" % v.encode() for v in EDUCATION)
+    answer = send(federation, adult, [(name, arx)])
+    assert answer.status_code in (400, 422), (name, answer.text)
+    assert answer.headers["content-type"].startswith(PROBLEM)
+    assert federation.client.get("/v1/transfers", headers=ADMIN).json()["total"] == 0
