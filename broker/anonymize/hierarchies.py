@@ -26,6 +26,7 @@ import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
@@ -296,8 +297,9 @@ def safe_labels(
                 if written != text:  # bounds on the grid are the grid's, not the class's
                     relabelled.append((text, written))
                 continue
-            named = [member for member in members if _names(text, member)]
-            named = named or _singled_out(text, members)
+            folded = _fold(text)
+            named = [member for member in members if _names(folded, member)]
+            named = named or _singled_out(text, folded, members)
             if named:
                 raise HierarchyError(
                     f"{where} names {named[0]!r}, one of the {len(members)} values of its class: "
@@ -314,25 +316,27 @@ def safe_labels(
 
 
 def _names(label: str, value: str) -> bool:
-    """Whether ``label`` is ``value`` or holds it as a whole word, both folded; a value of four
+    """Whether ``label`` (folded) is ``value`` or holds it as a whole word, folded; a value of four
     characters or more needs only to begin a word not joined by ``-`` (``Bachelors_``,
     ``Bachelorsx``; ``Female-or-male`` does not name ``female``)."""
     if not value.strip() or value == SUPPRESSED:
         return False
-    label, value = _fold(label), _fold(value)
+    value = _fold(value)
     if label == value:
         return True
+    if value not in label:  # most values: no pattern to compile
+        return False
     after = "(?!-)" if len(value) >= _WORD_START_CHARS else r"(?![\w-])"
     return re.search(rf"(?<![\w-]){re.escape(value)}{after}", label) is not None
 
 
-def _singled_out(label: str, members: Sequence[str]) -> list[str]:
+def _singled_out(label: str, folded: str, members: Sequence[str]) -> list[str]:
     """The ``members`` that ``label`` begins or ends, when it does so for some of them but not
     all: a masked label (``Bach*``, ``*lors``) always, a plain one (``Bachelor``) when it spells
     at least half of the value (``Other`` for a class holding ``Other-service`` is a word of its
     own)."""
     masked = label.startswith(SUPPRESSED) or label.endswith(SUPPRESSED)
-    core = _fold(label).strip(SUPPRESSED + " ")
+    core = folded.strip(SUPPRESSED + " ")
     if not core:
         return []
     hit = []
@@ -345,5 +349,6 @@ def _singled_out(label: str, members: Sequence[str]) -> list[str]:
     return hit if len(hit) < len(members) else []
 
 
+@lru_cache(maxsize=1 << 16)
 def _fold(text: str) -> str:
     return fold(text).text.casefold()
