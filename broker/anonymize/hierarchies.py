@@ -255,7 +255,8 @@ def safe_labels(
       look-alike letters read as Latin ones, case ignored: :func:`broker.identifiers.text.fold`);
     - in a class of several numbers, a range label whose bound is one of them (ARX's ``35-39``
       for 35..39: the class's extreme values), or that is narrower than the grid's stretch
-      holding them (``34.9-39.1``), is re-labelled as the broker labels its own ranges, on a
+      holding them (``34.9-39.1``), is re-labelled (the class's numbers only, when it holds
+      other values too) as the broker labels its own ranges, on a
       1-2-5 grid (:func:`broker.anonymize.labels.grid_bounds`; ``35-40``).
 
     Examples
@@ -283,12 +284,14 @@ def safe_labels(
             if len(members) < 2 or text == SUPPRESSED:
                 continue
             numbers = [number_of(member) for member in members]
-            bounds = read_label(text).range
-            if bounds is not None and None not in numbers:
-                low, high = grid_bounds(np.array([min(numbers)]), np.array([max(numbers)]))
+            present = [number for number in numbers if number is not None]
+            read = read_label(text)
+            bounds = read.range
+            if bounds is not None and len(present) >= 2:  # its other values name no number
+                low, high = grid_bounds(np.array([min(present)]), np.array([max(present)]))
                 # bounds that are values of the class, or within the grid's stretch (34.9-39.1
                 # for 35..39), give its extremes away; a wider range says less and stays
-                if not (set(bounds) & set(numbers) or bounds[0] > low[0] or bounds[1] < high[0]):
+                if not (set(bounds) & set(present) or bounds[0] > low[0] or bounds[1] < high[0]):
                     continue
                 finite = bool(np.isfinite(low[0]) and np.isfinite(high[0]))
                 written = range_label(low[0], high[0]) if finite else SUPPRESSED
@@ -300,6 +303,11 @@ def safe_labels(
             folded = _fold(text)
             named = [member for member in members if _names(folded, member)]
             named = named or _singled_out(text, folded, members)
+            named = named or [  # a number in another spelling (3.5e1, 35.00), or a bound
+                member
+                for member, number in zip(members, numbers, strict=True)
+                if number is not None and (number == read.number or number in (bounds or ()))
+            ]
             if named:
                 raise HierarchyError(
                     f"{where} names {named[0]!r}, one of the {len(members)} values of its class: "

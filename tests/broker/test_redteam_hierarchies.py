@@ -240,3 +240,37 @@ def test_the_costliest_file_within_bounds_is_checked_in_seconds():
     [(column, table)] = read_parts([("education.csv", io.BytesIO(data))]).items()
     assert time.monotonic() - started < 6
     assert column == "education" and len(table) == 16_000
+
+
+@pytest.mark.parametrize(
+    ("age_label", "expect"),
+    [
+        ("3.5e1", 422),  # 35 in another spelling, for the class {35, ..., 39}
+        ("35.000", 422),
+        ("35-39", 200),  # bounds are 35 and 39: re-labelled although a phantom value joins
+    ],
+)
+def test_a_phantom_value_or_another_spelling_does_not_let_a_number_out(
+    federation, frame, age_label, expect
+):
+    # class 3: "unknown" is in no row: with it the class {35, ..., 39} held a value that is no
+    # number, and the range check, which took only classes of numbers, was skipped
+    k_domestically(federation.client, 2)
+    ages_ = sorted(set(frame["age"]), key=int)
+    lines = [f"{a};{age_label if 35 <= int(a) <= 39 else 'other'};*" for a in ages_]
+    lines.append(f"unknown;{age_label};*")
+    body = send(
+        federation,
+        frame[["age", "sex"]].to_csv(index=False).encode(),
+        [("age.csv", ("\n".join(lines) + "\n").encode())],
+        anonymize="auto",
+        dry_run="true",
+        quasi_identifiers="age,sex",
+    )
+    assert body.status_code == expect, body.text
+    if expect == 422:
+        assert "names '35'" in body.json()["detail"]
+        return
+    [step] = [s for s in body.json()["remedy"]["steps"] if s["column"] == "age"]
+    followed = {row[0] for row in step["parameters"]["hierarchy"].values()}
+    assert "35-39" not in followed and "35-40" in followed, followed
