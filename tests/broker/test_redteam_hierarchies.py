@@ -274,3 +274,31 @@ def test_a_phantom_value_or_another_spelling_does_not_let_a_number_out(
     [step] = [s for s in body.json()["remedy"]["steps"] if s["column"] == "age"]
     followed = {row[0] for row in step["parameters"]["hierarchy"].values()}
     assert "35-39" not in followed and "35-40" in followed, followed
+
+
+@pytest.mark.parametrize("renamed", ["EDUCATION", "educ\u200bation", "ｅducation"])
+def test_a_renamed_column_still_follows_the_records_hierarchy(federation, frame, renamed):
+    # class 4: a column written in another case, width or with an invisible character is the
+    # attribute the record gives a hierarchy for
+    client = federation.client
+    k_domestically(client)
+    table = {v: ["Group", "*"] for v in EDUCATION}
+    current = client.get("/v1/policies/SN", headers=ADMIN)
+    answer = client.put(
+        "/v1/policies/SN",
+        headers={**ADMIN, "If-Match": current.headers["ETag"]},
+        json=current.json()["record"] | {"hierarchies": {"education": table}},
+    )
+    assert answer.status_code == 200, answer.text
+    data = frame[["age", "education", "sex"]].rename(columns={"education": renamed})
+    body = send(
+        federation,
+        data.to_csv(index=False).encode(),
+        anonymize="auto",
+        dry_run="true",
+        quasi_identifiers=f"age,{renamed},sex",
+    ).json()
+    assert body["status"] == "approved", body
+    steps = {s["column"]: s for s in body["remedy"]["steps"]}
+    assert steps[renamed]["method"] == "hierarchy", steps[renamed]
+    assert set(received(federation, body)[renamed]) <= {"Group", "*"}
