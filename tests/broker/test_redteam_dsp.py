@@ -136,3 +136,22 @@ def test_a_consumer_pid_another_member_uses_is_not_theirs(federation, agreement,
         assert answer.status_code == 404, answer.text
         assert provider_pid not in answer.text
     assert processes(federation) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"agreementId": "urn:uuid:awa.diop@example.sn-" + "x" * 40},
+        {"format": "awa.diop@example.sn"},
+        {"callbackAddress": "http://awa.diop@example.sn/cb"},
+    ],
+)
+def test_an_error_document_does_not_echo_what_was_sent(federation, agreement, consumer, change):
+    # class 8/16: the error is the broker's own words, a transfer error by the schema (a
+    # consumerPid is echoed as the protocol's errors carry it, to its own sender only)
+    found = transfer_request(agreement, consumer) | change
+    answer = post(federation, "/transfers/request", found)
+    assert 400 <= answer.status_code < 500, answer.text
+    error_valid(answer.json(), ERROR)
+    assert "awa" not in answer.text.lower(), answer.text
+    assert processes(federation) == 0
