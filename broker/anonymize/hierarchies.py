@@ -26,11 +26,14 @@ import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
 from broker.anonymize._values import SUPPRESSED
 from broker.anonymize.labels import grid_bounds, number_of, range_label, read_label
+from broker.identifiers.text import fold
 
 DELIMITER = ";"
 MAX_BYTES = 16 << 20  # a hierarchy is read whole; this one is far larger than ARX's own
@@ -42,6 +45,8 @@ MAX_VALUES = 20_000
 MAX_LEVELS = 16
 MAX_TEXT_CHARS = 200
 MAX_UPLOAD_BYTES = 1 << 20
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WORD_START_CHARS = 4  # a value this long, beginning a word of a label of its class, names it
 
 
 class HierarchyError(ValueError):
@@ -91,7 +96,10 @@ def read_hierarchy(
     lines = [line for line in data.splitlines() if line.strip()]
     if not lines:
         raise HierarchyError(f"{label} is empty: one line per value, its labels to the right")
-    rows = list(csv.reader(lines, delimiter=_delimiter(lines)))
+    try:
+        rows = list(csv.reader(lines, delimiter=_delimiter(lines)))
+    except csv.Error as error:  # a field past the reader's own limit (131,072 characters)
+        raise HierarchyError(f"{label} cannot be read as CSV: {error}") from None
     width = len(rows[0])
     levels: dict[str, tuple[str, ...]] = {}
     for number, row in enumerate(rows, start=1):
@@ -194,7 +202,9 @@ def of_table(table: Mapping, label: str = "the hierarchy") -> Hierarchy:
 
 def bounded(hierarchy: Hierarchy, label: str = "the hierarchy") -> Hierarchy:
     """``hierarchy`` when it stays within :data:`MAX_VALUES` values, :data:`MAX_LEVELS` levels
-    and :data:`MAX_TEXT_CHARS` characters a value or label; else :class:`HierarchyError`."""
+    and :data:`MAX_TEXT_CHARS` characters a value or label, with no control character in a
+    label and each level grouping whole classes of the level below; else
+    :class:`HierarchyError`."""
     if len(hierarchy.levels) > MAX_VALUES:
         raise HierarchyError(
             f"{label} has {len(hierarchy.levels):,} values, more than {MAX_VALUES:,}: generalize "
@@ -202,7 +212,18 @@ def bounded(hierarchy: Hierarchy, label: str = "the hierarchy") -> Hierarchy:
         )
     if hierarchy.depth > MAX_LEVELS:
         raise HierarchyError(f"{label} has {hierarchy.depth} levels, more than {MAX_LEVELS}")
+    above: list[dict[str, str]] = [{} for _ in range(max(hierarchy.depth - 1, 0))]
     for number, (value, labels) in enumerate(hierarchy.levels.items(), start=1):
+        for level, (text, parent) in enumerate(pairwise(labels)):
+            if above[level].setdefault(text, parent) != parent:
+                raise HierarchyError(
+                    f"{label}, line {number}: the level {level + 1} label {text!r} is generalized "
+                    f"to {above[level][text]!r} and to {parent!r} at level {level + 2}: each "
+                    "level must group whole classes of the level below (as ARX's do), else two "
+                    "releases at different levels single out where their classes meet"
+                )
+        if any(_CONTROL.search(text) for text in labels):  # labels leave as written
+            raise HierarchyError(f"{label}, line {number}: a label holds a control character")
         for text in (value, *labels):
             if len(text) > MAX_TEXT_CHARS:
                 raise HierarchyError(
@@ -228,9 +249,15 @@ def safe_labels(
     - in a class of several values, a label that is one of them, or names one as a whole word
       (``Other`` for {Other, Unknown}; ``Lyon area`` for {Lyon, Villeurbanne}), is refused: the
       recipient would read it as that value;
+    - in a class of several values, a label that is a prefix or a suffix of some of them but
+      not of all (``Bach*`` or ``Bachelor`` for {Bachelors, Masters}) is refused: it singles
+      them out. Labels and values are compared folded (NFKC, invisible characters removed,
+      look-alike letters read as Latin ones, case ignored: :func:`broker.identifiers.text.fold`);
     - in a class of several numbers, a range label whose bound is one of them (ARX's ``35-39``
-      for 35..39: the class's extreme values) is re-labelled as the broker labels its own
-      ranges, on a 1-2-5 grid (:func:`broker.anonymize.labels.grid_bounds`; ``35-40``).
+      for 35..39: the class's extreme values), or that is narrower than the grid's stretch
+      holding them (``34.9-39.1``), is re-labelled (the class's numbers only, when it holds
+      other values too) as the broker labels its own ranges, on a
+      1-2-5 grid (:func:`broker.anonymize.labels.grid_bounds`; ``35-40``).
 
     Examples
     --------
@@ -257,9 +284,15 @@ def safe_labels(
             if len(members) < 2 or text == SUPPRESSED:
                 continue
             numbers = [number_of(member) for member in members]
-            bounds = read_label(text).range
-            if bounds is not None and None not in numbers and set(bounds) & set(numbers):
-                low, high = grid_bounds(np.array([min(numbers)]), np.array([max(numbers)]))
+            present = [number for number in numbers if number is not None]
+            read = read_label(text)
+            bounds = read.range
+            if bounds is not None and len(present) >= 2:  # its other values name no number
+                low, high = grid_bounds(np.array([min(present)]), np.array([max(present)]))
+                # bounds that are values of the class, or within the grid's stretch (34.9-39.1
+                # for 35..39), give its extremes away; a wider range says less and stays
+                if not (set(bounds) & set(present) or bounds[0] > low[0] or bounds[1] < high[0]):
+                    continue
                 finite = bool(np.isfinite(low[0]) and np.isfinite(high[0]))
                 written = range_label(low[0], high[0]) if finite else SUPPRESSED
                 for member in members:
@@ -267,7 +300,14 @@ def safe_labels(
                 if written != text:  # bounds on the grid are the grid's, not the class's
                     relabelled.append((text, written))
                 continue
-            named = [member for member in members if _names(text, member)]
+            folded = _fold(text)
+            named = [member for member in members if _names(folded, member)]
+            named = named or _singled_out(text, folded, members)
+            named = named or [  # a number in another spelling (3.5e1, 35.00), or a bound
+                member
+                for member, number in zip(members, numbers, strict=True)
+                if number is not None and (number == read.number or number in (bounds or ()))
+            ]
             if named:
                 raise HierarchyError(
                     f"{where} names {named[0]!r}, one of the {len(members)} values of its class: "
@@ -284,10 +324,39 @@ def safe_labels(
 
 
 def _names(label: str, value: str) -> bool:
-    """Whether ``label`` is ``value`` or holds it as a whole word (compared without case)."""
+    """Whether ``label`` (folded) is ``value`` or holds it as a whole word, folded; a value of four
+    characters or more needs only to begin a word not joined by ``-`` (``Bachelors_``,
+    ``Bachelorsx``; ``Female-or-male`` does not name ``female``)."""
     if not value.strip() or value == SUPPRESSED:
         return False
-    if label.casefold() == value.casefold():
+    value = _fold(value)
+    if label == value:
         return True
-    pattern = rf"(?<![\w-]){re.escape(value.casefold())}(?![\w-])"
-    return re.search(pattern, label.casefold()) is not None
+    if value not in label:  # most values: no pattern to compile
+        return False
+    after = "(?!-)" if len(value) >= _WORD_START_CHARS else r"(?![\w-])"
+    return re.search(rf"(?<![\w-]){re.escape(value)}{after}", label) is not None
+
+
+def _singled_out(label: str, folded: str, members: Sequence[str]) -> list[str]:
+    """The ``members`` that ``label`` begins or ends, when it does so for some of them but not
+    all: a masked label (``Bach*``, ``*lors``) always, a plain one (``Bachelor``) when it spells
+    at least half of the value (``Other`` for a class holding ``Other-service`` is a word of its
+    own)."""
+    masked = label.startswith(SUPPRESSED) or label.endswith(SUPPRESSED)
+    core = folded.strip(SUPPRESSED + " ")
+    if not core:
+        return []
+    hit = []
+    for member in members:
+        value = _fold(member)
+        if (value.startswith(core) or value.endswith(core)) and (
+            masked or 2 * len(core) >= len(value)
+        ):
+            hit.append(member)
+    return hit if len(hit) < len(members) else []
+
+
+@lru_cache(maxsize=1 << 16)
+def _fold(text: str) -> str:
+    return fold(text).text.casefold()

@@ -5,9 +5,10 @@ broker's neighbours (a database, a cloud's metadata service at 169.254.169.254, 
 localhost). An inbox URL is accepted when it is ``http`` or ``https`` without credentials and
 either its host is in ``allowed_hosts`` or every address it resolves to is in
 ``allowed_networks`` or is a global (public) address. Loopback, private, link-local, shared,
-multicast and reserved addresses are refused unless allowed. The check runs at registration (the
-answer says why a URL is refused) and again before every delivery, since a name can resolve
-elsewhere later; redirects are never followed.
+multicast and reserved addresses are refused unless allowed, and so is an IPv6 address that
+reaches one of them through a translator or tunnel (NAT64, 6to4, Teredo, IPv4-mapped). The
+check runs at registration (the answer says why a URL is refused) and again before every
+delivery, since a name can resolve elsewhere later; redirects are never followed.
 
 Known limit: between the check and the connection a name could be made to resolve elsewhere
 (DNS rebinding); allow-list host names you control, or networks, to close it.
@@ -78,15 +79,32 @@ def refusal(
     except (socket.gaierror, UnicodeError, ValueError) as error:
         return f"its host {host!r} does not resolve ({error})"
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if any(address in network for network in allowed_networks) or address.is_global:
-            continue
-        return (
-            f"it resolves to {address}, {_kind(address)}: the broker does not deliver to its own "
-            "network unless an operator allows it (BROKER_INBOX_ALLOWED_NETWORKS or "
-            "BROKER_INBOX_ALLOWED_HOSTS)"
-        )
+        resolved = ipaddress.ip_address(info[4][0].split("%")[0])
+        for address in (resolved, *_embedded(resolved)):
+            if any(address in network for network in allowed_networks) or address.is_global:
+                continue
+            within = "" if address == resolved else f" (within {resolved})"
+            return (
+                f"it resolves to {address}{within}, {_kind(address)}: the broker does not "
+                "deliver to its own network unless an operator allows it "
+                "(BROKER_INBOX_ALLOWED_NETWORKS or BROKER_INBOX_ALLOWED_HOSTS)"
+            )
     return None
+
+
+def _embedded(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list:
+    """The IPv4 addresses an IPv6 address reaches through a translator or tunnel: IPv4-mapped,
+    NAT64 (64:ff9b::/96, RFC 6052; 64:ff9b:1::/48, RFC 8215), 6to4 and Teredo. Each is held to
+    the same rule as the address itself (``[64:ff9b::a9fe:a9fe]`` is 169.254.169.254)."""
+    if address.version != 6:
+        return []
+    found = [address.ipv4_mapped, address.sixtofour, *(address.teredo or ())]
+    if any(address in network for network in _NAT64):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [embedded for embedded in found if embedded is not None]
+
+
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 def _kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:

@@ -16,10 +16,19 @@ from tests.broker.conftest import ADMIN
         ("http://0.0.0.0:8000/", "unspecified"),
         ("http://user:secret@example.org/inbox", "user name or password"),
         ("http://no-such-host.invalid/inbox", "does not resolve"),
+        # an IPv6 address reaching inside through a translator or tunnel
+        ("http://[64:ff9b::a9fe:a9fe]/", "169.254.169.254 (within 64:ff9b::a9fe:a9fe)"),
+        ("http://[64:ff9b:1::a00:5]/", "10.0.0.5 (within"),
+        ("http://[2002:a9fe:a9fe::]/", "169.254.169.254 (within 2002:a9fe:a9fe::)"),
     ],
 )
 def test_urls_into_the_brokers_own_network_are_refused(url, reason):
     assert reason in refusal(url)
+
+
+def test_a_translated_public_address_is_taken():
+    assert refusal("http://[64:ff9b::808:808]/") is None  # NAT64 of 8.8.8.8
+    assert refusal("http://[2002:808:808::]/") is None  # 6to4 of 8.8.8.8
 
 
 def test_allow_lists_open_networks_and_names_an_operator_trusts():
