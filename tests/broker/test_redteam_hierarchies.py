@@ -15,7 +15,7 @@ import pytest
 from broker.anonymize.hierarchies import MAX_UPLOAD_BYTES
 from broker.intake.hierarchies import read_parts
 from tests.broker.conftest import ADMIN
-from tests.broker.test_hierarchies import ADULT, PROBLEM, k_domestically, received, send
+from tests.broker.test_hierarchies import PROBLEM, in_place, k_domestically, received, send
 
 EDUCATION = [
     *("Bachelors", "HS-grad", "11th", "Masters", "9th", "Some-college", "Assoc-acdm"),
@@ -26,7 +26,7 @@ EDUCATION = [
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    return pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str).head(2000)
+    return pd.read_csv(in_place("adult.csv"), sep=";", dtype=str).head(2000)
 
 
 @pytest.fixture(scope="module")

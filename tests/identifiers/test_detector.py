@@ -28,9 +28,10 @@ from broker.identifiers.short_text import identifier_in_text
 from broker.identifiers.text import MAX_DEPTH, readings
 from broker.metrics.content import content_of, split_content
 from tests.fixtures.identifiers import corpus
+from tests.shared_data import DATA
 
 FIXTURES = Path(corpus.__file__).parent
-ADULT = Path("/work/shared/data/arx-adult/adult.csv")
+ADULT = DATA / "arx-adult" / "adult.csv"
 STRONG_KINDS = ("email", "phone", "iban", "payment_card", "passport", "national_id")
 
 
