@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from broker.config import Settings
 from broker.main import create_app
 from tests.conftest import ADMIN_TOKEN, FIXTURES, POLICIES
+from tests.servers import ServerThread
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 UPLOAD_LIMIT = 200_000
@@ -103,3 +109,34 @@ def drain(federation, rounds=20):
     for _ in range(rounds):
         federation.worker.run_once()
         time.sleep(0.02)
+
+
+class Consumer:
+    """A consumer's connector: records each message, answers the statuses it is told to."""
+
+    def __init__(self):
+        self.received: list[tuple[str, dict]] = []
+        self.raw: list[tuple[object, list[tuple[str, str]], bytes]] = []  # url, headers, body
+        self.failures = 0  # answer 503 this many times first
+
+    def app(self) -> Starlette:
+        async def take(request: Request) -> Response:
+            if self.failures:
+                self.failures -= 1
+                return Response(status_code=503)
+            body = await request.body()
+            self.received.append((request.url.path, json.loads(body)))
+            self.raw.append((request.url, list(request.headers.items()), body))
+            return Response(status_code=200)
+
+        return Starlette(routes=[Route("/cb/{rest:path}", take, methods=["POST"])])
+
+
+@pytest.fixture
+def consumer():
+    """A consumer's connector on a real HTTP server on 127.0.0.1, for protocol callbacks."""
+    found = Consumer()
+    server = ServerThread(found.app()).start()
+    found.url = server.url
+    yield found
+    server.stop()

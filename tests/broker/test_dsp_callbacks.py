@@ -6,7 +6,6 @@ Read in place from the shared data folder, as tests/broker/test_dsp.py does (ski
 """
 
 import hashlib
-import json
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -41,41 +40,11 @@ SCHEMAS = {
 }
 
 
-class Consumer:
-    """A consumer's connector: records each message, answers the statuses it is told to."""
-
-    def __init__(self):
-        self.received: list[tuple[str, dict]] = []
-        self.raw: list[tuple[object, list[tuple[str, str]], bytes]] = []  # url, headers, body
-        self.failures = 0  # answer 503 this many times first
-
-    def app(self) -> Starlette:
-        async def take(request: Request) -> Response:
-            if self.failures:
-                self.failures -= 1
-                return Response(status_code=503)
-            body = await request.body()
-            self.received.append((request.url.path, json.loads(body)))
-            self.raw.append((request.url, list(request.headers.items()), body))
-            return Response(status_code=200)
-
-        return Starlette(routes=[Route("/cb/{rest:path}", take, methods=["POST"])])
-
-
 @pytest.fixture
 def dataset(federation) -> str:
     found = publish(federation).json()["id"]
     measure(federation, found)
     return found
-
-
-@pytest.fixture
-def consumer():
-    found = Consumer()
-    server = ServerThread(found.app()).start()
-    found.url = server.url
-    yield found
-    server.stop()
 
 
 def deliver(federation, moment=None) -> int:

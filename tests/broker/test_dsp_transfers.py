@@ -21,9 +21,8 @@ from tests.broker.conftest import bearer, drain
 from tests.broker.test_catalog import measure, publish
 from tests.broker.test_dsp import error_valid, example, schema_valid
 from tests.broker.test_dsp import pytestmark as _spec  # skipped without the specification
-from tests.broker.test_dsp_callbacks import Consumer, deliver
+from tests.broker.test_dsp_callbacks import deliver
 from tests.broker.test_negotiations import message, request
-from tests.servers import ServerThread
 
 pytestmark = _spec
 CONSUMER_PID = "urn:uuid:32541fe6-c580-409e-85a8-8a9a32fbe833"
@@ -35,15 +34,6 @@ SCHEMAS = {
 }
 ERROR = "transfer/transfer-error-schema.json"
 PROCESS = "transfer/transfer-process-schema.json"
-
-
-@pytest.fixture
-def consumer():
-    found = Consumer()
-    server = ServerThread(found.app()).start()
-    found.url = server.url
-    yield found
-    server.stop()
 
 
 def agree(federation, inbox, terms=None, verify=True) -> str:

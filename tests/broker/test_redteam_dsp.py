@@ -11,7 +11,6 @@ import pytest
 from tests.broker.conftest import drain
 from tests.broker.test_dsp import error_valid
 from tests.broker.test_dsp import pytestmark as _spec
-from tests.broker.test_dsp_callbacks import Consumer
 from tests.broker.test_dsp_transfers import (
     ERROR,
     advance,
@@ -23,18 +22,8 @@ from tests.broker.test_dsp_transfers import (
     started,
     transfer_request,
 )
-from tests.servers import ServerThread
 
 pytestmark = _spec
-
-
-@pytest.fixture
-def consumer():
-    found = Consumer()
-    server = ServerThread(found.app()).start()
-    found.url = server.url
-    yield found
-    server.stop()
 
 
 @pytest.fixture
