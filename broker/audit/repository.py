@@ -7,18 +7,17 @@ several times the database's own work).
 
 from collections.abc import Iterator
 
-from sqlalchemy import Row, insert, select, text
+from sqlalchemy import Row, select, text
 from sqlalchemy.orm import Session
 
 from broker.audit.models import AuditEntry
-from broker.storage.rows import column_values
+from broker.storage.rows import insert_objects
 
 # Any constant will do: it names the PostgreSQL advisory lock that serializes appends.
 _APPEND_LOCK = 7_314_001
 _LOCK = text(f"SELECT pg_advisory_xact_lock({_APPEND_LOCK})")
 _TABLE = AuditEntry.__table__
 _LAST = select(_TABLE.c.id, _TABLE.c.hash).order_by(_TABLE.c.id.desc()).limit(1)
-_INSERT = insert(_TABLE)
 
 
 def lock_for_append(session: Session) -> None:
@@ -34,7 +33,7 @@ def last(session: Session) -> Row[tuple[int, str]] | None:
 
 def add(session: Session, entry: AuditEntry) -> None:
     """Insert the entry (it stays a plain object: nothing reads it back in this session)."""
-    session.execute(_INSERT, [column_values(entry)])
+    insert_objects(session, entry)
 
 
 def get(session: Session, entry_id: int) -> AuditEntry | None:
