@@ -9,8 +9,8 @@ delivered, and checks the French inbox: each approved transfer exactly once.
 It also says where the machine's CPU went per decision (the broker, the member clouds, the
 clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow;
 and, on PostgreSQL, what the database did per decision by its own statistics: transactions
-committed and rolled back and connections opened (``pg_stat_database``), table scans and rows written
-(``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
+committed and rolled back and connections opened (``pg_stat_database``), table scans and rows
+written (``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
 broker's own count of them, ``fedbroker_database_statements_total``). The database's are
 counted from just before the first request until the broker has stopped (a backend reports its
 statistics at the latest when it exits), so deliveries and the broker's polling are included.
@@ -229,8 +229,8 @@ def _trivial_endpoint(body: bytes, clients: int, seconds: float, workers: int) -
 def _database_counts(url: str) -> dict[str, int] | None:
     """PostgreSQL's own counts for the broker's database so far (None on SQLite): transactions
     committed and rolled back, connections opened (each one a server process started), table
-    scans (sequential and by index), rows inserted, updated and deleted, and statements when ``pg_stat_statements`` is loaded. This reading is itself one
-    committed transaction."""
+    scans (sequential and by index), rows inserted, updated and deleted, and statements when
+    ``pg_stat_statements`` is loaded. This reading is itself one committed transaction."""
     if not url.startswith("postgresql"):
         return None
     import sqlalchemy as sa

@@ -263,12 +263,3 @@ def startup_lock(engine: Engine) -> Iterator[None]:
         finally:
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _STARTUP_LOCK})
             connection.commit()
-
-
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One session per request; services commit, anything left open is rolled back."""
-    session = factory()
-    try:
-        yield session
-    finally:
-        session.close()
