@@ -5,8 +5,9 @@ spent, until a health check sees the member up again (:func:`make_due`).
 """
 
 from datetime import datetime
+from functools import cache
 
-from sqlalchemy import Row, bindparam, or_, select, update
+from sqlalchemy import Row, Update, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
@@ -143,15 +144,26 @@ def release(session: Session, transfer_id: str, owner: str) -> bool:
 
 def settle(session: Session, transfer_id: str, owner: str, **values) -> bool:
     """Write an attempt's outcome if we still hold the lease; True when written."""
-    result = session.execute(
-        _SETTLE.values(lease_owner=None, lease_expires_at=None, **values),
-        {"leased": transfer_id, "owner": owner},
-    )
+    statement = _settle(frozenset(values))
+    parameters = {f"new_{name}": value for name, value in values.items()}
+    result = session.execute(statement, parameters | {"leased": transfer_id, "owner": owner})
     return result.rowcount == 1
 
 
-_SETTLE = update(_TABLE).where(
-    _TABLE.c.transfer_id == bindparam("leased"),
-    _TABLE.c.lease_owner == bindparam("owner"),
-    _TABLE.c.status == DeliveryStatus.PENDING,
-)
+@cache
+def _settle(names: frozenset[str]) -> Update:
+    """The conditional UPDATE that writes these columns (an outcome writes one of a few sets of
+    columns: one statement built for each set, its values bound)."""
+    return (
+        update(_TABLE)
+        .where(
+            _TABLE.c.transfer_id == bindparam("leased"),
+            _TABLE.c.lease_owner == bindparam("owner"),
+            _TABLE.c.status == DeliveryStatus.PENDING,
+        )
+        .values(
+            lease_owner=None,
+            lease_expires_at=None,
+            **{name: bindparam(f"new_{name}") for name in sorted(names)},
+        )
+    )
