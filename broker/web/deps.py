@@ -184,11 +184,8 @@ def spooled_upload(
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
 ) -> Iterator[Upload]:
     """The request's file, copied into the spool folder; removed when the request ends."""
-    upload = uploads.receive(file.file, settings.spool_dir, file.filename, file.content_type)
-    try:
+    with uploads.spooled(file.file, settings.spool_dir, file.filename, file.content_type) as upload:
         yield upload
-    finally:
-        uploads.discard(upload)
 
 
 SpooledUpload = Annotated[Upload, Depends(spooled_upload)]
