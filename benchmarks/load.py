@@ -9,8 +9,8 @@ delivered, and checks the French inbox: each approved transfer exactly once.
 It also says where the machine's CPU went per decision (the broker, the member clouds, the
 clients, and the rest: PostgreSQL and the system), and so how many decisions these cores allow;
 and, on PostgreSQL, what the database did per decision by its own statistics: transactions
-committed and rolled back (``pg_stat_database``), table scans and rows written
-(``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
+committed and rolled back and connections opened (``pg_stat_database``), table scans and rows
+written (``pg_stat_user_tables``), and statements when ``pg_stat_statements`` is loaded (else the
 broker's own count of them, ``fedbroker_database_statements_total``). The database's are
 counted from just before the first request until the broker has stopped (a backend reports its
 statistics at the latest when it exits), so deliveries and the broker's polling are included.
@@ -228,9 +228,9 @@ def _trivial_endpoint(body: bytes, clients: int, seconds: float, workers: int) -
 
 def _database_counts(url: str) -> dict[str, int] | None:
     """PostgreSQL's own counts for the broker's database so far (None on SQLite): transactions
-    committed and rolled back, table scans (sequential and by index), rows inserted, updated and
-    deleted, and statements when ``pg_stat_statements`` is loaded. This reading is itself one
-    committed transaction."""
+    committed and rolled back, connections opened (each one a server process started), table
+    scans (sequential and by index), rows inserted, updated and deleted, and statements when
+    ``pg_stat_statements`` is loaded. This reading is itself one committed transaction."""
     if not url.startswith("postgresql"):
         return None
     import sqlalchemy as sa
@@ -240,7 +240,7 @@ def _database_counts(url: str) -> dict[str, int] | None:
         with engine.connect() as connection:
             transactions = connection.execute(
                 sa.text(
-                    "SELECT xact_commit, xact_rollback FROM pg_stat_database "
+                    "SELECT xact_commit, xact_rollback, sessions FROM pg_stat_database "
                     "WHERE datname = current_database()"
                 )
             ).one()
@@ -253,7 +253,13 @@ def _database_counts(url: str) -> dict[str, int] | None:
             ).one()
             counts = dict(
                 zip(
-                    ("commits", "rollbacks", "sequential scans", "index scans"),
+                    (
+                        "commits",
+                        "rollbacks",
+                        "connections opened",
+                        "sequential scans",
+                        "index scans",
+                    ),
                     (*transactions, *tables[:2]),
                     strict=True,
                 )
@@ -282,6 +288,7 @@ def _report_database(before: dict | None, after: dict | None, decisions: int) ->
         return
     spent = {name: after[name] - before[name] for name in after if name in before}
     spent["commits"] -= 1  # the first reading's own transaction
+    spent["connections opened"] -= 1  # and its connection
     per = ", ".join(f"{value / max(decisions, 1):.2f} {name}" for name, value in spent.items())
     missing = "" if "statements" in spent else " (statements: pg_stat_statements is not loaded)"
     print(

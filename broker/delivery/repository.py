@@ -5,44 +5,35 @@ spent, until a health check sees the member up again (:func:`make_due`).
 """
 
 from datetime import datetime
+from functools import cache
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Row, Update, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
 from broker.members.models import Member, MemberHealth
 from broker.wire.statuses import DeliveryStatus, HealthState
 
+# The outbox's statements run for every delivery, so they are built once, on the tables (Core):
+# an ORM-enabled UPDATE built per call cost 0.6 ms of CPU, this one 0.07 ms.
+_TABLE, _MEMBERS, _HEALTH = Delivery.__table__, Member.__table__, MemberHealth.__table__
+_NOW = bindparam("now")
+
 
 def destination_down():
     """True for a delivery whose destination is down (held), as a correlated EXISTS."""
     return (
-        select(MemberHealth.member_id)
+        select(_HEALTH.c.member_id)
         .where(
-            MemberHealth.member_id == Delivery.destination_id,
-            MemberHealth.state == HealthState.DOWN,
+            _HEALTH.c.member_id == _TABLE.c.destination_id,
+            _HEALTH.c.state == HealthState.DOWN,
         )
         .exists()
     )
 
 
-def _due(now: datetime, limit: int):
-    """Pending deliveries whose time has come, unleased, to a destination that is not down."""
-    return (
-        select(Delivery.transfer_id)
-        .where(
-            Delivery.status == DeliveryStatus.PENDING,
-            Delivery.next_attempt_at <= now,
-            _unleased(now),
-            ~destination_down(),
-        )
-        .order_by(Delivery.next_attempt_at)
-        .limit(limit)
-    )
-
-
-def _unleased(now: datetime):
-    return or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now)
+def _unleased():
+    return or_(_TABLE.c.lease_expires_at.is_(None), _TABLE.c.lease_expires_at < _NOW)
 
 
 def lease_due(
@@ -52,18 +43,31 @@ def lease_due(
     has come, unleased, to a destination that is not down; the ones we got, the earliest due
     first. The lease is a conditional update: a row another process leased meanwhile fails the
     condition, checked again on the row as that process left it, and is not ours."""
-    leased = session.execute(
-        update(Delivery)
-        .where(
-            Delivery.transfer_id.in_(_due(now, limit)),
-            Delivery.status == DeliveryStatus.PENDING,
-            _unleased(now),
-        )
-        .values(lease_owner=owner, lease_expires_at=until)
-        .returning(Delivery.transfer_id, Delivery.next_attempt_at)
-        .execution_options(synchronize_session=False)
-    ).all()
+    values = {"now": now, "owner": owner, "until": until, "limit": limit}
+    leased = session.execute(_LEASE, values).all()
     return [transfer_id for transfer_id, _ in sorted(leased, key=lambda row: (row[1], row[0]))]
+
+
+_LEASE = (
+    update(_TABLE)
+    .where(
+        _TABLE.c.transfer_id.in_(
+            select(_TABLE.c.transfer_id)
+            .where(
+                _TABLE.c.status == DeliveryStatus.PENDING,
+                _TABLE.c.next_attempt_at <= _NOW,
+                _unleased(),
+                ~destination_down(),
+            )
+            .order_by(_TABLE.c.next_attempt_at)
+            .limit(bindparam("limit"))
+        ),
+        _TABLE.c.status == DeliveryStatus.PENDING,
+        _unleased(),
+    )
+    .values(lease_owner=bindparam("owner"), lease_expires_at=bindparam("until"))
+    .returning(_TABLE.c.transfer_id, _TABLE.c.next_attempt_at)
+)
 
 
 def make_due(session: Session, destination_id: str, now: datetime) -> int:
@@ -112,18 +116,25 @@ def get(session: Session, transfer_id: str) -> Delivery | None:
     return session.get(Delivery, transfer_id)
 
 
-def with_destinations(
-    session: Session, transfer_ids: list[str]
-) -> dict[str, tuple[Delivery, Member | None, MemberHealth | None]]:
-    """These deliveries, each with its destination member and that member's health (None
-    where a row is missing), in one query: what their attempts read."""
-    found = session.execute(
-        select(Delivery, Member, MemberHealth)
-        .outerjoin(Member, Member.id == Delivery.destination_id)
-        .outerjoin(MemberHealth, MemberHealth.member_id == Delivery.destination_id)
-        .where(Delivery.transfer_id.in_(transfer_ids))
+def with_destinations(session: Session, transfer_ids: list[str]) -> dict[str, Row]:
+    """These deliveries, each with what its attempt reads of its destination, in one query:
+    the delivery's columns, the member's ``member_status`` and ``inbox_url`` (None when the
+    member is gone) and its health's ``health_state`` (None when it has none)."""
+    found = session.execute(_WITH_DESTINATIONS, {"ids": transfer_ids})
+    return {row.transfer_id: row for row in found}
+
+
+_WITH_DESTINATIONS = (
+    select(
+        _TABLE,
+        _MEMBERS.c.status.label("member_status"),
+        _MEMBERS.c.inbox_url,
+        _HEALTH.c.state.label("health_state"),
     )
-    return {delivery.transfer_id: (delivery, member, health) for delivery, member, health in found}
+    .outerjoin(_MEMBERS, _MEMBERS.c.id == _TABLE.c.destination_id)
+    .outerjoin(_HEALTH, _HEALTH.c.member_id == _TABLE.c.destination_id)
+    .where(_TABLE.c.transfer_id.in_(bindparam("ids", expanding=True)))
+)
 
 
 def release(session: Session, transfer_id: str, owner: str) -> bool:
@@ -133,13 +144,26 @@ def release(session: Session, transfer_id: str, owner: str) -> bool:
 
 def settle(session: Session, transfer_id: str, owner: str, **values) -> bool:
     """Write an attempt's outcome if we still hold the lease; True when written."""
-    result = session.execute(
-        update(Delivery)
-        .where(
-            Delivery.transfer_id == transfer_id,
-            Delivery.lease_owner == owner,
-            Delivery.status == DeliveryStatus.PENDING,
-        )
-        .values(lease_owner=None, lease_expires_at=None, **values)
-    )
+    statement = _settle(frozenset(values))
+    parameters = {f"new_{name}": value for name, value in values.items()}
+    result = session.execute(statement, parameters | {"leased": transfer_id, "owner": owner})
     return result.rowcount == 1
+
+
+@cache
+def _settle(names: frozenset[str]) -> Update:
+    """The conditional UPDATE that writes these columns (an outcome writes one of a few sets of
+    columns: one statement built for each set, its values bound)."""
+    return (
+        update(_TABLE)
+        .where(
+            _TABLE.c.transfer_id == bindparam("leased"),
+            _TABLE.c.lease_owner == bindparam("owner"),
+            _TABLE.c.status == DeliveryStatus.PENDING,
+        )
+        .values(
+            lease_owner=None,
+            lease_expires_at=None,
+            **{name: bindparam(f"new_{name}") for name in sorted(names)},
+        )
+    )

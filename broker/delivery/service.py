@@ -50,6 +50,8 @@ from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
 
 if TYPE_CHECKING:
+    from sqlalchemy import Row
+
     from broker.delivery.models import Delivery
 
 log = logging.getLogger("broker.delivery")
@@ -119,7 +121,7 @@ def forget_old_failures(factory: sessionmaker[Session], settings: Settings) -> N
         Path(name).unlink(missing_ok=True)
 
 
-def _payload(delivery: Delivery) -> Written:
+def _payload(delivery: Delivery | Row) -> Written:
     """What leaves, as the decision wrote it: bytes, or a file streamed, never read whole. Its
     digest is the one the decision recorded (in the row's ``Content-Digest``), not taken here."""
     if delivery.payload is not None:
@@ -222,38 +224,37 @@ def attempt(
 
 
 def _read(session: Session, owner: str, transfer_id: str, row) -> Ready | Tried | str:
-    """A leased delivery as its attempt reads it (``row``: the delivery, its destination and
-    that one's health, :func:`repository.with_destinations`): ready to POST; an outcome
+    """A leased delivery as its attempt reads it (``row``: the delivery with its destination's
+    status, inbox and health, :func:`repository.with_destinations`): ready to POST; an outcome
     without a POST (its destination gone or suspended, its payload unusable); ``lease_lost``
     when it is no longer ours; :data:`HELD` when its destination is down (given back: the
     caller commits)."""
-    delivery, destination, health = row if row is not None else (None, None, None)
     if (
-        delivery is None
-        or delivery.status != DeliveryStatus.PENDING
-        or delivery.lease_owner != owner
-        or not delivery.held
+        row is None
+        or row.status != DeliveryStatus.PENDING
+        or row.lease_owner != owner
+        or (row.payload is None and row.payload_file is None)  # no longer held
     ):
         return "lease_lost"  # settled or taken over since we claimed it
-    destination_id = delivery.destination_id
-    if health is not None and health.state == HealthState.DOWN:
+    destination_id = row.destination_id
+    if row.health_state == HealthState.DOWN:
         # Marked down since we claimed it: held, not attempted, its attempts not spent.
         repository.release(session, transfer_id, owner)
         return HELD
-    payload_file = delivery.payload_file
-    attempts = delivery.attempts + 1
-    if destination is None or destination.status != MemberStatus.ACTIVE:
-        state = destination.status if destination else "gone"
+    payload_file = row.payload_file
+    attempts = row.attempts + 1
+    if row.member_status != MemberStatus.ACTIVE:
+        state = row.member_status or "gone"
         outcome = Attempt(False, False, f"destination {destination_id!r} is {state}")
         return Tried(transfer_id, attempts, outcome, payload_file)
     try:
-        payload = _payload(delivery)
+        payload = _payload(row)
         # Streamed files too carry their length: the member can refuse a body too large.
-        headers = delivery.headers | {h.CONTENT_LENGTH: str(payload.size)}
+        headers = row.headers | {h.CONTENT_LENGTH: str(payload.size)}
     except Exception as error:  # a bad stored value must not stall the outbox
         reason = f"cannot build the delivery: {type(error).__name__}: {error}"
         return Tried(transfer_id, attempts, Attempt(False, False, reason), payload_file)
-    return Ready(transfer_id, attempts, payload, headers, destination.inbox_url, payload_file)
+    return Ready(transfer_id, attempts, payload, headers, row.inbox_url, payload_file)
 
 
 def settle(factory: sessionmaker[Session], owner: str, settings: Settings, tried: Tried) -> str:

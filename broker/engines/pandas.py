@@ -128,6 +128,7 @@ class PandasEngine:
         self._person_key = person_key
         self._rare: RareTuples | None = None  # told by assume_worst
         self._columns: dict[str, Grouping] = {}  # encoded when first counted
+        self._dictionaries: dict[str, pd.Series] = {}  # a report asks for each several times
         self._recent: OrderedDict[tuple[str, ...], Grouping] = OrderedDict()
         self._recent_tables = RecentTables(_RECENT_GROUPINGS)
 
@@ -182,10 +183,15 @@ class PandasEngine:
         return self._rare if self._people is None else self._people.rare
 
     def dictionary(self, column: str) -> pd.Series:
-        grouping = self.grouping([column])
-        if grouping.uniques is not None:
-            return pd.Series(grouping.uniques, copy=False)
-        return self.frame[column].iloc[grouping.representatives()].reset_index(drop=True)
+        found = self._dictionaries.get(column)
+        if found is None:
+            grouping = self.grouping([column])
+            if grouping.uniques is not None:
+                found = pd.Series(grouping.uniques, copy=False)
+            else:
+                found = self.frame[column].iloc[grouping.representatives()].reset_index(drop=True)
+            self._dictionaries[column] = found
+        return found
 
     def counts(
         self, column_sets: Sequence[Sequence[str]], people: bool = False

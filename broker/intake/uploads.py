@@ -5,7 +5,8 @@ file as it arrives (past 1 MiB), and :func:`receive` copies it in chunks into th
 folder, hashing as it copies. What is measured is then read from that copy: small files into
 memory, large ones out of core (:mod:`broker.intake.tables`). A job that decides later
 (``202 Accepted``) takes the copy over with :func:`adopt`; every other copy is removed when the
-request ends (the request's dependency: :data:`broker.web.deps.SpooledUpload`). A spool folder
+request ends (the request's dependency :data:`broker.web.deps.SpooledUpload`, or
+:func:`spooled` inside a route's own work). A spool folder
 without room for the copy answers 507 with ``Retry-After``, the part copied removed at once.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -68,3 +71,15 @@ def adopt(upload: Upload, path: Path) -> Upload:
 
 def discard(upload: Upload) -> None:
     upload.path.unlink(missing_ok=True)
+
+
+@contextmanager
+def spooled(
+    source: BinaryIO, spool_dir: Path, filename: str | None, content_type: str | None
+) -> Iterator[Upload]:
+    """:func:`receive`, the copy removed when the block ends (unless a job adopted it)."""
+    upload = receive(source, spool_dir, filename, content_type)
+    try:
+        yield upload
+    finally:
+        discard(upload)

@@ -1,7 +1,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, and_, func, or_, select, update
+from sqlalchemy import Row, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from broker.members.models import Member, MemberHealth
@@ -13,18 +13,24 @@ def get(session: Session, member_id: str) -> Member | None:
     return session.get(Member, member_id)
 
 
-def by_key_hash(session: Session, key_hash: str, now: datetime) -> tuple[Member, bool] | None:
-    """The member whose current key, or previous key still in its grace period, has this hash,
-    and whether it was the previous key."""
-    current = session.scalars(select(Member).where(Member.api_key_hash == key_hash)).first()
+def by_key_hash(session: Session, key_hash: str, now: datetime) -> tuple[Row, bool] | None:
+    """The member (``id``, ``jurisdiction``, ``status``) whose current key, or previous key
+    still in its grace period, has this hash, and whether it was the previous key. Read on
+    every call a member makes: statements built once, on the table."""
+    current = session.execute(_BY_KEY, {"key_hash": key_hash}).first()
     if current is not None:
         return current, False
-    previous = session.scalars(
-        select(Member).where(
-            Member.previous_api_key_hash == key_hash, Member.previous_key_expires_at > now
-        )
-    ).first()
+    previous = session.execute(_BY_PREVIOUS_KEY, {"key_hash": key_hash, "now": now}).first()
     return None if previous is None else (previous, True)
+
+
+_MEMBERS = Member.__table__
+_CALLER = select(_MEMBERS.c.id, _MEMBERS.c.jurisdiction, _MEMBERS.c.status)
+_BY_KEY = _CALLER.where(_MEMBERS.c.api_key_hash == bindparam("key_hash")).limit(1)
+_BY_PREVIOUS_KEY = _CALLER.where(
+    _MEMBERS.c.previous_api_key_hash == bindparam("key_hash"),
+    _MEMBERS.c.previous_key_expires_at > bindparam("now"),
+).limit(1)
 
 
 def all_members(session: Session) -> list[Member]:
@@ -80,27 +86,29 @@ def claim_check(session: Session, member_id: str, now: datetime, next_at: dateti
 
 def parties(session: Session, member_ids: Sequence[str]) -> list[Row]:
     """Each of these members (``id``, ``jurisdiction``, ``status``) with its jurisdiction's newest
-    F-SLA ``version`` and ``document`` (both None when it has none), in one query."""
-    newest = (
-        select(func.max(PolicyVersion.version))
-        .where(PolicyVersion.jurisdiction == Member.jurisdiction)
-        .correlate(Member)
-        .scalar_subquery()
+    F-SLA ``version`` and ``document`` (both None when it has none), in one query (built once:
+    every decision reads it)."""
+    return list(session.execute(_PARTIES, {"ids": list(member_ids)}))
+
+
+_VERSIONS = PolicyVersion.__table__
+_NEWEST = (
+    select(func.max(_VERSIONS.c.version))
+    .where(_VERSIONS.c.jurisdiction == _MEMBERS.c.jurisdiction)
+    .correlate(_MEMBERS)
+    .scalar_subquery()
+)
+_PARTIES = (
+    select(
+        _MEMBERS.c.id,
+        _MEMBERS.c.jurisdiction,
+        _MEMBERS.c.status,
+        _VERSIONS.c.version,
+        _VERSIONS.c.document,
     )
-    query = (
-        select(
-            Member.id,
-            Member.jurisdiction,
-            Member.status,
-            PolicyVersion.version,
-            PolicyVersion.document,
-        )
-        .outerjoin(
-            PolicyVersion,
-            and_(
-                PolicyVersion.jurisdiction == Member.jurisdiction, PolicyVersion.version == newest
-            ),
-        )
-        .where(Member.id.in_(member_ids))
+    .outerjoin(
+        _VERSIONS,
+        and_(_VERSIONS.c.jurisdiction == _MEMBERS.c.jurisdiction, _VERSIONS.c.version == _NEWEST),
     )
-    return list(session.execute(query))
+    .where(_MEMBERS.c.id.in_(bindparam("ids", expanding=True)))
+)

@@ -9,6 +9,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,15 +31,16 @@ def hash_key(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()
 
 
-def authenticate(session: Session, api_key: str) -> tuple[Member, bool] | None:
-    """The member this key is a key of, and whether it is a rotated-out key in its grace
-    period (which authenticates ordinary calls but manages no keys)."""
+def authenticate(session: Session, api_key: str) -> tuple[Row, bool] | None:
+    """The member this key is a key of (``id``, ``jurisdiction``, ``status``), and whether it
+    is a rotated-out key in its grace period (which authenticates ordinary calls but manages
+    no keys)."""
     if not api_key.startswith(KEY_PREFIX):
         return None
     return authenticate_digest(session, hash_key(api_key))
 
 
-def authenticate_digest(session: Session, key_hash: str) -> tuple[Member, bool] | None:
+def authenticate_digest(session: Session, key_hash: str) -> tuple[Row, bool] | None:
     """:func:`authenticate` by the key's SHA-256 (a console session keeps it, never the key)."""
     return repository.by_key_hash(session, key_hash, datetime.now(UTC))
 

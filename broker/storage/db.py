@@ -146,6 +146,13 @@ def make_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
     return _postgresql_engine(url, timeouts)
 
 
+# Connections a process keeps to PostgreSQL: as many as SQLAlchemy's default pool opens at most
+# (5, and 10 more under load), all kept once opened. With the default, under load the 10 beyond
+# the first five were opened and closed again over and over (each one a server process started):
+# a quarter of a connection a decision in benchmarks/load.py.
+POOL_SIZE = 15
+
+
 def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
     """PostgreSQL with the session's timeouts set at connection (an ``options`` of the URL's
     own comes after them, so it wins) and, with psycopg 3, answers awaited no longer than
@@ -155,7 +162,13 @@ def _postgresql_engine(url: str, timeouts: Timeouts) -> Engine:
     connect_args: dict[str, Any] = {"options": options} if options else {}
     if timeouts.connect:  # libpq counts whole seconds, and takes less than 2 as 2
         connect_args["connect_timeout"] = max(2, math.ceil(timeouts.connect))
-    engine = create_engine(url, pool_timeout=timeouts.pool, connect_args=connect_args)
+    engine = create_engine(
+        url,
+        pool_size=POOL_SIZE,
+        max_overflow=0,
+        pool_timeout=timeouts.pool,
+        connect_args=connect_args,
+    )
     _ping_when_idle(engine)
     if parsed.get_driver_name() == "psycopg":
         from broker.storage import postgres
@@ -250,12 +263,3 @@ def startup_lock(engine: Engine) -> Iterator[None]:
         finally:
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _STARTUP_LOCK})
             connection.commit()
-
-
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One session per request; services commit, anything left open is rolled back."""
-    session = factory()
-    try:
-        yield session
-    finally:
-        session.close()

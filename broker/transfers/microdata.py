@@ -118,7 +118,7 @@ def decide(
     onward = None
     received = repository.received_under_no_onward(session, source_id, upload.sha256)
     if received is not None:
-        onward = Onward(received[0].id, received[1].id)
+        onward = Onward(received.transfer_id, received.agreement_id)
     session.commit()  # end the reads (they wrote nothing) before the CPU work
     progress("deciding", 0.5)
     with counting_limits():

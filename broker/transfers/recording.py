@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from broker.audit import service as audit
 from broker.delivery.models import Delivery
 from broker.storage.db import Base
+from broker.storage.rows import insert_objects
 from broker.transfers import repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import Transfer
@@ -91,9 +92,7 @@ def record(
     rows: Iterable[Base] = (),
 ) -> None:
     """Write the decision: the transfer with its outbox row (or none), the rows of its kind
-    (after the transfer, which they refer to), and its audit entry; flushed, not committed."""
+    (after the transfer, which they refer to), and its audit entry; not committed."""
     repository.add(session, transfer, delivery)
-    for row in rows:
-        session.add(row)
-    session.flush()
+    insert_objects(session, *rows)
     audit.record(session, transfer.source_id, DECIDED, transfer.id, audit_details)

@@ -3,13 +3,14 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, func, or_, select, update
+from sqlalchemy import Row, and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from broker.delivery.models import Delivery
 from broker.fsla import linkage
 from broker.members.models import Member
 from broker.negotiations.models import Agreement
+from broker.storage.rows import insert_objects
 from broker.transfers.models import ReleasedClasses, Transfer, TransferJob
 from broker.wire.statuses import JobState
 
@@ -56,10 +57,11 @@ def page(
 
 def add(session: Session, transfer: Transfer, delivery: Delivery | None) -> None:
     """The transfer with its outbox row (or none), both held by the transfer as they are
-    written, so that answering with it reads nothing back."""
+    written, so that answering with it reads nothing back. Inserted as rows (not through the
+    session's unit of work): every decision writes them, and nothing reads them back in its
+    transaction."""
     transfer.delivery = delivery
-    session.add(transfer)
-    session.flush()
+    insert_objects(session, transfer, *([] if delivery is None else [delivery]))
 
 
 def lock_member(session: Session, member_id: str) -> None:
@@ -274,18 +276,28 @@ def involving(
     return list(session.execute(query).unique())
 
 
-def received_under_no_onward(
-    session: Session, member_id: str, sha256: str
-) -> tuple[Transfer, Agreement] | None:
+def received_under_no_onward(session: Session, member_id: str, sha256: str) -> Row | None:
     """An earlier transfer delivered ``sha256`` to ``member_id`` under an agreement that
-    forbids sending it on (the newest such), with that agreement."""
-    query = (
-        select(Transfer, Agreement)
-        .join(Agreement, Agreement.id == Transfer.agreement_id)
-        .where(Transfer.destination_id == member_id, Transfer.delivered_sha256 == sha256)
-        .order_by(Transfer.created_at.desc())
-    )
-    for transfer, agreement in session.execute(query):
-        if not agreement.terms.get("onward_transfer", False):
-            return transfer, agreement
+    forbids sending it on (the newest such): its ``transfer_id`` and ``agreement_id``. Every
+    decision asks, so the query is built once."""
+    found = session.execute(_RECEIVED, {"member_id": member_id, "sha256": sha256})
+    for row in found:
+        if not row.terms.get("onward_transfer", False):
+            return row
     return None
+
+
+_TRANSFERS, _AGREEMENTS = Transfer.__table__, Agreement.__table__
+_RECEIVED = (
+    select(
+        _TRANSFERS.c.id.label("transfer_id"),
+        _AGREEMENTS.c.id.label("agreement_id"),
+        _AGREEMENTS.c.terms,
+    )
+    .join(_AGREEMENTS, _AGREEMENTS.c.id == _TRANSFERS.c.agreement_id)
+    .where(
+        _TRANSFERS.c.destination_id == bindparam("member_id"),
+        _TRANSFERS.c.delivered_sha256 == bindparam("sha256"),
+    )
+    .order_by(_TRANSFERS.c.created_at.desc())
+)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, File, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -21,7 +22,6 @@ from broker.errors import Forbidden, NotAuthenticated
 from broker.intake import uploads
 from broker.intake.uploads import Upload
 from broker.members import service as members
-from broker.storage.db import session_scope
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -31,8 +31,22 @@ bearer = HTTPBearer(
 )
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    yield from session_scope(request.app.state.sessionmaker)
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """One session per request; services commit, anything left open is rolled back.
+
+    Made and closed on the event loop: FastAPI would hand a ``def`` generator to its thread pool
+    twice a request, to open and to close. Making a session reads nothing (it connects when
+    first used), and closing one that holds no transaction writes nothing; one that still does
+    is rolled back in the thread pool, where a wait on the database blocks no other request.
+    """
+    session = request.app.state.sessionmaker()
+    try:
+        yield session
+    finally:
+        if session.in_transaction():
+            await run_in_threadpool(session.close)
+        else:
+            session.close()
 
 
 # Dependencies that neither block nor touch the database are ``async def``: FastAPI runs each
@@ -144,15 +158,21 @@ AdminOnly = Annotated[Caller, Depends(admin_only)]
 CurrentMember = Annotated[Caller, Depends(member_only)]
 
 
-def rate_limited(request: Request, caller: CurrentCaller) -> Caller:
-    """The caller, counted against its upload rate limit (admins are not limited)."""
-    if not caller.is_admin:
-        request.app.state.rate_limiter.check(caller.name)
+async def rate_limited(request: Request, caller: CurrentCaller) -> Caller:
+    """The caller, counted against its upload rate limit (admins are not limited): on the event
+    loop when counted in memory, in the thread pool when the counts are in a shared store."""
+    limiter = request.app.state.rate_limiter
+    if caller.is_admin:
+        return caller
+    if limiter.in_memory:
+        limiter.check(caller.name)
+    else:
+        await run_in_threadpool(limiter.check, caller.name)
     return caller
 
 
-def rate_limited_member(request: Request, caller: CurrentMember) -> Caller:
-    return rate_limited(request, caller)
+async def rate_limited_member(request: Request, caller: CurrentMember) -> Caller:
+    return await rate_limited(request, caller)
 
 
 RateLimitedCaller = Annotated[Caller, Depends(rate_limited)]
@@ -164,11 +184,8 @@ def spooled_upload(
     file: Annotated[UploadFile, File(description="CSV, JSON (array of records) or Parquet")],
 ) -> Iterator[Upload]:
     """The request's file, copied into the spool folder; removed when the request ends."""
-    upload = uploads.receive(file.file, settings.spool_dir, file.filename, file.content_type)
-    try:
+    with uploads.spooled(file.file, settings.spool_dir, file.filename, file.content_type) as upload:
         yield upload
-    finally:
-        uploads.discard(upload)
 
 
 SpooledUpload = Annotated[Upload, Depends(spooled_upload)]

@@ -21,6 +21,7 @@ class RateLimiter:
 
     def __init__(self, rate: str, storage_uri: str = "memory://", what: str = "upload"):
         self.items = parse_many(rate)
+        self.in_memory = storage_uri.startswith("memory://")  # counting blocks on nothing
         self.limiter = strategies.MovingWindowRateLimiter(storage.storage_from_string(storage_uri))
         self.what = what
         self.namespace = "uploads" if what == "upload" else what

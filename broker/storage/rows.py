@@ -1,0 +1,45 @@
+"""An ORM object as the row a Core ``INSERT`` writes.
+
+The request path inserts its rows with statements built once (:func:`sqlalchemy.insert` on the
+table): a unit-of-work flush costs several times the database's own work for a row that nothing
+reads back in the same session. The object stays a plain (transient) object that the answer is
+built from, holding what the row holds.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Insert, Table, insert, inspect
+from sqlalchemy.orm import Session
+
+
+def column_values(instance: Any) -> dict[str, Any]:
+    """Each column's value as the object holds it; where it holds none, the column's Python
+    default, set on the object too, as a flush sets it. A column left to the database's own
+    default (``server_default``) is left out, so the database writes it."""
+    values = {}
+    for attribute in inspect(type(instance)).column_attrs:
+        column = attribute.columns[0]
+        value = getattr(instance, attribute.key)
+        if value is None and column.default is not None:
+            default = column.default
+            value = default.arg(None) if default.is_callable else default.arg
+            setattr(instance, attribute.key, value)
+        if value is None and column.server_default is not None:
+            continue
+        values[column.key] = value
+    return values
+
+
+def insert_objects(session: Session, *instances: Any) -> None:
+    """Insert each object as its row, in the order given (a row before the rows that refer to
+    it), each by its table's ``INSERT`` built once."""
+    for instance in instances:
+        session.execute(_insert(type(instance).__table__), [column_values(instance)])
+
+
+@cache
+def _insert(table: Table) -> Insert:
+    return insert(table)
