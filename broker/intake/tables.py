@@ -119,6 +119,10 @@ class Table:
 
         folder = settings.spool_dir / "deliveries"
         path = folder / name
+        # The count tables the decision kept would stay in memory under the sort that shuffles
+        # the rows: what is asked after the write is counted again.
+        engine.forget_counts()
+        self.engine.forget_counts()
         with storage_faults("the data that leaves, in the spool folder"):
             try:
                 folder.mkdir(parents=True, exist_ok=True)
