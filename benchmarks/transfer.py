@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ QUASI_IDENTIFIERS = ["age", "education", "marital-status", "occupation", "sex", 
 SENSITIVE = ["income"]
 OTHERS = ["workclass", "education-num", "relationship", "race", "hours-per-week"]
 POLL_SECONDS = 0.2
+RSS_SAMPLE_SECONDS = 0.02
 
 
 def main() -> None:
@@ -144,6 +146,7 @@ class Sent:
     problem: str | None = None
     stages: dict[str, float] = field(default_factory=dict)  # stage -> when first seen
     stage_rss: dict[str, float] = field(default_factory=dict)  # stage -> most RSS seen, MiB
+    rss: list[tuple[float, float]] = field(default_factory=list)  # (seconds, MiB) every 20 ms
     quasi_identifiers: list[str] = field(default_factory=lambda: list(QUASI_IDENTIFIERS))
     sensitive: list[str] = field(default_factory=lambda: list(SENSITIVE))
     delivered_rows: int | None = None
@@ -152,11 +155,46 @@ class Sent:
 
 
 def _send(running: loopback.Running, path: Path, anonymize: str, timeout: float) -> Sent:
-    """Upload the file as a transfer, follow a 202's Location until decided, wait for delivery."""
+    """Upload the file as a transfer, follow a 202's Location until decided, wait for delivery;
+    the broker's RSS sampled meanwhile, each stage's most (:func:`_by_stage`)."""
     sent = Sent()
+    done = threading.Event()
+    started = time.monotonic()
+
+    def sample() -> None:
+        while not done.wait(RSS_SAMPLE_SECONDS):
+            sent.rss.append((time.monotonic() - started, _status_mib(running.broker.pid, "VmRSS")))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        _follow(sent, running, path, anonymize, timeout, started)
+    finally:
+        done.set()
+        sampler.join()
+    sent.stage_rss = _by_stage(sent.stages, sent.rss)
+    return sent
+
+
+def _by_stage(stages: dict[str, float], samples: list[tuple[float, float]]) -> dict[str, float]:
+    """The most RSS sampled while each stage was the job's (from when it was first seen to when
+    the next one was; a stage is seen at a poll, so the windows are as late as the polls;
+    ``done`` runs to the delivery)."""
+    ordered = [("upload", 0.0), *sorted(stages.items(), key=lambda item: item[1])]
+    found = {}
+    for position, (stage, start) in enumerate(ordered):
+        end = ordered[position + 1][1] if position + 1 < len(ordered) else float("inf")
+        within = [mib for at, mib in samples if start <= at < end]
+        if within:
+            found[stage] = max(within)
+    return found
+
+
+def _follow(
+    sent: Sent, running: loopback.Running, path: Path, anonymize: str, timeout: float, start: float
+) -> None:
     headers = {"Authorization": f"Bearer {running.source_key}"}
     with httpx.Client(base_url=running.broker_url, headers=headers, timeout=timeout) as http:
-        start = time.monotonic()
         with path.open("rb") as file:
             answer = http.post(
                 "/v1/transfers",
@@ -175,21 +213,19 @@ def _send(running: loopback.Running, path: Path, anonymize: str, timeout: float)
             while True:
                 job = http.get(location).raise_for_status().json()
                 sent.stages.setdefault(job["stage"], time.monotonic() - start)
-                rss = _status_mib(running.broker.pid, "VmRSS")
-                sent.stage_rss[job["stage"]] = max(rss, sent.stage_rss.get(job["stage"], 0.0))
                 if job["state"] in ("done", "failed") or time.monotonic() > deadline:
                     break
                 time.sleep(POLL_SECONDS)
             if job["state"] != "done":
                 sent.status = f"job {job['state']}"
                 sent.problem = str(job.get("problem"))
-                return sent
+                return
             transfer = job["transfer"]
         elif answer.is_success:
             transfer = answer.json()
         else:
             sent.status, sent.problem = f"HTTP {answer.status_code}", answer.text[:300]
-            return sent
+            return
         sent.decided = time.monotonic() - start
     sent.status = transfer["status"]
     sent.quasi_identifiers, sent.sensitive = transfer["quasi_identifiers"], transfer["sensitive"]
@@ -234,7 +270,7 @@ def _report(sent: Sent, idle: float, peak: float, duckdb, pandas) -> None:
     stages = ", ".join(f"{stage} {at:.1f}" for stage, at in sent.stages.items())
     print(f"decision: {sent.status}; job stages first seen at (s): {stages or '-'}")
     rss = ", ".join(f"{stage} {mib:,.0f}" for stage, mib in sent.stage_rss.items())
-    print(f"broker RSS polled during each stage, most seen (MiB): {rss or '-'}")
+    print(f"broker RSS sampled every 20 ms, most in each stage (MiB): {rss or '-'}")
     if sent.problem:
         print(f"problem: {sent.problem}")
     if sent.failed_rules:
