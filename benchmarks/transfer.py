@@ -23,7 +23,10 @@ attribute that measures as a quasi-identifier), so the three produce the same re
 
     .venv/bin/python benchmarks/transfer.py --rows 1000000
 
-It also prints the broker's RSS as polled during each job stage (the most seen), and with
+It also prints the CPU seconds of the broker process to the decision (every thread, from
+``/proc/PID/stat``) beside those of each ``fedbroker analyze`` (user + system): on a machine
+shared with other work they change less than wall seconds. It prints the broker's RSS sampled
+every 20 ms, the most in each job stage, and with
 ``--profile FILE`` samples the broker process with py-spy during the transfer (raw collapsed
 stacks, for ``flamegraph.pl`` or a few lines of Python).
 
@@ -34,6 +37,7 @@ peak RSS at most 400 MiB above its RSS once idle.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import subprocess
@@ -47,7 +51,7 @@ from pathlib import Path
 import httpx
 import loopback  # first: it puts the repository on sys.path
 from adult import write_csv
-from harness import time_process, verdict
+from harness import time_process_cpu, verdict
 from loopback import ROOT, Federation
 
 from broker.datasets.limits import ReadLimits
@@ -128,10 +132,10 @@ def main() -> None:
             "--format",
             "json",
         ]
-        duckdb = time_process([*cli, "--engine", "duckdb"], ROOT)
+        duckdb = time_process_cpu([*cli, "--engine", "duckdb"], ROOT)
         pandas = None  # the pandas engine refuses what is over the cell limit
         if args.rows * len(args.columns) <= ReadLimits().max_cells:
-            pandas = time_process([*cli, "--engine", "pandas"], ROOT)
+            pandas = time_process_cpu([*cli, "--engine", "pandas"], ROOT)
     _report(sent, idle, peak, duckdb, pandas)
 
 
@@ -147,6 +151,7 @@ class Sent:
     stages: dict[str, float] = field(default_factory=dict)  # stage -> when first seen
     stage_rss: dict[str, float] = field(default_factory=dict)  # stage -> most RSS seen, MiB
     rss: list[tuple[float, float]] = field(default_factory=list)  # (seconds, MiB) every 20 ms
+    cpu: float = 0.0  # the broker's CPU seconds (user + system, every thread) to the decision
     quasi_identifiers: list[str] = field(default_factory=lambda: list(QUASI_IDENTIFIERS))
     sensitive: list[str] = field(default_factory=lambda: list(SENSITIVE))
     delivered_rows: int | None = None
@@ -160,6 +165,7 @@ def _send(running: loopback.Running, path: Path, anonymize: str, timeout: float)
     sent = Sent()
     done = threading.Event()
     started = time.monotonic()
+    sent.cpu = _cpu_seconds(running.broker.pid)
 
     def sample() -> None:
         while not done.wait(RSS_SAMPLE_SECONDS):
@@ -227,6 +233,7 @@ def _follow(
             sent.status, sent.problem = f"HTTP {answer.status_code}", answer.text[:300]
             return
         sent.decided = time.monotonic() - start
+        sent.cpu = _cpu_seconds(running.broker.pid) - sent.cpu
     sent.status = transfer["status"]
     sent.quasi_identifiers, sent.sensitive = transfer["quasi_identifiers"], transfer["sensitive"]
     sent.delivered_rows = transfer["dataset"]["delivered_rows"]
@@ -256,6 +263,12 @@ def _profiler(pid: int, output: str | None) -> subprocess.Popen | None:
     return process
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU seconds so far, all its threads (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _status_mib(pid: int, name: str) -> float:
     """A ``VmRSS``/``VmHWM`` figure of a process, in MiB."""
     text = Path(f"/proc/{pid}/status").read_text()
@@ -277,16 +290,23 @@ def _report(sent: Sent, idle: float, peak: float, duckdb, pandas) -> None:
         print(f"failed rules: {'; '.join(sent.failed_rules)}")
     if sent.remedy_note:
         print(f"remedy: {sent.remedy_note}")
-    print(f"{'run':>32} | {'seconds':>8} | {'peak RSS MiB':>12}")
-    print(f"{'broker: upload sent':>32} | {seconds(sent.uploaded):>8} | {'':>12}")
-    print(f"{'broker: decided':>32} | {seconds(sent.decided):>8} | {peak:12,.0f}")
-    print(f"{'broker: delivered':>32} | {seconds(sent.delivered):>8} | {'':>12}")
-    print(f"{'fedbroker analyze --engine duckdb':>32} | {duckdb[0]:8.1f} | {duckdb[1]:12,.0f}")
+    print(f"{'run':>32} | {'seconds':>8} | {'CPU s':>6} | {'peak RSS MiB':>12}")
+    print(f"{'broker: upload sent':>32} | {seconds(sent.uploaded):>8} | {'':>6} | {'':>12}")
+    cpu = f"{sent.cpu:6.1f}" if sent.decided is not None else f"{'-':>6}"
+    print(f"{'broker: decided':>32} | {seconds(sent.decided):>8} | {cpu} | {peak:12,.0f}")
+    print(f"{'broker: delivered':>32} | {seconds(sent.delivered):>8} | {'':>6} | {'':>12}")
+    print(
+        f"{'fedbroker analyze --engine duckdb':>32} | {duckdb.seconds:8.1f} | {duckdb.cpu:6.1f} | "
+        f"{duckdb.rss:12,.0f}"
+    )
     if pandas is None:
         limit = f"over {ReadLimits().max_cells:,} cells"
-        print(f"{'fedbroker analyze --engine pandas':>32} | {limit:>23}")
+        print(f"{'fedbroker analyze --engine pandas':>32} | {limit:>32}")
     else:
-        print(f"{'fedbroker analyze --engine pandas':>32} | {pandas[0]:8.1f} | {pandas[1]:12,.0f}")
+        print(
+            f"{'fedbroker analyze --engine pandas':>32} | {pandas.seconds:8.1f} | "
+            f"{pandas.cpu:6.1f} | {pandas.rss:12,.0f}"
+        )
     print(
         f"broker RSS idle before the upload {idle:,.0f} MiB, peak {peak:,.0f} MiB "
         f"(+{peak - idle:,.0f} MiB); delivered rows: {sent.delivered_rows}"
@@ -295,10 +315,10 @@ def _report(sent: Sent, idle: float, peak: float, duckdb, pandas) -> None:
     if sent.decided is None:
         print("  decided within 1.25x of fedbroker analyze (duckdb): not decided -> NOT MET")
     else:
-        ratio = sent.decided / duckdb[0]
+        ratio = sent.decided / duckdb.seconds
         print(
             f"  decided within 1.25x of fedbroker analyze (duckdb): {ratio:.2f}x -> "
-            f"{verdict(ratio <= 1.25)}"
+            f"{verdict(ratio <= 1.25)} (CPU seconds: {sent.cpu / duckdb.cpu:.2f}x)"
         )
     print(
         f"  broker peak RSS at most 400 MiB above idle: +{peak - idle:,.0f} MiB -> "
