@@ -324,7 +324,11 @@ class RecentTables:
     Kept: at most ``kept`` tables of several columns, holding at most ``max_tuples`` tuples
     together. A column alone is cheap to count again (and a report asks for every column,
     which would push out the tables worth keeping); a table of millions of tuples, out of core,
-    would hold its codes in memory for as long as it is kept, so it is not kept.
+    would hold its codes in memory for as long as it is kept, so it is not kept. Past ``kept``
+    tables the one of fewest tuples goes (the oldest of those), as it is the cheapest to count
+    again: the small sets a combination search or a linkage check asks for between them do not
+    push out the quasi-identifiers' tables, which out of core come back from disk as a
+    million-tuple fetch each time. Past ``max_tuples`` the oldest goes.
     """
 
     def __init__(self, kept: int = 2, max_tuples: int = 1 << 21):
@@ -349,10 +353,10 @@ class RecentTables:
             return table
         self._tables.pop(table.columns, None)
         self._tables[table.columns] = table
-        while (
-            len(self._tables) > self._kept
-            or sum(t.size for t in self._tables.values()) > self._max_tuples
-        ):
+        while len(self._tables) > self._kept:
+            cheapest = min(self._tables, key=lambda columns: self._tables[columns].size)
+            self._tables.pop(cheapest)  # min() keeps the first, the oldest, of equals
+        while sum(t.size for t in self._tables.values()) > self._max_tuples:
             self._tables.pop(next(iter(self._tables)))
         return table
 

@@ -54,6 +54,7 @@ tuples merge.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -71,7 +72,7 @@ from broker.columns.precision import (
     read_column,
     sample_of,
 )
-from broker.engines.base import CountTable, Engine, Grouped, tuple_keys
+from broker.engines.base import CountTable, Engine, Grouped, mixed_radix_strides, tuple_keys
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,8 +99,7 @@ class RareTuples:
         possible person, or -1 when its rows are counted as usual."""
         if self.empty:
             return np.full(table.size, -1, dtype=np.int64)
-        rare = pd.MultiIndex.from_arrays(list(self.codes))
-        found = rare.get_indexer(pd.MultiIndex.from_arrays([table.codes(c) for c in self.columns]))
+        found = _positions(self.codes, [table.codes(c) for c in self.columns])
         return np.where(found >= 0, self.groups[np.maximum(found, 0)], -1).astype(np.int64)
 
     def counted(self, table: CountTable) -> CountTable:
@@ -113,6 +113,41 @@ class RareTuples:
         groups = self.group_of(table)
         people = np.where(groups >= 0, 1, table.people).astype(np.int64)
         return replace(table, people=people, person_groups=groups)
+
+
+def _positions(known: Sequence[np.ndarray], asked: Sequence[np.ndarray]) -> np.ndarray:
+    """For each tuple of ``asked`` (one code array a column), its position among the distinct
+    tuples ``known``, or -1. One int64 key a tuple (mixed radix), found by a binary search in
+    the sorted known keys, when the codes fit in one; else a MultiIndex, as many times slower
+    and larger as a count table of a million tuples makes it.
+
+    >>> _positions([np.array([2, 0]), np.array([1, 1])], [np.array([0, 2, 2]), np.array([1, 0, 1])])
+    array([ 1, -1,  0])
+    """
+    if not len(known[0]):
+        return np.full(len(asked[0]), -1, dtype=np.int64)
+    widths = [
+        max(int(k.max(initial=0)), int(a.max(initial=0))) + 1
+        for k, a in zip(known, asked, strict=True)
+    ]
+    negative = any(int(c.min(initial=0)) < 0 for c in (*known, *asked))
+    if negative or math.prod(widths) >= 2**62:
+        index = pd.MultiIndex.from_arrays(list(known))
+        return index.get_indexer(pd.MultiIndex.from_arrays(list(asked))).astype(np.int64)
+    strides = mixed_radix_strides(widths)
+
+    def keys(codes: Sequence[np.ndarray]) -> np.ndarray:
+        packed = np.zeros(len(codes[0]), dtype=np.int64)
+        for column, stride in zip(codes, strides, strict=True):
+            packed += column.astype(np.int64) * stride
+        return packed
+
+    known_keys = keys(known)
+    order = np.argsort(known_keys, kind="stable")
+    ordered = known_keys[order]
+    wanted = keys(asked)
+    at = np.minimum(np.searchsorted(ordered, wanted), ordered.size - 1)
+    return np.where(ordered[at] == wanted, order[at], -1).astype(np.int64)
 
 
 def counted_with(engine: Engine, rare: RareTuples | None, column_sets, tables) -> list:

@@ -87,6 +87,13 @@ class Recoded:
     def rare(self) -> RareTuples | None:
         return self.source.rare
 
+    def forget_counts(self) -> None:
+        """Let go of the count tables kept here and by the source, if it keeps any."""
+        self._recent.clear()
+        forget = getattr(self.source, "forget_counts", None)
+        if forget is not None:
+            forget()
+
     def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Have the source count these sets in one pass, if it reads in passes."""
         for columns in column_sets:

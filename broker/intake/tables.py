@@ -119,6 +119,13 @@ class Table:
 
         folder = settings.spool_dir / "deliveries"
         path = folder / name
+        # The count tables the decision kept would stay in memory under the sort that shuffles
+        # the rows: what is asked after the write is counted again. (An engine the writer
+        # refuses has none to let go of: it answers with its TypeError below.)
+        for kept in (engine, self.engine):
+            forget = getattr(kept, "forget_counts", None)
+            if forget is not None:
+                forget()
         with storage_faults("the data that leaves, in the spool folder"):
             try:
                 folder.mkdir(parents=True, exist_ok=True)

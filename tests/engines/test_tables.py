@@ -50,15 +50,26 @@ def test_recent_tables_keep_a_few_small_tables_of_several_columns():
     for table in (one, ab, bc, cd):
         assert recent.keep(table) is table
     assert recent.get(["a"], False) is None  # a column alone is not kept
-    assert recent.get(["a", "b"], False) is None  # pushed out by two later ones
-    assert recent.get(["b", "c"], False) is bc
-    assert recent.get(["b", "c"], True) is None  # counted without people
-    recent.keep(ab)
+    assert recent.get(["a", "b"], False) is not None  # the most tuples: the costliest
+    assert recent.get(["b", "c"], False) is None  # of two of one tuple, the older went
+    assert recent.get(["c", "d"], False) is cd
+    assert recent.get(["c", "d"], True) is None  # counted without people
     assert recent.get(["a", "b"], False).people is None  # people asked for, not given
     assert recent.get(["a", "b"], True) is ab
     big = _table(["x", "y"], [list(range(11)), [0] * 11], [1] * 11)
     recent.keep(big)
     assert recent.get(["x", "y"], False) is None  # more tuples than the bound
+
+
+def test_recent_tables_past_their_tuples_let_the_oldest_go():
+    recent = RecentTables(kept=3, max_tuples=5)
+    ab = _table(["a", "b"], [[0, 1, 2], [0, 0, 0]], [1, 1, 1])
+    bc = _table(["b", "c"], [[0, 1], [0, 1]], [1, 1])
+    cd = _table(["c", "d"], [[0, 1], [0, 0]], [1, 1])
+    for table in (ab, bc, cd):
+        recent.keep(table)
+    assert recent.get(["a", "b"], False) is None  # 7 tuples: the oldest went
+    assert (recent.get(["b", "c"], False), recent.get(["c", "d"], False)) == (bc, cd)
 
 
 CELLS = st.sampled_from(["a", "b", "c", "", "7", "07"])

@@ -1,8 +1,12 @@
 """k and l counted in people: a person key, identical rows, and the worst case for rare tuples."""
 
+import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.engines.pandas import PandasEngine
+from broker.engines.people import _positions
 from broker.fsla.evaluate import evaluate
 from broker.fsla.results import TransferContext
 from broker.metrics.report import ReportOptions, report_of
@@ -110,3 +114,33 @@ def test_a_failing_k_says_the_worst_case_and_that_a_key_would_not_split_it():
     [k] = [r for r in decision.failed if r.rule == "min_k"]
     assert "k = 1 people by the declared person key, which only joins rows" in k.detail
     assert "whatever the key says" in k.detail
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda width: st.tuples(
+            st.lists(st.lists(st.integers(0, 6), min_size=width, max_size=width), max_size=20),
+            st.lists(st.lists(st.integers(0, 6), min_size=width, max_size=width), max_size=30),
+        )
+    )
+)
+def test_rare_tuples_are_found_in_a_count_table_as_a_multiindex_finds_them(drawn):
+    rare, table = drawn
+    width = len((rare or table or [[0]])[0])
+    rare = list(dict.fromkeys(map(tuple, rare)))  # the rare tuples are distinct
+    known = [np.array([t[i] for t in rare], dtype=np.int64) for i in range(width)]
+    asked = [np.array([t[i] for t in table], dtype=np.int64) for i in range(width)]
+    found = _positions(known, asked)
+    if rare:
+        index = pd.MultiIndex.from_arrays(known)
+        expected = index.get_indexer(pd.MultiIndex.from_arrays(asked))
+    else:
+        expected = np.full(len(table), -1)
+    assert found.tolist() == expected.tolist()
+
+
+def test_rare_tuples_with_codes_too_wide_for_one_key_are_found_all_the_same():
+    known = [np.array([2**40, 0]), np.array([2**40, 1]), np.array([3, 4])]
+    asked = [np.array([0, 2**40, 0]), np.array([1, 2**40, 1]), np.array([4, 3, 5])]
+    assert _positions(known, asked).tolist() == [1, 0, -1]

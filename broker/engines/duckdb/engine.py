@@ -236,6 +236,11 @@ class DuckDBEngine(CopiedRows):
     def rare(self) -> RareTuples | None:
         return self._rare
 
+    def forget_counts(self) -> None:
+        """Let go of the count tables kept for questions asked again (a million-tuple table
+        holds its codes in memory): before work that needs memory and no counts, as writing."""
+        self._recent.clear()
+
     def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Count ``column_sets`` in one pass over the source (see
         :class:`~broker.engines.duckdb.passes.Pass`), those no earlier plan counted; a table

@@ -157,6 +157,10 @@ def connect(memory_limit: str = DEFAULT_MEMORY_LIMIT) -> tuple[Connection, objec
     # 128 MiB, and 512 MiB of a bulk free): the broker's own arrays come next.
     con.sql("SET allocator_flush_threshold = '16MB'")
     con.sql("SET allocator_bulk_deallocation_flush_threshold = '16MB'")
+    # What the allocator keeps past those thresholds (a pass's hash tables: a few hundred MiB of
+    # a million-tuple file) it gives back by itself within about a second, instead of holding
+    # it under the arrays the broker builds from the counts next. (A process-wide setting.)
+    con.sql("SET allocator_background_threads = true")
     # Row order does not matter (counts do not see it, and what leaves is shuffled), and not
     # keeping it lets DuckDB stream under a lower memory limit.
     con.sql("SET preserve_insertion_order = false")
