@@ -137,8 +137,11 @@ def decide(
     leaving = table.engine if outcome.anonymized is None else outcome.anonymized
     delivering = outcome.status == TransferStatus.APPROVED and not request.dry_run
     delivered_name = _delivered_name(transfer_id, table.format, outcome)
-    written = None
+    written = counted = None
     if delivering:
+        # What it releases, counted before the write, which lets go of the counts kept so far.
+        quasi = [q for q in quasi_identifiers if q in leaving.columns]
+        counted = quasi, released_classes(leaving, quasi, settings.linkage_max_classes)
         progress("writing", 0.85)
         written = table.write(leaving, delivered_name, settings)
     preview = None
@@ -194,12 +197,7 @@ def decide(
         )
     released = None
     if written is not None:
-        try:
-            released = released_classes_of(transfer, leaving, roles.sensitive, settings)
-        except BaseException:  # nothing will deliver the file
-            if written.path is not None:
-                written.path.unlink(missing_ok=True)
-            raise
+        released = released_classes_of(transfer, leaving, roles.sensitive, counted)
     audit_details = {
         "status": outcome.status,
         "source": source.id,
@@ -257,12 +255,16 @@ def _history(session: Session, parties: Parties, request: TransferRequest) -> Hi
 
 
 def released_classes_of(
-    transfer: Transfer, leaving: Engine, sensitive: tuple[str, ...], settings: Settings
+    transfer: Transfer,
+    leaving: Engine,
+    sensitive: tuple[str, ...],
+    counted: tuple[list[str], tuple[list | None, int]],
 ) -> ReleasedClasses:
     """What an approved transfer releases, remembered for the linkage rule: the classes of the
-    quasi-identifiers as they leave, never the data."""
-    quasi = [q for q in transfer.quasi_identifiers if q in leaving.columns]
-    classes, count = released_classes(leaving, quasi, settings.linkage_max_classes)
+    quasi-identifiers as they leave (``counted``: those columns, and their classes and number
+    by :func:`broker.fsla.linkage.released_classes`, counted before the write), never the
+    data."""
+    quasi, (classes, count) = counted
     return ReleasedClasses(
         transfer_id=transfer.id,
         source_id=transfer.source_id,
