@@ -27,6 +27,11 @@ def column_values(instance: Any) -> dict[str, Any]:
             default = column.default
             value = default.arg(None) if default.is_callable else default.arg
             setattr(instance, attribute.key, value)
+        if value is None and column.primary_key:
+            raise ValueError(
+                f"{type(instance).__name__}.{attribute.key} is not set: a row whose key the "
+                "database makes is inserted by the session's flush, which reads the key back"
+            )
         if value is None and column.server_default is not None:
             continue
         values[column.key] = value
