@@ -20,8 +20,8 @@ memory), then runs, each in its own process under ``/usr/bin/time`` (wall second
 
 With ``--against PATH`` (another checkout of the repository, its package importable from there),
 only our reports are timed, this checkout's and that one's alternately, ``--repeats`` times each,
-and their medians compared (wall and CPU seconds): on a shared machine, a change is only seen
-that way.
+and their medians compared (wall and CPU seconds, peak RSS): on a shared machine, a change is
+only seen that way.
 
 Targets: peak RSS below 1 GiB; the full report within 2x of the bare ``GROUP BY`` and 1.15x of
 DuckDB counting the same sets; the default report (search included) within 3x of the bare one.
@@ -188,12 +188,14 @@ def _compare(reports: list[tuple[str, list[str]]], other: Path, repeats: int) ->
                 env = {**os.environ, "PYTHONPATH": str(root)}
                 figures.setdefault((report, name), []).append(time_process_cpu(command, root, env))
     header = f"{'report':>16} | {'checkout':>14} | {'median wall s':>13} | {'median CPU s':>12}"
-    print(f"{header} | runs (wall/CPU)")
+    print(f"{header} | {'median peak RSS MiB':>19} | runs (wall/CPU)")
     for (report, name), timed in figures.items():
         wall = statistics.median(t.seconds for t in timed)
         cpu = statistics.median(t.cpu for t in timed)
+        rss = statistics.median(t.rss for t in timed)
         runs = ", ".join(f"{t.seconds:.1f}/{t.cpu:.1f}" for t in timed)
-        print(f"{report:>16} | {name[:14]:>14} | {wall:13.1f} | {cpu:12.1f} | {runs}")
+        figures_of = f"{wall:13.1f} | {cpu:12.1f} | {rss:19,.0f}"
+        print(f"{report:>16} | {name[:14]:>14} | {figures_of} | {runs}")
 
 
 def _target(name: str, figure: float | str, met: bool) -> None:

@@ -8,9 +8,11 @@ that is fine. The disk is a real small filesystem (tmpfs).
 from __future__ import annotations
 
 import errno
+import io
 import tempfile
 
 import duckdb
+import pandas as pd
 import pytest
 
 from broker.engines.duckdb import DuckDBEngine, disk_full, write
@@ -76,12 +78,39 @@ def test_other_duckdb_errors_are_not_taken_for_a_full_disk():
 
 
 def test_sampling_split_tuples_without_room_is_enospc_and_leaves_no_file(tmp_path, monkeypatch):
+    """A source that is not a CSV file parsed once (here a frame): the samples copy the
+    columns they use to a file of their own, which finds no room."""
     with small_filesystem(tmp_path / "work", "4m") as folder:
         monkeypatch.setattr(tempfile, "tempdir", str(folder))  # the engine's working files
-        engine = _engine(tmp_path)
+        engine = DuckDBEngine.from_frame(pd.read_csv(io.StringIO(CSV), dtype=str))
         engine.plan([[c] for c in engine.columns], people=False)  # the report's first pass
         fill(folder, leave=0)
         with pytest.raises(OSError) as raised:
             engine.sample_tuples([["age", "sex"]], [250])
         assert raised.value.errno == errno.ENOSPC
         assert not list(folder.rglob("sampled_*"))
+
+
+def test_a_csv_file_is_parsed_once_and_sampled_with_no_room_left(tmp_path, monkeypatch):
+    """A CSV file is parsed once, by the first pass, into a Parquet file the samples read:
+    they need no room of their own."""
+    with small_filesystem(tmp_path / "work", "4m") as folder:
+        monkeypatch.setattr(tempfile, "tempdir", str(folder))
+        engine = _engine(tmp_path)
+        engine.plan([[c] for c in engine.columns], people=False)
+        assert len(list(folder.rglob("rows_*.parquet"))) == 1
+        fill(folder, leave=0)
+        [[ages, sexes]] = engine.sample_tuples([["age", "sex"]], [250])
+        assert len(ages) == len(sexes) == 50  # every distinct tuple: (20 + i % 50, "FM"[i % 2])
+        assert not list(folder.rglob("sampled_*"))
+
+
+def test_parsing_a_csv_file_without_room_is_enospc_and_leaves_no_file(
+    tmp_path, full_disk, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "tempdir", str(full_disk))
+    engine = _engine(tmp_path)
+    with pytest.raises(OSError) as raised:
+        engine.plan([[c] for c in engine.columns], people=False)
+    assert raised.value.errno == errno.ENOSPC
+    assert not list(full_disk.rglob("rows_*"))

@@ -38,7 +38,7 @@ from broker.engines.duckdb.opening import (
 )
 from broker.engines.duckdb.passes import Pass, sizes_of
 from broker.engines.duckdb.sampling import sample_tuples
-from broker.engines.duckdb.sql import KEY, NAMES, ROW, quote
+from broker.engines.duckdb.sql import KEY, NAMES, ROW, literal, quote
 from broker.engines.people import (
     RareTuples,
     components,
@@ -69,9 +69,16 @@ class DuckDBEngine(CopiedRows):
         table: str | None = None,
         max_tuples: int | None = None,
         labelled: bool = False,
+        unparsed: tuple[str, str | None] | None = None,
     ):
         self._con = connection
-        self._source = source  # SQL of the rows: the columns, the row hash and the person key
+        self._rows_sql = source  # SQL of the rows: the columns, the row hash and the person key
+        # A CSV file not read yet (its reader, its person key): parsed once, by the first
+        # question that reads every row, into a Parquet file that every later read scans
+        # (:meth:`_parse_once`); the file's first rows are still read from it (:meth:`head`).
+        self._unparsed = unparsed
+        self._parsed = False  # whether the rows are read from that Parquet file
+        self._ordered_source = source
         self._names = list(columns)
         self._person_key = person_key
         self._keep = keep  # the temporary folder, removed when the engine is collected
@@ -90,7 +97,7 @@ class DuckDBEngine(CopiedRows):
         # (:meth:`_label_people`), and the column sets planned with people (counted again then).
         self._fixed = labelled  # a recoded copy: its people are the table as sent's
         self._labelled = labelled
-        self._written_source = source  # the source with the key as written
+        self._written_rows_sql = source  # the source with the key as written
         self._planned_people: list[list[str]] = []
 
     # --- construction (opening the source: :mod:`broker.engines.duckdb.opening`) ---------------
@@ -126,7 +133,9 @@ class DuckDBEngine(CopiedRows):
         if columns is None:
             columns = [name for name in header if name != person_key]
         reader = csv_reader(path, header, delimiter)
-        return cls._open(reader, columns, person_key, memory_limit, max_tuples=max_tuples)
+        return cls._open(
+            reader, columns, person_key, memory_limit, max_tuples=max_tuples, parse_once=True
+        )
 
     @classmethod
     def from_parquet(
@@ -147,14 +156,77 @@ class DuckDBEngine(CopiedRows):
 
     @classmethod
     def _open(
-        cls, reader, columns, person_key, memory_limit, frame=None, max_tuples=None
+        cls,
+        reader,
+        columns,
+        person_key,
+        memory_limit,
+        frame=None,
+        max_tuples=None,
+        parse_once=False,
     ) -> DuckDBEngine:
         con, folder = connect(memory_limit)
         if frame is not None:
             reader = f"__fedbroker_frame_{next(NAMES)}"
             con.register(reader, frame)  # for the engine's life: the source is read again
         source = source_of(reader, columns, person_key)
-        return cls(con, source, columns, person_key is not None, folder, max_tuples=max_tuples)
+        unparsed = (reader, person_key) if parse_once else None
+        return cls(
+            con,
+            source,
+            columns,
+            person_key is not None,
+            folder,
+            max_tuples=max_tuples,
+            unparsed=unparsed,
+        )
+
+    # --- the rows, parsed once ------------------------------------------------------------------
+
+    @property
+    def _source(self) -> str:
+        """SQL of the rows as the engine reads them (see
+        :func:`~broker.engines.duckdb.opening.source_of`), a CSV file parsed first."""
+        self._parse_once()
+        return self._rows_sql
+
+    @_source.setter
+    def _source(self, rows: str) -> None:
+        self._rows_sql = rows
+
+    @property
+    def _written_source(self) -> str:
+        """The rows with the person key as written (before :meth:`_label_people`)."""
+        self._parse_once()
+        return self._written_rows_sql
+
+    def _parse_once(self) -> None:
+        """A CSV file's measured columns (and person key) written, as read, to a Parquet file
+        of the engine's temporary folder, which every later read scans instead of the file:
+        the planned passes, the samples of the split-identifier reading, the copy of the rows
+        and what is written out. Parsing CSV is most of a scan's cost, and a report reads the
+        rows two or three times (a transfer four): writing the Parquet file once costs less
+        than one parse more, and reading it back a fraction of one. Values are text as the
+        reader read them, so every count, and so every report, is the same; a malformed body
+        is a :class:`~broker.datasets.DatasetError` here, as at any first read."""
+        if self._unparsed is None:
+            return
+        reader, person_key = self._unparsed
+        self._unparsed = None
+        names = [*self._names, *([person_key] if person_key else [])]
+        path = Path(self._keep.name) / f"rows_{next(NAMES)}.parquet"
+        try:
+            self._con.read(
+                f"COPY (SELECT {', '.join(map(quote, names))} FROM {reader}) "
+                f"TO {literal(str(path))} (FORMAT parquet)"
+            )
+        except BaseException:
+            path.unlink(missing_ok=True)
+            self._unparsed = (reader, person_key)  # read from the file again, if asked again
+            raise
+        parsed = source_of(parquet_reader(path), self._names, person_key)
+        self._rows_sql = self._written_rows_sql = parsed
+        self._parsed = True
 
     # --- the Engine protocol --------------------------------------------------------------------
 
@@ -340,7 +412,8 @@ class DuckDBEngine(CopiedRows):
         insertion order of a file it reads; a limit stops the read early)."""
         require_columns(self._names, columns)
         selected = ", ".join(quote(c) for c in columns)
-        return self._con.frame(f"SELECT {selected} FROM {self._source} LIMIT {int(rows)}")
+        ordered = self._ordered_source  # the file as sent, whose order a Parquet copy may not keep
+        return self._con.frame(f"SELECT {selected} FROM {ordered} LIMIT {int(rows)}")
 
     def sample_tuples(
         self,

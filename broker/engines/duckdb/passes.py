@@ -63,12 +63,17 @@ class Pass:
         # Who repeats: the row hash (with its union tuple's hash), and the person key.
         self._identities = [[ROW, *([UNION] if self.union else [])]] if people else []
         self._identities += [[KEY]] if engine._person_key and people else []
+        # The columns alone: one more hash table each in the pass, fed every row; read from a
+        # Parquet file (a CSV file parsed once), each is rather counted on its own, reading that
+        # column only, into a small file of its own (:meth:`_count_alone`).
+        fanned = [] if engine._parsed else self.alone
+        self._alone: dict[str, str] = {}
         self._grouped = [
-            *map(quote, self.union + self.alone),
+            *map(quote, self.union + fanned),
             *(name for names in self._identities for name in names),
         ]
         sets = [[], *([self._grouped[: len(self.union)]] if self.union else [])]
-        sets += [[quote(c)] for c in self.alone] + self._identities
+        sets += [[quote(c)] for c in fanned] + self._identities
         # The counts go to a Parquet file: as a DuckDB table, one column per grouped column,
         # mostly missing, they took more memory than the pass itself.
         path = Path(engine._keep.name) / f"counted_{next(NAMES)}.parquet"
@@ -77,13 +82,21 @@ class Pass:
         repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
         union_hash = f", hash({', '.join(map(quote, self.union))}) AS {UNION}"
         unique = f" HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)"
-        engine._con.read(
-            f"COPY (SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
-            f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
-            f"{engine._source}) GROUP BY GROUPING SETS "
-            f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
-            f"{unique if repeats else ''}) TO {literal(str(path))} (FORMAT parquet)"
-        )
+        if self._grouped:
+            counted_sets = (
+                f"SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
+                f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
+                f"{engine._source}) GROUP BY GROUPING SETS "
+                f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
+                f"{unique if repeats else ''}"
+            )
+        else:  # only the rows (the columns alone counted on their own)
+            counted_sets = (
+                f"SELECT 0 AS __fedbroker_g, count(*) AS __fedbroker_n FROM {engine._source}"
+            )
+        engine._con.read(f"COPY ({counted_sets}) TO {literal(str(path))} (FORMAT parquet)")
+        for column in self.alone if not fanned else []:
+            self._count_alone(column)
         self.rows = self._scalar(f"SELECT __fedbroker_n FROM {self._rows_of([])}")
         self._refuse_too_many_tuples()
         self.duplicate_rows = 0
@@ -188,8 +201,20 @@ class Pass:
         width = len(self._grouped)
         return sum(1 << (width - 1 - i) for i, g in enumerate(self._grouped) if g not in grouped)
 
+    def _count_alone(self, column: str) -> None:
+        """A column alone counted on its own (its values and their rows), in a Parquet file
+        that :meth:`_rows_of` reads as the pass's rows of that column."""
+        path = Path(self._engine._keep.name) / f"alone_{next(NAMES)}.parquet"
+        self._engine._con.read(
+            f"COPY (SELECT {quote(column)}, count(*) AS __fedbroker_n FROM "
+            f"{self._engine._source} GROUP BY ALL) TO {literal(str(path))} (FORMAT parquet)"
+        )
+        self._alone[column] = f"read_parquet({literal(str(path))})"
+
     def _rows_of(self, columns: list[str]) -> str:
         """The counted table's rows of one grouping set (columns unquoted, or identities)."""
+        if len(columns) == 1 and columns[0] in self._alone:
+            return f"(SELECT * FROM {self._alone[columns[0]]})"
         grouped = [c if c in (ROW, UNION, KEY) else quote(c) for c in columns]
         return f"(SELECT * FROM {self._table} WHERE __fedbroker_g = {self._set_id(grouped)})"
 

@@ -7,8 +7,8 @@ operating system for each set (DuckDB's ``hash`` of the tuple, combined with the
 hashed again), and the ``size`` tuples with the smallest keys are the sample: every distinct
 tuple is as likely to be chosen, whatever its number of rows, and a sender who does not know the
 secret cannot tell which will be (a bottom-k sample, Cohen and Kaplan 2007). The tuples are read
-once from the source (or from the engine's copy of the rows, when it has one), only the columns
-the sets use.
+once from the source (or from the engine's copy of the rows, or from the Parquet file a CSV
+source is parsed into), only the columns the sets use.
 
 Only the tuples whose key falls under a threshold are grouped, so that a set of millions of
 tuples is not held in a hash table: the threshold keeps, in expectation, four times ``size``
@@ -48,9 +48,9 @@ def sample_tuples(
     distinct tuples chosen at random, each as likely, or of all of them when there are no more.
 
     Read from the engine's copy of the rows when it has one (what the combination search reads,
-    made before the samples when a search follows), else from the columns the sets use, read
-    once from the source into a Parquet file of the engine's temporary folder (removed once the
-    samples are taken)."""
+    made before the samples when a search follows), else from the Parquet file a CSV source is
+    parsed into once, else from the columns the sets use, read once from the source into a
+    Parquet file of the engine's temporary folder (removed once the samples are taken)."""
     sets = [list(columns) for columns in column_sets]
     for columns, size in zip(sets, sizes, strict=True):
         require_columns(engine.columns, columns)
@@ -62,11 +62,14 @@ def sample_tuples(
         return [
             _sample(engine, engine._table, c, n, True) for c, n in zip(sets, sizes, strict=True)
         ]
+    source = engine._source  # a CSV file is parsed once, into a Parquet file, by now
+    if engine._parsed:  # the values as read, already in a Parquet file: read from it
+        return [_sample(engine, source, c, n, False) for c, n in zip(sets, sizes, strict=True)]
     used = [c for c in engine.columns if any(c in columns for columns in sets)]
     path = Path(engine._keep.name) / f"sampled_{next(NAMES)}.parquet"
     try:
         engine._con.read(
-            f"COPY (SELECT {', '.join(map(quote, used))} FROM {engine._source}) "
+            f"COPY (SELECT {', '.join(map(quote, used))} FROM {source}) "
             f"TO {literal(str(path))} (FORMAT parquet)"
         )
         table = f"read_parquet({literal(str(path))})"
