@@ -7,7 +7,7 @@ spent, until a health check sees the member up again (:func:`make_due`).
 from datetime import datetime
 from functools import cache
 
-from sqlalchemy import Row, Update, bindparam, or_, select, update
+from sqlalchemy import Row, String, Update, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from broker.delivery.models import Delivery
@@ -133,7 +133,7 @@ _WITH_DESTINATIONS = (
     )
     .outerjoin(_MEMBERS, _MEMBERS.c.id == _TABLE.c.destination_id)
     .outerjoin(_HEALTH, _HEALTH.c.member_id == _TABLE.c.destination_id)
-    .where(_TABLE.c.transfer_id.in_(bindparam("ids", expanding=True)))
+    .where(_TABLE.c.transfer_id.in_(bindparam("ids", expanding=True, type_=String)))
 )
 
 
@@ -157,7 +157,7 @@ def _settle(names: frozenset[str]) -> Update:
     return (
         update(_TABLE)
         .where(
-            _TABLE.c.transfer_id == bindparam("leased"),
+            _TABLE.c.transfer_id == bindparam("leased", type_=String),
             _TABLE.c.lease_owner == bindparam("owner"),
             _TABLE.c.status == DeliveryStatus.PENDING,
         )

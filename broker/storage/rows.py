@@ -16,25 +16,30 @@ from sqlalchemy.orm import Session
 
 
 def column_values(instance: Any) -> dict[str, Any]:
-    """Each column's value as the object holds it; where it holds none, the column's Python
-    default, set on the object too, as a flush sets it. A column left to the database's own
-    default (``server_default``) is left out, so the database writes it."""
+    """The columns an object sets, as a flush writes them: each attribute it was given (None
+    included); one it was not given, its column's Python default (set on the object too, as a
+    flush sets it), or nothing, so that the database writes its own default or NULL (a JSON
+    column given None holds JSON ``null``, one never given holds NULL)."""
     values = {}
+    given = instance.__dict__
     for attribute in inspect(type(instance)).column_attrs:
         column = attribute.columns[0]
-        value = getattr(instance, attribute.key)
-        if value is None and column.default is not None:
-            default = column.default
-            value = default.arg(None) if default.is_callable else default.arg
+        if attribute.key in given:
+            value = given[attribute.key]
+        elif column.default is not None and column.default.is_scalar:
+            value = column.default.arg
             setattr(instance, attribute.key, value)
+        elif column.default is not None:
+            raise ValueError(f"{type(instance).__name__}.{attribute.key}: only scalar defaults")
+        else:
+            value = None
         if value is None and column.primary_key:
             raise ValueError(
                 f"{type(instance).__name__}.{attribute.key} is not set: a row whose key the "
                 "database makes is inserted by the session's flush, which reads the key back"
             )
-        if value is None and column.server_default is not None:
-            continue
-        values[column.key] = value
+        if attribute.key in given or value is not None:
+            values[column.key] = value
     return values
 
 

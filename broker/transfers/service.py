@@ -124,9 +124,7 @@ def submit(
     try:
         microdata.record(session, decided)
         session.flush()  # all but the commit: a failure up to here recorded nothing
-        if decided.delivery is not None:  # the answer shows it held if its destination is down:
-            health = members.health(session, decided.transfer.destination_id)  # now, not after
-            set_committed_value(decided.transfer, "destination_health", health)
+        _read_destination_health(session, decided.transfer)
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()
@@ -163,6 +161,7 @@ def _aggregate(
     answered = aggregate.answer(decided)
     try:
         transfer = aggregate.record(session, answered, request_fingerprint)
+        _read_destination_health(session, transfer)
         session.commit()
     except IntegrityError:  # the same idempotency key raced us: answer as the winner did
         session.rollback()
@@ -172,6 +171,14 @@ def _aggregate(
             raise
         return earlier
     return Submitted(transfer)
+
+
+def _read_destination_health(session: Session, transfer: Transfer) -> None:
+    """The destination's health, now, for the answer to show a delivery held while its
+    destination is down (the transfer was inserted as a row: nothing loads it later)."""
+    if transfer.delivery is not None:
+        health = members.health(session, transfer.destination_id)
+        set_committed_value(transfer, "destination_health", health)
 
 
 def _earlier(

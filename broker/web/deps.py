@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
+from anyio import CancelScope, CapacityLimiter, to_thread
 from fastapi import Depends, File, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -36,15 +37,18 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
 
     Made and closed on the event loop: FastAPI would hand a ``def`` generator to its thread pool
     twice a request, to open and to close. Making a session reads nothing (it connects when
-    first used), and closing one that holds no transaction writes nothing; one that still does
-    is rolled back in the thread pool, where a wait on the database blocks no other request.
+    first used), and closing one that holds no transaction writes nothing. One that still does
+    is rolled back in a thread, as FastAPI closes a ``def`` dependency: shielded from
+    cancellation (a request cut off still gives its connection back) and not waiting for a
+    free thread of the shared pool (whose requests may be waiting for this connection).
     """
     session = request.app.state.sessionmaker()
     try:
         yield session
     finally:
         if session.in_transaction():
-            await run_in_threadpool(session.close)
+            with CancelScope(shield=True):
+                await to_thread.run_sync(session.close, limiter=CapacityLimiter(1))
         else:
             session.close()
 

@@ -14,7 +14,8 @@ from broker.delivery import service
 from broker.delivery.models import Delivery
 from broker.main import create_app
 from tests.broker.conftest import ADMIN, Federation, bearer, drain
-from tests.broker.test_delivery import approved, delivery
+from tests.broker.test_aggregate_releases import release
+from tests.broker.test_delivery import QI, approved, delivery
 
 
 @pytest.fixture
@@ -139,3 +140,14 @@ def test_only_deliveries_to_the_member_that_is_down_are_held(broker, inbox):
     assert delivery(broker, held)["status"] == "held"
     assert delivery(broker, sent)["status"] == "delivered"
     assert [h["idempotency-key"] for h, _ in inbox.received] == [sent]
+
+
+def test_the_answer_to_a_transfer_or_release_to_a_member_that_is_down_says_held(broker, inbox):
+    inbox.readiness = 503
+    broker.check()
+    microdata = broker.send("sn-hospital", "patients_published.csv", destination="fr-lab", **QI)
+    released = release(broker, to="fr-lab")
+    for answer in (microdata, released):
+        assert answer.json()["status"] == "approved", answer.text
+        assert answer.json()["delivery"]["status"] == "held"
+        assert answer.json()["delivery"]["held_reason"].startswith("fr-lab is down since ")

@@ -11,10 +11,13 @@ from sqlalchemy.orm import Session
 
 from broker.audit.models import AuditEntry
 from broker.delivery.models import Delivery
+from broker.members.models import Member
 from broker.storage.rows import column_values, insert_objects
+from broker.transfers.models import Transfer
 
 
 def _entry(entry_id: int, hash_rule: str | None) -> AuditEntry:
+    rule = {} if hash_rule is None else {"hash_rule": hash_rule}
     return AuditEntry(
         id=entry_id,
         created_at=datetime(2026, 11, 27, 12, 0, tzinfo=UTC),
@@ -24,7 +27,7 @@ def _entry(entry_id: int, hash_rule: str | None) -> AuditEntry:
         details={"n": [1, 2], "text": "é"},
         previous_hash="0" * 64,
         hash=f"{entry_id:064x}",
-        hash_rule=hash_rule,
+        **rule,
     )
 
 
@@ -47,6 +50,56 @@ def test_a_column_the_object_leaves_empty_gets_the_databases_default(connection)
     session = Session(bind=connection)
     insert_objects(session, _entry(1_000_003, None))
     assert _read(session, 1_000_003)[-1] == "sorted-json"  # the column's server default
+
+
+def _transfer(transfer_id: str) -> Transfer:
+    return Transfer(
+        id=transfer_id,
+        source_id="rows-member",
+        destination_id="elsewhere",
+        purpose="research",
+        status="rejected",
+        anonymize="no",
+        quasi_identifiers=[],
+        sensitive=[],
+        report=None,  # given None: JSON null
+        rules=[],
+        remedy=None,
+        policy_versions={},
+        dataset={},
+        request_fingerprint="f" * 64,
+        created_at=datetime(2026, 11, 27, 12, 0, tzinfo=UTC),
+    )  # not given: aggregate (SQL NULL), kind (its Python default)
+
+
+def test_json_columns_given_none_or_never_given_are_stored_as_a_flush_stores_them(connection):
+    session = Session(bind=connection)
+    session.add(
+        Member(
+            id="rows-member",
+            name="m",
+            jurisdiction="SN",
+            inbox_url="http://x/",
+            api_key_hash="k" * 64,
+        )
+    )
+    session.add(_transfer("rows-flushed"))
+    session.flush()
+    insert_objects(session, _transfer("rows-inserted"))
+    table = Transfer.__table__
+    seen = {
+        row.id: tuple(row[1:])
+        for row in session.execute(
+            select(
+                table.c.id,
+                table.c.aggregate.is_(None),
+                table.c.report.is_(None),
+                table.c.kind,
+                table.c.quasi_identifiers_inferred,
+            ).where(table.c.id.in_(["rows-flushed", "rows-inserted"]))
+        )
+    }
+    assert seen["rows-flushed"] == seen["rows-inserted"] == (True, False, "microdata", False)
 
 
 def test_a_python_default_is_written_and_set_on_the_object():
