@@ -76,6 +76,23 @@ def test_a_label_of_its_own_is_followed(federation, adult, label):
     assert body["status"] == "approved", (label, body.get("remedy"), body.get("detail"))
 
 
+def lines_of(rows: list[str]) -> bytes:
+    return ("\n".join(rows) + "\n").encode()
+
+
+def dry_run(federation, frame: pd.DataFrame, columns: list[str], file: str, hierarchy: bytes):
+    """A dry run of ``frame``'s ``columns`` (all quasi-identifiers) anonymized by the broker,
+    with one hierarchy file: what the recipient would receive is the answer's data."""
+    return send(
+        federation,
+        frame[columns].to_csv(index=False).encode(),
+        [(file, hierarchy)],
+        anonymize="auto",
+        dry_run="true",
+        quasi_identifiers=",".join(columns),
+    )
+
+
 def ages(tight: float) -> bytes:
     """Five-year classes labelled just outside their extremes (34.9-39.1 for 35..39)."""
     lines = []
@@ -89,14 +106,7 @@ def ages(tight: float) -> bytes:
 def test_range_bounds_just_outside_the_extremes_leave_on_the_grid(federation, frame, tight):
     # class 3: 34.9-39.1 holds only 35..39 among whole ages: it gives the class's extremes away
     k_domestically(federation.client)
-    body = send(
-        federation,
-        frame[["age", "sex"]].to_csv(index=False).encode(),
-        [("age.csv", ages(tight))],
-        anonymize="auto",
-        dry_run="true",
-        quasi_identifiers="age,sex",
-    ).json()
+    body = dry_run(federation, frame, ["age", "sex"], "age.csv", ages(tight)).json()
     assert body["status"] == "approved", body
     # (20..24 is 20-24 on the grid itself: 19.9-24.1 says no more than it and may stay)
     written = {f"{35 - tight:g}-{39 + tight:g}", f"{45 - tight:g}-{49 + tight:g}"}
@@ -118,14 +128,8 @@ def test_missing_like_labels_leave_as_measured(federation, frame):
         grouped = (text for pair, text in zip(pairs, labels, strict=True) if value in pair)
         label = next(grouped, "Group")
         lines.append(f"{value};{label};*")
-    body = send(
-        federation,
-        frame[["education", "sex"]].to_csv(index=False).encode(),
-        [("education.csv", ("\n".join(lines) + "\n").encode())],
-        anonymize="auto",
-        dry_run="true",
-        quasi_identifiers="education,sex",
-    ).json()
+    body = dry_run(federation, frame, ["education", "sex"], "education.csv", lines_of(lines))
+    body = body.json()
     assert body["status"] == "approved", body
     sent = received(federation, body)
     k = body["report"]["quasi_identifiers"]["k"]
@@ -259,14 +263,7 @@ def test_a_phantom_value_or_another_spelling_does_not_let_a_number_out(
     ages_ = sorted(set(frame["age"]), key=int)
     lines = [f"{a};{age_label if 35 <= int(a) <= 39 else 'other'};*" for a in ages_]
     lines.append(f"unknown;{age_label};*")
-    body = send(
-        federation,
-        frame[["age", "sex"]].to_csv(index=False).encode(),
-        [("age.csv", ("\n".join(lines) + "\n").encode())],
-        anonymize="auto",
-        dry_run="true",
-        quasi_identifiers="age,sex",
-    )
+    body = dry_run(federation, frame, ["age", "sex"], "age.csv", lines_of(lines))
     assert body.status_code == expect, body.text
     if expect == 422:
         assert "names '35'" in body.json()["detail"]
