@@ -190,6 +190,10 @@ def _send(session, outbox: Outbox, key: str, client, refusal, signer: Signer, no
             base = kept.callback_address.rstrip("/")
             url = f"{base}/{outbox.prefix}/{kept.consumer_pid}/{path}"
             content = canonical_json(body)
+            # No transaction held during the POST: a consumer that answers slowly (or never,
+            # until the client's timeout) must not hold a connection, nor on SQLite the write
+            # lock every other request waits for. The lease keeps the conversation ours.
+            session.commit()
             error = _post(client, refusal, url, content, signer.headers(url, content, recipient))
             if error is not None:
                 kept.attempts += 1
