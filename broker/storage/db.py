@@ -137,10 +137,18 @@ def make_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
             cursor.execute(f"PRAGMA busy_timeout = {round(timeouts.lock * 1000)}")
             cursor.close()
 
+        @event.listens_for(engine, "checkin")
+        def _sqlite_driver_never_begins(dbapi_connection, _record):
+            # Given back after reads in autocommit, the connection is reset to the default
+            # isolation, which turns the driver's own implicit BEGIN back on: off again.
+            dbapi_connection.isolation_level = None
+
         @event.listens_for(engine, "begin")
         def _sqlite_begin(connection):
-            # Writers queue at the start of a transaction instead of failing on lock upgrade.
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # Writers queue at the start of a transaction instead of failing on lock upgrade;
+            # reads outside any transaction (read_each_on_its_own) take no lock at all.
+            if connection.get_execution_options().get("isolation_level") != AUTOCOMMIT:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return _postgresql_engine(url, timeouts)
@@ -263,3 +271,23 @@ def startup_lock(engine: Engine) -> Iterator[None]:
         finally:
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _STARTUP_LOCK})
             connection.commit()
+
+
+AUTOCOMMIT = "AUTOCOMMIT"
+
+
+def read_each_on_its_own(session: Session) -> None:
+    """Run the session's statements, until it next commits or rolls back, outside any
+    transaction: each one on its own, as the database's autocommit does.
+
+    For a request's short reads that need nothing a transaction gives: under PostgreSQL's READ
+    COMMITTED each statement sees its own snapshot anyway, so a transaction around them only
+    adds two round trips (BEGIN, COMMIT) and on SQLite takes the write lock. Call it when the
+    session holds no transaction, and write nothing until it has ended: a write would be
+    committed at once, alone. The connection is given back to the pool as it was. A session
+    bound to a connection (the tests', in savepoints) reads within that connection's
+    transaction, as before."""
+    if session.in_transaction():
+        raise RuntimeError("read_each_on_its_own needs a session that holds no transaction")
+    if not isinstance(session.get_bind(), Connection):
+        session.connection(execution_options={"isolation_level": AUTOCOMMIT})

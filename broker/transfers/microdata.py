@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from broker.background import Deadline
 from broker.columns.roles import Roles
@@ -45,7 +46,9 @@ from broker.intake.hierarchies import resolved
 from broker.intake.references import REFERENCE, Reference, open_reference
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
+from broker.members import repository as members
 from broker.negotiations.agreements import usable
+from broker.storage.db import read_each_on_its_own
 from broker.transfers import dry_runs, recording, repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import ReleasedClasses, Transfer
@@ -110,7 +113,9 @@ def decide(
         report, quasi_identifiers, inferred = measure(
             table.engine, roles.quasi_identifiers, roles.sensitive
         )
+    read_each_on_its_own(session)  # short reads, each its own snapshot: no transaction
     parties = read_parties(session, source_id, request.destination)
+    destination_health = members.health(session, request.destination)
     history = _history(session, parties, request)
     agreement = None
     if request.agreement_id is not None:
@@ -189,6 +194,9 @@ def decide(
         transfer.retain_until = transfer.created_at + timedelta(days=outcome.retention_days)
     delivery = None
     if written is not None:
+        # For the answer: a delivery held while its destination is down (the transfer is
+        # inserted as a row, nothing loads it back).
+        set_committed_value(transfer, "destination_health", destination_health)
         delivery = recording.outbox_row(
             transfer,
             table.media_type,

@@ -124,7 +124,6 @@ def submit(
     try:
         microdata.record(session, decided)
         session.flush()  # all but the commit: a failure up to here recorded nothing
-        _read_destination_health(session, decided.transfer)
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()

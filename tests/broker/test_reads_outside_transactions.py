@@ -1,0 +1,147 @@
+"""A request's short reads run outside any transaction; its writes inside one.
+
+The caller's key and a decision's parties are read on every request. Inside a transaction each
+read costs two more round trips (BEGIN, COMMIT) and, on SQLite, the write lock. These tests run
+the broker on a database of its own (not bound to a test's connection, which would keep every
+statement in that connection's transaction) and look, after each statement, at whether the
+driver's connection was inside a transaction.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+
+from broker.config import Settings
+from broker.main import create_app
+from broker.storage.db import make_engine, upgrade
+from tests.broker.conftest import ADMIN, Federation
+from tests.conftest import ADMIN_TOKEN, POLICIES, postgres_database
+
+QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def own_database(request, tmp_path):
+    """A migrated database of this test's own."""
+    if request.param == "sqlite":
+        url, drop = f"sqlite:///{tmp_path / 'broker.db'}", None
+    else:
+        url, drop = postgres_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    yield url
+    if drop:
+        drop()
+
+
+def _in_transaction(dbapi_connection) -> bool:
+    if hasattr(dbapi_connection, "info"):  # psycopg: IDLE is 0
+        return dbapi_connection.info.transaction_status != 0
+    return dbapi_connection.in_transaction  # sqlite3
+
+
+@pytest.fixture
+def broker(own_database, tmp_path):
+    settings = Settings(
+        database_url=own_database,
+        admin_token=ADMIN_TOKEN,
+        policy_dir=POLICIES,
+        spool_dir=tmp_path / "spool",
+        signing_key_dir=tmp_path / "keys",
+        apply_migrations=False,
+        delivery_enabled=False,
+        jobs_enabled=False,
+        health_check_enabled=False,
+        inbox_allowed_networks=["127.0.0.0/8"],
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def _watched(client: TestClient) -> tuple[list[tuple[str, bool]], callable]:
+    """(statement, ran inside a transaction) of every statement from now on, and the stop."""
+    engine = client.app.state.sessionmaker.kw["bind"]
+    seen: list[tuple[str, bool]] = []
+
+    def after(connection, cursor, statement, *_args):
+        dbapi = connection.connection.dbapi_connection
+        seen.append((" ".join(statement.split()).lower(), _in_transaction(dbapi)))
+
+    event.listen(engine, "after_cursor_execute", after)
+    return seen, lambda: event.remove(engine, "after_cursor_execute", after)
+
+
+def test_a_decision_reads_outside_transactions_and_writes_in_one(broker):
+    federation = Federation(broker)
+    seen, stop = _watched(broker)
+    try:
+        answer = federation.send(
+            "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+        )
+    finally:
+        stop()
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "approved"
+    assert answer.json()["delivery"]["status"] == "pending"  # its health read before
+    reads = [(s, inside) for s, inside in seen if s.startswith("select") and "lock" not in s]
+    caller, parties = reads[0], reads[1]
+    assert "api_key_hash" in caller[0] and not caller[1]
+    assert "policy_versions" in parties[0] and not parties[1]
+    assert any("from member_health" in s and not inside for s, inside in reads)
+    writes = [(s, inside) for s, inside in seen if s.startswith("insert")]
+    assert [s.split()[2] for s, _ in writes] == ["transfers", "deliveries", "releases", "audit_log"]
+    assert all(inside for _, inside in writes)
+
+
+def test_an_admin_request_reads_its_token_outside_a_transaction_and_still_writes(broker):
+    seen, stop = _watched(broker)
+    try:
+        listed = broker.get("/v1/members", headers=ADMIN)
+        created = broker.post(
+            "/v1/members",
+            headers=ADMIN,
+            json={
+                "id": "sn-lab",
+                "name": "SN lab",
+                "jurisdiction": "SN",
+                "inbox_url": "http://127.0.0.1:9/inbox",
+            },
+        )
+    finally:
+        stop()
+    assert listed.status_code == 200 and created.status_code == 201, created.text
+    assert any("from administrators" in s and not inside for s, inside in seen)
+    assert all(inside for s, inside in seen if s.startswith(("insert", "update")))
+    # What was written is there, read by a later request.
+    assert [m["id"] for m in broker.get("/v1/members", headers=ADMIN).json()] == ["sn-lab"]
+
+
+def test_a_sqlite_connection_read_outside_a_transaction_goes_back_to_the_pool_as_it_was(
+    tmp_path,
+):
+    """Reads in autocommit reset the connection on its way back, which would turn the
+    driver's own implicit BEGIN back on: the broker opens its transactions itself
+    (BEGIN IMMEDIATE), so the driver must not."""
+    from sqlalchemy import text
+
+    from broker.storage.db import make_sessionmaker, read_each_on_its_own
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'pool.db'}")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE t (x INTEGER)"))
+    sessions = make_sessionmaker(engine)
+    with sessions() as session:
+        read_each_on_its_own(session)
+        assert session.execute(text("SELECT count(*) FROM t")).scalar() == 0
+        dbapi = session.connection().connection.dbapi_connection
+        assert not dbapi.in_transaction
+        session.commit()
+    assert dbapi.isolation_level is None
+    with sessions() as session:
+        session.execute(text("INSERT INTO t VALUES (1)"))
+        assert session.connection().connection.dbapi_connection.in_transaction
+        session.commit()
+    engine.dispose()
