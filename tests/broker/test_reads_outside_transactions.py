@@ -145,3 +145,19 @@ def test_a_sqlite_connection_read_outside_a_transaction_goes_back_to_the_pool_as
         assert session.connection().connection.dbapi_connection.in_transaction
         session.commit()
     engine.dispose()
+
+
+def test_a_key_read_outside_a_transaction_is_refused_the_moment_it_is_revoked(broker):
+    """Each read sees what was committed before it: a revoked key, a suspended member, are
+    refused at their very next call (no snapshot or cache holds the old state)."""
+    federation = Federation(broker)
+    member = {"Authorization": f"Bearer {federation.keys['sn-hospital']}"}
+    assert broker.get("/v1/transfers", headers=member).status_code == 200
+    suspended = broker.post("/v1/members/sn-hospital/suspend", headers=ADMIN)
+    assert suspended.status_code == 200, suspended.text
+    assert broker.get("/v1/transfers", headers=member).status_code == 403
+    assert broker.post("/v1/members/sn-hospital/reactivate", headers=ADMIN).status_code == 200
+    assert broker.get("/v1/transfers", headers=member).status_code == 200
+    revoked = broker.post("/v1/members/sn-hospital/api-key/revoke", headers=ADMIN)
+    assert revoked.status_code == 200, revoked.text
+    assert broker.get("/v1/transfers", headers=member).status_code == 401
