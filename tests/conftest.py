@@ -59,6 +59,22 @@ def database_url(request, tmp_path_factory):
         drop()
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def own_database(request, tmp_path):
+    """The URL of a migrated database of this test's own, on SQLite and on PostgreSQL: for a
+    broker that commits (not bound to the test's connection, whose transaction is rolled back)."""
+    if request.param == "sqlite":
+        url, drop = f"sqlite:///{tmp_path / 'own.db'}", None
+    else:
+        url, drop = postgres_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    yield url
+    if drop is not None:
+        drop()
+
+
 @pytest.fixture(scope="session")
 def engine(database_url):
     engine = make_engine(database_url)

@@ -25,11 +25,11 @@ from broker.members.health import Health, after_check, health_read, health_url
 from broker.members.health_checks import HealthChecker, probe
 from broker.policies import service as policies
 from broker.policies.seed import load_records
-from broker.storage.db import make_engine, make_sessionmaker, upgrade
+from broker.storage.db import make_engine, make_sessionmaker
 from broker.wire.inbox_urls import InboxPolicy
 from broker.wire.statuses import HealthState
 from tests.broker.conftest import ADMIN, Federation, bearer
-from tests.conftest import POLICIES, postgres_database
+from tests.conftest import POLICIES
 from tests.servers import ServerThread, free_port
 
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -322,19 +322,12 @@ def test_a_member_that_stopped_is_down_with_the_reason(client, lab):
 # --- several broker processes on one database ------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def shared_database(request, tmp_path):
+@pytest.fixture
+def shared_database(own_database):
     """A migrated database of this test's own (the checks commit)."""
-    if request.param == "sqlite":
-        url, drop = f"sqlite:///{tmp_path / 'shared.db'}", None
-    else:
-        url, drop = postgres_database()
-    engine = make_engine(url)
-    upgrade(engine)
+    engine = make_engine(own_database)
     yield engine
     engine.dispose()
-    if drop is not None:
-        drop()
 
 
 def test_brokers_sharing_a_database_check_each_member_once_a_period(

@@ -15,26 +15,11 @@ from sqlalchemy import event
 
 from broker.config import Settings
 from broker.main import create_app
-from broker.storage.db import make_engine, upgrade
+from broker.storage.db import make_engine
 from tests.broker.conftest import ADMIN, Federation
-from tests.conftest import ADMIN_TOKEN, POLICIES, postgres_database
+from tests.conftest import ADMIN_TOKEN, POLICIES
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def own_database(request, tmp_path):
-    """A migrated database of this test's own."""
-    if request.param == "sqlite":
-        url, drop = f"sqlite:///{tmp_path / 'broker.db'}", None
-    else:
-        url, drop = postgres_database()
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
-    yield url
-    if drop:
-        drop()
 
 
 def _in_transaction(dbapi_connection) -> bool:
