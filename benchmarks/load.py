@@ -130,7 +130,7 @@ def main() -> None:
             delivered = _wait_delivered(inbox, len(approved))
             behind = time.monotonic() - last_decision
             states = _delivery_states(broker_url, admin)
-            inside, statements = _broker_figures(broker_url, args.workers)  # deliveries done
+            inside, statements, transactions = _broker_figures(broker_url, args.workers)
             _report(results, args.seconds, floor, approved, delivered)
             print(
                 f"floor: a trivial FastAPI endpoint taking the same upload, served as the broker "
@@ -162,8 +162,10 @@ def main() -> None:
             )
             print(
                 f"the broker sent its database {statements:.1f} statements per decision, BEGIN "
-                "and COMMIT aside (every worker's own count from its /metrics, added up: the "
-                "decisions, their deliveries and the polling until all were delivered)"
+                f"and COMMIT aside, in {transactions:.1f} transactions: "
+                f"{statements + 2 * transactions:.1f} round trips (every worker's own count "
+                "from its /metrics, added up: the decisions, their deliveries and the polling "
+                "until all were delivered)"
             )
             federation.stop()  # its backends exit, and so report their last statistics
             _report_database(database_before, _database_counts(url), len(results))
@@ -293,7 +295,8 @@ def _report_database(before: dict | None, after: dict | None, decisions: int) ->
     missing = "" if "statements" in spent else " (statements: pg_stat_statements is not loaded)"
     print(
         f"the database per decision, by PostgreSQL's statistics (deliveries and the broker's "
-        f"polling included): {per}{missing}"
+        f"polling included; a statement run outside any transaction counts as one commit): "
+        f"{per}{missing}"
     )
 
 
@@ -362,9 +365,10 @@ def _drive(broker_url: str, key: str, body: bytes, clients: int, seconds: float)
     return results
 
 
-def _broker_figures(broker_url: str, workers: int) -> tuple[float, float]:
+def _broker_figures(broker_url: str, workers: int) -> tuple[float, float, float]:
     """Mean seconds of the broker's own transfer handling, and statements sent to its database
-    per decision (its deliveries and polling included), from the Prometheus metrics of every
+    and transactions opened per decision (its deliveries and polling included), from the
+    Prometheus metrics of every
     worker process: each keeps its own, and a scrape is answered by one of them, so the script
     scrapes until it has seen ``workers`` different ones (told apart by their decision counts
     and handling time, which no longer change once the clients have stopped) and adds them up.
@@ -376,12 +380,14 @@ def _broker_figures(broker_url: str, workers: int) -> tuple[float, float]:
         if len(seen) >= workers:
             break
     total = {name: sum(f[name] for f in seen.values()) for name in ("sum", "count", "decisions")}
-    statements = sum(f["statements"] for f in seen.values())
-    return total["sum"] / max(total["count"], 1.0), statements / max(total["decisions"], 1.0)
+    decisions = max(total["decisions"], 1.0)
+    statements = sum(f["statements"] for f in seen.values()) / decisions
+    transactions = sum(f["transactions"] for f in seen.values()) / decisions
+    return total["sum"] / max(total["count"], 1.0), statements, transactions
 
 
 def _worker_figures(text: str) -> dict[str, float]:
-    figures = dict.fromkeys(("sum", "count", "decisions", "statements"), 0.0)
+    figures = dict.fromkeys(("sum", "count", "decisions", "statements", "transactions"), 0.0)
     for line in text.splitlines():
         for field in ("sum", "count"):
             if line.startswith(f'fedbroker_analysis_seconds_{field}{{kind="transfer"}}'):
@@ -390,6 +396,8 @@ def _worker_figures(text: str) -> dict[str, float]:
             figures["decisions"] += float(line.split()[-1])
         if line.startswith("fedbroker_database_statements_total "):
             figures["statements"] = float(line.split()[-1])
+        if line.startswith("fedbroker_database_transactions_total "):
+            figures["transactions"] = float(line.split()[-1])
     return figures
 
 

@@ -11,7 +11,9 @@
 - ``fedbroker_database_errors_total``: requests answered 503 because the database was busy or
   unreachable;
 - ``fedbroker_database_statements_total``: statements this process sent to its database (its
-  requests and its background threads; the driver's BEGIN and COMMIT aside).
+  requests and its background threads; the driver's BEGIN and COMMIT aside);
+- ``fedbroker_database_transactions_total``: transactions it opened, each one more BEGIN and
+  COMMIT (or ROLLBACK) to the database (short reads run outside any transaction aside).
 
 Counters are per process: with several workers or brokers, sum them in Prometheus.
 """
@@ -32,10 +34,11 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_fastapi_instrumentator import Instrumentator
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Connection, Engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from broker.delivery.models import Delivery
+from broker.storage.db import AUTOCOMMIT
 from broker.transfers.models import Transfer
 from broker.wire.statuses import DeliveryStatus
 
@@ -75,12 +78,24 @@ class Monitoring:
             registry=self.registry,
         )
 
+        self.database_transactions = Counter(
+            "fedbroker_database_transactions",
+            "Transactions this process opened on its database (each a BEGIN and a COMMIT or "
+            "ROLLBACK; statements run outside any transaction aside)",
+            registry=self.registry,
+        )
+
     def count_statements(self, engine: Engine) -> None:
-        """Count every statement sent on ``engine``'s connections."""
+        """Count every statement sent on ``engine``'s connections, and every transaction."""
         event.listen(engine, "before_cursor_execute", self._one_statement)
+        event.listen(engine, "begin", self._one_transaction)
 
     def _one_statement(self, *_args) -> None:
         self.database_statements.inc()
+
+    def _one_transaction(self, connection: Connection) -> None:
+        if connection.get_execution_options().get("isolation_level") != AUTOCOMMIT:
+            self.database_transactions.inc()
 
     def install(self, app: FastAPI) -> None:
         """Instrument every route and serve ``/metrics`` (no authentication: counts only)."""

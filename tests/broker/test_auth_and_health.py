@@ -168,6 +168,48 @@ def test_prometheus_metrics_count_the_statements_sent_to_the_database(tmp_path, 
     assert "fedbroker_database_statements_total " in served
 
 
+def test_prometheus_metrics_count_the_transactions_opened_not_the_reads_outside_them(
+    tmp_path, settings
+):
+    """On SQLite every transaction the broker opens is a BEGIN IMMEDIATE it sends; the token's
+    read, outside any transaction, is none."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import event
+
+    from broker.main import create_app
+
+    own = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'b.db'}"})
+    with TestClient(create_app(own)) as client:
+        counter = client.app.state.monitoring.database_transactions
+
+        def counted() -> float:
+            return next(s.value for s in counter.collect()[0].samples if s.name.endswith("_total"))
+
+        begun = []
+        event.listen(
+            client.app.state.engine,
+            "before_cursor_execute",
+            lambda _c, _cur, statement, *a: begun.append(statement == "BEGIN IMMEDIATE"),
+        )
+        before = counted()
+        created = client.post(
+            "/v1/members",
+            headers=ADMIN,
+            json={
+                "id": "qq-lab",
+                "name": "QQ",
+                "jurisdiction": "SN",
+                "inbox_url": "http://127.0.0.1:9/i",
+            },
+        )
+        assert created.status_code == 201, created.text
+        after, seen = counted(), list(begun)
+        served = client.get("/metrics").text  # (its outbox reading is one more)
+    assert after - before == sum(seen) >= 1
+    assert not seen[0]  # the token's read, outside any transaction
+    assert "fedbroker_database_transactions_total " in served
+
+
 def test_a_member_over_its_upload_rate_gets_429_with_retry_after(connection, settings):
     from fastapi.testclient import TestClient
 
