@@ -389,7 +389,8 @@ def test_argparse_errors_are_one_line():
     assert "invalid int value: 'many'" in line and line.endswith("(see fedbroker analyze --help)")
 
 
-def test_serve_refuses_a_busy_port_in_one_line(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])  # 2: the checks run in a process of their own
+def test_serve_refuses_a_busy_port_in_one_line(tmp_path, workers):
     import socket
 
     with socket.socket() as listener:
@@ -402,6 +403,7 @@ def test_serve_refuses_a_busy_port_in_one_line(tmp_path):
             "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
             "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
             "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
+            "BROKER_WORKERS": workers,
         }
         result = subprocess.run(
             [sys.executable, "-m", "broker.cli", "serve", "--port", str(port)],
@@ -415,3 +417,51 @@ def test_serve_refuses_a_busy_port_in_one_line(tmp_path):
         f"fedbroker serve: error: port {port} on 127.0.0.1 is in use by another process: "
         "choose another with --port or BROKER_PORT"
     )
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc (Linux)")
+def test_the_process_supervising_the_workers_does_not_load_the_broker(tmp_path):
+    """With several workers, the first process only supervises them: its checks at start run in
+    a process that exits, so it never holds pandas and the rest of the app (it held a whole
+    copy, 218 MiB, that never served)."""
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "BROKER_ADMIN_TOKEN": "x" * 16,
+        "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
+        "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
+        "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
+        "BROKER_SPOOL_DIR": str(tmp_path / "spool"),
+        "BROKER_WORKERS": "2",
+    }
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "broker.cli", "serve", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the broker did not start"
+            time.sleep(0.3)
+        mapped = Path(f"/proc/{server.pid}/maps").read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+    assert "pandas" not in mapped and "numpy" not in mapped

@@ -8,10 +8,16 @@ server. When it stops (Ctrl-C, SIGTERM), one line on stderr says so.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import socket
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 from broker.cli.common import CommandError, database_errors, load_settings
+
+if TYPE_CHECKING:
+    from broker.config import Settings
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -30,36 +36,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from broker.delivery.keyring import KeyRing
-    from broker.policies.seed import load_records
-    from broker.storage.db import Timeouts, make_engine
     from broker.web.requests_log import configure_logging
-    from broker.wire.probes import port_in_use
-    from broker.wire.signing import SignatureError
 
     settings = load_settings(host=args.host, port=args.port, workers=args.workers)
-    if settings.admin_token is None:
-        raise CommandError(
-            "BROKER_ADMIN_TOKEN is not set: give the broker an admin token of "
-            "at least 16 characters"
-        )
-    load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
-    try:  # and so is a signing key folder the broker cannot use
-        KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
-    except (SignatureError, OSError) as error:
-        raise CommandError(f"BROKER_SIGNING_KEY_DIR: {error}") from None
-    with database_errors():  # an unreachable database too
-        engine = make_engine(settings.database_url, Timeouts.of(settings))
-        with engine.connect():
-            pass
-        engine.dispose()
-    if settings.dask_scheduler is not None:  # and a cluster that does not answer
-        _check_cluster(settings.dask_scheduler)
-    if port_in_use(settings.host, settings.port):  # and a port another process holds
-        raise CommandError(
-            f"port {settings.port} on {settings.host} is in use by another process: choose "
-            "another with --port or BROKER_PORT"
-        )
+    if settings.workers == 1:
+        check_start(settings)
+    else:
+        # The checks read the seed files through the F-SLA models, which import most of the
+        # broker (pandas among it): run them in a process of their own, so that this one, which
+        # only supervises the workers and never serves, stays small.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(1, mp_context=context) as checking:
+            checking.submit(check_start, settings).result()
     configure_logging()
     where = f"http://{settings.host}:{settings.port}"
     # uvicorn's records go to the JSON handler, with their request id (log_config=None).
@@ -89,6 +77,40 @@ def _run(args: argparse.Namespace) -> int:
     )
     _stopped(where)
     return 0
+
+
+def check_start(settings: Settings) -> None:
+    """What would stop the broker at start, each a :class:`CommandError` of one line: a missing
+    admin token, a bad seed file, an unusable signing key folder, an unreachable database or
+    cluster, a busy port."""
+    from broker.delivery.keyring import KeyRing
+    from broker.policies.seed import load_records
+    from broker.storage.db import Timeouts, make_engine
+    from broker.wire.probes import port_in_use
+    from broker.wire.signing import SignatureError
+
+    if settings.admin_token is None:
+        raise CommandError(
+            "BROKER_ADMIN_TOKEN is not set: give the broker an admin token of "
+            "at least 16 characters"
+        )
+    load_records(settings.policy_dir)  # a bad seed file is one line here, not a traceback
+    try:  # and so is a signing key folder the broker cannot use
+        KeyRing.load(settings.signing_key_dir, create=settings.signing_key_create)
+    except (SignatureError, OSError) as error:
+        raise CommandError(f"BROKER_SIGNING_KEY_DIR: {error}") from None
+    with database_errors():  # an unreachable database too
+        engine = make_engine(settings.database_url, Timeouts.of(settings))
+        with engine.connect():
+            pass
+        engine.dispose()
+    if settings.dask_scheduler is not None:  # and a cluster that does not answer
+        _check_cluster(settings.dask_scheduler)
+    if port_in_use(settings.host, settings.port):  # and a port another process holds
+        raise CommandError(
+            f"port {settings.port} on {settings.host} is in use by another process: choose "
+            "another with --port or BROKER_PORT"
+        )
 
 
 def serve_workers(app: str, **options) -> None:
