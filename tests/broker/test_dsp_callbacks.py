@@ -6,25 +6,19 @@ Read in place from the shared data folder, as tests/broker/test_dsp.py does (ski
 """
 
 import hashlib
-import sqlite3
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from broker.dsp.callbacks import Signer, send_due
 from broker.dsp.models import ProtocolNegotiation
-from broker.main import create_app
-from broker.storage.db import make_engine, upgrade
 from tests import rfc9421
-from tests.broker.conftest import Federation, bearer
+from tests.broker.conftest import bearer
 from tests.broker.test_catalog import measure, publish
 from tests.broker.test_dsp import (
     CONSUMER_PID,
@@ -237,57 +231,3 @@ def test_each_callback_is_signed_for_its_consumer_as_deliveries_are(federation, 
     forged = [(n, "ng-health" if n == "x-fedbroker-recipient" else v) for n, v in lines]
     with pytest.raises(rfc9421.Refused):  # re-addressed to another member
         rfc9421.verify("POST", str(url), forged, jwks, tag="fedbroker-callback")
-
-
-class LockProbingConsumer:
-    """A consumer's connector that, while it takes a callback, tries to take the broker's
-    SQLite write lock from a connection of its own (as any other request of the broker would):
-    whether it could, for each callback."""
-
-    def __init__(self, database: Path):
-        self.database = database
-        self.could_write: list[bool] = []
-
-    def app(self) -> Starlette:
-        def try_to_write() -> bool:
-            other = sqlite3.connect(self.database, timeout=0.5, isolation_level=None)
-            try:
-                other.execute("BEGIN IMMEDIATE")
-                other.execute("ROLLBACK")
-                return True
-            except sqlite3.OperationalError:  # database is locked
-                return False
-            finally:
-                other.close()
-
-        async def take(request: Request) -> Response:
-            await request.body()
-            self.could_write.append(await run_in_threadpool(try_to_write))
-            return Response(status_code=200)
-
-        return Starlette(routes=[Route("/cb/{rest:path}", take, methods=["POST"])])
-
-
-def test_no_transaction_is_held_while_a_callback_is_sent(settings, tmp_path):
-    """A consumer that answers slowly (or not until the client's timeout) must not keep the
-    other requests from writing: on SQLite, a transaction held over the POST holds the write
-    lock every request waits for (up to the lock timeout, then fails)."""
-    database = tmp_path / "broker.db"
-    engine = make_engine(f"sqlite:///{database}")
-    upgrade(engine)
-    engine.dispose()
-    settings = settings.model_copy(update={"database_url": f"sqlite:///{database}"})
-    probing = LockProbingConsumer(database)
-    server = ServerThread(probing.app()).start()
-    probing.url = server.url
-    try:
-        with TestClient(create_app(settings)) as client:
-            federation = Federation(client)
-            dataset = publish(federation).json()["id"]
-            measure(federation, dataset)
-            provider_pid = start(federation, dataset, probing)
-            v1(federation, "sn-hospital", provider_pid, "offer", {"terms": {"min_k": 5}})
-            assert deliver(federation) == 1
-    finally:
-        server.stop()
-    assert probing.could_write == [True]
