@@ -45,6 +45,7 @@ from broker.delivery import repository
 from broker.delivery.keyring import KeyRing
 from broker.errors import Conflict
 from broker.intake.tables import Written
+from broker.storage.db import each_statement_on_its_own
 from broker.wire import headers as h
 from broker.wire.signing import SignatureError, new_nonce
 from broker.wire.statuses import DeliveryStatus, HealthState, MemberStatus
@@ -165,11 +166,14 @@ def claim(
     factory: sessionmaker[Session], owner: str, settings: Settings, limit: int = 10
 ) -> list[Leased]:
     """Lease up to ``limit`` due deliveries for ``owner``, and read each as its attempt would
-    (:func:`attempt`), in the same transaction: a delivery's first attempt needs no
-    transaction of its own."""
+    (:func:`attempt`) right after: a delivery's first attempt needs no reading of its own."""
     now = datetime.now(UTC)
     until = now + timedelta(seconds=settings.delivery_lease_seconds)
     with factory() as session:
+        # The lease is one conditional UPDATE, whole by itself, and the rest reads (or gives
+        # back a lease, one UPDATE too): no transaction around them, two round trips fewer a
+        # claim (and an idle poll one statement, not three).
+        each_statement_on_its_own(session)
         transfer_ids = repository.lease_due(session, owner, now, until, limit)
         rows = repository.with_destinations(session, transfer_ids) if transfer_ids else {}
         leased = [Leased(t, _read(session, owner, t, rows.get(t))) for t in transfer_ids]

@@ -146,7 +146,8 @@ def make_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
         @event.listens_for(engine, "begin")
         def _sqlite_begin(connection):
             # Writers queue at the start of a transaction instead of failing on lock upgrade;
-            # reads outside any transaction (read_each_on_its_own) take no lock at all.
+            # statements outside any transaction (each_statement_on_its_own) hold it only for
+            # themselves, and reads in WAL mode not at all.
             if connection.get_execution_options().get("isolation_level") != AUTOCOMMIT:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
 
@@ -276,18 +277,19 @@ def startup_lock(engine: Engine) -> Iterator[None]:
 AUTOCOMMIT = "AUTOCOMMIT"
 
 
-def read_each_on_its_own(session: Session) -> None:
+def each_statement_on_its_own(session: Session) -> None:
     """Run the session's statements, until it next commits or rolls back, outside any
     transaction: each one on its own, as the database's autocommit does.
 
     For a request's short reads that need nothing a transaction gives: under PostgreSQL's READ
     COMMITTED each statement sees its own snapshot anyway, so a transaction around them only
-    adds two round trips (BEGIN, COMMIT) and on SQLite takes the write lock. Call it when the
-    session holds no transaction, and write nothing until it has ended: a write would be
-    committed at once, alone. The connection is given back to the pool as it was. A session
-    bound to a connection (the tests', in savepoints) reads within that connection's
-    transaction, as before."""
+    adds two round trips (BEGIN, COMMIT) and on SQLite takes the write lock. And for a write
+    that stands alone (the outbox's lease, one conditional UPDATE): it is committed at once.
+    Call it when the session holds no transaction, and only for such statements: writes that
+    must stand or fall together need a transaction. The connection is given back to the pool as
+    it was. A session bound to a connection (the tests', in savepoints) runs within that
+    connection's transaction, as before."""
     if session.in_transaction():
-        raise RuntimeError("read_each_on_its_own needs a session that holds no transaction")
+        raise RuntimeError("each_statement_on_its_own needs a session that holds no transaction")
     if not isinstance(session.get_bind(), Connection):
         session.connection(execution_options={"isolation_level": AUTOCOMMIT})

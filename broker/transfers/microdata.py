@@ -48,7 +48,7 @@ from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
 from broker.members import repository as members
 from broker.negotiations.agreements import usable
-from broker.storage.db import read_each_on_its_own
+from broker.storage.db import each_statement_on_its_own
 from broker.transfers import dry_runs, recording, repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import ReleasedClasses, Transfer
@@ -113,7 +113,7 @@ def decide(
         report, quasi_identifiers, inferred = measure(
             table.engine, roles.quasi_identifiers, roles.sensitive
         )
-    read_each_on_its_own(session)  # short reads, each its own snapshot: no transaction
+    each_statement_on_its_own(session)  # short reads, each its own snapshot: no transaction
     parties = read_parties(session, source_id, request.destination)
     destination_health = members.health(session, request.destination)
     history = _history(session, parties, request)

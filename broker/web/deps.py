@@ -23,7 +23,7 @@ from broker.errors import Forbidden, NotAuthenticated
 from broker.intake import uploads
 from broker.intake.uploads import Upload
 from broker.members import service as members
-from broker.storage.db import read_each_on_its_own
+from broker.storage.db import each_statement_on_its_own
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -96,7 +96,7 @@ def caller_of(session: Session, settings: Settings, credential: Credential) -> C
 
     Raises :class:`NotAuthenticated` (unknown or revoked) or :class:`Forbidden` (suspended)."""
     if not session.in_transaction():  # read on every call: one round trip, not three
-        read_each_on_its_own(session)
+        each_statement_on_its_own(session)
     if credential.kind == BOOTSTRAP:
         expected = _sha256(settings.admin_token.get_secret_value())
         active = hmac.compare_digest(credential.digest, expected) and admins.bootstrap_active(

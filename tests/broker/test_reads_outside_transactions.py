@@ -112,14 +112,14 @@ def test_a_sqlite_connection_read_outside_a_transaction_goes_back_to_the_pool_as
     (BEGIN IMMEDIATE), so the driver must not."""
     from sqlalchemy import text
 
-    from broker.storage.db import make_sessionmaker, read_each_on_its_own
+    from broker.storage.db import each_statement_on_its_own, make_sessionmaker
 
     engine = make_engine(f"sqlite:///{tmp_path / 'pool.db'}")
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE t (x INTEGER)"))
     sessions = make_sessionmaker(engine)
     with sessions() as session:
-        read_each_on_its_own(session)
+        each_statement_on_its_own(session)
         assert session.execute(text("SELECT count(*) FROM t")).scalar() == 0
         dbapi = session.connection().connection.dbapi_connection
         assert not dbapi.in_transaction
@@ -146,3 +146,26 @@ def test_a_key_read_outside_a_transaction_is_refused_the_moment_it_is_revoked(br
     revoked = broker.post("/v1/members/sn-hospital/api-key/revoke", headers=ADMIN)
     assert revoked.status_code == 200, revoked.text
     assert broker.get("/v1/transfers", headers=member).status_code == 401
+
+
+def test_the_outbox_lease_stands_alone_and_still_holds_its_rows(broker):
+    """The lease is one conditional UPDATE, committed on its own: another owner claiming at
+    once gets nothing, and the lease was taken outside any transaction."""
+    from broker.delivery.service import claim
+
+    federation = Federation(broker)
+    answer = federation.send(
+        "sn-hospital", "patients_published.csv", destination="fr-research", **QI
+    )
+    assert answer.json()["delivery"]["status"] == "pending", answer.text
+    state = broker.app.state
+    seen, stop = _watched(broker)
+    try:
+        first = claim(state.sessionmaker, "worker-a", state.settings)
+        second = claim(state.sessionmaker, "worker-b", state.settings)
+    finally:
+        stop()
+    assert [leased.transfer_id for leased in first] == [answer.json()["id"]]
+    assert second == []
+    leases = [(s, inside) for s, inside in seen if s.startswith("update deliveries")]
+    assert len(leases) == 2 and not any(inside for _, inside in leases)
