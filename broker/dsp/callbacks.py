@@ -52,6 +52,7 @@ from broker.dsp.transfer_states import Move, Party
 from broker.fsla.offers import Terms
 from broker.negotiations.models import Agreement, Negotiation, NegotiationEvent
 from broker.negotiations.states import Message, Role
+from broker.storage.db import each_statement_on_its_own
 from broker.wire import headers as h
 from broker.wire.canonical import canonical_json
 from broker.wire.signing import content_digest, new_nonce
@@ -128,6 +129,7 @@ def send_due(
     ends = time.monotonic() + PASS_SECONDS
     for outbox in OUTBOXES:
         with factory() as session:
+            each_statement_on_its_own(session)  # a look, most often at nothing: one read
             due = _due(session, outbox, now())
             session.commit()
         for key in due:

@@ -18,6 +18,7 @@ from broker.errors import ProblemError
 from broker.fsla.decide import TransferRequest
 from broker.intake.references import Reference
 from broker.intake.uploads import Upload
+from broker.storage.db import each_statement_on_its_own
 from broker.transfers import dry_runs, microdata, repository
 from broker.transfers.models import TransferJob
 from broker.wire.statuses import JobState
@@ -39,7 +40,10 @@ def claim_job(factory: sessionmaker[Session], owner: str, settings: Settings) ->
     until = now + timedelta(seconds=settings.job_lease_seconds)
     per_member = settings.job_slots_per_member
     with factory() as session:
-        for job_id, source_id in repository.due_jobs(session, now, per_member, limit=5):
+        each_statement_on_its_own(session)  # the look (most often at nothing) is one read
+        due = repository.due_jobs(session, now, per_member, limit=5)
+        session.commit()  # each claim below in a transaction of its own
+        for job_id, source_id in due:
             repository.lock_member(session, source_id)  # claims of one member take turns
             if not repository.take_job(session, job_id, source_id, owner, now, until, per_member):
                 session.rollback()  # let go of the member before locking the next one
