@@ -36,6 +36,7 @@ and writing are row-level and run inside the engine that holds the rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -258,7 +259,19 @@ class Grouped:
 
     @classmethod
     def of(cls, codes: Sequence[np.ndarray], widths: Sequence[int]) -> Grouped:
+        """Sorting is the cost, and two cases need none (the result is ``np.unique``'s): keys
+        already distinct and ascending (a count table relabelled one-to-one, in order), and
+        keys in a space no larger than a few times their number, marked in a bitmap."""
         keys, packed = tuple_keys(codes, widths)
+        if bool((keys[1:] > keys[:-1]).all()):
+            return cls(keys, np.arange(keys.size, dtype=np.intp), packed)
+        space = math.prod(int(width) for width in widths)
+        small = packed and space <= max(1 << 22, 4 * keys.size)
+        if small and keys.min() >= 0 and keys.max() < space:
+            present = np.zeros(space, dtype=bool)
+            present[keys] = True
+            rank = np.cumsum(present, dtype=np.intp) - 1
+            return cls(np.flatnonzero(present).astype(keys.dtype), rank[keys], packed)
         distinct, inverse = np.unique(keys, return_inverse=True)
         return cls(distinct, inverse, packed)
 
