@@ -192,7 +192,9 @@ NUDGE_DAYS = 3
 _NO_DAY = np.iinfo(np.int64).min
 
 
-def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
+def rare_tuples(
+    engine: Engine, quasi_identifiers: Sequence[str], table: CountTable | None = None
+) -> RareTuples:
     """The rare tuples of ``quasi_identifiers`` whose rows may be one person (see the module
     docstring), from the engine's count table of them and their dictionaries: the rows of one
     tuple read by meaning, and of tuples *nudged* apart (:func:`_nudges`), held by two rows or
@@ -201,11 +203,13 @@ def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
     Only the tuples that could be in such a person are grouped: one holds, in every column,
     the meaning of some identifying tuple there (a person joins tuples of one meaning, and
     nudges join identifying tuples only), which leaves out most of a table of coarse values
-    before its million tuples are sorted."""
+    before its million tuples are sorted. ``table``: the engine's count table of
+    ``quasi_identifiers`` (its rows are read, not its people), when the caller has it."""
     columns = tuple(quasi_identifiers)
     if not columns:
         return RareTuples((), (), np.zeros(0, dtype=np.int64), 0, 0)
-    [table] = engine.counts([list(columns)])
+    if table is None:
+        [table] = engine.counts([list(columns)])
     read, identifying = [], np.zeros(table.size, dtype=bool)
     days = np.full(table.size, _NO_DAY, dtype=np.int64)  # the first day column's day, if told
     day_column = None
