@@ -178,6 +178,9 @@ class CountTable:
         rows = grouped.added(self.rows)
         if grouped.packed:
             found = CountTable.of_keys(self.columns, widths, grouped.keys, rows, people)
+            if grouped.unmoved:  # no tuple met another or moved: its codes are those given
+                given = zip(self.columns, codes, strict=True)
+                found.value_codes.update({name: np.asarray(c, dtype=np.int64) for name, c in given})
         else:
             one = grouped.representatives()
             found = CountTable.of(self.columns, [c[one] for c in codes], rows, people)
@@ -275,6 +278,14 @@ class Grouped:
         distinct, inverse = np.unique(keys, return_inverse=True)
         return cls(distinct, inverse, packed)
 
+    @property
+    def unmoved(self) -> bool:
+        """Whether each tuple is its own distinct tuple, in the same place (keys given distinct
+        and ascending)."""
+        return self.keys.size == self.inverse.size and bool(
+            (self.inverse[1:] > self.inverse[:-1]).all()
+        )
+
     def added(self, counts: np.ndarray) -> np.ndarray:
         """``counts`` (one a tuple) added up per distinct tuple."""
         return np.bincount(self.inverse, weights=counts, minlength=self.keys.size).astype(np.int64)
@@ -302,7 +313,12 @@ def tuple_keys(codes: Sequence[np.ndarray], widths: Sequence[int]) -> tuple[np.n
         if space * width >= 2**63:
             distinct, key = np.unique(key, return_inverse=True)
             space, packed = distinct.size, False
-        key = key * width + column
+        column = np.asarray(column)
+        if column.dtype.kind == "i" or column.dtype == bool:
+            key *= width  # in place: a million tuples' keys are not allocated again a column
+            key += column
+        else:
+            key = key * width + column
         space *= width
     return key, packed
 

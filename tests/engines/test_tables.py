@@ -57,6 +57,21 @@ def test_grouping_without_a_sort_gives_what_np_unique_gives(case):
     assert grouped.inverse.tolist() == inverse.tolist()
 
 
+def test_a_relabelling_that_merges_nothing_keeps_the_codes_and_order_given():
+    # Codes in order (a one-to-one relabelling of a sorted table): nothing merges or moves, and
+    # the table holds the codes as given, which its keys would decode to.
+    table = _table(["a", "b"], [[0, 0, 1, 2], [0, 1, 1, 0]], [1, 2, 3, 4], np.array([1, 1, 2, 3]))
+    given = [np.array([0, 0, 2, 3], dtype=np.int32), np.array([0, 1, 1, 0])]
+    merged = table.merged(given, [4, 2])
+    assert merged.rows.tolist() == [1, 2, 3, 4] and merged.people.tolist() == [1, 1, 2, 3]
+    assert merged.codes("a").dtype == np.int64
+    assert merged.codes("a").tolist() == [0, 0, 2, 3] and merged.codes("b").tolist() == [0, 1, 1, 0]
+    keys = np.array([0, 1, 5, 6])
+    decoded = CountTable.of_keys(["a", "b"], [4, 2], keys, merged.rows)
+    assert decoded.codes("a").tolist() == merged.codes("a").tolist()
+    assert merged.tuple_ids(["a"])[0].tolist() == [0, 0, 1, 2]
+
+
 def test_merging_keys_too_wide_for_64_bits_renumbers_them():
     widths = [2**40, 2**40]
     codes = [np.array([2**39, 5, 2**39]), np.array([7, 7, 7])]
