@@ -346,6 +346,7 @@ class _Tuples:
         self._kept = list(self._engine_tables)
         self._labels: dict[tuple[int, int], tuple[np.ndarray, pd.Series]] = {}
         self._tried: dict[int, tuple[Step, np.ndarray]] = {}  # id(rung) -> its labels, known
+        self._unchanged: set[tuple[int, int]] = set()  # (i, level) whose label codes are codes
         self.ladders: list[list[Step]] = []
         self.coarsening = False
 
@@ -381,6 +382,8 @@ class _Tuples:
                 found = labels_of(step, dictionary, self.by_code[name])
             codes, uniques = pd.factorize(found, use_na_sentinel=False)
             self._labels[key] = (codes.astype(np.int32), dictionary_of(pd.Series(uniques)))
+            if np.array_equal(codes, np.arange(len(dictionary))):
+                self._unchanged.add(key)  # each value its own label code: nothing to relabel
         return self._labels[key]
 
     def counted(self, table: int, levels: tuple[int, ...]) -> _Counted:
@@ -396,7 +399,9 @@ class _Tuples:
         relabelled = list(codes)
         for i, level in enumerate(levels):
             if kept_levels is None:
-                relabelled[i] = self.labels(i, level)[0][codes[i]]
+                label_codes = self.labels(i, level)[0]
+                if (i, level) not in self._unchanged:
+                    relabelled[i] = label_codes[codes[i]]
             elif level != kept_levels[i]:
                 relabelled[i] = _map(self.labels(i, kept_levels[i])[0], self.labels(i, level)[0])[
                     codes[i]
@@ -505,6 +510,8 @@ def _aggregate(
     """The distinct tuples of ``codes`` (each column's codes lie in ``[0, width)``), sorted,
     with their rows and keys (:class:`~broker.engines.base.Grouped`), counted by sorting."""
     grouped = Grouped.of(codes, widths)
+    if grouped.unmoved:  # the tuples were distinct and in order: the codes as they are
+        return list(codes), grouped.added(rows), grouped.keys
     one = grouped.representatives()
     return [column[one] for column in codes], grouped.added(rows), grouped.keys
 

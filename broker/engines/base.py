@@ -259,6 +259,7 @@ class Grouped:
     keys: np.ndarray
     inverse: np.ndarray
     packed: bool
+    unmoved: bool = False  # each tuple its own distinct tuple, in place (keys given ascending)
 
     @classmethod
     def of(cls, codes: Sequence[np.ndarray], widths: Sequence[int]) -> Grouped:
@@ -267,7 +268,7 @@ class Grouped:
         keys in a space no larger than a few times their number, marked in a bitmap."""
         keys, packed = tuple_keys(codes, widths)
         if bool((keys[1:] > keys[:-1]).all()):
-            return cls(keys, np.arange(keys.size, dtype=np.intp), packed)
+            return cls(keys, np.arange(keys.size, dtype=np.intp), packed, unmoved=True)
         space = math.prod(int(width) for width in widths)
         small = packed and space <= max(1 << 22, 4 * keys.size)
         if small and keys.min() >= 0 and keys.max() < space:
@@ -278,20 +279,16 @@ class Grouped:
         distinct, inverse = np.unique(keys, return_inverse=True)
         return cls(distinct, inverse, packed)
 
-    @property
-    def unmoved(self) -> bool:
-        """Whether each tuple is its own distinct tuple, in the same place (keys given distinct
-        and ascending)."""
-        return self.keys.size == self.inverse.size and bool(
-            (self.inverse[1:] > self.inverse[:-1]).all()
-        )
-
     def added(self, counts: np.ndarray) -> np.ndarray:
         """``counts`` (one a tuple) added up per distinct tuple."""
+        if self.unmoved:
+            return np.asarray(counts).astype(np.int64)
         return np.bincount(self.inverse, weights=counts, minlength=self.keys.size).astype(np.int64)
 
     def representatives(self) -> np.ndarray:
         """The position of one tuple of each distinct tuple."""
+        if self.unmoved:
+            return np.arange(self.keys.size, dtype=np.intp)
         one = np.empty(self.keys.size, dtype=np.intp)
         one[self.inverse] = np.arange(self.inverse.size)
         return one
