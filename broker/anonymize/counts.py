@@ -493,7 +493,8 @@ class _Generalized:
         if not self.tuples.sensitive:
             return CountTable.of(qis, counted.codes, counted.rows)
         sizes = np.bincount(counted.classes, weights=counted.rows, minlength=counted.starts.size)
-        codes = [column[counted.starts] for column in counted.codes[:-1]]
+        # Each class's codes when a measure asks: k, which the climb checks first, needs sizes.
+        codes = [lambda column=column: column[counted.starts] for column in counted.codes[:-1]]
         return CountTable.of(qis, codes, sizes.astype(np.int64))
 
     def _pairs(self, table: int) -> CountTable:
