@@ -254,7 +254,10 @@ class DuckDBEngine(CopiedRows):
         if self._fixed:
             return
         self._rare = None  # the tuples are counted as they are
-        self._rare = rare_tuples(self, quasi_identifiers)
+        # A report asks for the quasi-identifiers' table with people next (it is kept): one
+        # fetch of it serves both.
+        table = None if self._person_key else self._count_table(list(quasi_identifiers), True)
+        self._rare = rare_tuples(self, quasi_identifiers, table)
         if self._person_key:
             self._labelled = False  # labelled again, with the rare tuples
             self._label_people()
