@@ -86,12 +86,14 @@ def claim_check(session: Session, member_id: str, now: datetime, next_at: dateti
 
 def parties(session: Session, member_ids: Sequence[str]) -> list[Row]:
     """Each of these members (``id``, ``jurisdiction``, ``status``) with its jurisdiction's newest
-    F-SLA ``version`` and ``document`` (both None when it has none), in one query (built once:
-    every decision reads it)."""
+    F-SLA ``version`` and ``document`` (both None when it has none) and its health
+    (``health_state``, ``health_since``, ``health_checked_at``, ``health_reason``: None when never
+    checked), in one query (built once: every decision reads it)."""
     return list(session.execute(_PARTIES, {"ids": list(member_ids)}))
 
 
 _VERSIONS = PolicyVersion.__table__
+_HEALTH = MemberHealth.__table__
 _NEWEST = (
     select(func.max(_VERSIONS.c.version))
     .where(_VERSIONS.c.jurisdiction == _MEMBERS.c.jurisdiction)
@@ -105,10 +107,15 @@ _PARTIES = (
         _MEMBERS.c.status,
         _VERSIONS.c.version,
         _VERSIONS.c.document,
+        _HEALTH.c.state.label("health_state"),
+        _HEALTH.c.since.label("health_since"),
+        _HEALTH.c.checked_at.label("health_checked_at"),
+        _HEALTH.c.reason.label("health_reason"),
     )
     .outerjoin(
         _VERSIONS,
         and_(_VERSIONS.c.jurisdiction == _MEMBERS.c.jurisdiction, _VERSIONS.c.version == _NEWEST),
     )
+    .outerjoin(_HEALTH, _HEALTH.c.member_id == _MEMBERS.c.id)
     .where(_MEMBERS.c.id.in_(bindparam("ids", expanding=True)))
 )

@@ -46,13 +46,12 @@ from broker.intake.hierarchies import resolved
 from broker.intake.references import REFERENCE, Reference, open_reference
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
-from broker.members import repository as members
 from broker.negotiations.agreements import usable
 from broker.storage.db import each_statement_on_its_own
 from broker.transfers import dry_runs, recording, repository
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import ReleasedClasses, Transfer
-from broker.transfers.parties import policy_spelling, read_parties
+from broker.transfers.parties import policy_spelling, read_parties_and_health
 from broker.wire.statuses import TransferStatus
 
 EXTENSIONS = {"csv": ".csv", "json": ".json", "parquet": ".parquet", REFERENCE: ".reference.json"}
@@ -114,8 +113,7 @@ def decide(
             table.engine, roles.quasi_identifiers, roles.sensitive
         )
     each_statement_on_its_own(session)  # short reads, each its own snapshot: no transaction
-    parties = read_parties(session, source_id, request.destination)
-    destination_health = members.health(session, request.destination)
+    parties, destination_health = read_parties_and_health(session, source_id, request.destination)
     history = _history(session, parties, request)
     agreement = None
     if request.agreement_id is not None:
@@ -195,7 +193,7 @@ def decide(
     delivery = None
     if written is not None:
         # For the answer: a delivery held while its destination is down (the transfer is
-        # inserted as a row, nothing loads it back).
+        # inserted as a row and never loaded: its health is the one read with the parties).
         set_committed_value(transfer, "destination_health", destination_health)
         delivery = recording.outbox_row(
             transfer,

@@ -75,7 +75,8 @@ def test_a_decision_reads_outside_transactions_and_writes_in_one(broker):
     caller, parties = reads[0], reads[1]
     assert "api_key_hash" in caller[0] and not caller[1]
     assert "policy_versions" in parties[0] and not parties[1]
-    assert any("from member_health" in s and not inside for s, inside in reads)
+    assert "member_health" in parties[0]  # the destination's health, in the same statement
+    assert not any(s.startswith("select member_health") for s, _ in reads)
     writes = [(s, inside) for s, inside in seen if s.startswith("insert")]
     assert [s.split()[2] for s, _ in writes] == ["transfers", "deliveries", "releases", "audit_log"]
     assert all(inside for _, inside in writes)
