@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -256,7 +257,7 @@ def _profiler(pid: int, output: str | None) -> subprocess.Popen | None:
     """py-spy sampling ``pid`` into ``output`` (raw collapsed stacks), or None."""
     if output is None:
         return None
-    spy = Path(sys.executable).with_name("py-spy")
+    spy = shutil.which("py-spy") or Path(sys.executable).with_name("py-spy")
     command = [str(spy), "record", "-p", str(pid), "-f", "raw", "-r", "200", "-o", output]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the upload starts

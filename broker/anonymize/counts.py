@@ -31,6 +31,7 @@ import pandas as pd
 from broker.anonymize.ladder import (
     climb,
     climbed_reason,
+    labelled_rungs,
     labels_of,
     lowest_loss,
     optimal_reason,
@@ -159,9 +160,12 @@ def generalize(
     if wants_anonymity or any(name in target.max_mmaq_index for name in qis):
         measured = sensitive if target.l is not None or target.t is not None else []
         tuples = _Tuples(engine, qis, measured)
-        ladders = [
-            rungs(tuples.dictionaries[name], name, target.hierarchies.get(name)) for name in qis
+        labelled = [
+            labelled_rungs(tuples.dictionaries[name], name, target.hierarchies.get(name))
+            for name in qis
         ]
+        tuples.tried([pair for found in labelled for pair in found])
+        ladders = [[step for step, _labels in found] for found in labelled]
         if optimal:  # a hierarchy is climbed alone; masking only if its top is not one label
             ladders = [
                 _hierarchy_alone(ladder) if target.hierarchies.get(name) else ladder
@@ -341,8 +345,16 @@ class _Tuples:
         ]
         self._kept = list(self._engine_tables)
         self._labels: dict[tuple[int, int], tuple[np.ndarray, pd.Series]] = {}
+        self._tried: dict[int, tuple[Step, np.ndarray]] = {}  # id(rung) -> its labels, known
+        self._unchanged: set[tuple[int, int]] = set()  # (i, level) whose label codes are codes
         self.ladders: list[list[Step]] = []
         self.coarsening = False
+
+    def tried(self, rungs: Sequence[tuple[Step, np.ndarray | None]]) -> None:
+        """The labels rungs gave each dictionary value when they were tried
+        (:func:`~broker.anonymize.ladder.labelled_rungs`): not computed again."""
+        known = {id(step): (step, labels) for step, labels in rungs if labels is not None}
+        self._tried.update(known)
 
     def climbing(self, ladders: list[list[Step]]) -> None:
         """Set the ladders, and whether each rung coarsens the one below."""
@@ -360,12 +372,18 @@ class _Tuples:
         if key not in self._labels:
             name = self.qis[i]
             dictionary = self.dictionaries[name]
+            step = self.ladders[i][level - 1] if level else None
+            tried = self._tried.get(id(step))
             if level == 0:
                 found = dictionary.to_numpy(dtype=object)
+            elif tried is not None and tried[0] is step:
+                found = tried[1]
             else:
-                found = labels_of(self.ladders[i][level - 1], dictionary, self.by_code[name])
+                found = labels_of(step, dictionary, self.by_code[name])
             codes, uniques = pd.factorize(found, use_na_sentinel=False)
             self._labels[key] = (codes.astype(np.int32), dictionary_of(pd.Series(uniques)))
+            if np.array_equal(codes, np.arange(len(dictionary))):
+                self._unchanged.add(key)  # each value its own label code: nothing to relabel
         return self._labels[key]
 
     def counted(self, table: int, levels: tuple[int, ...]) -> _Counted:
@@ -381,7 +399,9 @@ class _Tuples:
         relabelled = list(codes)
         for i, level in enumerate(levels):
             if kept_levels is None:
-                relabelled[i] = self.labels(i, level)[0][codes[i]]
+                label_codes = self.labels(i, level)[0]
+                if (i, level) not in self._unchanged:
+                    relabelled[i] = label_codes[codes[i]]
             elif level != kept_levels[i]:
                 relabelled[i] = _map(self.labels(i, kept_levels[i])[0], self.labels(i, level)[0])[
                     codes[i]
@@ -473,7 +493,8 @@ class _Generalized:
         if not self.tuples.sensitive:
             return CountTable.of(qis, counted.codes, counted.rows)
         sizes = np.bincount(counted.classes, weights=counted.rows, minlength=counted.starts.size)
-        codes = [column[counted.starts] for column in counted.codes[:-1]]
+        # Each class's codes when a measure asks: k, which the climb checks first, needs sizes.
+        codes = [lambda column=column: column[counted.starts] for column in counted.codes[:-1]]
         return CountTable.of(qis, codes, sizes.astype(np.int64))
 
     def _pairs(self, table: int) -> CountTable:
@@ -490,6 +511,8 @@ def _aggregate(
     """The distinct tuples of ``codes`` (each column's codes lie in ``[0, width)``), sorted,
     with their rows and keys (:class:`~broker.engines.base.Grouped`), counted by sorting."""
     grouped = Grouped.of(codes, widths)
+    if grouped.unmoved:  # the tuples were distinct and in order: the codes as they are
+        return list(codes), grouped.added(rows), grouped.keys
     one = grouped.representatives()
     return [column[one] for column in codes], grouped.added(rows), grouped.keys
 

@@ -52,15 +52,25 @@ def climbed_reason(step: Step, before: int, after: int, rung: int, target) -> st
 def rungs(values: pd.Series, name: str, hierarchy: Mapping | None) -> list[Step]:
     """The ladder of ``name`` that applies to ``values`` (each distinct value once is enough),
     mildest first, ending with masking the whole column."""
+    return [step for step, _labels in labelled_rungs(values, name, hierarchy)]
+
+
+def labelled_rungs(
+    values: pd.Series, name: str, hierarchy: Mapping | None
+) -> list[tuple[Step, np.ndarray | None]]:
+    """:func:`rungs`, each with the labels it gives ``values`` as :func:`labels_of` finds them
+    (a rung is tried on the values to know it applies): None for quantile bins, which weigh
+    the values by their rows, and for the masking, not tried."""
     distinct = values.to_frame(name)
     applicable = []
     for step in _ladder(values, name, hierarchy):
         try:
-            apply_steps(distinct, [step])
+            applied = apply_steps(distinct, [step])
         except ValueError:
             continue
-        applicable.append(step)
-    return [*applicable, Step(name, "mask")]
+        quantile = step.method == "quantile"
+        applicable.append((step, None if quantile else applied.frame[name].to_numpy(dtype=object)))
+    return [*applicable, (Step(name, "mask"), None)]
 
 
 def labels_of(step: Step, dictionary: pd.Series, rows: np.ndarray) -> np.ndarray:

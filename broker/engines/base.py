@@ -36,6 +36,7 @@ and writing are row-level and run inside the engine that holds the rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -177,6 +178,9 @@ class CountTable:
         rows = grouped.added(self.rows)
         if grouped.packed:
             found = CountTable.of_keys(self.columns, widths, grouped.keys, rows, people)
+            if grouped.unmoved:  # no tuple met another or moved: its codes are those given
+                given = zip(self.columns, codes, strict=True)
+                found.value_codes.update({name: np.asarray(c, dtype=np.int64) for name, c in given})
         else:
             one = grouped.representatives()
             found = CountTable.of(self.columns, [c[one] for c in codes], rows, people)
@@ -255,19 +259,36 @@ class Grouped:
     keys: np.ndarray
     inverse: np.ndarray
     packed: bool
+    unmoved: bool = False  # each tuple its own distinct tuple, in place (keys given ascending)
 
     @classmethod
     def of(cls, codes: Sequence[np.ndarray], widths: Sequence[int]) -> Grouped:
+        """Sorting is the cost, and two cases need none (the result is ``np.unique``'s): keys
+        already distinct and ascending (a count table relabelled one-to-one, in order), and
+        keys in a space no larger than a few times their number, marked in a bitmap."""
         keys, packed = tuple_keys(codes, widths)
+        if bool((keys[1:] > keys[:-1]).all()):
+            return cls(keys, np.arange(keys.size, dtype=np.intp), packed, unmoved=True)
+        space = math.prod(int(width) for width in widths)
+        small = packed and space <= max(1 << 22, 4 * keys.size)
+        if small and keys.min() >= 0 and keys.max() < space:
+            present = np.zeros(space, dtype=bool)
+            present[keys] = True
+            rank = np.cumsum(present, dtype=np.intp) - 1
+            return cls(np.flatnonzero(present).astype(keys.dtype), rank[keys], packed)
         distinct, inverse = np.unique(keys, return_inverse=True)
         return cls(distinct, inverse, packed)
 
     def added(self, counts: np.ndarray) -> np.ndarray:
         """``counts`` (one a tuple) added up per distinct tuple."""
+        if self.unmoved:
+            return np.asarray(counts).astype(np.int64)
         return np.bincount(self.inverse, weights=counts, minlength=self.keys.size).astype(np.int64)
 
     def representatives(self) -> np.ndarray:
         """The position of one tuple of each distinct tuple."""
+        if self.unmoved:
+            return np.arange(self.keys.size, dtype=np.intp)
         one = np.empty(self.keys.size, dtype=np.intp)
         one[self.inverse] = np.arange(self.inverse.size)
         return one
@@ -289,7 +310,12 @@ def tuple_keys(codes: Sequence[np.ndarray], widths: Sequence[int]) -> tuple[np.n
         if space * width >= 2**63:
             distinct, key = np.unique(key, return_inverse=True)
             space, packed = distinct.size, False
-        key = key * width + column
+        column = np.asarray(column)
+        if column.dtype.kind == "i" or column.dtype == bool:
+            key *= width  # in place: a million tuples' keys are not allocated again a column
+            key += column
+        else:
+            key = key * width + column
         space *= width
     return key, packed
 

@@ -145,9 +145,21 @@ def _positions(known: Sequence[np.ndarray], asked: Sequence[np.ndarray]) -> np.n
     known_keys = keys(known)
     order = np.argsort(known_keys, kind="stable")
     ordered = known_keys[order]
-    wanted = keys(asked)
+    # The known tuples are few: a tuple holding a code none of them holds in some column is
+    # none of them, so only the others are keyed and searched.
+    candidates = None
+    for column, width, held in zip(asked, widths, known, strict=True):
+        within = np.zeros(width, dtype=bool)
+        within[held] = True
+        if candidates is None:
+            candidates = np.flatnonzero(within[column])
+        else:
+            candidates = candidates[within[column[candidates]]]
+    wanted = keys([column[candidates] for column in asked])
     at = np.minimum(np.searchsorted(ordered, wanted), ordered.size - 1)
-    return np.where(ordered[at] == wanted, order[at], -1).astype(np.int64)
+    found = np.full(len(asked[0]), -1, dtype=np.int64)
+    found[candidates] = np.where(ordered[at] == wanted, order[at], -1)
+    return found
 
 
 def counted_with(engine: Engine, rare: RareTuples | None, column_sets, tables) -> list:
@@ -180,19 +192,28 @@ NUDGE_DAYS = 3
 _NO_DAY = np.iinfo(np.int64).min
 
 
-def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
+def rare_tuples(
+    engine: Engine, quasi_identifiers: Sequence[str], table: CountTable | None = None
+) -> RareTuples:
     """The rare tuples of ``quasi_identifiers`` whose rows may be one person (see the module
     docstring), from the engine's count table of them and their dictionaries: the rows of one
     tuple read by meaning, and of tuples *nudged* apart (:func:`_nudges`), held by two rows or
-    more."""
+    more.
+
+    Only the tuples that could be in such a person are grouped: one holds, in every column,
+    the meaning of some identifying tuple there (a person joins tuples of one meaning, and
+    nudges join identifying tuples only), which leaves out most of a table of coarse values
+    before its million tuples are sorted. ``table``: the engine's count table of
+    ``quasi_identifiers`` (its rows are read, not its people), when the caller has it."""
     columns = tuple(quasi_identifiers)
     if not columns:
         return RareTuples((), (), np.zeros(0, dtype=np.int64), 0, 0)
-    [table] = engine.counts([list(columns)])
-    meanings, identifying = [], np.zeros(table.size, dtype=bool)
+    if table is None:
+        [table] = engine.counts([list(columns)])
+    read, identifying = [], np.zeros(table.size, dtype=bool)
     days = np.full(table.size, _NO_DAY, dtype=np.int64)  # the first day column's day, if told
     day_column = None
-    postcodes = []  # (position among the columns, each tuple's postcode when identifying)
+    postcodes = []  # (position among the columns, each code's postcode when identifying)
     for position, name in enumerate(columns):
         dictionary = engine.dictionary(name)
         kind = column_kind(name, sample_of(dictionary))
@@ -212,24 +233,43 @@ def rare_tuples(engine: Engine, quasi_identifiers: Sequence[str]) -> RareTuples:
                     days, day_column = found_days, position
             elif kind == POSTCODE:
                 told = np.where(exceeding & ~reading.unreadable, reading.canonical, None)
-                postcodes.append((position, told[codes]))
+                postcodes.append((position, told))
         found, uniques = pd.factorize(spelled)
-        meanings.append((found.astype(np.int64)[codes], len(uniques)))
+        read.append((codes, found.astype(np.int64), len(uniques)))
+    kept = _sharing_meanings(read, identifying)
+    meanings = [(meaning[codes[kept]], width) for codes, meaning, width in read]
+    identifying = identifying[kept]
+    told = [(position, by_code[read[position][0][kept]]) for position, by_code in postcodes]
     tuples = Grouped.of([m for m, _ in meanings], [w for _, w in meanings])
-    nudged = _nudges(meanings, day_column, days, postcodes, identifying)
+    nudged = _nudges(meanings, day_column, days[kept], told, identifying)
     person = components(tuples.inverse, *nudged)
     groups, first = pd.factorize(person)
-    rows = np.bincount(groups, weights=table.rows, minlength=len(first)).astype(np.int64)
+    rows = np.bincount(groups, weights=table.rows[kept], minlength=len(first)).astype(np.int64)
     rare = (np.bincount(groups, weights=identifying, minlength=len(first)) > 0) & (rows >= 2)
     chosen = rare[groups]
     compact, _ = pd.factorize(groups[chosen])
     return RareTuples(
         columns,
-        tuple(table.codes(name)[chosen] for name in columns),
+        tuple(table.codes(name)[kept[chosen]] for name in columns),
         compact.astype(np.int64),
         int(rare.sum()),
         int(rows[rare].sum()),
     )
+
+
+def _sharing_meanings(read, identifying: np.ndarray) -> np.ndarray:
+    """The positions, ascending, of the tuples holding in every column a meaning some
+    identifying tuple holds there (``read``: each column's codes by tuple, meaning by code and
+    number of meanings); the columns whose identifying tuples hold fewest meanings first."""
+    held = []
+    for codes, meaning, width in read:
+        within = np.zeros(width, dtype=bool)
+        within[meaning[codes[identifying]]] = True
+        held.append((int(within.sum()), within, codes, meaning))
+    kept = np.arange(identifying.size)
+    for _, within, codes, meaning in sorted(held, key=lambda found: found[0]):
+        kept = kept[within[meaning[codes[kept]]]]
+    return kept
 
 
 def _day_numbers(reading) -> np.ndarray:

@@ -66,7 +66,10 @@ class Recoded:
         self.recode_plan = plan
         self._names = [name for name in source.columns if name not in plan.drop]
         self._relabellings: dict[str, tuple[np.ndarray, pd.Series]] = {}
-        self._recent = RecentTables()
+        # A table here is small once merged, but counting it again relabels the source's,
+        # which may hold a million tuples: the classes released after the checks and the
+        # report of what leaves are still here when the release is counted.
+        self._recent = RecentTables(kept=4)
 
     @property
     def columns(self) -> list[str]:

@@ -340,3 +340,22 @@ def test_an_interrupted_query_is_a_keyboard_interrupt_not_an_error(way):
     finally:
         done.set()
         con.close()
+
+
+def test_a_first_pass_counts_the_columns_outside_its_union_on_their_own(tmp_path):
+    # The pass parses the CSV file into Parquet first, then counts each column outside the
+    # union by reading that column only, not as one more grouping set fed every row.
+    rows = [[str(i % 7), f"id{i % 150}", "FM"[i % 2], "yn"[i % 3 == 0]] for i in range(300)]
+    path = tmp_path / "data.csv"
+    _write(path, ["age", "ref", "sex", "flu"], rows)
+    engine = DuckDBEngine.from_path(path)
+    engine.plan([["age", "sex"], ["ref"], ["flu"]])
+    [counted] = engine._passes
+    assert engine._parsed and set(counted._alone) == {"ref", "flu"}
+    assert counted._grouped[:2] == ['"age"', '"sex"'] and '"ref"' not in counted._grouped
+    in_memory = PandasEngine(read_path(path).frame)
+    for columns in (["ref"], ["flu"], ["age", "sex"]):
+        [ours] = engine.counts([columns], people=True)
+        [theirs] = in_memory.counts([columns], people=True)
+        pairs = [sorted(zip(t.rows, t.people, strict=True)) for t in (ours, theirs)]
+        assert pairs[0] == pairs[1]

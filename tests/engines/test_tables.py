@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.engines.base import CountTable, RecentTables, RecodePlan
+from broker.engines.base import CountTable, Grouped, RecentTables, RecodePlan, tuple_keys
 from broker.engines.pandas import PandasEngine, People
 from broker.engines.recoded import Recoded
 
@@ -29,6 +29,47 @@ def test_merging_adds_the_rows_and_people_of_tuples_that_meet():
     }
     assert found == {(0, 0): (4, 3), (1, 0): (2, 2), (1, 1): (5, 4)}
     assert merged.tuple_ids(["a"])[1] == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 3000), min_size=1, max_size=3).flatmap(
+        lambda widths: st.tuples(
+            st.just(widths),
+            st.lists(st.tuples(*(st.integers(0, w - 1) for w in widths)), max_size=40),
+            st.booleans(),
+        )
+    )
+)
+def test_grouping_without_a_sort_gives_what_np_unique_gives(case):
+    # Grouped.of skips the sort for keys already distinct and ascending, and marks keys in a
+    # bitmap when their space is small; either way the answer is np.unique's, dtypes included.
+    widths, tuples, ordered = case
+    if ordered:
+        tuples = sorted(set(tuples))
+    codes = [np.array([t[i] for t in tuples], dtype=np.int64) for i in range(len(widths))]
+    grouped = Grouped.of(codes, widths)
+    keys, packed = tuple_keys(codes, widths)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    assert grouped.packed == packed
+    assert grouped.keys.dtype == distinct.dtype and grouped.inverse.dtype == inverse.dtype
+    assert grouped.keys.tolist() == distinct.tolist()
+    assert grouped.inverse.tolist() == inverse.tolist()
+
+
+def test_a_relabelling_that_merges_nothing_keeps_the_codes_and_order_given():
+    # Codes in order (a one-to-one relabelling of a sorted table): nothing merges or moves, and
+    # the table holds the codes as given, which its keys would decode to.
+    table = _table(["a", "b"], [[0, 0, 1, 2], [0, 1, 1, 0]], [1, 2, 3, 4], np.array([1, 1, 2, 3]))
+    given = [np.array([0, 0, 2, 3], dtype=np.int32), np.array([0, 1, 1, 0])]
+    merged = table.merged(given, [4, 2])
+    assert merged.rows.tolist() == [1, 2, 3, 4] and merged.people.tolist() == [1, 1, 2, 3]
+    assert merged.codes("a").dtype == np.int64
+    assert merged.codes("a").tolist() == [0, 0, 2, 3] and merged.codes("b").tolist() == [0, 1, 1, 0]
+    keys = np.array([0, 1, 5, 6])
+    decoded = CountTable.of_keys(["a", "b"], [4, 2], keys, merged.rows)
+    assert decoded.codes("a").tolist() == merged.codes("a").tolist()
+    assert merged.tuple_ids(["a"])[0].tolist() == [0, 0, 1, 2]
 
 
 def test_merging_keys_too_wide_for_64_bits_renumbers_them():

@@ -9,6 +9,8 @@ One idea a module:
   sets a report announces, with no copy of the rows;
 - :mod:`~broker.engines.duckdb.copied`: the copy of the rows, made on first need for what no
   plan counted, and recoding;
+- :mod:`~broker.engines.duckdb.coded`: the columns the combination search names, read as codes
+  into memory and counted there (no copy of the rows);
 - :mod:`~broker.engines.duckdb.writing`: a table written out, streaming, never through Python;
 - :mod:`~broker.engines.duckdb.engine`: :class:`DuckDBEngine`, the Engine protocol over them
   (dictionaries, people, which pass answers what);

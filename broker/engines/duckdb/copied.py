@@ -1,9 +1,10 @@
 """The copy of the rows, and recoding: what the planned pass did not count reads a copy.
 
-Whatever no plan counted (the combination search, partitions, recoding) reads a copy of the
-rows made on first need (:meth:`CopiedRows._loaded`): a DuckDB table, spilling under the memory
-limit, with text columns stored as ENUMs (grouped as small integers) and the row hash beside
-the columns.
+Whatever no plan counted (partitions, recoding; the combination search when the rows are not
+in a Parquet file, else it reads columns as codes: :mod:`broker.engines.duckdb.coded`) reads a
+copy of the rows made on first need (:meth:`CopiedRows._loaded`): a DuckDB table, spilling
+under the memory limit, with text columns stored as ENUMs (grouped as small integers) and the
+row hash beside the columns.
 
 A recode plan is applied as SQL (:meth:`CopiedRows._relabelled`: each value replaced by its
 label through a join), when the rows are written or, with a person key, copied recoded.

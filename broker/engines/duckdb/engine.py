@@ -25,6 +25,9 @@ from broker.engines.base import (
     RecentTables,
     dictionary_of,
 )
+from broker.engines.codes import map_in_threads
+from broker.engines.duckdb.coded import code_type, placed
+from broker.engines.duckdb.coded import tuple_sizes as coded_sizes
 from broker.engines.duckdb.copied import CopiedRows
 from broker.engines.duckdb.opening import (
     DEFAULT_MEMORY_LIMIT,
@@ -78,6 +81,8 @@ class DuckDBEngine(CopiedRows):
         # (:meth:`_parse_once`); the file's first rows are still read from it (:meth:`head`).
         self._unparsed = unparsed
         self._parsed = False  # whether the rows are read from that Parquet file
+        self._rows_file: Path | None = None  # that file, once written
+        self._codes: dict[str, np.ndarray] = {}  # columns read as codes (:meth:`_column_codes`)
         self._ordered_source = source
         self._names = list(columns)
         self._person_key = person_key
@@ -227,6 +232,13 @@ class DuckDBEngine(CopiedRows):
         parsed = source_of(parquet_reader(path), self._names, person_key)
         self._rows_sql = self._written_rows_sql = parsed
         self._parsed = True
+        self._rows_file = path
+
+    @property
+    def _parsed_file(self) -> Path | None:
+        """The Parquet file a CSV source is parsed into (parsed now, if not yet), or None."""
+        self._parse_once()
+        return self._rows_file
 
     # --- the Engine protocol --------------------------------------------------------------------
 
@@ -237,7 +249,9 @@ class DuckDBEngine(CopiedRows):
     @property
     def rows(self) -> int:
         if self._rows is None:
-            query = f"SELECT count(*) FROM {self._loaded()}"
+            parsed = self._parsed_file if self._table is None else None
+            rows = parquet_reader(parsed) if parsed is not None else self._loaded()
+            query = f"SELECT count(*) FROM {rows}"
             self._rows = int(self._con.execute(query).fetchall()[0][0])
         return self._rows
 
@@ -254,7 +268,10 @@ class DuckDBEngine(CopiedRows):
         if self._fixed:
             return
         self._rare = None  # the tuples are counted as they are
-        self._rare = rare_tuples(self, quasi_identifiers)
+        # A report asks for the quasi-identifiers' table with people next (it is kept): one
+        # fetch of it serves both.
+        table = None if self._person_key else self._count_table(list(quasi_identifiers), True)
+        self._rare = rare_tuples(self, quasi_identifiers, table)
         if self._person_key:
             self._labelled = False  # labelled again, with the rare tuples
             self._label_people()
@@ -310,8 +327,10 @@ class DuckDBEngine(CopiedRows):
 
     def forget_counts(self) -> None:
         """Let go of the count tables kept for questions asked again (a million-tuple table
-        holds its codes in memory): before work that needs memory and no counts, as writing."""
+        holds its codes in memory), and of the columns read as codes for the combination
+        search: before work that needs memory and no counts, as writing."""
         self._recent.clear()
+        self._codes.clear()
 
     def plan(self, column_sets: Sequence[Sequence[str]], people: bool = True) -> None:
         """Count ``column_sets`` in one pass over the source (see
@@ -383,13 +402,55 @@ class DuckDBEngine(CopiedRows):
         return counted_with(self, self._rare, column_sets, found)
 
     def tuple_sizes(self, column_sets: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        found = []
-        for columns in map(list, column_sets):
+        """What a pass counted is read from its counts; other sets, from the columns read as
+        codes (:mod:`broker.engines.duckdb.coded`) when the rows were parsed into a Parquet
+        file, else counted in the copy of the rows."""
+        sets = [list(columns) for columns in column_sets]
+        found: list[np.ndarray | None] = [None] * len(sets)
+        coded = []
+        for position, columns in enumerate(sets):
             counted = self._pass_answering(columns)
             if counted is not None:
-                found.append(counted.sizes(columns))
+                found[position] = counted.sizes(columns)
+            elif columns and self._parsed_file is not None:
+                coded.append(position)
             else:
-                found.append(self._sizes_in_copy(columns))
+                found[position] = self._sizes_in_copy(columns)
+        if coded:
+            names = list(dict.fromkeys(c for position in coded for c in sets[position]))
+            require_columns(self._names, names)
+            # Read here, before the threads: the connection serves one thread at a time.
+            codes = {name: self._column_codes(name) for name in names}
+            widths = {name: self._width(name) for name in names}
+
+            def sizes(columns: list[str]) -> np.ndarray:
+                return coded_sizes([codes[c] for c in columns], [widths[c] for c in columns])
+
+            cells = self.rows * sum(len(sets[position]) for position in coded)
+            counted_sets = map_in_threads(sizes, [sets[position] for position in coded], cells)
+            for position, sizes_found in zip(coded, counted_sets, strict=True):
+                found[position] = sizes_found
+        return found  # type: ignore[return-value]
+
+    def _column_codes(self, column: str) -> np.ndarray:
+        """The column's codes in row order, read once from the Parquet file the rows were
+        parsed into (that column only, numbered by its dictionary), kept until
+        :meth:`forget_counts`."""
+        found = self._codes.get(column)
+        if found is None:
+            width = self._width(column)
+            kind = {1: "UTINYINT", 2: "USMALLINT", 4: "UINTEGER"}.get(
+                code_type(width).itemsize, "UBIGINT"
+            )
+            read = (
+                f"SELECT t.file_row_number AS r, d.code::{kind} AS k FROM read_parquet("
+                f"{literal(str(self._rows_file))}, file_row_number = true) t "
+                f"JOIN {self._dictionary_table(column)} d ON t.{quote(column)} IS NOT DISTINCT "
+                "FROM d.v"
+            )
+            result = self._con.execute(read).fetchnumpy()
+            found = placed(self.rows, np.asarray(result["r"]), np.asarray(result["k"]), width)
+            self._codes[column] = found
         return found
 
     def _sizes_in_copy(self, columns: list[str]) -> np.ndarray:
@@ -424,8 +485,8 @@ class DuckDBEngine(CopiedRows):
         """Codes of distinct tuples of each set chosen at random, without counting every
         tuple (:mod:`broker.engines.duckdb.sampling`); with ``read_again``, from the copy of
         the rows, made now."""
-        if read_again:
-            self._loaded()
+        if read_again and self._parsed_file is None:
+            self._loaded()  # the search reads that copy (else it reads columns as codes)
         return sample_tuples(self, column_sets, sizes)
 
     def row_sketch(
@@ -489,17 +550,17 @@ class DuckDBEngine(CopiedRows):
         """A DuckDB table numbering the column's distinct values (``v``, ``code``, rows ``n``),
         a missing value last: codes are assigned there, so count tables come back as integers
         and values cross into Python once. Counted by the plan's pass when it counted the
-        column, else read from the copy."""
+        column, else from the parsed file (or the copy)."""
         table = self._dictionary_tables.get(column)
         if table is None:
             require_columns(self._names, [column])
             counted = next(
                 (found for c in self._passes if (found := c.values(column)) is not None), None
             )
-            if counted is None:
-                counted = (
-                    f"SELECT {quote(column)} AS v, count(*) AS n FROM {self._loaded()} GROUP BY ALL"
-                )
+            if counted is None:  # the parsed file's column, else the copy's
+                parsed = self._parsed_file if self._table is None else None
+                rows = parquet_reader(parsed) if parsed is not None else self._loaded()
+                counted = f"SELECT {quote(column)} AS v, count(*) AS n FROM {rows} GROUP BY ALL"
             table = f"__fedbroker_dictionary_{next(NAMES)}"
             self._con.sql(
                 f"CREATE TABLE {table} AS SELECT v, n, (row_number() OVER "

@@ -65,7 +65,9 @@ class Pass:
         self._identities += [[KEY]] if engine._person_key and people else []
         # The columns alone: one more hash table each in the pass, fed every row; read from a
         # Parquet file (a CSV file parsed once), each is rather counted on its own, reading that
-        # column only, into a small file of its own (:meth:`_count_alone`).
+        # column only, into a small file of its own (:meth:`_count_alone`). The source is read
+        # first: a CSV file not parsed yet is parsed now, so that a first pass reads it so too.
+        source = engine._source
         fanned = [] if engine._parsed else self.alone
         self._alone: dict[str, str] = {}
         self._grouped = [
@@ -86,14 +88,12 @@ class Pass:
             counted_sets = (
                 f"SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
                 f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
-                f"{engine._source}) GROUP BY GROUPING SETS "
+                f"{source}) GROUP BY GROUPING SETS "
                 f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
                 f"{unique if repeats else ''}"
             )
         else:  # only the rows (the columns alone counted on their own)
-            counted_sets = (
-                f"SELECT 0 AS __fedbroker_g, count(*) AS __fedbroker_n FROM {engine._source}"
-            )
+            counted_sets = f"SELECT 0 AS __fedbroker_g, count(*) AS __fedbroker_n FROM {source}"
         engine._con.read(f"COPY ({counted_sets}) TO {literal(str(path))} (FORMAT parquet)")
         for column in self.alone if not fanned else []:
             self._count_alone(column)

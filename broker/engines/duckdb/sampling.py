@@ -47,10 +47,11 @@ def sample_tuples(
     """For each column set, the codes (column by column, in a random order) of its ``size``
     distinct tuples chosen at random, each as likely, or of all of them when there are no more.
 
-    Read from the engine's copy of the rows when it has one (what the combination search reads,
-    made before the samples when a search follows), else from the Parquet file a CSV source is
-    parsed into once, else from the columns the sets use, read once from the source into a
-    Parquet file of the engine's temporary folder (removed once the samples are taken)."""
+    Read from the engine's copy of the rows when it has one (made before the samples when a
+    search follows that reads it: not when the rows are in a Parquet file), else from the
+    Parquet file a CSV source is parsed into once, else from the columns the sets use, read
+    once from the source into a Parquet file of the engine's temporary folder (removed once the
+    samples are taken)."""
     sets = [list(columns) for columns in column_sets]
     for columns, size in zip(sets, sizes, strict=True):
         require_columns(engine.columns, columns)
