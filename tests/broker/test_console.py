@@ -249,7 +249,9 @@ def test_a_member_sees_what_the_api_shows_it_and_nothing_else(broker):
     other = broker.transfer("fr-research", "sn-hospital")
     third = broker.transfer("fr-research", "ke-lab")
     sn_key = broker.keys["sn-hospital"]
-    api = httpx.Client(base_url=broker.url, headers={"Authorization": f"Bearer {sn_key}"})
+    api = httpx.Client(
+        base_url=broker.url, headers={"Authorization": f"Bearer {sn_key}"}, timeout=30
+    )
     browser = signed_in(broker, sn_key)
     listed = browser.get("/console/transfers").text
     assert own in listed and third not in listed
@@ -520,7 +522,9 @@ def test_a_negotiation_is_open_to_its_parties_only(broker):
     outsider = signed_in(broker, broker.keys["ke-lab"])
     assert negotiation not in outsider.get("/console/negotiations").text
     api = httpx.Client(
-        base_url=broker.url, headers={"Authorization": f"Bearer {broker.keys['ke-lab']}"}
+        base_url=broker.url,
+        headers={"Authorization": f"Bearer {broker.keys['ke-lab']}"},
+        timeout=30,
     )
     assert api.get(f"/v1/negotiations/{negotiation}").status_code == 404
     assert outsider.get(f"/console/negotiations/{negotiation}").status_code == 404

@@ -45,6 +45,10 @@ CONFIG = schemathesis.Config.from_dict(
     {
         "seed": 20250611,
         "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none"},
+        # What is checked is each answer, not its speed: a page with a chart of a year of days
+        # takes a second on a quiet machine, and a second request for it waits on the charts'
+        # lock; past schemathesis's default of 10 s on a loaded one (a hang still fails).
+        "request-timeout": 60,
     }
 )
 INT64_MAX = 2**63 - 1
