@@ -21,6 +21,18 @@ POSTGRES_SERVER = os.environ.get(
 )
 
 
+def serve_env(tmp_path: Path, **more: str) -> dict[str, str]:
+    """The environment of a `fedbroker serve` on a SQLite file in ``tmp_path``, plus ``more``."""
+    return {
+        **os.environ,
+        "BROKER_ADMIN_TOKEN": "x" * 16,
+        "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
+        "BROKER_POLICY_DIR": str(POLICIES),
+        "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
+        **more,
+    }
+
+
 def postgres_database():
     """Create a throwaway database on the local server; skip (visibly) when none answers."""
     server = create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from broker.cli import main
+from tests.conftest import serve_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -414,20 +415,12 @@ def test_sampling_fraction_and_weights(tmp_path, engine):
 
 
 def test_serve_names_a_dask_scheduler_that_does_not_answer_in_one_line(tmp_path):
-    import os
     import socket
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "BROKER_ADMIN_TOKEN": "x" * 16,
-        "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
-        "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
-        "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
-        "BROKER_DASK_SCHEDULER": f"tcp://127.0.0.1:{port}",
-    }
+    env = serve_env(tmp_path, BROKER_DASK_SCHEDULER=f"tcp://127.0.0.1:{port}")
     result = subprocess.run(
         [sys.executable, "-m", "broker.cli", "serve"],
         capture_output=True,

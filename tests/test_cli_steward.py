@@ -16,6 +16,7 @@ import pytest
 from broker.cli import main
 from broker.cli.app import build_parser
 from broker.cli.verdict import condition
+from tests.conftest import serve_env
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ORIGINAL = str(FIXTURES / "patients_original.csv")
@@ -397,14 +398,7 @@ def test_serve_refuses_a_busy_port_in_one_line(tmp_path, workers):
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        env = {
-            **os.environ,
-            "BROKER_ADMIN_TOKEN": "x" * 16,
-            "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
-            "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
-            "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
-            "BROKER_WORKERS": workers,
-        }
+        env = serve_env(tmp_path, BROKER_WORKERS=workers)
         result = subprocess.run(
             [sys.executable, "-m", "broker.cli", "serve", "--port", str(port)],
             capture_output=True,
@@ -432,15 +426,7 @@ def test_the_process_supervising_the_workers_does_not_load_the_broker(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "BROKER_ADMIN_TOKEN": "x" * 16,
-        "BROKER_DATABASE_URL": f"sqlite:///{tmp_path / 'b.db'}",
-        "BROKER_POLICY_DIR": str(Path(__file__).parents[1] / "policies"),
-        "BROKER_SIGNING_KEY_DIR": str(tmp_path / "keys"),
-        "BROKER_SPOOL_DIR": str(tmp_path / "spool"),
-        "BROKER_WORKERS": "2",
-    }
+    env = serve_env(tmp_path, BROKER_SPOOL_DIR=str(tmp_path / "spool"), BROKER_WORKERS="2")
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "broker.cli", "serve", "--port", str(port)],
