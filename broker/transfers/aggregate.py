@@ -45,6 +45,7 @@ from broker.fsla.decide import Parties, TransferRequest
 from broker.intake.references import Reference
 from broker.intake.tables import Table, counting_limits, open_upload
 from broker.intake.uploads import Upload
+from broker.members.health import Health
 from broker.privacy.budget import (
     Asked,
     BudgetError,
@@ -60,7 +61,7 @@ from broker.privacy.release import Plan, ReleaseError, compute, plan, validate
 from broker.transfers import ledger, recording
 from broker.transfers.facts import DatasetFacts
 from broker.transfers.models import DatasetSketch, PrivacySpend, Transfer
-from broker.transfers.parties import policy_spelling, read_parties
+from broker.transfers.parties import policy_spelling, read_parties_and_health
 from broker.transfers.release import StoredRelease
 from broker.wire.statuses import TransferKind
 
@@ -83,6 +84,7 @@ class Decided:
     decision: ReleaseDecision
     dataset_key: str
     answers: list[dict[str, Any]] | None = None
+    destination_health: Health | None = None  # read with the parties, for the answer
 
 
 def decide(
@@ -105,7 +107,7 @@ def decide(
     with counting_limits():
         _validate(table.engine, planned, person, request.quasi_identifiers)
         rows = Rows(sketch_of(table.engine, table.engine.columns), content_key(table, upload))
-    parties = read_parties(session, source_id, request.destination)
+    parties, health = read_parties_and_health(session, source_id, request.destination)
     identity = identify(session, parties.source.id, rows)
     asked = Asked(identity.key, planned.epsilon, planned.delta)
     decision = decide_release(
@@ -113,7 +115,16 @@ def decide(
     )
     session.rollback()
     return Decided(
-        str(uuid.uuid4()), parties, request, upload, table, rows, planned, decision, identity.key
+        str(uuid.uuid4()),
+        parties,
+        request,
+        upload,
+        table,
+        rows,
+        planned,
+        decision,
+        identity.key,
+        destination_health=health,
     )
 
 

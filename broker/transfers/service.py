@@ -160,7 +160,8 @@ def _aggregate(
     answered = aggregate.answer(decided)
     try:
         transfer = aggregate.record(session, answered, request_fingerprint)
-        _read_destination_health(session, transfer)
+        if transfer.delivery is not None:  # for the answer: a delivery held, its destination down
+            set_committed_value(transfer, "destination_health", answered.destination_health)
         session.commit()
     except IntegrityError:  # the same idempotency key raced us: answer as the winner did
         session.rollback()
@@ -170,14 +171,6 @@ def _aggregate(
             raise
         return earlier
     return Submitted(transfer)
-
-
-def _read_destination_health(session: Session, transfer: Transfer) -> None:
-    """The destination's health, now, for the answer to show a delivery held while its
-    destination is down (the transfer was inserted as a row: nothing loads it later)."""
-    if transfer.delivery is not None:
-        health = members.health(session, transfer.destination_id)
-        set_committed_value(transfer, "destination_health", health)
 
 
 def _earlier(
