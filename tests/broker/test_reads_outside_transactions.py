@@ -13,11 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from broker.config import Settings
 from broker.main import create_app
 from broker.storage.db import make_engine
 from tests.broker.conftest import ADMIN, Federation
-from tests.conftest import ADMIN_TOKEN, POLICIES
 
 QI = {"quasi_identifiers": "Age,Gender", "sensitive": "Disease"}
 
@@ -29,20 +27,10 @@ def _in_transaction(dbapi_connection) -> bool:
 
 
 @pytest.fixture
-def broker(own_database, tmp_path):
-    settings = Settings(
-        database_url=own_database,
-        admin_token=ADMIN_TOKEN,
-        policy_dir=POLICIES,
-        spool_dir=tmp_path / "spool",
-        signing_key_dir=tmp_path / "keys",
-        apply_migrations=False,
-        delivery_enabled=False,
-        jobs_enabled=False,
-        health_check_enabled=False,
-        inbox_allowed_networks=["127.0.0.0/8"],
-    )
-    with TestClient(create_app(settings)) as client:
+def broker(own_database, settings):
+    """The broker of these tests' settings on a database of its own (its sessions commit)."""
+    own = settings.model_copy(update={"database_url": own_database, "apply_migrations": False})
+    with TestClient(create_app(own)) as client:
         yield client
 
 
