@@ -208,9 +208,12 @@ def attempt(
     ``found``: what :func:`claim` read of it just before (else it is read now)."""
     if found is None:
         with factory() as session:
+            # One read (and, for a destination down, one UPDATE giving the lease back), each a
+            # statement on its own: no transaction (or SQLite lock) held into DNS and HTTP.
+            each_statement_on_its_own(session)
             row = repository.with_destinations(session, [transfer_id]).get(transfer_id)
             found = _read(session, owner, transfer_id, row)
-            session.commit()  # end the reads: no transaction (or SQLite lock) during DNS and HTTP
+            session.commit()
     if not isinstance(found, Ready):
         return found
     headers = found.headers

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import httpx
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from broker.background import IDLE_POLL_SECONDS, Poller, owner_name
 from broker.config import Settings
 from broker.delivery import service
+from broker.delivery.handoff import Lease
 from broker.delivery.keyring import KeyRing
 from broker.wire.statuses import DeliveryStatus
 
@@ -61,6 +63,7 @@ class DeliveryWorker:
         self.owner = owner_name()
         self._lock = threading.Lock()
         self._under_way: set[str] = set()
+        self._reserved = 0  # places reserved by decisions not yet recorded (Handoff)
         self._futures: set[Future] = set()
         self._forgot_at = float("-inf")
         # Deliveries a database error interrupted, with what their attempt gave (None: not
@@ -115,7 +118,7 @@ class DeliveryWorker:
             for transfer_id, (_, until) in list(self._interrupted.items()):
                 if until < now:  # our lease ran out: the row is due for whoever claims it
                     del self._interrupted[transfer_id]
-            free = self.settings.delivery_concurrency - len(self._under_way)
+            free = self.settings.delivery_concurrency - len(self._under_way) - self._reserved
             waiting = [t for t in self._interrupted if t not in self._under_way][: max(free, 0)]
             again = [(t, *self._interrupted.pop(t)) for t in waiting]
         claimed = []
@@ -130,6 +133,40 @@ class DeliveryWorker:
             self._forgot_at = now
             service.forget_old_failures(self.factory, self.settings)
         return started, len(claimed)
+
+    def reserve(self) -> Lease | None:
+        """A free place for a delivery a decision of this process is about to record, the row
+        written already leased to this worker (:mod:`broker.delivery.handoff`); None when every
+        place is taken, or when the worker does not run in threads of its own (its deliveries
+        would run in the deciding request's thread)."""
+        if self._pool is None or self._poller.stopping or not self._poller.alive:
+            return None
+        with self._lock:
+            if self.settings.delivery_concurrency - len(self._under_way) - self._reserved <= 0:
+                return None
+            self._reserved += 1
+        seconds = self.settings.delivery_lease_seconds
+        expires_at = datetime.now(UTC) + timedelta(seconds=seconds)
+        return Lease(self.owner, expires_at, time.monotonic() + seconds)
+
+    def hand(self, lease: Lease, transfer_id: str) -> None:
+        """Start the delivery of a row recorded under ``lease`` (its attempt reads the row,
+        and finds it ours). Stopping, it is left to its lease running out, as a claimed row
+        cut short is."""
+        with self._lock:
+            self._reserved -= 1
+            if self._poller.stopping:
+                return
+            self._under_way.add(transfer_id)  # with the reservation's release: no pass between
+        try:
+            self._start(transfer_id, None, lease.until)
+        except RuntimeError:  # the pool shut down meanwhile (stopping): the lease runs out
+            with self._lock:
+                self._under_way.discard(transfer_id)
+
+    def cancel(self, lease: Lease) -> None:
+        with self._lock:
+            self._reserved -= 1
 
     def _start(
         self, transfer_id: str, tried: service.Tried | None, until: float, found=None

@@ -156,7 +156,15 @@ def _create_transfer(
         in_background = in_background and form.kind == TransferKind.MICRODATA
         monitoring = http_request.app.state.monitoring
         with monitoring.timed("transfer"):
-            submitted = service.submit(session, caller, source, request, settings, in_background)
+            submitted = service.submit(
+                session,
+                caller,
+                source,
+                request,
+                settings,
+                in_background,
+                handoff=http_request.app.state.delivery_worker,
+            )
         headers = {"Idempotent-Replayed": "true"} if submitted.replayed else {}
         if submitted.job is not None:
             http_request.app.state.job_runner.wake()
@@ -168,7 +176,8 @@ def _create_transfer(
         transfer = submitted.transfer
         if not submitted.replayed and not form.dry_run:
             monitoring.count_decision(transfer.status, transfer.rules)
-        if transfer.status == TransferStatus.APPROVED and not form.dry_run:
+        approved = transfer.status == TransferStatus.APPROVED and not form.dry_run
+        if approved and not submitted.handed_over:  # else its delivery is under way
             http_request.app.state.delivery_worker.wake()
         response.headers.update(headers)
         return TransferRead.of(transfer, dry_run=form.dry_run)

@@ -26,6 +26,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from broker.audit import service as audit
 from broker.callers import Caller
 from broker.config import Settings
+from broker.delivery.handoff import Handoff, Lease
 from broker.errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -73,11 +74,13 @@ class Submitted:
     """What a transfer request led to: a decision now, or a job that decides in the background.
 
     ``replayed``: the idempotency key named an earlier identical request, whose result this is.
+    ``handed_over``: its delivery was recorded leased to this process's worker, and started.
     """
 
     transfer: Transfer | None = None
     job: TransferJob | None = None
     replayed: bool = False
+    handed_over: bool = False
 
 
 def submit(
@@ -87,10 +90,13 @@ def submit(
     request: TransferRequest,
     settings: Settings,
     in_background: bool = False,
+    handoff: Handoff | None = None,
 ) -> Submitted:
     """Take a transfer in: replay an earlier identical request (its idempotency key), then
     decide it by its kind, now or (``in_background``, never for a dry run) as a job, and record
-    the decision (:mod:`broker.transfers.recording`).
+    the decision (:mod:`broker.transfers.recording`). An approved microdata transfer decided now
+    is handed to ``handoff`` (this process's delivery worker) when it has a free place
+    (:mod:`broker.delivery.handoff`).
 
     A transfer by reference is always decided in the background, dry runs included: its data
     is as large as a cluster holds. An aggregate release is always decided now
@@ -121,12 +127,19 @@ def submit(
     )
     if request.dry_run:
         return Submitted(decided.transfer)
+    lease = None
+    if decided.delivery is not None and handoff is not None:
+        lease = handoff.reserve()
+        if lease is not None:  # the row is written leased, as a claim leases it
+            decided.delivery.lease_owner = lease.owner
+            decided.delivery.lease_expires_at = lease.expires_at
     try:
         microdata.record(session, decided)
         session.flush()  # all but the commit: a failure up to here recorded nothing
     except IntegrityError:
         # The same idempotency key raced us: answer as the winner did.
         session.rollback()
+        _cancel(handoff, lease)
         microdata.drop_payload_file(decided)
         key = request.idempotency_key or ""
         earlier = _earlier(session, caller.member_id, key, request_fingerprint)
@@ -134,13 +147,26 @@ def submit(
             raise
         return earlier
     except BaseException:  # a transfer to the same destination approved meanwhile, a fault
+        _cancel(handoff, lease)
         microdata.drop_payload_file(decided)
         session.rollback()
         raise
     # A commit whose answer is lost may have recorded the decision: its delivery file stays (the
-    # spool sweep removes it if no delivery holds it), and a retry with the same key finds it.
-    session.commit()
-    return Submitted(decided.transfer)
+    # spool sweep removes it if no delivery holds it), a retry with the same key finds it, and a
+    # lease it was written under runs out for a claim.
+    try:
+        session.commit()
+    except BaseException:
+        _cancel(handoff, lease)
+        raise
+    if lease is not None:
+        handoff.hand(lease, decided.transfer.id)
+    return Submitted(decided.transfer, handed_over=lease is not None)
+
+
+def _cancel(handoff: Handoff | None, lease: Lease | None) -> None:
+    if lease is not None and handoff is not None:
+        handoff.cancel(lease)
 
 
 def _aggregate(
