@@ -6,7 +6,9 @@ request) with the transfer id as idempotency key, signed for that member and tha
 each attempt signed anew just before its POST, :func:`_signature`), and records the outcome
 (:func:`attempt` then :func:`settle`; the worker runs several at once,
 :mod:`broker.delivery.worker`). A delivery is two transactions: the lease, with the reads its
-attempt needs (:func:`claim`), and the outcome; no transaction is open during the POST.
+attempt needs (:func:`claim`), and the outcome; no transaction is open during the POST. A row
+the decision wrote already leased to its process's worker is not claimed: its attempt reads it
+(:mod:`broker.delivery.handoff`).
 
 - 2xx: ``delivered``; the payload is deleted, the decision keeps its hash.
 - 5xx, 408, 429, connection errors and timeouts: retried with exponential backoff (honouring
