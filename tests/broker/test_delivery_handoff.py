@@ -119,3 +119,24 @@ def test_a_lease_its_process_never_started_runs_out_and_the_row_is_claimed_once(
     _delivered(broker, transfer_id)
     assert claimed == [transfer_id]
     assert len(inbox.received) == 1
+
+
+def test_a_handed_over_delivery_checks_the_inbox_url_again_and_is_signed_anew(broker, inbox):
+    """Handed over, a delivery is attempted as a claimed one is: its inbox URL checked again at
+    the attempt (here refused since registration), nothing sent there; then, allowed again and
+    redelivered, signed for its recipient."""
+    worker = broker.worker
+    allowed = worker.settings
+    worker.settings = allowed.model_copy(update={"inbox_allowed_networks": []})
+    transfer_id = _approved(broker)
+    deadline = time.monotonic() + 20
+    while (state := _row(broker, transfer_id)).status != "failed":
+        assert time.monotonic() < deadline, state.status
+        time.sleep(0.05)
+    assert "inbox URL is refused" in state.last_error and inbox.received == []
+    worker.settings = allowed
+    again = broker.client.post(f"/v1/transfers/{transfer_id}/redeliver", headers=ADMIN)
+    assert again.status_code == 200, again.text
+    _delivered(broker, transfer_id)
+    [(headers, _)] = inbox.received
+    assert headers["x-fedbroker-recipient"] == "fr-lab" and "signature" in headers
