@@ -31,15 +31,15 @@ negotiations = APIRouter(prefix="/negotiations", tags=["Negotiations"])
 PASSED_THROUGH = responses(400, 401, 403, 404, 409, 412, 413, 422, 502)
 
 
-def _broker(request: Request) -> Client:
+async def _broker(request: Request) -> Client:
     return request.app.state.broker
 
 
-def _datasets(request: Request) -> DatasetStore:
+async def _datasets(request: Request) -> DatasetStore:
     return request.app.state.datasets
 
 
-def _keys(request: Request) -> BrokerKeys:
+async def _keys(request: Request) -> BrokerKeys:
     return request.app.state.broker_keys
 
 

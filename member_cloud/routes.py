@@ -44,24 +44,27 @@ from member_cloud.schemas import (
 )
 from member_cloud.storage import NAME_RULE, DatasetInfo, DatasetStore, Inbox, SeenNonces
 
+# Dependencies that only read the app's state are ``async def``: FastAPI runs each ``def``
+# dependency in its thread pool, a hand-off per dependency and request (four on a delivery).
 
-def _settings(request: Request) -> MemberSettings:
+
+async def _settings(request: Request) -> MemberSettings:
     return request.app.state.settings
 
 
-def _datasets(request: Request) -> DatasetStore:
+async def _datasets(request: Request) -> DatasetStore:
     return request.app.state.datasets
 
 
-def _inbox(request: Request) -> Inbox:
+async def _inbox(request: Request) -> Inbox:
     return request.app.state.inbox
 
 
-def _broker(request: Request) -> Client:
+async def _broker(request: Request) -> Client:
     return request.app.state.broker
 
 
-def _broker_keys(request: Request) -> BrokerKeys:
+async def _broker_keys(request: Request) -> BrokerKeys:
     return request.app.state.broker_keys
 
 
@@ -263,7 +266,7 @@ def create_transfer(body: TransferCreate, store: DatasetsDep, broker: BrokerDep)
 deliveries = APIRouter(prefix="/inbox", tags=["Inbox"])
 
 
-def _nonces(request: Request) -> SeenNonces:
+async def _nonces(request: Request) -> SeenNonces:
     return request.app.state.nonces
 
 
