@@ -87,8 +87,8 @@ class Pass:
         if self._grouped:
             counted_sets = (
                 f"SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
-                f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
-                f"{source}) GROUP BY GROUPING SETS "
+                f"__fedbroker_n FROM (SELECT {engine._as_enums(self.union)} FROM (SELECT *"
+                f"{union_hash if self.union else ''} FROM {source})) GROUP BY GROUPING SETS "
                 f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
                 f"{unique if repeats else ''}"
             )
