@@ -40,7 +40,7 @@ class CopiedRows:
         if not self._person_key:
             return Recoded(self, plan)
         self._label_people()
-        selected, joins = self._relabelled(plan)
+        selected, joins, _ = self._relabelled(plan)
         target = f"__fedbroker_recoded_{next(NAMES)}"
         self._con.sql(
             f"CREATE TABLE {target} AS SELECT {selected}, t.{KEY}, t.{ROW} "
@@ -51,23 +51,37 @@ class CopiedRows:
             self._con, target, kept, self._person_key, self._keep, target, labelled=True
         )
 
-    def _relabelled(self, plan: RecodePlan) -> tuple[str, str]:
+    def _relabelled(self, plan: RecodePlan, as_enums: bool = False) -> tuple[str, str, list]:
         """SQL selecting the columns ``plan`` keeps from rows ``t``, each value replaced by its
-        label where the plan names one, and the joins that need (one label table a column)."""
-        selected, joins = [], []
+        label where the plan names one, the joins that need (one label table a column), and
+        the columns selected as ENUMs: with ``as_enums``, those the source's rows hold as text
+        that :meth:`_enumerable`, a relabelled one as an ENUM of its labels and the values the
+        plan keeps."""
+        selected, joins, enums = [], [], []
         for name in self._names:
             if name in plan.drop:
                 continue
             labels = plan.labels.get(name)
-            if not labels:
-                selected.append(f"t.{quote(name)}")
-                continue
-            alias = f"__fedbroker_labels_{next(NAMES)}"
-            table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-            self._con.register(alias, table)
-            joins.append(f"LEFT JOIN {alias} ON t.{quote(name)} IS NOT DISTINCT FROM {alias}.value")
-            selected.append(f"COALESCE({alias}.label, t.{quote(name)}) AS {quote(name)}")
-        return ", ".join(selected), " ".join(joins)
+            value = f"t.{quote(name)}"
+            if labels:
+                alias = f"__fedbroker_labels_{next(NAMES)}"
+                table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
+                self._con.register(alias, table)
+                joins.append(f"LEFT JOIN {alias} ON {value} IS NOT DISTINCT FROM {alias}.value")
+                value = f"COALESCE({alias}.label, {value})"
+            if as_enums and name not in self._enums and self._enumerable(name):
+                kind = self._enum_type(name)
+                if labels:
+                    kind = f"__fedbroker_enum_{next(NAMES)}"
+                    self._con.sql(
+                        f"CREATE TYPE {kind} AS ENUM (SELECT DISTINCT COALESCE(l.label, d.v) "
+                        f"FROM {self._dictionary_table(name)} d LEFT JOIN {alias} l ON d.v IS "
+                        "NOT DISTINCT FROM l.value WHERE COALESCE(l.label, d.v) IS NOT NULL)"
+                    )
+                value = f"CAST({value} AS {kind})"
+                enums.append(name)
+            selected.append(f"{value} AS {quote(name)}")
+        return ", ".join(selected), " ".join(joins), enums
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan
