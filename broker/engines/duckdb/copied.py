@@ -55,7 +55,7 @@ class CopiedRows:
         """SQL selecting the columns ``plan`` keeps from rows ``t``, each value replaced by its
         label where the plan names one, the joins that need (one label table a column), and
         the columns selected as ENUMs: with ``as_enums``, those the source's rows hold as text
-        that :meth:`_enumerable` (a relabelled one through :meth:`_enum_labels`)."""
+        that :meth:`_enumerable` (:meth:`_enum_join`)."""
         selected, joins, enums = [], [], []
         for name in self._names:
             if name in plan.drop:
@@ -63,45 +63,18 @@ class CopiedRows:
             labels = plan.labels.get(name)
             value = f"t.{quote(name)}"
             enum = as_enums and name not in self._enums and self._enumerable(name)
-            if labels and enum:
-                table, kind = self._enum_labels(name, labels)
-                joins.append(f"LEFT JOIN {table} ON {value} IS NOT DISTINCT FROM {table}.value")
-                value = f"COALESCE({table}.label, CAST({value} AS {kind}))"
+            if enum:  # relabelled and made an ENUM by one join
+                value, join = self._enum_join(value, name, labels)
+                joins.append(join)
+                enums.append(name)
             elif labels:
                 table = f"__fedbroker_labels_{next(NAMES)}"
                 frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
                 self._con.register(table, frame)
                 joins.append(f"LEFT JOIN {table} ON {value} IS NOT DISTINCT FROM {table}.value")
                 value = f"COALESCE({table}.label, {value})"
-            elif enum:
-                value = f"CAST({value} AS {self._enum_type(name)})"
-            if enum:
-                enums.append(name)
             selected.append(f"{value} AS {quote(name)}")
         return ", ".join(selected), " ".join(joins), enums
-
-    def _enum_labels(self, column: str, labels: dict) -> tuple[str, str]:
-        """A table giving each value of the column (``value``) its label, or itself where
-        ``labels`` names none, as an ENUM of those (``label``), and that ENUM type: joined to
-        the rows, it relabels them and casts them to the ENUM at once, for less than the cast
-        alone costs."""
-        given, table = f"__fedbroker_labels_{next(NAMES)}", f"__fedbroker_labels_{next(NAMES)}"
-        frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-        self._con.register(given, frame)
-        mapped = (
-            f"SELECT d.v AS value, COALESCE(l.label, d.v) AS label FROM "
-            f"{self._dictionary_table(column)} d LEFT JOIN {given} l ON d.v IS NOT DISTINCT "
-            "FROM l.value"
-        )
-        kind = f"__fedbroker_enum_{next(NAMES)}"
-        self._con.sql(
-            f"CREATE TYPE {kind} AS ENUM (SELECT DISTINCT label FROM ({mapped}) "
-            "WHERE label IS NOT NULL)"
-        )
-        self._con.sql(
-            f"CREATE TABLE {table} AS SELECT value, CAST(label AS {kind}) AS label FROM ({mapped})"
-        )
-        return table, kind
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan
@@ -124,11 +97,7 @@ class CopiedRows:
             selected = []
             for name in kinds:
                 if name in self._names and kinds[name] == "VARCHAR":
-                    enum = f"__fedbroker_enum_{next(NAMES)}"
-                    self._con.sql(
-                        f"CREATE TYPE {enum} AS ENUM (SELECT v FROM "
-                        f"{self._dictionary_table(name)} WHERE v IS NOT NULL ORDER BY code)"
-                    )
+                    enum = self._enum_map(name)[1]  # numbered as the dictionary
                     self._enums[name] = enum
                     selected.append(f"CAST({quote(name)} AS {enum}) AS {quote(name)}")
                 else:
