@@ -625,7 +625,7 @@ class DuckDBEngine(CopiedRows):
     def _enumerable(self, column: str) -> bool:
         """Whether the source's column is text whose values a pass has already counted: a
         query grouping or sorting every row then holds each value as an ENUM, one small
-        integer, which costs less memory and time than the text, even with the casts. (Each
+        integer, which costs less memory and time than the text, the join to it included. (Each
         value is the same text again when it is cast back or read back from Parquet.)"""
         if self._text is None:
             kinds = self._con.execute(f"DESCRIBE SELECT * FROM {self._source}").fetchall()

@@ -29,8 +29,8 @@ def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: b
         source, plan = engine.source, engine.recode_plan
     if not isinstance(source, DuckDBEngine):
         raise TypeError(f"The duckdb engine writes its own tables, not {type(source).__name__}")
-    # Shuffled, the text is sorted as ENUMs (one small integer a value, not the string: half
-    # the sort's memory) and written as the text it is.
+    # Shuffled, the text is sorted as ENUMs (one small integer a value, not the string: a
+    # fraction of the sort's memory) and written as the text it is.
     selected, joins, enums = source._relabelled(plan, as_enums=shuffle)
     rows = source._table or source._source
     query = f"SELECT {selected} FROM {rows} t {joins}"
