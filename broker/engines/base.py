@@ -183,7 +183,8 @@ class CountTable:
                 found.value_codes.update({name: np.asarray(c, dtype=np.int64) for name, c in given})
         else:
             one = grouped.representatives()
-            found = CountTable.of(self.columns, [c[one] for c in codes], rows, people)
+            kept = [np.asarray(c[one], dtype=np.int64) for c in codes]
+            found = CountTable.of(self.columns, kept, rows, people)
         return found if groups is None else replace(found, person_groups=groups)
 
     def projected(self, columns: Sequence[str]) -> CountTable:

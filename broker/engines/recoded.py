@@ -161,7 +161,14 @@ class Recoded:
             if found is None:
                 codes.append(own)
                 widths.append(int(own.max()) + 1 if own.size else 1)
-            else:
-                codes.append(found[0][own])
+            else:  # a million tuples' label codes, each in the smallest type that holds them
+                codes.append(found[0].astype(_smallest(len(found[1])))[own])
                 widths.append(len(found[1]))
         return table.merged(codes, widths)
+
+
+def _smallest(width: int) -> np.dtype:
+    """The smallest signed integer type holding codes below ``width``."""
+    return next(
+        np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64) if width <= np.iinfo(t).max
+    )

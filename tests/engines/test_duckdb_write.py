@@ -53,3 +53,29 @@ def test_a_plan_that_maps_the_missing_value_maps_it(engine):
     dictionary = recoded.dictionary("a").tolist()
     counts = {dictionary[c]: int(n) for c, n in zip(table.codes("a"), table.rows, strict=True)}
     assert counts == {"*": 2, "y": 1, "": 1}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("from_file", [False, True])
+def test_text_shuffled_as_enums_is_written_as_the_same_text(tmp_path, fmt, from_file):
+    # Once a pass has counted the columns, the shuffle sorts their text as ENUMs (a relabelled
+    # column as an ENUM of its labels and the values it keeps) and writes it as text again:
+    # the rows written in order, quotes, delimiters, newlines and the missing value included
+    frame = FRAME.assign(m=["p", "", "q,r", "p"] * 50)
+    if from_file:
+        frame.to_csv(tmp_path / "in.csv", index=False)
+        engine = DuckDBEngine.from_path(tmp_path / "in.csv")
+    else:
+        frame.loc[::7, "m"] = None
+        engine = DuckDBEngine.from_frame(frame)
+    engine.profile()
+    plan = RecodePlan(labels={"a": {"x,1": 'x "*"', "": "*"}, "m": {"p": "*", None: "*"}})
+    paths = [tmp_path / f"ordered.{fmt}", tmp_path / f"shuffled.{fmt}"]
+    write(engine.recode(plan), paths[0], fmt, shuffle=False)
+    write(engine.recode(plan), paths[1], fmt)
+    assert engine._relabelled(plan, as_enums=True)[2] == ["a", "n", "m"]  # sorted as ENUMs
+    ordered, shuffled = (read_path(path).frame for path in paths)
+    assert list(shuffled.columns) == ["a", "n", "m"]
+    rows = [sorted(map(repr, found.to_numpy().tolist())) for found in (ordered, shuffled)]
+    assert rows[0] == rows[1]
+    assert paths[0].stat().st_size == paths[1].stat().st_size or fmt == "parquet"

@@ -40,7 +40,7 @@ class CopiedRows:
         if not self._person_key:
             return Recoded(self, plan)
         self._label_people()
-        selected, joins = self._relabelled(plan)
+        selected, joins, _ = self._relabelled(plan)
         target = f"__fedbroker_recoded_{next(NAMES)}"
         self._con.sql(
             f"CREATE TABLE {target} AS SELECT {selected}, t.{KEY}, t.{ROW} "
@@ -51,23 +51,30 @@ class CopiedRows:
             self._con, target, kept, self._person_key, self._keep, target, labelled=True
         )
 
-    def _relabelled(self, plan: RecodePlan) -> tuple[str, str]:
+    def _relabelled(self, plan: RecodePlan, as_enums: bool = False) -> tuple[str, str, list]:
         """SQL selecting the columns ``plan`` keeps from rows ``t``, each value replaced by its
-        label where the plan names one, and the joins that need (one label table a column)."""
-        selected, joins = [], []
+        label where the plan names one, the joins that need (one label table a column), and
+        the columns selected as ENUMs: with ``as_enums``, those the source's rows hold as text
+        that :meth:`_enumerable` (:meth:`_enum_join`)."""
+        selected, joins, enums = [], [], []
         for name in self._names:
             if name in plan.drop:
                 continue
             labels = plan.labels.get(name)
-            if not labels:
-                selected.append(f"t.{quote(name)}")
-                continue
-            alias = f"__fedbroker_labels_{next(NAMES)}"
-            table = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-            self._con.register(alias, table)
-            joins.append(f"LEFT JOIN {alias} ON t.{quote(name)} IS NOT DISTINCT FROM {alias}.value")
-            selected.append(f"COALESCE({alias}.label, t.{quote(name)}) AS {quote(name)}")
-        return ", ".join(selected), " ".join(joins)
+            value = f"t.{quote(name)}"
+            enum = as_enums and name not in self._enums and self._enumerable(name)
+            if enum:  # relabelled and made an ENUM by one join
+                value, join = self._enum_join(value, name, labels)
+                joins.append(join)
+                enums.append(name)
+            elif labels:
+                table = f"__fedbroker_labels_{next(NAMES)}"
+                frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
+                self._con.register(table, frame)
+                joins.append(f"LEFT JOIN {table} ON {value} IS NOT DISTINCT FROM {table}.value")
+                value = f"COALESCE({table}.label, {value})"
+            selected.append(f"{value} AS {quote(name)}")
+        return ", ".join(selected), " ".join(joins), enums
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan
@@ -90,11 +97,7 @@ class CopiedRows:
             selected = []
             for name in kinds:
                 if name in self._names and kinds[name] == "VARCHAR":
-                    enum = f"__fedbroker_enum_{next(NAMES)}"
-                    self._con.sql(
-                        f"CREATE TYPE {enum} AS ENUM (SELECT v FROM "
-                        f"{self._dictionary_table(name)} WHERE v IS NOT NULL ORDER BY code)"
-                    )
+                    enum = self._enum_map(name)[1]  # numbered as the dictionary
                     self._enums[name] = enum
                     selected.append(f"CAST({quote(name)} AS {enum}) AS {quote(name)}")
                 else:

@@ -97,6 +97,8 @@ class DuckDBEngine(CopiedRows):
         # Text columns of the copy stored as DuckDB ENUMs: grouped as small integers, coded by
         # enum_code() (a missing value, which an ENUM cannot hold, has the dictionary's last code).
         self._enums: dict[str, str] = {}
+        self._enum_maps: dict[str, tuple[str, str]] = {}  # column -> :meth:`_enum_map`
+        self._text: set[str] | None = None  # the source's text columns (:meth:`_enumerable`)
         self._rare: RareTuples | None = None  # told by assume_worst
         # With a person key: whether the source's key column already holds each row's person
         # (:meth:`_label_people`), and the column sets planned with people (counted again then).
@@ -568,6 +570,67 @@ class DuckDBEngine(CopiedRows):
             )
             self._dictionary_tables[column] = table
         return table
+
+    def _enum_map(self, column: str, labels: dict | None = None) -> tuple[str, str]:
+        """A table giving each of the column's values (``value``) as an ENUM (``label``) of
+        them, numbered as its dictionary, and that ENUM type; with ``labels``, each value's
+        label (itself where they name none) as an ENUM of those. Joined to the rows, it holds
+        each value as one small integer, for less than DuckDB's CAST to the ENUM costs."""
+        found = None if labels else self._enum_maps.get(column)
+        if found is not None:
+            return found
+        dictionary = self._dictionary_table(column)
+        mapped = f"SELECT v AS value, v AS label FROM {dictionary}"
+        values = f"SELECT v FROM {dictionary} WHERE v IS NOT NULL ORDER BY code"
+        if labels:
+            given = f"__fedbroker_labels_{next(NAMES)}"
+            frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
+            self._con.register(given, frame)
+            mapped = (
+                f"SELECT d.v AS value, COALESCE(l.label, d.v) AS label FROM {dictionary} d "
+                f"LEFT JOIN {given} l ON d.v IS NOT DISTINCT FROM l.value"
+            )
+            values = f"SELECT DISTINCT label FROM ({mapped}) WHERE label IS NOT NULL"
+        kind, table = f"__fedbroker_enum_{next(NAMES)}", f"__fedbroker_enum_map_{next(NAMES)}"
+        self._con.sql(f"CREATE TYPE {kind} AS ENUM ({values})")
+        self._con.sql(
+            f"CREATE TABLE {table} AS SELECT value, CAST(label AS {kind}) AS label FROM ({mapped})"
+        )
+        if not labels:
+            self._enum_maps[column] = (table, kind)
+        return table, kind
+
+    def _enum_join(self, value: str, column: str, labels: dict | None = None) -> tuple[str, str]:
+        """SQL of ``value`` (a value of the column as read) as its ENUM, or its label's, through
+        :meth:`_enum_map`, and the join that needs. A value the map lacks (none: it is the
+        column's dictionary) would fail the cast, not become missing."""
+        table, kind = self._enum_map(column, labels)
+        alias = f"__fedbroker_e{next(NAMES)}"
+        join = f"LEFT JOIN {table} {alias} ON {value} IS NOT DISTINCT FROM {alias}.value"
+        return f"COALESCE({alias}.label, CAST({value} AS {kind}))", join
+
+    def _as_enums(self, columns: Sequence[str], rows: str) -> tuple[str, str]:
+        """SQL selecting every column of the rows ``rows``, those of ``columns`` that
+        :meth:`_enumerable` as their ENUMs (:meth:`_enum_join`), and the joins that needs."""
+        replaced, joins = [], []
+        for column in columns:
+            if self._enumerable(column):
+                value, join = self._enum_join(f"{rows}.{quote(column)}", column)
+                replaced.append(f"{value} AS {quote(column)}")
+                joins.append(join)
+        if not replaced:
+            return f"{rows}.*", ""
+        return f"{rows}.* REPLACE ({', '.join(replaced)})", " ".join(joins)
+
+    def _enumerable(self, column: str) -> bool:
+        """Whether the source's column is text whose values a pass has already counted: a
+        query grouping or sorting every row then holds each value as an ENUM, one small
+        integer, which costs less memory and time than the text, the join to it included. (Each
+        value is the same text again when it is cast back or read back from Parquet.)"""
+        if self._text is None:
+            kinds = self._con.execute(f"DESCRIBE SELECT * FROM {self._source}").fetchall()
+            self._text = {name for name, kind, *_ in kinds if kind == "VARCHAR"}
+        return column in self._text and self._counted_alone([column])
 
     def _width(self, column: str) -> int:
         """The number of the column's codes."""

@@ -84,11 +84,14 @@ class Pass:
         repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
         union_hash = f", hash({', '.join(map(quote, self.union))}) AS {UNION}"
         unique = f" HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)"
+        # Grouped as ENUMs where the dictionaries are known: less memory and time than text.
+        coded, joins = engine._as_enums(self.union, "t")
         if self._grouped:
             counted_sets = (
                 f"SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
-                f"__fedbroker_n FROM (SELECT *{union_hash if self.union else ''} FROM "
-                f"{source}) GROUP BY GROUPING SETS "
+                f"__fedbroker_n FROM (SELECT {coded} FROM (SELECT *"
+                f"{union_hash if self.union else ''} FROM {source}) t {joins}) "
+                "GROUP BY GROUPING SETS "
                 f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
                 f"{unique if repeats else ''}"
             )

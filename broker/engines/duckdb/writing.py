@@ -6,7 +6,7 @@ from pathlib import Path
 
 from broker.engines.base import RecodePlan
 from broker.engines.duckdb.engine import DuckDBEngine
-from broker.engines.duckdb.sql import literal
+from broker.engines.duckdb.sql import literal, quote
 from broker.engines.recoded import Recoded
 
 _COPY_FORMATS = {"csv": "FORMAT csv, HEADER true, DELIMITER ','", "parquet": "FORMAT parquet"}
@@ -29,14 +29,18 @@ def write(engine: DuckDBEngine | Recoded, path: str | Path, fmt: str, shuffle: b
         source, plan = engine.source, engine.recode_plan
     if not isinstance(source, DuckDBEngine):
         raise TypeError(f"The duckdb engine writes its own tables, not {type(source).__name__}")
-    selected, joins = source._relabelled(plan)
-    order = " ORDER BY random()" if shuffle else ""
+    # Shuffled, the text is sorted as ENUMs (one small integer a value, not the string: a
+    # fraction of the sort's memory) and written as the text it is.
+    selected, joins, enums = source._relabelled(plan, as_enums=shuffle)
     rows = source._table or source._source
+    query = f"SELECT {selected} FROM {rows} t {joins}"
+    if shuffle:
+        query += " ORDER BY random()"
+    if enums:
+        texts = ", ".join(f"CAST({quote(c)} AS VARCHAR) AS {quote(c)}" for c in enums)
+        query = f"SELECT * REPLACE ({texts}) FROM ({query})"
     try:
-        source._con.write(
-            f"COPY (SELECT {selected} FROM {rows} t {joins}{order}) TO {literal(str(path))} "
-            f"({_COPY_FORMATS[fmt]})"
-        )
+        source._con.write(f"COPY ({query}) TO {literal(str(path))} ({_COPY_FORMATS[fmt]})")
     except OSError:  # no folder, no permission, a full disk (:class:`.opening.Connection`)
         Path(path).unlink(missing_ok=True)
         raise
