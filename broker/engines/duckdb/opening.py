@@ -99,6 +99,9 @@ class Connection:
     def register(self, name: str, frame: pd.DataFrame) -> None:
         self._connection.register(name, frame)
 
+    def unregister(self, name: str) -> None:
+        self._connection.unregister(name)
+
     def close(self) -> None:
         self._connection.close()
 
