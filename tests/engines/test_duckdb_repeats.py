@@ -1,5 +1,7 @@
 """The rows that repeat, found by sorting their hashes (broker.engines.duckdb.repeats)."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,12 +20,15 @@ def _rows(hashes: list[int]) -> str:
 
 @pytest.mark.parametrize("part_rows", [1 << 24, 2])
 def test_repeated_hashes_in_one_part_or_several(monkeypatch, part_rows):
-    # 2**63 + 1 and 3 fall in different parts when the hashes are split by their top bits.
+    # 2**63 + 1 and 3 fall in different parts when the hashes are split by their top bits;
+    # batches of two rows: a part is written over several of them.
     monkeypatch.setattr(repeats_module, "PART_ROWS", part_rows)
-    con, _ = connect()
+    monkeypatch.setattr(repeats_module, "BATCH_ROWS", 2)
+    con, folder = connect()
     hashes = [3, 2**63 + 1, 3, 7, 2**63 + 1, 2**63 + 1, 2**64 - 1, 0, 0]
-    found = repeated_hashes(con, _rows(hashes), len(hashes))
+    found = repeated_hashes(con, _rows(hashes), len(hashes), folder.name)
     assert sorted(found.tolist()) == [0, 3, 2**63 + 1]
+    assert not list(Path(folder.name).iterdir())  # the parts' files are removed
 
 
 def test_no_row_repeats_reads_nothing_again():
