@@ -63,8 +63,8 @@ class Pass:
         self.union = [c for c in engine.columns if c in several]
         counted = {c for columns in column_sets for c in columns}
         self.alone = [c for c in engine.columns if c in counted and c not in several]
-        # Who repeats: the row hash (found by sorting, :mod:`.repeats`), and the person key
-        # (a grouping set of the pass: keys are few beside rows, or a person repeats rarely).
+        # Who repeats: the row hash (found by sorting, after the pass: :mod:`.repeats`), and
+        # the person key, still a grouping set of the pass.
         self._keys = [[KEY]] if engine._person_key and people else []
         # The columns alone: one more hash table each in the pass, fed every row; read from a
         # Parquet file (a CSV file parsed once), each is rather counted on its own, reading that

@@ -3,10 +3,10 @@
 People and duplicate rows need the row hashes (:data:`~broker.engines.duckdb.sql.ROW`) that more
 than one row holds, each with the hash of its union tuple. Grouped in SQL, every row hash is a
 key of one hash table, nearly all of them held once: a table as large as the rows, which spills
-past the memory limit (at 12.6M Adult-like rows it took half the pass). Instead the hashes are
-read into an array and sorted, and only the rows holding a repeated one are grouped in SQL, with
-their union tuple's hash (:func:`repeated_rows`): one more read of the rows, none when no row
-repeats.
+past the memory limit (at 12.6M Adult-like rows, a third to a half of the pass). Instead the
+hashes are read into an array and sorted, and only the rows holding a repeated one are grouped
+in SQL, with their union tuple's hash (:func:`repeated_rows`): one more read of the rows, none
+when no row repeats.
 
 Memory: eight bytes a row, streamed into one array (no copy of the result beside it); past
 :data:`PART_ROWS` rows, the hashes are written, as they stream, to one file a part of the
@@ -35,8 +35,8 @@ BATCH_ROWS = 1 << 20  # row hashes streamed at a time
 
 def repeated_hashes(con: Connection, source: str, rows: int, folder: str) -> np.ndarray:
     """The row hashes of ``source`` (its :data:`~broker.engines.duckdb.sql.ROW` column, over
-    ``rows`` rows) held by more than one row, ascending within each part; parts are written to
-    ``folder`` while they are read.
+    ``rows`` rows) held by more than one row, ascending; past :data:`PART_ROWS` rows, written
+    to ``folder`` in parts while they are read.
 
     >>> import tempfile
     >>> from broker.engines.duckdb.opening import connect
