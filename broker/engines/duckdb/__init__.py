@@ -7,8 +7,6 @@ One idea a module:
   dataset or too little memory: the broker answers it 507, to be tried again);
 - :mod:`~broker.engines.duckdb.passes`: the planned pass, the one scan that counts the column
   sets a report announces, with no copy of the rows;
-- :mod:`~broker.engines.duckdb.repeats`: the rows that repeat (people, duplicate rows), found
-  by sorting the rows' hashes after the pass;
 - :mod:`~broker.engines.duckdb.copied`: the copy of the rows, made on first need for what no
   plan counted, and recoding;
 - :mod:`~broker.engines.duckdb.coded`: the columns the combination search names, read as codes

@@ -23,11 +23,10 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from broker.datasets import CSV, DatasetError, DatasetTooLarge, ReadLimits, detect_format
@@ -97,23 +96,8 @@ class Connection:
         except duckdb.Error as error:
             raise disk_full(error) or error from None
 
-    def batches(self, query: str, rows: int) -> Iterator[np.ndarray]:
-        """A query's first column, ``rows`` values at a time, streamed: never the whole result
-        in memory."""
-        try:
-            reader = self._connection.sql(query).to_arrow_reader(rows)
-        except duckdb.InterruptException:
-            raise KeyboardInterrupt from None
-        except duckdb.Error as error:
-            raise disk_full(error) or error from None
-        for batch in reader:
-            yield batch.column(0).to_numpy()
-
     def register(self, name: str, frame: pd.DataFrame) -> None:
         self._connection.register(name, frame)
-
-    def unregister(self, name: str) -> None:
-        self._connection.unregister(name)
 
     def close(self) -> None:
         self._connection.close()
@@ -169,9 +153,6 @@ def connect(memory_limit: str = DEFAULT_MEMORY_LIMIT) -> tuple[Connection, objec
         message = str(error).splitlines()[0].split(": ", 1)[-1]
         raise ValueError(f"memory limit {memory_limit!r}: {message}") from None
     con.sql(f"SET temp_directory = {literal(folder.name)}")
-    # No progress bar: DuckDB draws one on standard output for a long query, within what the
-    # CLI prints there (a report's JSON), as it did for a slowly streamed result.
-    con.sql("SET enable_progress_bar = false")
     # Give freed memory back after each query (by default DuckDB's allocator keeps up to
     # 128 MiB, and 512 MiB of a bulk free): the broker's own arrays come next.
     con.sql("SET allocator_flush_threshold = '16MB'")

@@ -18,7 +18,6 @@ import numpy as np
 from broker.columns.roles import require_columns
 from broker.datasets import DatasetTooLarge
 from broker.engines.base import CountTable, mixed_radix_strides
-from broker.engines.duckdb.repeats import repeated_rows
 from broker.engines.duckdb.sql import KEY, NAMES, ROW, UNION, literal, quote
 
 if TYPE_CHECKING:
@@ -43,11 +42,9 @@ class Pass:
     quasi-identifiers and sensitive attributes, whose tuples it needs anyway), each then summed
     from the union's counts; a column in no such set is counted alone.
 
-    People, after the pass: the row hashes held by more than one row, each with the hash of
-    its union tuple (identical rows share it), found by sorting the rows' hashes rather than as
-    one more grouping set of about as many keys as rows (:mod:`.repeats`); a person key's
-    repeats, in the pass. A tuple's people are its rows less those repeats, which is the
-    copy's count of distinct (tuple, row hash) pairs without the copy.
+    People, in the same pass: the row hashes held by more than one row, each with the hash of
+    its union tuple (identical rows share it). A tuple's people are its rows less those
+    repeats, which is the copy's count of distinct (tuple, row hash) pairs without the copy.
     With a person key, or a set outside the union, or (64-bit odds) two union tuples with one
     hash, the rows whose hash or key repeats are read again, once, and the repeats counted
     among them: none of this when no row repeats.
@@ -63,9 +60,9 @@ class Pass:
         self.union = [c for c in engine.columns if c in several]
         counted = {c for columns in column_sets for c in columns}
         self.alone = [c for c in engine.columns if c in counted and c not in several]
-        # Who repeats: the row hash (found by sorting, after the pass: :mod:`.repeats`), and
-        # the person key, still a grouping set of the pass.
-        self._keys = [[KEY]] if engine._person_key and people else []
+        # Who repeats: the row hash (with its union tuple's hash), and the person key.
+        self._identities = [[ROW, *([UNION] if self.union else [])]] if people else []
+        self._identities += [[KEY]] if engine._person_key and people else []
         # The columns alone: one more hash table each in the pass, fed every row; read from a
         # Parquet file (a CSV file parsed once), each is rather counted on its own, reading that
         # column only, into a small file of its own (:meth:`_count_alone`). The source is read
@@ -75,23 +72,25 @@ class Pass:
         self._alone: dict[str, str] = {}
         self._grouped = [
             *map(quote, self.union + fanned),
-            *(name for names in self._keys for name in names),
+            *(name for names in self._identities for name in names),
         ]
         sets = [[], *([self._grouped[: len(self.union)]] if self.union else [])]
-        sets += [[quote(c)] for c in fanned] + self._keys
+        sets += [[quote(c)] for c in fanned] + self._identities
         # The counts go to a Parquet file: as a DuckDB table, one column per grouped column,
         # mostly missing, they took more memory than the pass itself.
         path = Path(engine._keep.name) / f"counted_{next(NAMES)}.parquet"
         self._table = f"read_parquet({literal(str(path))})"
         listed = ", ".join(self._grouped)
-        repeats = ", ".join(str(self._set_id(names)) for names in self._keys)
+        repeats = ", ".join(str(self._set_id(names)) for names in self._identities)
+        union_hash = f", hash({', '.join(map(quote, self.union))}) AS {UNION}"
         unique = f" HAVING NOT (GROUPING({listed}) IN ({repeats}) AND count(*) = 1)"
         # Grouped as ENUMs where the dictionaries are known: less memory and time than text.
         coded, joins = engine._as_enums(self.union, "t")
         if self._grouped:
             counted_sets = (
                 f"SELECT GROUPING({listed}) AS __fedbroker_g, {listed}, count(*) AS "
-                f"__fedbroker_n FROM (SELECT {coded} FROM {source} t {joins}) "
+                f"__fedbroker_n FROM (SELECT {coded} FROM (SELECT *"
+                f"{union_hash if self.union else ''} FROM {source}) t {joins}) "
                 "GROUP BY GROUPING SETS "
                 f"({', '.join('(' + ', '.join(s) + ')' for s in sets)})"
                 f"{unique if repeats else ''}"
@@ -107,17 +106,13 @@ class Pass:
         self._repeats = 0
         self._repeated_rows = ""
         if people:
-            self._repeated_rows = repeated_rows(
-                self._con, source, self.rows, self.union, engine._keep.name
+            self._repeated_rows = self._rows_of(self._identities[0])
+            self.duplicate_rows = self._scalar(
+                f"SELECT coalesce(sum(__fedbroker_n - 1), 0) FROM {self._repeated_rows}"
             )
-            [(duplicates, repeated)] = self._con.execute(
-                f"SELECT coalesce(sum(__fedbroker_n - 1), 0), count(*) FROM {self._repeated_rows}"
-            ).fetchall()
-            self.duplicate_rows, self._repeats = int(duplicates), int(repeated)
-            if repeats:
-                self._repeats += self._scalar(
-                    f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
-                )
+            self._repeats = self._scalar(
+                f"SELECT count(*) FROM {self._table} WHERE __fedbroker_g IN ({repeats})"
+            )
         self._shared: str | None = None  # the rows read again, made when first needed
 
     def _refuse_too_many_tuples(self) -> None:
@@ -317,7 +312,7 @@ class Pass:
             self._shared = f"__fedbroker_shared_{next(NAMES)}"
             self._engine._con.read(
                 f"CREATE TABLE {self._shared} AS SELECT * FROM {self._engine._source} s WHERE "
-                f"s.{ROW} IN (SELECT {ROW} FROM {self._repeated_rows}){keys}"
+                f"s.{ROW} IN (SELECT {ROW} FROM {self._rows_of(self._identities[0])}){keys}"
             )
         return self._shared
 
