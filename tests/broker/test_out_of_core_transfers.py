@@ -252,3 +252,21 @@ def test_a_column_of_too_many_distinct_values_is_refused_before_it_reaches_memor
             "sn-hospital", wide, destination="fr-research", quasi_identifiers="Age,Gender"
         )
         assert tuples.status_code == 413 and "combinations" in tuples.json()["detail"]
+
+
+def test_hostile_spellings_out_of_core_arrive_as_measured(out_of_core, inbox):
+    """A member writes sensitive values the way that breaks a CSV writer or a grouping by
+    category (quotes, delimiters, line breaks, look-alike blanks, empty cells): counted out of
+    core, grouped and shuffled as categories, the recipient gets exactly the measured values,
+    no two spellings merged and none split."""
+    sent = pd.read_csv(FIXTURES / "patients_published.csv", dtype=str, keep_default_na=False)
+    spellings = ['flu, "A"', "flu\n2", "flu\u00a0", "flu", "", "'flu'", "flu;x", "FLU", "flu "]
+    sent["Disease"] = [spellings[i % len(spellings)] for i in range(len(sent))]
+    answer = out_of_core.send(
+        "sn-hospital", sent.to_csv(index=False).encode(), destination="fr-lab", **QI
+    ).json()
+    assert answer["status"] == "approved", answer
+    drain(out_of_core)
+    [(_, body)] = inbox.received
+    arrived = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False)
+    assert sorted(arrived.itertuples(index=False)) == sorted(sent.itertuples(index=False))
