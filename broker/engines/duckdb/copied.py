@@ -68,13 +68,18 @@ class CopiedRows:
                 joins.append(join)
                 enums.append(name)
             elif labels:
-                table = f"__fedbroker_labels_{next(NAMES)}"
-                frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-                self._con.register(table, frame)
+                table = self._labels_table(labels)
                 joins.append(f"LEFT JOIN {table} ON {value} IS NOT DISTINCT FROM {table}.value")
                 value = f"COALESCE({table}.label, {value})"
             selected.append(f"{value} AS {quote(name)}")
         return ", ".join(selected), " ".join(joins), enums
+
+    def _labels_table(self, labels: dict) -> str:
+        """A registered table of a plan's labels of one column (``value``, ``label``)."""
+        table = f"__fedbroker_labels_{next(NAMES)}"
+        frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
+        self._con.register(table, frame)
+        return table
 
     def _loaded(self) -> str:
         """The rows copied into a DuckDB table (text columns as ENUMs), for what no plan

@@ -583,9 +583,7 @@ class DuckDBEngine(CopiedRows):
         mapped = f"SELECT v AS value, v AS label FROM {dictionary}"
         values = f"SELECT v FROM {dictionary} WHERE v IS NOT NULL ORDER BY code"
         if labels:
-            given = f"__fedbroker_labels_{next(NAMES)}"
-            frame = pd.DataFrame({"value": list(labels), "label": list(labels.values())})
-            self._con.register(given, frame)
+            given = self._labels_table(labels)
             mapped = (
                 f"SELECT d.v AS value, COALESCE(l.label, d.v) AS label FROM {dictionary} d "
                 f"LEFT JOIN {given} l ON d.v IS NOT DISTINCT FROM l.value"
