@@ -108,8 +108,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     body = _table(args.rows)
-    floor = _measure_floor(body)
-    trivial = _trivial_endpoint(body, args.clients, args.seconds, args.workers)
+    pure = _pure_computation(body)
+    floor = _trivial_endpoint(body, args.clients, args.seconds, args.workers)
     with tempfile.TemporaryDirectory(prefix="fedbroker-load-") as folder:
         root = Path(folder)
         url, dropper = loopback.database(args.database, root)
@@ -149,10 +149,10 @@ def main() -> None:
             machine, clients = _machine_busy_seconds() - machine, _own_cpu_seconds() - clients
             states = _delivery_states(broker_url, admin)
             inside, statements, transactions = _broker_figures(broker_url, args.workers)
-            _report(results, args.seconds, floor, approved, delivered, args.without_delivery)
+            _report(results, args.seconds, pure, approved, delivered, args.without_delivery)
             print(
                 f"floor: a trivial FastAPI endpoint taking the same upload, served as the broker "
-                f"is ({args.workers} workers), the same clients: {trivial.told}"
+                f"is ({args.workers} workers), the same clients: {floor.told}"
             )
             print(f"the broker's delivery states of approved transfers: {states}")
             if not args.without_delivery:
@@ -177,11 +177,11 @@ def main() -> None:
                 f"{os.cpu_count()} cores that allows at most "
                 f"{os.cpu_count() / max(machine / max(len(results), 1), 1e-9):.0f} decisions/s"
             )
-            least = trivial.machine_ms + floor * 1000
+            least = floor.machine_ms + pure * 1000
             print(
                 f"the target's budget, {BUDGET_MS:g} ms of the whole machine a decision: the "
-                f"floor's request takes {trivial.machine_ms:.1f} ms of it and the decision's "
-                f"pure computation {floor * 1000:.1f}, so {least:.1f} ms before anything is "
+                f"floor's request takes {floor.machine_ms:.1f} ms of it and the decision's "
+                f"pure computation {pure * 1000:.1f}, so {least:.1f} ms before anything is "
                 f"stored, audited or delivered ({BUDGET_MS - least:+.1f} ms left); measured "
                 f"{machine * per:.1f} ms -> {'MET' if machine * per <= BUDGET_MS else 'NOT MET'}"
             )
@@ -217,7 +217,7 @@ def _table(rows: int) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def _measure_floor(body: bytes) -> float:
+def _pure_computation(body: bytes) -> float:
     """Seconds of the decision's pure computation (read, measure) on this table, best of 20."""
     best = float("inf")
     for _ in range(20):
@@ -478,7 +478,7 @@ def _wait_delivered(inbox: Path, expected: int, timeout: float = 60.0) -> list[P
         time.sleep(0.1)
 
 
-def _report(results, seconds, floor, approved, delivered, without_delivery=False) -> None:
+def _report(results, seconds, pure, approved, delivered, without_delivery=False) -> None:
     latencies = sorted(r[0] for r in results)
     outcomes = {}
     for _latency, outcome in results:
@@ -499,8 +499,8 @@ def _report(results, seconds, floor, approved, delivered, without_delivery=False
         f"{percentile(0.99):7.0f} | {outcomes}"
     )
     print(
-        f"baseline: the decision's pure computation takes {floor * 1000:.1f} ms "
-        f"({1 / floor:.0f} decisions/s on one core); mean latency "
+        f"baseline: the decision's pure computation takes {pure * 1000:.1f} ms "
+        f"({1 / pure:.0f} decisions/s on one core); mean latency "
         f"{statistics.fmean(latencies) * 1000:.0f} ms"
     )
     once = len(delivered) == len(approved) == len({p.parent.name for p in delivered})
