@@ -1,0 +1,133 @@
+"""Round 5 red team: what a hostile source writes *into an aggregate release's query* crosses the
+border in the delivered document, unmeasured, through a real broker and fr-research's inbox.
+
+- **Class 5 (identifiers in content, split).** Declared keys are checked one key at a time, so an
+  identifier cut into pieces, one piece per column of a contingency table (or per key of one
+  column, or per query), passes each check; the delivered document lists the pieces side by side
+  and the destination reads the card number, the e-mail address, the name or the phone number.
+  Uploads refuse the same split over adjacent columns (``test_round4_forms.py``).
+- **Class 8 / 5 (sender-controlled numbers cross unmeasured).** The release's ``epsilon`` (kept
+  as the exact fraction the sender wrote), a query's ``bounds`` and its ``quantiles`` are echoed
+  digit for digit: a card number as the numerator of ``epsilon``, a phone number as a bound, a
+  card number in the decimals of a quantile reach the destination.
+
+Each test sends as a source of its own (budgets are per source and destination).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.adversarial.conftest import settle
+from tests.adversarial.test_aggregate_releases import fresh_source
+
+COLUMNS = [f"g{i}" for i in range(5)]
+CARD = "4111111111111111"  # Luhn-valid test card
+CARD_MC = "5105105105105100"  # Luhn-valid test card, four distinct groups
+PHONE = "33612345678"  # +33 6 12 34 56 78
+
+
+def table() -> bytes:
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({c: rng.choice(["a", "b", "c"], 400) for c in COLUMNS})
+    frame["age"] = rng.integers(1, 90, 400)
+    return frame.to_csv(index=False).encode()
+
+
+def release(broker, queries, epsilon="1"):
+    return broker.post(
+        table(), "data.csv", source=fresh_source(broker), kind="aggregate",
+        queries=json.dumps(queries), epsilon=epsilon,
+    )
+
+
+def delivered_text(broker, response) -> str | None:
+    """The document fr-research received (None when the release was refused, then checked to
+    have delivered nothing)."""
+    if response.status_code != 200:
+        assert response.status_code in (400, 413, 422), response.text
+        return None
+    answer = response.json()
+    if answer["status"] != "approved":
+        settle(broker, answer)
+        return None
+    _headers, body = broker.delivered_for(answer["id"])
+    return body.decode()
+
+
+def delivered_keys(text: str) -> str:
+    """Every declared key of every answer, in the order delivered, joined without separators."""
+    parts = []
+    for answer in json.loads(text)["answers"]:
+        keys = answer["query"].get("keys") or {}
+        for column in answer["query"].get("columns", []):
+            parts.extend(k for k in keys.get(column, []) if k is not None)
+    return re.sub(r"\s", "", "".join(parts))
+
+
+def table_split(pieces: list[str]) -> list[dict]:
+    columns = COLUMNS[: len(pieces)]
+    keys = {c: [p] for c, p in zip(columns, pieces, strict=True)}
+    return [{"type": "count_by", "columns": columns, "keys": keys}]
+
+
+@pytest.mark.parametrize(
+    ("queries", "secret"),
+    [
+        (table_split(["4111", "1111", "1111", "1111"]), CARD),
+        (table_split(["awa.diop", "@example.org"]), "awa.diop@example.org"),
+        (table_split(["Awa", "Diop"]), "AwaDiop"),
+        (table_split(["+33 6", "12 34", "56 78"]), "+" + PHONE),
+        (
+            [{"type": "count_by", "columns": ["g0"], "keys": {"g0": ["5105", "1051", "0510", "5100"]}}],
+            CARD_MC,
+        ),
+        (
+            [
+                {"type": "count_by", "columns": ["g0"], "keys": {"g0": ["awa.diop"]}},
+                {"type": "count_by", "columns": ["g1"], "keys": {"g1": ["@example.org"]}},
+            ],
+            "awa.diop@example.org",
+        ),
+    ],
+    ids=["card over 4 columns", "email over 2 columns", "full name over 2 columns",
+         "phone over 3 columns", "card over the keys of 1 column", "email over 2 queries"],
+)
+def test_an_identifier_split_over_declared_keys_does_not_cross(broker, queries, secret):
+    text = delivered_text(broker, release(broker, queries))
+    if text is None:
+        return
+    assert secret not in delivered_keys(text), (
+        f"the destination reads {secret!r} from the declared keys it received, in order: "
+        f"{delivered_keys(text)!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("queries", "epsilon", "secret"),
+    [
+        ([{"type": "count"}], f"{CARD}/{int(CARD) + 1}", CARD),
+        ([{"type": "count"}], f"0.{CARD}", CARD),
+        ([{"type": "sum", "column": "age", "bounds": [0, int(PHONE)]}], "1", PHONE),
+        (
+            [{"type": "quantile", "column": "age", "bounds": [0, 120], "quantiles": [float("0." + CARD)]}],
+            "1",
+            CARD,
+        ),
+    ],
+    ids=["card as epsilon's numerator", "card as epsilon's decimals", "phone as a bound",
+         "card in a quantile's decimals"],
+)
+def test_sender_chosen_digits_in_a_releases_numbers_do_not_cross(broker, queries, epsilon, secret):
+    text = delivered_text(broker, release(broker, queries, epsilon))
+    if text is None:
+        return
+    assert secret not in text, (
+        f"the destination received the sender's {secret!r} verbatim: "
+        + ", ".join(sorted(set(re.findall(r"[\"\w./]*" + secret + r"[\w./]*\"?", text))))
+    )
