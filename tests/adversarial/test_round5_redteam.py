@@ -131,3 +131,63 @@ def test_sender_chosen_digits_in_a_releases_numbers_do_not_cross(broker, queries
         f"the destination received the sender's {secret!r} verbatim: "
         + ", ".join(sorted(set(re.findall(r"[\"\w./]*" + secret + r"[\w./]*\"?", text))))
     )
+
+
+# --- the catalog: an identifier split over the fields of one entry ------------------------------
+#
+# A catalog entry is read in every jurisdiction and is not measured; each of its texts is searched
+# by the identifier detector on its own, so pieces in two keywords, two purposes or two column
+# descriptions pass, and fr-research reads them side by side in GET /v1/catalog.
+
+ENTRY_COLUMNS = [
+    {"name": "age_band", "role": "quasi_identifier"},
+    {"name": "sex", "role": "quasi_identifier"},
+    {"name": "diagnosis", "role": "sensitive"},
+]
+
+
+def _as(broker, member, method, path, **kwargs):
+    headers = {"Authorization": f"Bearer {broker.keys[member]}"}
+    return broker.client.request(method, f"{broker.url}{path}", headers=headers, **kwargs)
+
+
+def _catalog_texts(broker, member, entry_id: str) -> str:
+    """Every text of the entry as ``member`` reads it in the catalog, joined without blanks."""
+    catalog = _as(broker, member, "GET", "/v1/catalog", params={"limit": 100}).json()
+    found = [d for d in catalog["dcat:dataset"] if d["dct:identifier"] == entry_id]
+    assert found, f"entry {entry_id} not in fr-research's catalog"
+    entry = found[0]
+    texts = [*entry.get("dcat:keyword", []), *[c.get("dct:description", "") for c in
+             entry.get("fedbroker:column", [])], json.dumps(entry, ensure_ascii=False)]
+    return re.sub(r"\s", "", "".join(t for t in texts if isinstance(t, str)))
+
+
+@pytest.mark.parametrize(
+    ("extra", "secret"),
+    [
+        ({"keywords": ["awa.diop", "@example.sn"]}, "awa.diop@example.sn"),
+        ({"keywords": ["4111 1111", "1111 1111"]}, CARD),
+        ({"keywords": ["Awa", "Diop"]}, "AwaDiop"),
+        (
+            {"columns": [
+                {"name": "a", "role": "other", "description": "awa.diop"},
+                {"name": "b", "role": "other", "description": "@example.sn"},
+            ]},
+            "awa.diop@example.sn",
+        ),
+    ],
+    ids=["email over 2 keywords", "card over 2 keywords", "full name over 2 keywords",
+         "email over 2 column descriptions"],
+)
+def test_an_identifier_split_over_a_catalog_entry_is_not_published(broker, extra, secret):
+    from tests.adversarial.conftest import DESTINATION, SOURCE
+
+    body = {"title": "admissions", "columns": ENTRY_COLUMNS, "purposes": ["research"], **extra}
+    answer = _as(broker, SOURCE, "POST", "/v1/catalog/datasets", json=body)
+    if answer.status_code == 422:
+        return  # refused, nothing stored: the secure answer
+    assert answer.status_code == 201, answer.text
+    seen = _catalog_texts(broker, DESTINATION, answer.json()["id"])
+    assert secret not in seen, (
+        f"fr-research reads {secret!r} in the catalog entry sn-hospital published: {extra}"
+    )
