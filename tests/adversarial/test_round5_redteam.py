@@ -191,3 +191,49 @@ def test_an_identifier_split_over_a_catalog_entry_is_not_published(broker, extra
     assert secret not in seen, (
         f"fr-research reads {secret!r} in the catalog entry sn-hospital published: {extra}"
     )
+
+
+# --- the market: pieces over a negotiation's column list, digits in an offer's terms -----------
+
+
+def _entry(broker) -> str:
+    from tests.adversarial.conftest import SOURCE
+
+    body = {"title": "admissions", "columns": ENTRY_COLUMNS, "purposes": ["research"]}
+    answer = _as(broker, SOURCE, "POST", "/v1/catalog/datasets", json=body)
+    assert answer.status_code == 201, answer.text
+    return answer.json()["id"]
+
+
+def test_an_email_split_over_a_negotiations_columns_does_not_reach_the_provider(broker):
+    """fr-research asks for the columns ``awa.diop`` and ``@example.sn`` (each checked alone);
+    sn-hospital reads them side by side in the negotiation's ``asked`` (and in the reason the
+    broker writes) across the border."""
+    from tests.adversarial.conftest import DESTINATION, SOURCE
+
+    asked = {"dataset_id": _entry(broker), "purpose": "research",
+             "columns": ["awa.diop", "@example.sn"]}
+    answer = _as(broker, DESTINATION, "POST", "/v1/negotiations", json=asked)
+    if answer.status_code == 422:
+        return
+    shown = _as(broker, SOURCE, "GET", f"/v1/negotiations/{answer.json()['id']}").json()
+    columns = "".join((shown.get("asked") or {}).get("columns") or [])
+    assert "awa.diop@example.sn" not in columns, (
+        f"sn-hospital reads the consumer's columns {shown['asked']['columns']} as "
+        "'awa.diop@example.sn'"
+    )
+
+
+def test_a_card_number_in_an_offers_max_t_does_not_reach_the_consumer(broker):
+    """sn-hospital offers ``max_t`` 0.4111111111111111: fr-research reads the card number
+    4111111111111111 in the offered terms, digit for digit."""
+    from tests.adversarial.conftest import DESTINATION, SOURCE
+
+    asked = {"dataset_id": _entry(broker), "purpose": "research"}
+    negotiation = _as(broker, DESTINATION, "POST", "/v1/negotiations", json=asked).json()["id"]
+    offer = {"terms": {"max_t": float("0." + CARD)}}
+    answer = _as(broker, SOURCE, "POST", f"/v1/negotiations/{negotiation}/offer", json=offer)
+    if answer.status_code == 422:
+        return
+    shown = _as(broker, DESTINATION, "GET", f"/v1/negotiations/{negotiation}").text
+    assert CARD not in shown, "fr-research reads the provider's 4111111111111111 in the offer"
