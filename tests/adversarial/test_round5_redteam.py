@@ -237,3 +237,35 @@ def test_a_card_number_in_an_offers_max_t_does_not_reach_the_consumer(broker):
         return
     shown = _as(broker, DESTINATION, "GET", f"/v1/negotiations/{negotiation}").text
     assert CARD not in shown, "fr-research reads the provider's 4111111111111111 in the offer"
+
+
+# --- keys taken from the data: a given and a family name in two columns ------------------------
+
+
+def test_full_names_over_two_columns_do_not_cross_as_data_keys(broker):
+    """A contingency table of ``given`` x ``family``, its keys taken from the data (above the
+    threshold): each column alone does not look like names to the key check, so fr-research
+    receives cells keyed ``["Awa", "Diop"]``: full names. An upload of the same columns is
+    refused (``test_a_given_and_a_family_name_in_columns_far_apart_do_not_cross``)."""
+    rng = np.random.default_rng(21)
+    n = 600
+    firsts, lasts = ["Awa", "Moussa", "Fatou"], ["Diop", "Fall", "Ndiaye"]
+    frame = pd.DataFrame(
+        {
+            "given": rng.choice(firsts, n),
+            "age": rng.integers(1, 90, n),
+            "family": rng.choice(lasts, n),
+        }
+    )
+    response = broker.post(
+        frame.to_csv(index=False).encode(), "data.csv", source=fresh_source(broker),
+        kind="aggregate", queries=json.dumps([{"type": "count_by", "columns": ["given", "family"]}]),
+        epsilon="1", delta="1e-6",
+    )
+    text = delivered_text(broker, response)
+    if text is None:
+        return
+    cells = json.loads(text)["answers"][0]["result"].get("cells") or []
+    names = {" ".join(c["key"]) for c in cells}
+    full = {f"{a} {b}" for a in firsts for b in lasts}
+    assert not names & full, f"fr-research received the full names {sorted(names & full)}"
