@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import numpy as np
 import pandas as pd
@@ -269,3 +270,34 @@ def test_full_names_over_two_columns_do_not_cross_as_data_keys(broker):
     names = {" ".join(c["key"]) for c in cells}
     full = {f"{a} {b}" for a in firsts for b in lasts}
     assert not names & full, f"fr-research received the full names {sorted(names & full)}"
+
+
+# --- class 15: a 3 KB upload and a few kilobytes of queries hold the broker for minutes -------
+
+
+def test_a_tiny_release_with_the_most_quantiles_is_bounded(broker):
+    """1,000 rows (3 KB of CSV) and 50 quantile queries of 20 quantiles over 1,000 candidates,
+    every one within the limits of ``broker.privacy.queries``: the broker calibrates and scores
+    1,000 exponential mechanisms in the request, with no time or work budget (measured: 5 such
+    queries take 7 to 11 s, dry run or not; 50 take over a minute of CPU), while the member
+    waits. The secure answer is a clear 4xx (too costly) or a decision, well within 20 s."""
+    import httpx
+
+    rng = np.random.default_rng(31)
+    data = pd.DataFrame({"age": rng.integers(0, 120, 1_000)}).to_csv(index=False).encode()
+    query = {
+        "type": "quantile", "column": "age", "bounds": [0, 120], "candidates": 1_000,
+        "quantiles": [round(0.02 + i * 0.048, 3) for i in range(20)],
+    }
+    started = time.monotonic()
+    try:
+        response = broker.post(
+            data, "data.csv", source=fresh_source(broker), kind="aggregate",
+            queries=json.dumps([query] * 50), epsilon="1", dry_run=True, timeout=20,
+        )
+    except httpx.TimeoutException:
+        pytest.fail(
+            f"a {len(data):,}-byte upload with 50 quantile queries held its request for more "
+            f"than {time.monotonic() - started:.0f} s without an answer (no work budget)"
+        )
+    assert response.status_code in (200, 413, 422), response.text
