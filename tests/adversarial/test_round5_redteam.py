@@ -240,36 +240,52 @@ def test_a_card_number_in_an_offers_max_t_does_not_reach_the_consumer(broker):
     assert CARD not in shown, "fr-research reads the provider's 4111111111111111 in the offer"
 
 
-# --- keys taken from the data: a given and a family name in two columns ------------------------
+# --- keys taken from the data: an identifier over the columns of a contingency table -----------
+
+_PICK = np.random.default_rng(21).integers(0, 3, 900)
+_CARDS = [CARD, "5555555555554444", CARD_MC]
+_FIRSTS, _LASTS = ["Awa", "Moussa", "Fatou"], ["Diop", "Fall", "Ndiaye"]
+_PHONES = [("+221 77", "123", "45 67"), ("+221 77", "765", "43 21"), ("+221 77", "555", "12 12")]
+_DATA_SPLITS = {
+    "full name over 2 columns": (
+        pd.DataFrame({
+            "given": np.random.default_rng(22).choice(_FIRSTS, 900),
+            "family": np.random.default_rng(23).choice(_LASTS, 900),
+        }),
+        {f"{a}{b}" for a in _FIRSTS for b in _LASTS},
+    ),
+    "card over 4 columns": (
+        pd.DataFrame({c: [_CARDS[p][4 * i : 4 * i + 4] for p in _PICK] for i, c in enumerate("abcd")}),
+        set(_CARDS),
+    ),
+    "phone over 3 columns": (
+        pd.DataFrame({c: [_PHONES[p][i] for p in _PICK] for i, c in enumerate("abc")}),
+        {"".join(p).replace(" ", "") for p in _PHONES},
+    ),
+}
 
 
-def test_full_names_over_two_columns_do_not_cross_as_data_keys(broker):
-    """A contingency table of ``given`` x ``family``, its keys taken from the data (above the
-    threshold): each column alone does not look like names to the key check, so fr-research
-    receives cells keyed ``["Awa", "Diop"]``: full names. An upload of the same columns is
-    refused (``test_a_given_and_a_family_name_in_columns_far_apart_do_not_cross``)."""
-    rng = np.random.default_rng(21)
-    n = 600
-    firsts, lasts = ["Awa", "Moussa", "Fatou"], ["Diop", "Fall", "Ndiaye"]
-    frame = pd.DataFrame(
-        {
-            "given": rng.choice(firsts, n),
-            "age": rng.integers(1, 90, n),
-            "family": rng.choice(lasts, n),
-        }
-    )
+@pytest.mark.parametrize("case", list(_DATA_SPLITS))
+def test_an_identifier_over_columns_does_not_cross_as_data_keys(broker, case):
+    """A contingency table over the pieces, its keys taken from the data (above the threshold):
+    each column alone does not look like an identifier to the key check, so fr-research
+    receives cells keyed ``["Awa", "Diop"]``, ``["4111", "1111", "1111", "1111"]`` or
+    ``["+221 77", "123", "45 67"]``. An upload of the same columns is refused
+    (``test_round4_forms.py``: names far apart, an identifier over 3 or 4 adjacent columns)."""
+    frame, secrets = _DATA_SPLITS[case]
+    frame = frame.assign(age=np.random.default_rng(24).integers(1, 90, len(frame)))
+    columns = [c for c in frame.columns if c != "age"]
     response = broker.post(
         frame.to_csv(index=False).encode(), "data.csv", source=fresh_source(broker),
-        kind="aggregate", queries=json.dumps([{"type": "count_by", "columns": ["given", "family"]}]),
+        kind="aggregate", queries=json.dumps([{"type": "count_by", "columns": columns}]),
         epsilon="1", delta="1e-6",
     )
     text = delivered_text(broker, response)
     if text is None:
         return
     cells = json.loads(text)["answers"][0]["result"].get("cells") or []
-    names = {" ".join(c["key"]) for c in cells}
-    full = {f"{a} {b}" for a in firsts for b in lasts}
-    assert not names & full, f"fr-research received the full names {sorted(names & full)}"
+    joined = {re.sub(r"\s", "", "".join(c["key"])) for c in cells}
+    assert not joined & secrets, f"fr-research received, cell by cell: {sorted(joined & secrets)}"
 
 
 # --- class 15: a 3 KB upload and a few kilobytes of queries hold the broker for minutes -------
