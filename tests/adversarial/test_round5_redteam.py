@@ -317,3 +317,46 @@ def test_a_tiny_release_with_the_most_quantiles_is_bounded(broker):
             f"than {time.monotonic() - started:.0f} s without an answer (no work budget)"
         )
     assert response.status_code in (200, 413, 422), response.text
+
+
+# --- the Dataspace Protocol: a termination's reasons, each checked alone -----------------------
+
+
+@pytest.mark.parametrize(
+    ("reasons", "secret"),
+    [
+        (["awa.diop", "@example.sn"], "awa.diop@example.sn"),
+        (["4111 1111", "1111 1111"], CARD),
+    ],
+    ids=["email over 2 reasons", "card over 2 reasons"],
+)
+def test_an_identifier_split_over_a_protocol_termination_does_not_reach_the_provider(
+    broker, reasons, secret
+):
+    """fr-research's connector ends a protocol negotiation with the reasons ``["awa.diop",
+    "@example.sn"]``: the broker joins them (``"; "``) into the reason sn-hospital reads on
+    ``/v1/negotiations/{id}``, and its check does not see the e-mail address (or the card) it
+    spells. One reason holding the whole address is refused
+    (``test_an_identifier_in_a_termination_reason_is_refused``)."""
+    import copy
+
+    from tests.adversarial.conftest import DESTINATION, SOURCE
+    from tests.broker.test_dsp import BASE, example, initial_request
+
+    entry = _entry(broker)
+    message = initial_request(entry)
+    message["consumerPid"] = f"urn:uuid:{entry}"
+    started = _as(broker, DESTINATION, "POST", BASE + "/negotiations/request", json=message)
+    assert started.status_code == 201, started.text
+    provider_pid = started.json()["providerPid"]
+    ending = copy.deepcopy(
+        example("negotiation/example/contract-negotiation-termination-message.json")
+    )
+    ending.update(providerPid=provider_pid, consumerPid=message["consumerPid"], reason=reasons)
+    answer = _as(broker, DESTINATION, "POST", f"{BASE}/negotiations/{provider_pid}/termination",
+                 json=ending)
+    if answer.status_code == 400:
+        return  # refused, nothing recorded
+    negotiation = provider_pid.removeprefix("urn:uuid:")
+    reason = _as(broker, SOURCE, "GET", f"/v1/negotiations/{negotiation}").json()["reason"] or ""
+    assert secret not in re.sub(r"[\s;]", "", reason), f"sn-hospital reads {reason!r}"
