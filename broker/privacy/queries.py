@@ -55,6 +55,9 @@ MAX_KEYS = 10_000  # declared cells of one contingency table (product of each co
 MAX_KEY_CHARS = 200
 MAX_CANDIDATES = 1_000
 MAX_QUANTILES = 20  # of one query (each is calibrated and answered on its own)
+# Of a whole release: calibrating one quantile takes about 0.04 s (101 candidates) to 0.1 s
+# (1,000), in the request, so a release of a few kilobytes is bounded to a few seconds.
+MAX_RELEASE_QUANTILES = 40
 DEFAULT_CANDIDATES = 101
 MAX_CONTRIBUTIONS = 100  # rows of one person a query may read (the noise grows with it)
 MAX_QUERIES_TEXT = 1_000_000  # characters of the queries' JSON
@@ -155,7 +158,14 @@ def parse_queries(text: str | Sequence[Any]) -> Queries:
         raise QueryError('no query: send at least one, e.g. [{"type": "count"}]')
     if len(loaded) > MAX_QUERIES:
         raise QueryError(f"{len(loaded)} queries: a release asks at most {MAX_QUERIES}")
-    return Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
+    queries = Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
+    asked = sum(len(q.quantiles) for q in queries.items)
+    if asked > MAX_RELEASE_QUANTILES:
+        raise QueryError(
+            f"{asked} quantiles in all: a release asks at most {MAX_RELEASE_QUANTILES} (each is "
+            "calibrated on its own); send the others in another release"
+        )
+    return queries
 
 
 _COMMON = {"type", "epsilon", "contributions"}
