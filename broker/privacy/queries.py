@@ -26,13 +26,17 @@ release's).
 
 Keys cross the border with the answers, so a declared key is text the detector must find clean
 (:func:`identifier_in_key`), and two keys of one column must differ by more than case,
-look-alike letters or invisible characters (:func:`broker.columns.names.attribute_key`).
+look-alike letters or invisible characters (:func:`broker.columns.names.attribute_key`). Keys
+are also read as the destination reads a contingency table's cells, side by side
+(:func:`_keys_read_together`): an identifier cut into pieces, one a column, is refused as the
+split-identifier reading of uploads refuses it.
 
 Errors are :class:`QueryError` (a ``ValueError``) naming the query by its position and the field.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import unicodedata
@@ -42,7 +46,9 @@ from fractions import Fraction
 from typing import Any
 
 from broker.columns.names import attribute_key, visible_text
+from broker.identifiers.scan import ScanBudget
 from broker.identifiers.short_text import identifier_in_text
+from broker.metrics.content import split_content
 from broker.privacy.budget import BudgetError, positive_epsilon
 from broker.wire import json_limits
 
@@ -159,6 +165,7 @@ def parse_queries(text: str | Sequence[Any]) -> Queries:
     if len(loaded) > MAX_QUERIES:
         raise QueryError(f"{len(loaded)} queries: a release asks at most {MAX_QUERIES}")
     queries = Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
+    _keys_read_together(queries)
     asked = sum(len(q.quantiles) for q in queries.items)
     if asked > MAX_RELEASE_QUANTILES:
         raise QueryError(
@@ -360,6 +367,28 @@ def _key_text(label: str, column: str, position: int, value: Any) -> str | None:
             "so they must name categories, never people"
         )
     return text
+
+
+def _keys_read_together(queries: Queries) -> None:
+    """Refuse a contingency table whose declared keys hold an identifier once a cell's keys
+    (one from each column) are read side by side, as the delivered document shows them: read as
+    the split-identifier reading of uploads reads adjacent columns
+    (:func:`~broker.metrics.content.split_content`: strong evidence that needs every piece, in
+    a share of the cells, so that digits joined by chance in a large table of codes do not
+    count), all the release's tables under one scan budget, past which they are refused (fail
+    closed). A refusal names the query, never the keys (they may be the very identifier)."""
+    budget = ScanBudget()
+    for position, query in enumerate(queries.items, 1):
+        if query.keys is None or len(query.keys) < 2:
+            continue
+        present = [[t for t in texts if t is not None] for texts in query.keys]
+        found = split_content(list(itertools.product(*present)), budget=budget)
+        if found is not None:
+            raise QueryError(
+                f"query {position} (count_by): its cells' keys, read side by side, hold what "
+                f"looks like {found.describe()}; keys cross the border with the answers, so "
+                "they must name categories, never people"
+            )
 
 
 def _distinct_keys(label: str, column: str, texts: tuple[str | None, ...]) -> None:
