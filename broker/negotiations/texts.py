@@ -10,7 +10,10 @@ as the catalog's descriptions do. Free text (a reason) is read as the catalog re
 (:func:`~broker.identifiers.short_text.contact_in_text`: numbers alone, a date or a count,
 pass); a label (a purpose, a column name) as a key of an aggregate is
 (:func:`~broker.identifiers.short_text.identifier_in_text`: more than six digits, or a long
-encoded-looking run, are refused too). A refusal names the field, never the text.
+encoded-looking run, are refused too). A list of texts is also read as the other party reads
+it, side by side (:func:`split_across`): an identifier cut into pieces, one a column name or
+one a reason, is refused as the split-identifier reading of uploads refuses one cut over
+columns. A refusal names the field, never the text.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from broker.identifiers.short_text import contact_in_text, identifier_in_text
+from broker.metrics.content import split_content
+
+# Texts of one list read together: an identifier is cut into at most this many pieces (an IBAN
+# or a card in groups of four digits, an e-mail address at its @, a given and a family name).
+SPLIT_PIECES = 4
 
 
 def identifier_in(text: str, free: bool = False) -> str | None:
@@ -41,11 +49,48 @@ def labels(field: str, texts: Sequence[str] | None) -> list[tuple[str, str]]:
 def first_identifier(
     labels_: Iterable[tuple[str, str]], free: Iterable[tuple[str, str]] = ()
 ) -> tuple[str, str] | None:
-    """The first (field, what it holds) among label texts and free texts, or None."""
+    """The first (field, what it holds) among label texts, free texts and the label lists' texts
+    side by side (:func:`split_across`), or None."""
+    labels_ = list(labels_)
     for field, text in labels_:
         if found := identifier_in(text):
             return field, found
     for field, text in free:
         if found := identifier_in(text, free=True):
             return field, found
+    for field, texts in _lists(labels_).items():
+        if found := split_across(field, texts):
+            return found
     return None
+
+
+def split_across(field: str, texts: Sequence[str]) -> tuple[str, str] | None:
+    """The first (``field[i..j]``, what it holds) among every two to :data:`SPLIT_PIECES`
+    consecutive ``texts`` read side by side, or None: strong evidence that needs every piece
+    (:func:`~broker.metrics.content.split_content`), so that ordinary words and numbers side
+    by side do not count.
+
+    >>> split_across("columns", ["awa.diop", "@example.sn", "age"])
+    ('columns[0..1]', 'an e-mail address, written as [at]/(dot) or with blanks')
+    >>> split_across("columns", ["age", "zip", "2024", "0505"])
+    """
+    for start in range(len(texts) - 1):
+        for width in range(2, SPLIT_PIECES + 1):
+            window = tuple(texts[start : start + width])
+            if len(window) < width:
+                break
+            found = split_content([window])
+            if found is not None:
+                return f"{field}[{start}..{start + width - 1}]", found.describe()
+    return None
+
+
+def _lists(labels_: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """The texts of each list among ``labels_`` (fields ``name[i]``, as :func:`labels` names
+    them), in order."""
+    lists: dict[str, list[str]] = {}
+    for field, text in labels_:
+        name, bracket, _ = field.partition("[")
+        if bracket:
+            lists.setdefault(name, []).append(text)
+    return lists
