@@ -21,11 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from broker.identifiers.short_text import contact_in_text, identifier_in_text
-from broker.metrics.content import split_content
-
-# Texts of one list read together: an identifier is cut into at most this many pieces (an IBAN
-# or a card in groups of four digits, an e-mail address at its @, a given and a family name).
-SPLIT_PIECES = 4
+from broker.metrics.content import split_across
 
 
 def identifier_in(text: str, free: bool = False) -> str | None:
@@ -61,27 +57,6 @@ def first_identifier(
     for field, texts in _lists(labels_).items():
         if found := split_across(field, texts):
             return found
-    return None
-
-
-def split_across(field: str, texts: Sequence[str]) -> tuple[str, str] | None:
-    """The first (``field[i..j]``, what it holds) among every two to :data:`SPLIT_PIECES`
-    consecutive ``texts`` read side by side, or None: strong evidence that needs every piece
-    (:func:`~broker.metrics.content.split_content`), so that ordinary words and numbers side
-    by side do not count.
-
-    >>> split_across("columns", ["awa.diop", "@example.sn", "age"])
-    ('columns[0..1]', 'an e-mail address, written as [at]/(dot) or with blanks')
-    >>> split_across("columns", ["age", "zip", "2024", "0505"])
-    """
-    for start in range(len(texts) - 1):
-        for width in range(2, SPLIT_PIECES + 1):
-            window = tuple(texts[start : start + width])
-            if len(window) < width:
-                break
-            found = split_content([window])
-            if found is not None:
-                return f"{field}[{start}..{start + width - 1}]", found.describe()
     return None
 
 

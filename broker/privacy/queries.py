@@ -46,6 +46,7 @@ from fractions import Fraction
 from typing import Any
 
 from broker.columns.names import attribute_key, visible_text
+from broker.columns.numbers import significant_digits
 from broker.identifiers.scan import ScanBudget
 from broker.identifiers.short_text import identifier_in_text
 from broker.metrics.content import split_content
@@ -67,6 +68,9 @@ MAX_RELEASE_QUANTILES = 40
 DEFAULT_CANDIDATES = 101
 MAX_CONTRIBUTIONS = 100  # rows of one person a query may read (the noise grows with it)
 MAX_QUERIES_TEXT = 1_000_000  # characters of the queries' JSON
+# Significant digits of a number a query states (bounds, quantiles): they are echoed in the
+# document the destination receives, so a sender's own digits must not carry an identifier.
+MAX_STATED_DIGITS = 6
 
 
 class QueryError(ValueError):
@@ -242,6 +246,8 @@ def _typed(position: int, kind: str, item: dict, epsilon: Fraction | None) -> Qu
         or not all(_number(q) and 0 <= q <= 1 for q in wanted)
     ):
         raise QueryError(f"{label}: 'quantiles' must be a list of numbers from 0 to 1, e.g. [0.5]")
+    if any(significant_digits(q) > MAX_STATED_DIGITS for q in wanted):
+        raise QueryError(f"{label}: quantiles {_STATED}")
     if len(wanted) > MAX_QUANTILES:
         raise QueryError(f"{label}: at most {MAX_QUANTILES} quantiles")
     candidates = item.get("candidates", DEFAULT_CANDIDATES)
@@ -279,7 +285,16 @@ def _bounds(label: str, kind: str, bounds: Any) -> tuple[float, float]:
         raise QueryError(f"{label}: the lower bound must be below the upper ({lower:g}, {upper:g})")
     if max(abs(lower), abs(upper)) > 1e12:
         raise QueryError(f"{label}: bounds beyond 1e12 in magnitude are refused")
+    if any(significant_digits(b) > MAX_STATED_DIGITS for b in bounds):
+        raise QueryError(f"{label}: bounds {_STATED}")
     return lower, upper
+
+
+# What a stated number may be: the reason it is bounded.
+_STATED = (
+    f"are written with at most {MAX_STATED_DIGITS} significant digits (e.g. 125000, 0.0125): "
+    "they cross the border in the answer's document"
+)
 
 
 def _count_by(position: int, item: dict, epsilon: Fraction | None) -> Query:
