@@ -32,6 +32,7 @@ from broker.identifiers.short_text import contact_in_text
 from broker.intake.tables import counting_limits, open_upload
 from broker.intake.uploads import Upload
 from broker.members.models import Member
+from broker.metrics.content import split_across
 from broker.wire.statuses import ColumnRole
 
 # The k a provider's data is generalized to when the broker estimates the utility an offer
@@ -208,6 +209,23 @@ def _no_personal_data(description: DatasetDescription) -> None:
             raise Unprocessable(
                 f"The description's {field} holds {found}: a catalog entry is read in every "
                 "jurisdiction of the federation; describe the data, never its values"
+            )
+    # Lists are read side by side, as the entry shows them: pieces of one identifier, each
+    # clean alone, are refused too.
+    lists = {
+        "keywords": description.keywords,
+        "purposes": description.purposes,
+        "columns[].name": [column.name for column in description.columns],
+        "columns[].description": [column.description for column in description.columns],
+    }
+    for field, listed in lists.items():
+        split = split_across(field, [text or "" for text in listed])
+        if split is not None:
+            where, found = split
+            raise Unprocessable(
+                f"The description's {where} hold {found} once read together: a catalog entry "
+                "is read in every jurisdiction of the federation; describe the data, never its "
+                "values"
             )
 
 

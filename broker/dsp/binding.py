@@ -33,6 +33,7 @@ from broker.dsp.messages import (
 from broker.dsp.models import ProtocolNegotiation
 from broker.negotiations import service as negotiations
 from broker.negotiations.models import Negotiation
+from broker.negotiations.texts import split_across
 
 if TYPE_CHECKING:
     from broker.delivery.keyring import KeyRing
@@ -154,6 +155,15 @@ def termination(
     session: Session, caller: Caller, pid: str, message: NegotiationTermination
 ) -> Seen:
     seen = _addressed(session, caller, pid, message.provider_pid, message.consumer_pid)
+    split = split_across("reason", message.reason)
+    if split is not None:  # the reasons are shown joined: read them side by side
+        field, what = split
+        raise ProtocolError(
+            400,
+            f"The message's {field} holds {what} once read together: the other party reads "
+            "them; a reason explains, it never carries values of the data",
+            _pids(seen),
+        )
     reason = "; ".join(message.reason) or f"terminated by the consumer (code {message.code})"
     answered = negotiations.terminate(session, caller, seen.negotiation.id, reason, None)
     return Seen(answered.negotiation, seen.consumer_pid)

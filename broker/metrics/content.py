@@ -209,6 +209,32 @@ def split_content(
     return None
 
 
+# Texts of one list read together: an identifier is cut into at most this many pieces (an IBAN
+# or a card in groups of four digits, an e-mail address at its @, a given and a family name).
+SPLIT_PIECES = 4
+
+
+def split_across(field: str, texts: Sequence[str]) -> tuple[str, str] | None:
+    """The first (``field[i..j]``, what it holds) among every two to :data:`SPLIT_PIECES`
+    consecutive ``texts`` read side by side, or None: strong evidence that needs every piece
+    (:func:`~broker.metrics.content.split_content`), so that ordinary words and numbers side
+    by side do not count.
+
+    >>> split_across("columns", ["awa.diop", "@example.sn", "age"])
+    ('columns[0..1]', 'an e-mail address, written as [at]/(dot) or with blanks')
+    >>> split_across("columns", ["age", "zip", "2024", "0505"])
+    """
+    for start in range(len(texts) - 1):
+        for width in range(2, SPLIT_PIECES + 1):
+            window = tuple(texts[start : start + width])
+            if len(window) < width:
+                break
+            found = split_content([window])
+            if found is not None:
+                return f"{field}[{start}..{start + width - 1}]", found.describe()
+    return None
+
+
 # A run of a column's consecutive short values (:func:`_piece`) may spell an identifier down
 # the rows (one digit per row, a card's groups of four). Only runs that stand out are read:
 # in a column whose values are mostly that short (a rating, a grade, a year), a run of 13

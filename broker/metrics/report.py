@@ -600,7 +600,7 @@ def _split_identifiers(
         if sampled is not None:
             codes = sampled[index]
         else:
-            codes = _sampled_codes(engine, columns, sizes[index])
+            codes = sampled_codes(engine, columns, sizes[index])
         values = []
         for column, chosen in zip(columns, codes, strict=True):
             if column not in dictionaries:
@@ -623,7 +623,7 @@ def _split_identifiers(
     return _vertical_identifiers(engine, attributes, regions, budget)
 
 
-def _sampled_codes(engine: Engine, columns: Sequence[str], size: int) -> list[np.ndarray]:
+def sampled_codes(engine: Engine, columns: Sequence[str], size: int) -> list[np.ndarray]:
     """The codes of ``size`` distinct tuples of ``columns`` chosen at random (all of them
     when there are no more), from their count table."""
     [table] = engine.counts([sorted(set(columns))])

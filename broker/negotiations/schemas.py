@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from broker.columns.numbers import significant_digits
 from broker.negotiations.states import PROTOCOL_MESSAGES, Message
 from broker.wire.statuses import AgreementState, NegotiationState
 
@@ -31,6 +32,14 @@ class TermsRead(BaseModel):
     )
 
 
+def _few_digits(value: float) -> float:
+    """A number the other party reads as the sender wrote it carries no number of the sender's
+    choosing (a card in its decimals): six significant digits at most."""
+    if significant_digits(value) > 6:
+        raise ValueError("write it with at most 6 significant digits (e.g. 0.25)")
+    return value
+
+
 class TermsChange(BaseModel):
     """The terms a provider changes in its offer; those it does not send stay the broker's.
     An offer may ask more than the records require (fewer columns, a higher k or l, a lower t,
@@ -41,7 +50,7 @@ class TermsChange(BaseModel):
     columns: list[str] | None = Field(None, min_length=1, max_length=1_000)
     min_k: int | None = Field(None, ge=1, le=1_000_000, examples=[5])
     min_l: int | None = Field(None, ge=1, le=1_000_000)
-    max_t: float | None = Field(None, ge=0, le=1)
+    max_t: Annotated[float, AfterValidator(_few_digits)] | None = Field(None, ge=0, le=1)
     retention_days: int | None = Field(None, ge=1, le=100_000, examples=[180])
     onward_transfer: bool | None = None
 

@@ -10,7 +10,10 @@ as the catalog's descriptions do. Free text (a reason) is read as the catalog re
 (:func:`~broker.identifiers.short_text.contact_in_text`: numbers alone, a date or a count,
 pass); a label (a purpose, a column name) as a key of an aggregate is
 (:func:`~broker.identifiers.short_text.identifier_in_text`: more than six digits, or a long
-encoded-looking run, are refused too). A refusal names the field, never the text.
+encoded-looking run, are refused too). A list of texts is also read as the other party reads
+it, side by side (:func:`split_across`): an identifier cut into pieces, one a column name or
+one a reason, is refused as the split-identifier reading of uploads refuses one cut over
+columns. A refusal names the field, never the text.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from broker.identifiers.short_text import contact_in_text, identifier_in_text
+from broker.metrics.content import split_across
 
 
 def identifier_in(text: str, free: bool = False) -> str | None:
@@ -41,11 +45,27 @@ def labels(field: str, texts: Sequence[str] | None) -> list[tuple[str, str]]:
 def first_identifier(
     labels_: Iterable[tuple[str, str]], free: Iterable[tuple[str, str]] = ()
 ) -> tuple[str, str] | None:
-    """The first (field, what it holds) among label texts and free texts, or None."""
+    """The first (field, what it holds) among label texts, free texts and the label lists' texts
+    side by side (:func:`split_across`), or None."""
+    labels_ = list(labels_)
     for field, text in labels_:
         if found := identifier_in(text):
             return field, found
     for field, text in free:
         if found := identifier_in(text, free=True):
             return field, found
+    for field, texts in _lists(labels_).items():
+        if found := split_across(field, texts):
+            return found
     return None
+
+
+def _lists(labels_: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """The texts of each list among ``labels_`` (fields ``name[i]``, as :func:`labels` names
+    them), in order."""
+    lists: dict[str, list[str]] = {}
+    for field, text in labels_:
+        name, bracket, _ = field.partition("[")
+        if bracket:
+            lists.setdefault(name, []).append(text)
+    return lists

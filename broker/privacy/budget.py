@@ -20,6 +20,8 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
+from broker.columns.numbers import significant_digits
+
 # The most digits an amount may be written with: "0.1" is fine, a 10,000-digit fraction is a
 # denial of service on every later sum; so is "1e-999999", hence the smallest amounts.
 MAX_DIGITS = 40
@@ -73,6 +75,12 @@ def parse_amount(text: str | float | int | Fraction, name: str = "epsilon") -> F
         raise BudgetError(
             f"{name} {written!r} is not a number (write it as 0.5, 1e-6 or 1/3)"
         ) from None
+    if max(significant_digits(value.numerator), significant_digits(value.denominator)) > 6:
+        # The amount crosses the border in the release's document, as written: not a way to
+        # carry a number of the sender's choosing (and no privacy loss needs that precision).
+        raise BudgetError(
+            f"{name} is written with more than 6 significant digits (write it as 0.5, 1e-6 or 1/3)"
+        )
     return value
 
 

@@ -26,13 +26,17 @@ release's).
 
 Keys cross the border with the answers, so a declared key is text the detector must find clean
 (:func:`identifier_in_key`), and two keys of one column must differ by more than case,
-look-alike letters or invisible characters (:func:`broker.columns.names.attribute_key`).
+look-alike letters or invisible characters (:func:`broker.columns.names.attribute_key`). Keys
+are also read as the destination reads a contingency table's cells, side by side
+(:func:`_keys_read_together`): an identifier cut into pieces, one a column, is refused as the
+split-identifier reading of uploads refuses it.
 
 Errors are :class:`QueryError` (a ``ValueError``) naming the query by its position and the field.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import unicodedata
@@ -42,7 +46,10 @@ from fractions import Fraction
 from typing import Any
 
 from broker.columns.names import attribute_key, visible_text
+from broker.columns.numbers import significant_digits
+from broker.identifiers.scan import ScanBudget
 from broker.identifiers.short_text import identifier_in_text
+from broker.metrics.content import split_content
 from broker.privacy.budget import BudgetError, positive_epsilon
 from broker.wire import json_limits
 
@@ -55,9 +62,15 @@ MAX_KEYS = 10_000  # declared cells of one contingency table (product of each co
 MAX_KEY_CHARS = 200
 MAX_CANDIDATES = 1_000
 MAX_QUANTILES = 20  # of one query (each is calibrated and answered on its own)
+# Of a whole release: calibrating one quantile takes about 0.04 s (101 candidates) to 0.1 s
+# (1,000), in the request, so a release of a few kilobytes is bounded to a few seconds.
+MAX_RELEASE_QUANTILES = 40
 DEFAULT_CANDIDATES = 101
 MAX_CONTRIBUTIONS = 100  # rows of one person a query may read (the noise grows with it)
 MAX_QUERIES_TEXT = 1_000_000  # characters of the queries' JSON
+# Significant digits of a number a query states (bounds, quantiles): they are echoed in the
+# document the destination receives, so a sender's own digits must not carry an identifier.
+MAX_STATED_DIGITS = 6
 
 
 class QueryError(ValueError):
@@ -155,7 +168,15 @@ def parse_queries(text: str | Sequence[Any]) -> Queries:
         raise QueryError('no query: send at least one, e.g. [{"type": "count"}]')
     if len(loaded) > MAX_QUERIES:
         raise QueryError(f"{len(loaded)} queries: a release asks at most {MAX_QUERIES}")
-    return Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
+    queries = Queries(tuple(_query(i + 1, item) for i, item in enumerate(loaded)))
+    _keys_read_together(queries)
+    asked = sum(len(q.quantiles) for q in queries.items)
+    if asked > MAX_RELEASE_QUANTILES:
+        raise QueryError(
+            f"{asked} quantiles in all: a release asks at most {MAX_RELEASE_QUANTILES} (each is "
+            "calibrated on its own); send the others in another release"
+        )
+    return queries
 
 
 _COMMON = {"type", "epsilon", "contributions"}
@@ -225,6 +246,8 @@ def _typed(position: int, kind: str, item: dict, epsilon: Fraction | None) -> Qu
         or not all(_number(q) and 0 <= q <= 1 for q in wanted)
     ):
         raise QueryError(f"{label}: 'quantiles' must be a list of numbers from 0 to 1, e.g. [0.5]")
+    if any(significant_digits(q) > MAX_STATED_DIGITS for q in wanted):
+        raise QueryError(f"{label}: quantiles {_STATED}")
     if len(wanted) > MAX_QUANTILES:
         raise QueryError(f"{label}: at most {MAX_QUANTILES} quantiles")
     candidates = item.get("candidates", DEFAULT_CANDIDATES)
@@ -262,7 +285,16 @@ def _bounds(label: str, kind: str, bounds: Any) -> tuple[float, float]:
         raise QueryError(f"{label}: the lower bound must be below the upper ({lower:g}, {upper:g})")
     if max(abs(lower), abs(upper)) > 1e12:
         raise QueryError(f"{label}: bounds beyond 1e12 in magnitude are refused")
+    if any(significant_digits(b) > MAX_STATED_DIGITS for b in bounds):
+        raise QueryError(f"{label}: bounds {_STATED}")
     return lower, upper
+
+
+# What a stated number may be: the reason it is bounded.
+_STATED = (
+    f"are written with at most {MAX_STATED_DIGITS} significant digits (e.g. 125000, 0.0125): "
+    "they cross the border in the answer's document"
+)
 
 
 def _count_by(position: int, item: dict, epsilon: Fraction | None) -> Query:
@@ -350,6 +382,28 @@ def _key_text(label: str, column: str, position: int, value: Any) -> str | None:
             "so they must name categories, never people"
         )
     return text
+
+
+def _keys_read_together(queries: Queries) -> None:
+    """Refuse a contingency table whose declared keys hold an identifier once a cell's keys
+    (one from each column) are read side by side, as the delivered document shows them: read as
+    the split-identifier reading of uploads reads adjacent columns
+    (:func:`~broker.metrics.content.split_content`: strong evidence that needs every piece, in
+    a share of the cells, so that digits joined by chance in a large table of codes do not
+    count), all the release's tables under one scan budget, past which they are refused (fail
+    closed). A refusal names the query, never the keys (they may be the very identifier)."""
+    budget = ScanBudget()
+    for position, query in enumerate(queries.items, 1):
+        if query.keys is None or len(query.keys) < 2:
+            continue
+        present = [[t for t in texts if t is not None] for texts in query.keys]
+        found = split_content(list(itertools.product(*present)), budget=budget)
+        if found is not None:
+            raise QueryError(
+                f"query {position} (count_by): its cells' keys, read side by side, hold what "
+                f"looks like {found.describe()}; keys cross the border with the answers, so "
+                "they must name categories, never people"
+            )
 
 
 def _distinct_keys(label: str, column: str, texts: tuple[str | None, ...]) -> None:

@@ -42,8 +42,9 @@ import numpy as np
 import pandas as pd
 
 from broker.columns.numbers import numbers_of
-from broker.engines.base import CountTable, Engine
-from broker.metrics.content import content_of, sample_distinct
+from broker.engines.base import CountTable, Engine, dictionary_values
+from broker.metrics.content import SAMPLE, content_of, sample_distinct, split_content
+from broker.metrics.report import sampled_codes
 from broker.privacy import mechanisms
 from broker.privacy.budget import show, split, stored, total
 from broker.privacy.persons import (  # bounded_rows: where it was first
@@ -259,6 +260,30 @@ def check_key_columns(engine: Engine, query: Query, position: int, people: Peopl
                 "values belong to one person each): its keys would name them; count a coarser "
                 "column, or declare the keys"
             )
+    _check_split_over_key_columns(engine, query, label)
+
+
+def _check_split_over_key_columns(engine: Engine, query: Query, label: str) -> None:
+    """Refuse columns whose values, each clean alone, hold an identifier once a key's values
+    are read side by side (a card in four columns of four digits, a given and a family name):
+    a sample of their distinct tuples, in the query's order (the delivered keys' order), read
+    as the split-identifier reading of uploads reads adjacent columns
+    (:func:`~broker.metrics.content.split_content`)."""
+    if len(query.columns) < 2:
+        return
+    columns = list(query.columns)
+    codes = sampled_codes(engine, columns, SAMPLE)
+    values = [
+        dictionary_values(engine.dictionary(column))[chosen]
+        for column, chosen in zip(columns, codes, strict=True)
+    ]
+    found = split_content(list(zip(*values, strict=True)))
+    if found is not None:
+        raise ReleaseError(
+            f"{label}: the keys taken from the data hold {found.describe()} once a key's "
+            "values are read side by side; keys cross the border, so these columns cannot "
+            "give them: declare the keys, or count other columns"
+        )
 
 
 def compute(

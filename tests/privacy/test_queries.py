@@ -76,3 +76,12 @@ def test_a_query_on_an_unknown_column_names_it():
     with pytest.raises(UnknownQueryColumn, match="'agee', which is not a column") as raised:
         check_columns(queries, ["age", "sex"])
     assert raised.value.column == "agee"
+
+
+def test_a_release_asks_at_most_forty_quantiles_in_all():
+    """Each quantile is calibrated on its own in the request (a tenth of a second at 1,000
+    candidates): a few kilobytes of queries must not hold the broker for a minute."""
+    query = {"type": "quantile", "column": "age", "bounds": [0, 120], "quantiles": [0.5] * 20}
+    assert len(parse_queries([query, query]).items) == 2  # 40: allowed
+    with pytest.raises(QueryError, match="41 quantiles in all: a release asks at most 40"):
+        parse_queries([query, query, {**query, "quantiles": [0.5]}])
