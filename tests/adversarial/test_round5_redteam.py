@@ -1,15 +1,18 @@
-"""Round 5 red team: what a hostile source writes *into an aggregate release's query* crosses the
-border in the delivered document, unmeasured, through a real broker and fr-research's inbox.
+"""Round 5 red team: pieces of an identifier, each clean alone, that a hostile member places
+where the broker checked them one at a time, and digits it hides in numbers the broker echoes;
+through a real broker, judged on what the other member receives or reads. Each case crossed
+before the fix it names.
 
-- **Class 5 (identifiers in content, split).** Declared keys are checked one key at a time, so an
-  identifier cut into pieces, one piece per column of a contingency table (or per key of one
-  column, or per query), passes each check; the delivered document lists the pieces side by side
-  and the destination reads the card number, the e-mail address, the name or the phone number.
-  Uploads refuse the same split over adjacent columns (``test_round4_forms.py``).
-- **Class 8 / 5 (sender-controlled numbers cross unmeasured).** The release's ``epsilon`` (kept
-  as the exact fraction the sender wrote), a query's ``bounds`` and its ``quantiles`` are echoed
-  digit for digit: a card number as the numerator of ``epsilon``, a phone number as a bound, a
-  card number in the decimals of a quantile reach the destination.
+- **Class 5 (identifiers in content, split).** An aggregate release's declared keys, one piece
+  per column of a contingency table (read now as a table's cells side by side), keys of key
+  columns taken from the data, a catalog entry's keywords and column descriptions, a
+  negotiation's columns, a protocol termination's reasons (lists read side by side now). Open,
+  as strict expected failures: keys listed one after another (one column's keys, or two
+  queries'), which read in a row refuse ordinary age bands and postcodes by chance.
+- **Class 8 / 5 (sender-chosen numbers).** A release's ``epsilon`` (kept as the exact fraction
+  written), a query's ``bounds`` and ``quantiles``, an offer's ``max_t``: at most 6 significant
+  digits now, so a card number or a phone number no longer fits in one.
+- **Class 15.** A 3 KB release of 500 quantiles held its request 45 s: at most 40 now.
 
 Each test sends as a source of its own (budgets are per source and destination).
 """
