@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from broker.columns.numbers import significant_digits
+from broker.columns.digits import significant_digits
 from broker.negotiations.states import PROTOCOL_MESSAGES, Message
 from broker.wire.statuses import AgreementState, NegotiationState
 

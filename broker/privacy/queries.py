@@ -46,8 +46,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from broker.columns.digits import significant_digits
 from broker.columns.names import attribute_key, visible_text
-from broker.columns.numbers import significant_digits
 from broker.identifiers.scan import ScanBudget
 from broker.identifiers.short_text import identifier_in_text
 from broker.metrics.content import SAMPLE, split_content
