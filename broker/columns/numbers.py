@@ -11,7 +11,6 @@ and it never reaches the parser. Every reading of sender text as numbers calls
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -41,14 +40,3 @@ def numbers_of(values) -> np.ndarray:
     if numbers.dtype == object:  # missing values pandas could not make NaN
         return pd.Series(numbers, dtype=object).to_numpy(dtype=float, na_value=np.nan)
     return numbers.astype(float)
-
-
-def significant_digits(value: int | float | Decimal) -> int:
-    """How many significant digits a number is written with (trailing zeros aside): what a
-    sender can hide in a number the broker echoes.
-
-    >>> significant_digits(120), significant_digits(0.95), significant_digits(33612345678)
-    (2, 2, 11)
-    """
-    number = value if isinstance(value, Decimal) else Decimal(repr(value))
-    return len(number.normalize().as_tuple().digits)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from broker.columns.numbers import significant_digits
+from broker.columns.digits import significant_digits
 from broker.negotiations.states import PROTOCOL_MESSAGES, Message
 from broker.wire.statuses import AgreementState, NegotiationState
 
@@ -50,7 +50,7 @@ class TermsChange(BaseModel):
     columns: list[str] | None = Field(None, min_length=1, max_length=1_000)
     min_k: int | None = Field(None, ge=1, le=1_000_000, examples=[5])
     min_l: int | None = Field(None, ge=1, le=1_000_000)
-    max_t: Annotated[float, AfterValidator(_few_digits)] | None = Field(None, ge=0, le=1)
+    max_t: Annotated[float, Field(ge=0, le=1), AfterValidator(_few_digits)] | None = None
     retention_days: int | None = Field(None, ge=1, le=100_000, examples=[180])
     onward_transfer: bool | None = None
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from broker.columns.numbers import significant_digits
+from broker.columns.digits import significant_digits
 
 # The most digits an amount may be written with: "0.1" is fine, a 10,000-digit fraction is a
 # denial of service on every later sum; so is "1e-999999", hence the smallest amounts.

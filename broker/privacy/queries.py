@@ -39,17 +39,18 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import random
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from broker.columns.digits import significant_digits
 from broker.columns.names import attribute_key, visible_text
-from broker.columns.numbers import significant_digits
 from broker.identifiers.scan import ScanBudget
 from broker.identifiers.short_text import identifier_in_text
-from broker.metrics.content import split_content
+from broker.metrics.content import SAMPLE, split_content
 from broker.privacy.budget import BudgetError, positive_epsilon
 from broker.wire import json_limits
 
@@ -390,14 +391,18 @@ def _keys_read_together(queries: Queries) -> None:
     the split-identifier reading of uploads reads adjacent columns
     (:func:`~broker.metrics.content.split_content`: strong evidence that needs every piece, in
     a share of the cells, so that digits joined by chance in a large table of codes do not
-    count), all the release's tables under one scan budget, past which they are refused (fail
-    closed). A refusal names the query, never the keys (they may be the very identifier)."""
-    budget = ScanBudget()
+    count), on at most :data:`~broker.metrics.content.SAMPLE` of a table's cells chosen at
+    random, each table under a scan budget of its own, past which it is refused (fail closed).
+    A refusal names the query, never the keys (they may be the very identifier)."""
     for position, query in enumerate(queries.items, 1):
         if query.keys is None or len(query.keys) < 2:
             continue
         present = [[t for t in texts if t is not None] for texts in query.keys]
-        found = split_content(list(itertools.product(*present)), budget=budget)
+        cells = list(itertools.product(*present))
+        if len(cells) > SAMPLE:  # as uploads' tuples: a share of a random sample
+            chosen = random.SystemRandom().sample(range(len(cells)), SAMPLE)
+            cells = [cells[i] for i in sorted(chosen)]
+        found = split_content(cells, budget=ScanBudget())
         if found is not None:
             raise QueryError(
                 f"query {position} (count_by): its cells' keys, read side by side, hold what "

@@ -109,6 +109,11 @@ class Broker:
             timeout=timeout,
         )
 
+    def as_member(self, member: str, method: str, path: str, **kwargs) -> httpx.Response:
+        """A call to the broker with ``member``'s key."""
+        headers = {"Authorization": f"Bearer {self.keys[member]}"}
+        return self.client.request(method, f"{self.url}{path}", headers=headers, **kwargs)
+
     def send(self, data: bytes, filename: str = "data.csv", **form) -> dict:
         """A transfer that must be *decided* (HTTP 200): its decision as a dict."""
         answer = self.post(data, filename, **form)

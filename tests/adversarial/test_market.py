@@ -32,32 +32,25 @@ COLUMNS = [
 ]
 
 
-def _call(broker, member, method, path, **kwargs):
-    headers = {"Authorization": f"Bearer {broker.keys[member]}"}
-    return broker.client.request(method, f"{broker.url}{path}", headers=headers, **kwargs)
-
-
 def _agreement(broker, columns=COLUMNS, terms=None) -> str:
     """SN publishes, FR asks for research, SN offers (``terms``), FR accepts and verifies."""
-    entry = _call(
-        broker,
+    entry = broker.as_member(
         SOURCE,
         "POST",
         "/v1/catalog/datasets",
         json={"title": "admissions", "columns": columns, "purposes": ["research"]},
     )
     assert entry.status_code == 201, entry.text
-    asked = _call(
-        broker,
+    asked = broker.as_member(
         DESTINATION,
         "POST",
         "/v1/negotiations",
         json={"dataset_id": entry.json()["id"], "purpose": "research"},
     ).json()
     negotiation = asked["id"]
-    _call(broker, SOURCE, "POST", f"/v1/negotiations/{negotiation}/offer", json={"terms": terms})
-    _call(broker, DESTINATION, "POST", f"/v1/negotiations/{negotiation}/accept", json={})
-    final = _call(broker, DESTINATION, "POST", f"/v1/negotiations/{negotiation}/verify", json={})
+    broker.as_member(SOURCE, "POST", f"/v1/negotiations/{negotiation}/offer", json={"terms": terms})
+    broker.as_member(DESTINATION, "POST", f"/v1/negotiations/{negotiation}/accept", json={})
+    final = broker.as_member(DESTINATION, "POST", f"/v1/negotiations/{negotiation}/verify", json={})
     assert final.json()["state"] == "FINALIZED", final.text
     return final.json()["agreement_id"]
 
@@ -139,10 +132,10 @@ def test_the_catalog_carries_no_value(broker, field, value):
     """A catalog entry is read in every jurisdiction and is not measured: a provider that puts
     a phone number, an e-mail address or a national id in it is refused, nothing stored."""
     description = {"title": "t", "columns": COLUMNS, field: value}
-    answer = _call(broker, SOURCE, "POST", "/v1/catalog/datasets", json=description)
+    answer = broker.as_member(SOURCE, "POST", "/v1/catalog/datasets", json=description)
     assert answer.status_code == 422, answer.text
     assert "describe the data, never its values" in answer.json()["detail"]
-    seen = _call(broker, DESTINATION, "GET", "/v1/catalog", params={"limit": 100}).text
+    seen = broker.as_member(DESTINATION, "GET", "/v1/catalog", params={"limit": 100}).text
     text = value if isinstance(value, str) else value[0]
     assert text not in seen
 
@@ -164,11 +157,10 @@ def test_a_measured_entry_shows_figures_never_values(broker):
         {"name": "name", "role": "other"},
         {"name": "phone", "role": "other"},
     ]
-    entry = _call(
-        broker, SOURCE, "POST", "/v1/catalog/datasets", json={"title": "calls", "columns": columns}
+    entry = broker.as_member(
+        SOURCE, "POST", "/v1/catalog/datasets", json={"title": "calls", "columns": columns}
     ).json()
-    measured = _call(
-        broker,
+    measured = broker.as_member(
         SOURCE,
         "POST",
         f"/v1/catalog/datasets/{entry['id']}/measurement",
@@ -177,7 +169,7 @@ def test_a_measured_entry_shows_figures_never_values(broker):
     assert measured.status_code == 200, measured.text
     assert "phone" in measured.json()["summary"]["identifiers"]
     for member in (DESTINATION, SOURCE):
-        shown = _call(broker, member, "GET", f"/v1/catalog/datasets/{entry['id']}").text
+        shown = broker.as_member(member, "GET", f"/v1/catalog/datasets/{entry['id']}").text
         problems = judge.leaked_secrets("application/json", shown.encode(), phones[:50], None)
         assert problems == [], problems
         assert all(name not in shown for name in frame["name"][:50])
@@ -192,15 +184,13 @@ HIDDEN = ["awa.diop@\u200bexample.sn", "ａｗａ．ｄｉｏｐ＠ｅｘａｍ�
 
 
 def _requested(broker) -> str:
-    entry = _call(
-        broker,
+    entry = broker.as_member(
         SOURCE,
         "POST",
         "/v1/catalog/datasets",
         json={"title": "admissions", "columns": COLUMNS, "purposes": ["research"]},
     ).json()
-    asked = _call(
-        broker,
+    asked = broker.as_member(
         DESTINATION,
         "POST",
         "/v1/negotiations",
@@ -212,7 +202,7 @@ def _requested(broker) -> str:
 
 def _unseen(broker, negotiation: str, secret: str) -> None:
     for member in (SOURCE, DESTINATION):
-        shown = _call(broker, member, "GET", f"/v1/negotiations/{negotiation}").text
+        shown = broker.as_member(member, "GET", f"/v1/negotiations/{negotiation}").text
         assert secret not in shown
     audit = broker.client.get(f"{broker.url}/v1/audit", headers=ADMIN, params={"limit": 100})
     assert secret not in audit.text
@@ -229,8 +219,7 @@ def _refused(answer, secret: str, field: str) -> None:
 def test_a_termination_reason_carries_no_value_to_the_other_party(broker, secret):
     negotiation = _requested(broker)
     for member in (DESTINATION, SOURCE):
-        answer = _call(
-            broker,
+        answer = broker.as_member(
             member,
             "POST",
             f"/v1/negotiations/{negotiation}/terminate",
@@ -239,8 +228,7 @@ def test_a_termination_reason_carries_no_value_to_the_other_party(broker, secret
         _refused(answer, secret, "reason")
     _unseen(broker, negotiation, secret)
     # a reason without a value ends it, and the other party reads it
-    ended = _call(
-        broker,
+    ended = broker.as_member(
         SOURCE,
         "POST",
         f"/v1/negotiations/{negotiation}/terminate",
@@ -251,8 +239,7 @@ def test_a_termination_reason_carries_no_value_to_the_other_party(broker, secret
 
 @pytest.mark.parametrize("secret", [EMAIL, PHONE, NIR, *HIDDEN])
 def test_a_purpose_or_column_list_carries_no_value_to_the_provider(broker, secret):
-    entry = _call(
-        broker,
+    entry = broker.as_member(
         SOURCE,
         "POST",
         "/v1/catalog/datasets",
@@ -265,21 +252,19 @@ def test_a_purpose_or_column_list_carries_no_value_to_the_provider(broker, secre
             "columns[1]",
         ),
     ):
-        answer = _call(broker, DESTINATION, "POST", "/v1/negotiations", json=body)
+        answer = broker.as_member(DESTINATION, "POST", "/v1/negotiations", json=body)
         _refused(answer, secret, field)
-    listed = _call(broker, SOURCE, "GET", "/v1/negotiations", params={"limit": 100}).text
+    listed = broker.as_member(SOURCE, "GET", "/v1/negotiations", params={"limit": 100}).text
     assert secret not in listed
     negotiation = _requested(broker)
-    counter = _call(
-        broker,
+    counter = broker.as_member(
         DESTINATION,
         "POST",
         f"/v1/negotiations/{negotiation}/request",
         json={"columns": ["age_band", secret]},
     )
     _refused(counter, secret, "columns[1]")
-    offered = _call(
-        broker,
+    offered = broker.as_member(
         SOURCE,
         "POST",
         f"/v1/negotiations/{negotiation}/offer",

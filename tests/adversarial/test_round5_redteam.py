@@ -1,15 +1,18 @@
-"""Round 5 red team: what a hostile source writes *into an aggregate release's query* crosses the
-border in the delivered document, unmeasured, through a real broker and fr-research's inbox.
+"""Round 5 red team: pieces of an identifier, each clean alone, that a hostile member places
+where the broker checked them one at a time, and digits it hides in numbers the broker echoes;
+through a real broker, judged on what the other member receives or reads. Each case crossed
+before the fix it names.
 
-- **Class 5 (identifiers in content, split).** Declared keys are checked one key at a time, so an
-  identifier cut into pieces, one piece per column of a contingency table (or per key of one
-  column, or per query), passes each check; the delivered document lists the pieces side by side
-  and the destination reads the card number, the e-mail address, the name or the phone number.
-  Uploads refuse the same split over adjacent columns (``test_round4_forms.py``).
-- **Class 8 / 5 (sender-controlled numbers cross unmeasured).** The release's ``epsilon`` (kept
-  as the exact fraction the sender wrote), a query's ``bounds`` and its ``quantiles`` are echoed
-  digit for digit: a card number as the numerator of ``epsilon``, a phone number as a bound, a
-  card number in the decimals of a quantile reach the destination.
+- **Class 5 (identifiers in content, split).** An aggregate release's declared keys, one piece
+  per column of a contingency table (read now as a table's cells side by side), keys of key
+  columns taken from the data, a catalog entry's keywords and column descriptions, a
+  negotiation's columns, a protocol termination's reasons (lists read side by side now). Open,
+  as strict expected failures: keys listed one after another (one column's keys, or two
+  queries'), which read in a row refuse ordinary age bands and postcodes by chance.
+- **Class 8 / 5 (sender-chosen numbers).** A release's ``epsilon`` (kept as the exact fraction
+  written), a query's ``bounds`` and ``quantiles``, an offer's ``max_t``: at most 6 significant
+  digits now, so a card number or a phone number no longer fits in one.
+- **Class 15.** A 3 KB release of 500 quantiles held its request 45 s: at most 40 now.
 
 Each test sends as a source of its own (budgets are per source and destination).
 """
@@ -187,14 +190,9 @@ ENTRY_COLUMNS = [
 ]
 
 
-def _as(broker, member, method, path, **kwargs):
-    headers = {"Authorization": f"Bearer {broker.keys[member]}"}
-    return broker.client.request(method, f"{broker.url}{path}", headers=headers, **kwargs)
-
-
 def _catalog_texts(broker, member, entry_id: str) -> str:
     """Every text of the entry as ``member`` reads it in the catalog, joined without blanks."""
-    catalog = _as(broker, member, "GET", "/v1/catalog", params={"limit": 100}).json()
+    catalog = broker.as_member(member, "GET", "/v1/catalog", params={"limit": 100}).json()
     found = [d for d in catalog["dcat:dataset"] if d["dct:identifier"] == entry_id]
     assert found, f"entry {entry_id} not in fr-research's catalog"
     entry = found[0]
@@ -233,7 +231,7 @@ def test_an_identifier_split_over_a_catalog_entry_is_not_published(broker, extra
     from tests.adversarial.conftest import DESTINATION, SOURCE
 
     body = {"title": "admissions", "columns": ENTRY_COLUMNS, "purposes": ["research"], **extra}
-    answer = _as(broker, SOURCE, "POST", "/v1/catalog/datasets", json=body)
+    answer = broker.as_member(SOURCE, "POST", "/v1/catalog/datasets", json=body)
     if answer.status_code == 422:
         return  # refused, nothing stored: the secure answer
     assert answer.status_code == 201, answer.text
@@ -250,7 +248,7 @@ def _entry(broker) -> str:
     from tests.adversarial.conftest import SOURCE
 
     body = {"title": "admissions", "columns": ENTRY_COLUMNS, "purposes": ["research"]}
-    answer = _as(broker, SOURCE, "POST", "/v1/catalog/datasets", json=body)
+    answer = broker.as_member(SOURCE, "POST", "/v1/catalog/datasets", json=body)
     assert answer.status_code == 201, answer.text
     return answer.json()["id"]
 
@@ -266,10 +264,10 @@ def test_an_email_split_over_a_negotiations_columns_does_not_reach_the_provider(
         "purpose": "research",
         "columns": ["awa.diop", "@example.sn"],
     }
-    answer = _as(broker, DESTINATION, "POST", "/v1/negotiations", json=asked)
+    answer = broker.as_member(DESTINATION, "POST", "/v1/negotiations", json=asked)
     if answer.status_code == 422:
         return
-    shown = _as(broker, SOURCE, "GET", f"/v1/negotiations/{answer.json()['id']}").json()
+    shown = broker.as_member(SOURCE, "GET", f"/v1/negotiations/{answer.json()['id']}").json()
     columns = "".join((shown.get("asked") or {}).get("columns") or [])
     assert "awa.diop@example.sn" not in columns, (
         f"sn-hospital reads the consumer's columns {shown['asked']['columns']} as "
@@ -283,12 +281,12 @@ def test_a_card_number_in_an_offers_max_t_does_not_reach_the_consumer(broker):
     from tests.adversarial.conftest import DESTINATION, SOURCE
 
     asked = {"dataset_id": _entry(broker), "purpose": "research"}
-    negotiation = _as(broker, DESTINATION, "POST", "/v1/negotiations", json=asked).json()["id"]
+    negotiation = broker.as_member(DESTINATION, "POST", "/v1/negotiations", json=asked).json()["id"]
     offer = {"terms": {"max_t": float("0." + CARD)}}
-    answer = _as(broker, SOURCE, "POST", f"/v1/negotiations/{negotiation}/offer", json=offer)
+    answer = broker.as_member(SOURCE, "POST", f"/v1/negotiations/{negotiation}/offer", json=offer)
     if answer.status_code == 422:
         return
-    shown = _as(broker, DESTINATION, "GET", f"/v1/negotiations/{negotiation}").text
+    shown = broker.as_member(DESTINATION, "GET", f"/v1/negotiations/{negotiation}").text
     assert CARD not in shown, "fr-research reads the provider's 4111111111111111 in the offer"
 
 
@@ -386,7 +384,7 @@ def test_a_tiny_release_of_many_quantiles_is_bounded(broker):
     except httpx.TimeoutException:
         waited = time.monotonic() - started
         while time.monotonic() - started < 300:  # let the broker finish before the next test
-            listed = _as(broker, source, "GET", "/v1/transfers", params={"limit": 1}).json()
+            listed = broker.as_member(source, "GET", "/v1/transfers", params={"limit": 1}).json()
             if listed.get("total"):
                 break
             time.sleep(1)
@@ -425,18 +423,20 @@ def test_an_identifier_split_over_a_protocol_termination_does_not_reach_the_prov
     entry = _entry(broker)
     message = initial_request(entry)
     message["consumerPid"] = f"urn:uuid:{entry}"
-    started = _as(broker, DESTINATION, "POST", BASE + "/negotiations/request", json=message)
+    started = broker.as_member(DESTINATION, "POST", BASE + "/negotiations/request", json=message)
     assert started.status_code == 201, started.text
     provider_pid = started.json()["providerPid"]
     ending = copy.deepcopy(
         example("negotiation/example/contract-negotiation-termination-message.json")
     )
     ending.update(providerPid=provider_pid, consumerPid=message["consumerPid"], reason=reasons)
-    answer = _as(
-        broker, DESTINATION, "POST", f"{BASE}/negotiations/{provider_pid}/termination", json=ending
+    answer = broker.as_member(
+        DESTINATION, "POST", f"{BASE}/negotiations/{provider_pid}/termination", json=ending
     )
     if answer.status_code == 400:
         return  # refused, nothing recorded
     negotiation = provider_pid.removeprefix("urn:uuid:")
-    reason = _as(broker, SOURCE, "GET", f"/v1/negotiations/{negotiation}").json()["reason"] or ""
+    reason = (
+        broker.as_member(SOURCE, "GET", f"/v1/negotiations/{negotiation}").json()["reason"] or ""
+    )
     assert secret not in re.sub(r"[\s;]", "", reason), f"sn-hospital reads {reason!r}"
