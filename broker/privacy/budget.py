@@ -75,9 +75,14 @@ def parse_amount(text: str | float | int | Fraction, name: str = "epsilon") -> F
         raise BudgetError(
             f"{name} {written!r} is not a number (write it as 0.5, 1e-6 or 1/3)"
         ) from None
+    return value
+
+
+def _stated(value: Fraction, name: str) -> Fraction:
+    """An amount a sender states crosses the border in the release's document as written: not a
+    way to carry a number of the sender's choosing (no privacy loss needs that precision).
+    Stored amounts and the records' caps are read by :func:`parse_amount` alone."""
     if max(significant_digits(value.numerator), significant_digits(value.denominator)) > 6:
-        # The amount crosses the border in the release's document, as written: not a way to
-        # carry a number of the sender's choosing (and no privacy loss needs that precision).
         raise BudgetError(
             f"{name} is written with more than 6 significant digits (write it as 0.5, 1e-6 or 1/3)"
         )
@@ -96,7 +101,7 @@ def positive_epsilon(text: str | float | int | Fraction) -> Fraction:
     ...
     broker.privacy.budget.BudgetError: epsilon must be above 0 (it was -1): ...
     """
-    value = parse_amount(text, "epsilon")
+    value = _stated(parse_amount(text, "epsilon"), "epsilon")
     if value <= 0:
         raise BudgetError(
             f"epsilon must be above 0 (it was {show(value)}): epsilon = 0 would release nothing "
@@ -114,7 +119,7 @@ def delta_amount(text: str | float | int | Fraction | None) -> Fraction:
     """A delta: 0 (none, the default) up to below 1."""
     if text is None or (isinstance(text, str) and not text.strip()):
         return Fraction(0)
-    value = parse_amount(text, "delta")
+    value = _stated(parse_amount(text, "delta"), "delta")
     if not 0 <= value < 1:
         raise BudgetError(f"delta must be at least 0 and below 1 (it was {show(value)})")
     if 0 < value < SMALLEST_DELTA:

@@ -84,3 +84,16 @@ def test_amounts_are_shown_in_decimal_when_they_have_one():
         "5",
         "1/7 (about 0.1429)",
     ]
+
+
+def test_a_sender_states_amounts_of_six_digits_while_stored_amounts_read_whole():
+    """What a sender writes crosses the border as written (a card number as epsilon's
+    numerator); what the ledger stored, sums of earlier spends, is read back exactly."""
+    with pytest.raises(BudgetError, match="more than 6 significant digits"):
+        positive_epsilon("4111111111111111/4111111111111112")
+    with pytest.raises(BudgetError, match="more than 6 significant digits"):
+        delta_amount("0.0000001234567")
+    assert positive_epsilon("1/3") == Fraction(1, 3)
+    assert parse_amount(stored(Fraction(1, 3) + Fraction(1, 7) + Fraction(1, 1000003))) == (
+        Fraction(1, 3) + Fraction(1, 7) + Fraction(1, 1000003)
+    )
